@@ -1,0 +1,29 @@
+# The two commands of the README. Each creates .venv on a fresh machine; a second run skips setup.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: report test test-full install clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip setuptools wheel
+	# torch first and pinned: an open range would pull a multi-GB CUDA build.
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+report: $(STAMP)
+	MPLBACKEND=Agg $(BIN)/flowcert report --out reports/out
+
+test: $(STAMP)
+	MPLBACKEND=Agg OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q
+
+test-full: $(STAMP)
+	MPLBACKEND=Agg OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -m '' --full
+
+clean:
+	rm -rf $(VENV) reports/out build *.egg-info

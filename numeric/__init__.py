@@ -1,0 +1,1 @@
+"""flowcert layer."""
