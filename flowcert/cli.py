@@ -1,0 +1,161 @@
+"""The ``flowcert`` command line (a contract: see DESIGN.md, "Command line").
+
+Exit codes: 0 the command ran (whatever the verdicts), 2 bad input (one line on stderr naming
+the key and the problem), 1 an internal error. Heavy modules are imported inside commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, NoReturn, Sequence
+
+from . import __version__
+
+SYSTEMS = ("gaussian",)
+
+
+class InputError(Exception):
+    """Bad input: reported as one line with exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"flowcert: error: {message}\n")
+        raise SystemExit(2)
+
+
+def _load(system: str, path: str) -> Any:
+    from .params import load_gaussian
+
+    if system != "gaussian":
+        raise InputError(f"system '{system}' is not available yet (available: {', '.join(SYSTEMS)})")
+    return load_gaussian(path)
+
+
+def _emit(doc: dict[str, Any], as_json: bool, summary: str) -> None:
+    if as_json:
+        json.dump(doc, sys.stdout, indent=1, allow_nan=False, default=_json_default)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(summary)
+
+
+def _json_default(obj: Any) -> Any:
+    import numpy as np
+
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def _summary(doc: dict[str, Any]) -> str:
+    lines = [f"flowcert {doc['flowcert']} — verify {doc['system']}"]
+    for th in doc["theorems"]:
+        lines.append(f"{th['id']:<24} applies={th['applies']!s:<5} cross_check={th['cross_check']['status']}")
+        for h in th["hypotheses"]:
+            lines.append(f"    {h['status']:<8} {h['name']}  ({h['method']})")
+    if "regime" in doc:
+        r = doc["regime"]
+        lines.append(f"regime: Sigma {r['Sigma']}, mu {r['mu']} (basis: {r['basis']})")
+    if "simulation" in doc:
+        s = doc["simulation"]
+        lines.append(f"simulation: t_end {s['t_end']:.4g}, blow-up {s['blowup_time']}, agrees {s['agrees']}")
+    return "\n".join(lines) + "\n"
+
+
+def cmd_verify(args: argparse.Namespace) -> None:
+    from . import gaussian
+
+    p = _load(args.system, args.params)
+    doc = gaussian.verify(p, simulate=args.simulate)
+    _emit(doc, args.json, _summary(doc))
+
+
+def cmd_simulate(args: argparse.Namespace) -> None:
+    import numpy as np
+
+    from . import gaussian
+    from .numeric import gaussian as ng
+
+    p = _load(args.system, args.params)
+    t_end = p.t_end if args.t_end is None else args.t_end
+    if not (t_end > 0 and np.isfinite(t_end)):
+        raise InputError(f"--t-end: must be a positive finite number, got {t_end}")
+    sol = ng.integrate_moments(gaussian.coefficients(p), p.mu0, p.Sigma0, t_end)
+    doc = {
+        "flowcert": __version__, "system": args.system, "params": p.to_json(),
+        "simulation": {"t_end": float(sol.t[-1]), "blowup_time": sol.blowup_time, "status": sol.status,
+                       "mu_final": sol.mu[-1].tolist(), "Sigma_final": sol.Sigma[-1].tolist(), "agrees": None},
+    }
+    if args.plot:
+        from .reports.figures import plot_moments
+
+        plot_moments(sol, Path(args.plot))
+        doc["simulation"]["plot"] = args.plot
+    summary = (f"t_end {sol.t[-1]:.6g}  status {sol.status}  blow-up {sol.blowup_time}\n"
+               f"mu = {np.array2string(sol.mu[-1], precision=6)}\nSigma =\n{np.array2string(sol.Sigma[-1], precision=6)}\n")
+    _emit(doc, args.json, summary)
+
+
+def cmd_report(args: argparse.Namespace) -> None:
+    from .reports.build import build_report
+
+    paths = build_report(Path(args.out), quick=args.quick)
+    for path in paths:
+        sys.stdout.write(f"wrote {path}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="flowcert", description="Verify the mathematics of transformer and RNN dynamics.")
+    parser.add_argument("--version", action="version", version=f"flowcert {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    rep = sub.add_parser("report", help="write the derivations report (Markdown + HTML)")
+    rep.add_argument("--out", default="reports/out", help="output folder (default reports/out)")
+    rep.add_argument("--quick", action="store_true", help="skip the slow simulations")
+    rep.set_defaults(func=cmd_report)
+
+    ver = sub.add_parser("verify", help="decide every theorem's hypotheses on given parameters")
+    ver.add_argument("system", choices=SYSTEMS)
+    ver.add_argument("--params", required=True, help="parameter file (.json or .npz)")
+    ver.add_argument("--simulate", action="store_true", help="cross-validate by simulation")
+    ver.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    ver.set_defaults(func=cmd_verify)
+
+    sim = sub.add_parser("simulate", help="integrate the system")
+    sim.add_argument("system", choices=SYSTEMS)
+    sim.add_argument("--params", required=True)
+    sim.add_argument("--t-end", type=float, default=None, dest="t_end")
+    sim.add_argument("--plot", default=None, help="write a PNG figure here")
+    sim.add_argument("--json", action="store_true")
+    sim.set_defaults(func=cmd_simulate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    from .params import ParamError
+
+    try:
+        args.func(args)
+    except (ParamError, InputError) as exc:
+        sys.stderr.write(f"flowcert: error: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # noqa: BLE001 - exit code 1 is the contract for internal errors
+        sys.stderr.write(f"flowcert: internal error: {type(exc).__name__}: {exc}\n")
+        if "--debug" in sys.argv or __import__("os").environ.get("FLOWCERT_DEBUG"):
+            raise
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

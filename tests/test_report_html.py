@@ -1,0 +1,230 @@
+"""Tests for flowcert.reports.html (Markdown -> standalone HTML, offline math)."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from flowcert.reports.html import VERDICTS, markdown_to_html, render, write_report
+
+SAMPLE = r"""# Stability certificate for `rnn-2` <draft>
+
+The candidate $V(x) = x^\top P x$ is positive definite since $P \succ 0$.
+It costs $5 and $6, and a literal \$ sign stays text.
+
+$$
+\dot V(x) = x^\top \left(A^\top P + P A\right) x \preceq 0,
+\qquad
+A = \begin{pmatrix} -1 & 2 \\ 0 & -3 \end{pmatrix}
+$$
+
+$$\operatorname{tr}(\Sigma) \in \mathbb{R}, \quad \mathrm{d}t, \quad A \otimes B$$
+
+$$\lambda_{\max}\left(\tfrac12 (A + A^\top)\right) < 0$$
+
+## Results
+
+| check | verdict | note |
+|:------|:-------:|-----:|
+| Lyapunov | `holds` | **strict** |
+| LMI | `fails` | *margin* 1 < 2 |
+
+1. first, see [details](details.html)
+2. second
+   - nested `unknown`
+
+- symbolic `agrees`
+- numeric `disagrees`
+
+```python
+cost = "$5 and $x$"  # <script>alert(1)</script>
+```
+
+![phase portrait](plots/phase.png)
+"""
+
+
+class _TagCollector(HTMLParser):
+    """Collects start tags, to check the output is well-formed enough to parse."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+
+
+def _body(page: str) -> str:
+    return page.split("<main", 1)[1].split(">", 1)[1].split("</main>", 1)[0]
+
+
+def test_sample_math_count_and_no_fallbacks() -> None:
+    page, fallbacks = render(SAMPLE, "sample")
+    assert fallbacks == 0
+    # 3 display formulas + 2 inline ones; "$5 and $6" and "\$" are not math.
+    assert page.count("<math") == 5
+    assert page.count('<math display="block"') == 3
+    assert page.count('<math display="inline"') == 2
+    assert "$5 and $6" in page
+
+
+def test_pmatrix_and_symbols_convert() -> None:
+    page = markdown_to_html(r"$$A = \begin{pmatrix} a & b \\ c & d \end{pmatrix}$$", "m")
+    assert "<mtable>" in page
+    assert page.count("<mtr>") == 2
+    assert "pmatrix" not in page  # converted, not shown as source
+    page, fallbacks = render(
+        r"$\dot x$ $A^\top$ $P \succ 0$ $a \preceq b$ $\operatorname{tr} X$ "
+        r"$\mathrm{d}t$ $\mathbb{R}$ $A \otimes B$ $\Sigma$",
+        "m",
+    )
+    assert fallbacks == 0
+    assert page.count("<math") == 9
+    for char in ("\u02d9", "\u22a4", "\u227b", "\u2aaf", "\u211d", "\u2297", "\u03a3"):
+        assert char in page
+
+
+def test_offline_no_cdn_no_script() -> None:
+    page = markdown_to_html(SAMPLE, "sample")
+    assert "http" not in page  # no CDN, not even the MathML xmlns
+    assert "<script" not in page.lower()
+    assert "<link" not in page.lower()
+    assert "<style>" in page
+    assert page.startswith("<!DOCTYPE html>")
+    parser = _TagCollector()
+    parser.feed(page)
+    assert "script" not in parser.tags
+    assert "math" in parser.tags
+
+
+def test_html_escaping_outside_math() -> None:
+    page = markdown_to_html("a < b & c > d <b>raw</b>\n\n# Head <i>x</i>", "T <&>")
+    body = _body(page)
+    assert "a &lt; b &amp; c &gt; d &lt;b&gt;raw&lt;/b&gt;" in body
+    assert "<b>" not in body and "<i>" not in body
+    assert "<title>T &lt;&amp;&gt;</title>" in page
+
+
+def test_math_cannot_inject_markup() -> None:
+    page, fallbacks = render(r"$\text{<script>alert(1)</script>}$ and $$\href{javascript:x}{y}$$", "x")
+    assert "<script" not in page
+    assert "javascript" not in page
+    assert "&lt;script&gt;" in page
+    assert fallbacks == 0
+
+
+def test_code_blocks_and_spans_keep_dollars() -> None:
+    md = "```\nprice = $5 + $x$ <tag>\n$$\\frac{1}{2}$$\n```\n\nInline `$y$` here."
+    page, fallbacks = render(md, "c")
+    assert fallbacks == 0
+    assert "<math" not in page
+    assert "price = $5 + $x$ &lt;tag&gt;" in page
+    assert "$$\\frac{1}{2}$$" in page
+    assert "<code>$y$</code>" in page
+
+
+def test_table_renders() -> None:
+    page = markdown_to_html(SAMPLE, "t")
+    assert "<table>" in page and "</table>" in page
+    assert len(re.findall(r"<th[ >]", page)) == 3
+    assert page.count("<tr>") == 3
+    assert 'style="text-align: center"' in page
+    assert "1 &lt; 2" in page
+    # a pipe inside inline math does not split the cell
+    page = markdown_to_html("| a | b |\n|---|---|\n| $|x|$ | 2 |", "t")
+    assert page.count("<td") == 2
+    assert "<math" in page
+
+
+def test_verdict_badges() -> None:
+    page = markdown_to_html(SAMPLE, "t")
+    for word in VERDICTS:
+        assert f'<code class="verdict verdict-{word}">{word}</code>' in page
+        assert f".verdict-{word}" in page  # styled in the inline CSS
+    assert '<code class="verdict' not in markdown_to_html("`holdsx` and `x holds`", "t")
+
+
+def test_block_structure() -> None:
+    body = _body(markdown_to_html(SAMPLE, "t"))
+    assert '<h1 id="stability-certificate-for-rnn-2-draft">' in body
+    assert "<h2" in body
+    assert "<ol>" in body and "<ul>" in body
+    assert re.search(r"<li>second\s*<ul>\s*<li>nested", body)
+    assert '<a href="details.html">details</a>' in body
+    assert '<img src="plots/phase.png" alt="phase portrait">' in body
+    assert '<pre><code class="language-python">' in body
+    assert "<strong>strict</strong>" in body and "<em>margin</em>" in body
+
+
+def test_display_math_inside_paragraph_uses_span() -> None:
+    body = _body(markdown_to_html("before $$x^2$$ after", "t"))
+    assert body.strip().startswith("<p>") and "<div" not in body
+    assert '<span class="math-display"><math display="block">' in body
+
+
+def test_unsafe_link_scheme_neutralised() -> None:
+    page = markdown_to_html("[x](javascript:alert(1)) ![y](data:text/html,zz)", "t")
+    assert "javascript" not in page
+    assert "data:text" not in page
+
+
+@pytest.mark.parametrize(
+    "latex",
+    [r"\frac{", r"\label{eq} x", "", r"\begin{pmatrix} a", "x^", r"\left( x"],
+)
+def test_bad_math_falls_back(latex: str) -> None:
+    page, fallbacks = render(f"$${latex}$$\n\ntext", "t")
+    if latex:
+        assert fallbacks == 1
+        assert '<code class="tex">' in page
+    assert "<p>text</p>" in page
+
+
+def test_fallback_escapes_source() -> None:
+    page, fallbacks = render(r"$$<b> \frac{$$", "t")
+    assert fallbacks == 1
+    assert r'<code class="tex">&lt;b&gt; \frac{</code>' in page
+    assert "<b>" not in _body(page)
+
+
+def test_write_report(tmp_path: Path) -> None:
+    md_path, html_path = write_report(SAMPLE, tmp_path / "out", stem="cert")
+    assert md_path == tmp_path / "out" / "cert.md"
+    assert html_path == tmp_path / "out" / "cert.html"
+    assert md_path.read_text(encoding="utf-8") == SAMPLE
+    page = html_path.read_text(encoding="utf-8")
+    assert page.count("<math") == 5
+    assert "<title>Stability certificate for rnn-2 &lt;draft&gt;</title>" in page
+    _, html2 = write_report("no heading", tmp_path, title="Custom")
+    assert "<title>Custom</title>" in html2.read_text(encoding="utf-8")
+
+
+_MD_ALPHABET = st.sampled_from(
+    list("abc xyz0123456789\n\t|-*#`$\\[]()!<>&\"'_{}^:.~=+")
+    + ["<script>", "</script>", "$$", "```", "**", "\\begin{pmatrix}", "\\text{"]
+    + ["javascript:", "\n\n", "1. ", "- ", "> "]
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text())
+def test_arbitrary_text_never_crashes(text: str) -> None:
+    page, fallbacks = render(text, text[:20])
+    assert isinstance(page, str) and fallbacks >= 0
+    assert "<script" not in page.lower()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_MD_ALPHABET, max_size=60).map("".join))
+def test_markdownish_text_never_crashes(text: str) -> None:
+    page, fallbacks = render(text, "t")
+    assert fallbacks >= 0
+    assert "<script" not in page.lower()
+    assert 'href="javascript' not in page.lower()
+    assert "http" not in page
