@@ -133,7 +133,7 @@ def proofs() -> list[IdentityProof]:
             ),
             IdentityProof(
                 "gaussian_attention_affine",
-                r"V\,\mathbb E_{\text{tilted}}[y]\big|_{\xi=Bx} = V(\mu+\Sigma Bx)",
+                r"V\,\mathbb E_{\text{tilted}}[y]\,\text{at}\ \xi=Bx = V(\mu+\Sigma Bx)",
                 V * m.subs(xi, B * x),
                 attention_gaussian(),
                 SYMMETRIC,
