@@ -27,7 +27,7 @@ import sympy as sp
 
 from ..numeric import gaussian as ng
 from ..symbolic import codegen
-from . import core, lmi
+from . import core, spectrum
 
 EXACT_MAX_VECH = 36  # exact rational re-checks up to d = 8
 
@@ -109,66 +109,59 @@ core.register("kantorovich", _check_kantorovich)
 core.register("stable_equilibrium", _check_stable_equilibrium)
 
 
-def _round(P: np.ndarray, bits: int = 30) -> sp.Matrix:
-    """Round to dyadic rationals relative to the scale of P (keeps exact checks fast)."""
-    scale = 2.0 ** math.floor(math.log2(max(np.abs(P).max(), 1e-300)))
-    Q = np.round(P / scale * 2**bits)
-    M = sp.Matrix([[sp.Rational(int(q)) * sp.Rational(Fraction(scale)) / 2**bits for q in row] for row in Q])
-    return (M + M.T) / 2
-
-
 def stability(A: np.ndarray, B: np.ndarray, V: np.ndarray, Sigma: np.ndarray, name: str = "linearisation_hurwitz") -> core.HypothesisResult:
     """Decide whether the equilibrium near ``Sigma`` is linearly stable on Sym(d).
 
-    Returns ``holds`` (a ``stable_equilibrium`` certificate: existence ball plus a robust
-    Lyapunov matrix found by the cvxpy LMI, or by the Lyapunov equation if the SDP's answer
-    fails its re-check), ``fails`` (an ``unstable`` certificate with the offending eigenvalue
-    in ``detail``), or ``unknown`` with the reason.
+    ``holds``: a ``stable_equilibrium`` certificate (Kantorovich existence ball plus a Lyapunov
+    matrix robust over the ball); ``fails``: an ``unstable`` certificate for DF at the rational
+    point ``Sigma`` (exact when ``Sigma`` is an exact equilibrium, such as 0), with the
+    offending eigenvalue in ``detail``; otherwise ``unknown`` with the reason.
     """
     d = A.shape[0]
     n = d * (d + 1) // 2
     J = ng.jacobian_vech(A, B, V, Sigma)
-    eig = np.linalg.eigvals(J)
-    k = int(np.argmax(eig.real))
-    abscissa = float(eig.real[k])
-    detail = f"spectral abscissa {abscissa:.6g} (eigenvalue {eig[k]:.6g})"
     if n > EXACT_MAX_VECH:
-        return core.HypothesisResult(name, "unknown", -abscissa, "size", None, f"vech dimension {n} beyond exact re-check; {detail}")
+        return core.HypothesisResult(name, "unknown", None, "size", None, f"vech dimension {n} beyond exact re-check")
     Aq, Bq, Vq, Sq = (core.rational_matrix(M) for M in (A, B, V, Sigma))
     Sq = (Sq + Sq.T) / 2
-    if abscissa < 0:
-        candidates = []
-        sol = lmi.solve_lyapunov_lmi(J)
-        if sol.P is not None:
-            candidates.append((sol.P, f"cvxpy LMI ({sol.solver}, {sol.seconds:.3f}s)"))
-        P_eq = lmi.lyapunov_equation(J)
-        if P_eq is not None:
-            candidates.append((P_eq / np.linalg.eigvalsh(P_eq).min(), "Lyapunov equation (SciPy)"))
-        for P, method in candidates:
-            margin = sp.Rational(1, 2) * min(1, sp.Rational(Fraction(float(np.linalg.eigvalsh(-(J.T @ P + P @ J)).min())).limit_denominator(2**20)))
-            if margin <= 0:
-                continue
-            cert = core.Certificate(
-                "stable_equilibrium",
-                "an equilibrium of eq. (7) exists within radius_sq of Sigma and DF there is Hurwitz on Sym(d)",
-                {"A": core.encode(Aq), "B": core.encode(Bq), "V": core.encode(Vq), "Sigma": core.encode(Sq),
-                 "P": core.encode(_round(P)), "margin": str(margin)},
-            )
-            res = core.certified(name, "holds", cert, -abscissa, f"{method}; exact re-check", detail)
-            if res.status == "holds":
-                return res
-    elif abscissa > 0:
-        P = lmi.lyapunov_equation(J)
-        if P is not None:
-            w, U = np.linalg.eigh(P)
-            Pq = _round(P)
-            vq = [str(sp.Rational(Fraction(float(x)).limit_denominator(2**30))) for x in U[:, 0]]
-            cert = core.Certificate(
-                "unstable",
-                "DF at Sigma has an eigenvalue with positive real part",
-                {"J": core.encode(exact_jacobian(Aq, Bq, Vq, Sq)), "P": core.encode(Pq), "v": vq},
-            )
-            res = core.certified(name, "fails", cert, -abscissa, "inertia theorem (Lyapunov equation); exact re-check", detail)
-            if res.status == "fails":
-                return res
-    return core.HypothesisResult(name, "unknown", -abscissa, "near-marginal or certificate re-check failed", None, detail)
+    extra = {"A": core.encode(Aq), "B": core.encode(Bq), "V": core.encode(Vq), "Sigma": core.encode(Sq)}
+    return spectrum.spectrum_verdict(
+        name, J, exact_jacobian(Aq, Bq, Vq, Sq), stable_kind="stable_equilibrium",
+        stable_claim="an equilibrium of eq. (7) lies in the Kantorovich ball around Sigma and DF there is Hurwitz on Sym(d)",
+        extra=extra,
+    )
+
+
+def pd_equilibrium(A: np.ndarray, B: np.ndarray, V: np.ndarray, Sigma: np.ndarray, name: str = "pd_equilibrium_exists") -> core.HypothesisResult:
+    """Certify a positive definite equilibrium near ``Sigma``: Kantorovich ball inside the PD cone.
+
+    With :math:`\|\mathrm{vech}(\Sigma^*-\tilde\Sigma)\|_2\le2\eta`, the Frobenius (hence spectral)
+    distance is at most :math:`\rho` with :math:`\rho^2\ge8\eta^2`; :math:`\tilde\Sigma-\rho I\succ0`
+    then gives :math:`\Sigma^*\succ0`.
+    """
+    Aq, Bq, Vq, Sq = (core.rational_matrix(M) for M in (A, B, V, Sigma))
+    Sq = (Sq + Sq.T) / 2
+    res = kantorovich(Aq, Bq, Vq, Sq)
+    if res is None:
+        return core.HypothesisResult(name, "unknown", None, "Newton-Kantorovich", None, "h > 1/2 or singular Jacobian at the candidate")
+    rho = sp.Rational(Fraction(math.sqrt(float(8 * res["eta2"])) * 2 + 1e-300).limit_denominator(2**40))
+    while rho * rho < 8 * res["eta2"]:
+        rho *= 2
+    data = {"A": core.encode(Aq), "B": core.encode(Bq), "V": core.encode(Vq), "Sigma": core.encode(Sq), "rho": str(rho)}
+    cert = core.Certificate("pd_equilibrium", "a positive definite equilibrium of eq. (18) lies within spectral distance rho of Sigma", data)
+    margin = float(np.linalg.eigvalsh(Sigma).min())
+    out = core.certified(name, "holds", cert, margin, "Newton-Kantorovich (exact) + exact LDL^T of Sigma - rho I",
+                         f"rho = {float(rho):.3e}")
+    if out.status != "holds":
+        out.detail = "the existence ball is not inside the PD cone (candidate singular or too close to the boundary)"
+    return out
+
+
+def _check_pd_equilibrium(data: dict[str, Any]) -> bool:
+    A, B, V, S = (core.decode(data[k]) for k in ("A", "B", "V", "Sigma"))
+    rho = sp.Rational(data["rho"])
+    res = kantorovich(A, B, V, S)
+    return res is not None and S == S.T and rho * rho >= 8 * res["eta2"] and core.is_pd(S - rho * sp.eye(S.rows))
+
+
+core.register("pd_equilibrium", _check_pd_equilibrium)

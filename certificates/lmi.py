@@ -68,3 +68,27 @@ def lyapunov_equation(J: np.ndarray) -> np.ndarray | None:
     if not np.all(np.isfinite(P)):
         return None
     return 0.5 * (P + P.T)
+
+
+def solve_inertia_lmi(J: np.ndarray, margin: float = 1.0) -> LMISolution:
+    """Find a symmetric (possibly indefinite) :math:`P` with :math:`J^\\top P+PJ\\preceq-\\text{margin}\\,I`.
+
+    Feasible iff J has no eigenvalue on the imaginary axis; used when the Lyapunov equation is
+    singular (two eigenvalues summing to zero). Minimises :math:`\\|P\\|_F`.
+    """
+    import cvxpy as cp
+
+    n = J.shape[0]
+    P = cp.Variable((n, n), symmetric=True)
+    lyap = J.T @ P + P @ J
+    problem = cp.Problem(cp.Minimize(cp.norm(P, "fro")), [0.5 * (lyap + lyap.T) << -margin * np.eye(n)])
+    solver = "CLARABEL" if n <= CLARABEL_MAX_DIM else "SCS"
+    t0 = time.perf_counter()
+    try:
+        problem.solve(solver=solver)
+    except cp.SolverError as exc:
+        return LMISolution(f"solver_error: {exc}", None, solver, time.perf_counter() - t0)
+    secs = time.perf_counter() - t0
+    if problem.status != cp.OPTIMAL or P.value is None:
+        return LMISolution(str(problem.status), None, solver, secs)
+    return LMISolution(problem.status, 0.5 * (P.value + P.value.T), solver, secs)

@@ -20,9 +20,10 @@ import numpy as np
 import sympy as sp
 
 from . import __version__
+from . import gaussian_asymptotics as asymptotics
 from .catalogue import CrossCheck, TheoremResult
+from .hypotheses import holds_by, semidefinite
 from .certificates import core
-from .certificates import gaussian as cert
 from .numeric import gaussian as ng
 from .params import GaussianParams
 from .symbolic import gaussian as sym
@@ -35,41 +36,6 @@ def coefficients(p: GaussianParams) -> ng.Coefficients:
     return ng.constant(p.A, p.B, p.V, p.b) if not p.time_varying else p.at
 
 
-def _holds(name: str, method: str, detail: str = "") -> core.HypothesisResult:
-    return core.HypothesisResult(name, "holds", None, method, None, detail)
-
-
-def lower_eigenvalue_bound(M: np.ndarray) -> Fraction | None:
-    """A rational :math:`\\ell` with :math:`M-\\ell I\\succeq0` proved exactly (M symmetric)."""
-    lam = float(np.linalg.eigvalsh(M).min())
-    Mq = core.rational_matrix(M)
-    if Mq != Mq.T:
-        return None
-    for slack in (1e-12, 1e-9, 1e-6, 1e-3):
-        ell = Fraction(lam - slack * max(1.0, abs(lam)))
-        if core.is_psd(Mq - sp.Rational(ell.numerator, ell.denominator) * sp.eye(Mq.rows)):
-            return ell
-    return None
-
-
-def definite(M: np.ndarray, name: str, sign: int) -> core.HypothesisResult:
-    """Exact verdict on :math:`\\mathrm{sign}\\cdot M\\succ0` (M must be symmetric)."""
-    Mq = core.rational_matrix(sign * M)
-    what = f"{'' if sign > 0 else '-'}{name}"
-    if Mq != Mq.T:
-        return core.HypothesisResult(f"{what} > 0", "fails", None, "exact symmetry", None, f"{name} is not symmetric")
-    margin = float(np.linalg.eigvalsh(sign * M).min())
-    if core.is_pd(Mq):
-        c = core.Certificate("pd", f"{what} is positive definite", {"M": core.encode(Mq), "margin": "0"})
-        return core.certified(f"{what} > 0", "holds", c, margin, "exact rational LDL^T")
-    return core.HypothesisResult(f"{what} > 0", "fails", margin, "exact rational LDL^T", None, f"smallest eigenvalue of {what} is {margin:.3e}")
-
-
-def semidefinite(M: np.ndarray, name: str) -> core.HypothesisResult:
-    """Exact verdict on :math:`M\\succeq0`."""
-    return core.psd_hypothesis(f"{name} >= 0", M, name)
-
-
 # ---------------------------------------------------------------------------------------
 # Prop. 2.1 and Lemma 3.1
 # ---------------------------------------------------------------------------------------
@@ -79,7 +45,7 @@ def prop_2_1(p: GaussianParams, simulate: bool, seed: int = 0) -> TheoremResult:
     """Prop. 2.1: Gaussian data stay Gaussian, with moments solving eq. (7)."""
     proofs = sym.proofs()
     hyps = [
-        _holds("activation_identity", "parameter") if p.activation == "identity"
+        holds_by("activation_identity", "parameter") if p.activation == "identity"
         else core.HypothesisResult("activation_identity", "fails", None, "parameter", None, f"activation is {p.activation}"),
         semidefinite(p.Sigma0, "Sigma0"),
         _continuity(p),
@@ -110,7 +76,7 @@ def prop_2_1(p: GaussianParams, simulate: bool, seed: int = 0) -> TheoremResult:
 
 def _continuity(p: GaussianParams) -> core.HypothesisResult:
     if not p.time_varying:
-        return _holds("coefficients_continuous", "constant parameters")
+        return holds_by("coefficients_continuous", "constant parameters")
     from sympy.calculus.util import continuous_domain
 
     t = sp.Symbol("t", real=True)
@@ -121,7 +87,7 @@ def _continuity(p: GaussianParams) -> core.HypothesisResult:
             for e in value:
                 if e.free_symbols and not window.is_subset(continuous_domain(e, t, window)):
                     return core.HypothesisResult("coefficients_continuous", "fails", None, "sympy continuous_domain", None, f"{key} entry {e} is discontinuous on [0, t_end]")
-    return _holds("coefficients_continuous", "sympy continuous_domain on [0, t_end]")
+    return holds_by("coefficients_continuous", "sympy continuous_domain on [0, t_end]")
 
 
 def particle_cross_check(p: GaussianParams, seed: int = 0) -> CrossCheck:
@@ -166,94 +132,6 @@ def lemma_3_1(p: GaussianParams) -> TheoremResult:
     )
 
 
-# ---------------------------------------------------------------------------------------
-# Table 1: global results with certified hypotheses, then the local analysis
-# ---------------------------------------------------------------------------------------
-
-
-def thm_4_7_2(p: GaussianParams) -> TheoremResult:
-    """Thm. 4.7(2): V < 0, B > 0, lambda_max(A + A^T) <= 0 imply Sigma(t) -> 0."""
-    hyps = [definite(p.V, "V", -1), definite(p.B, "B", 1), semidefinite(-(p.A + p.A.T), "-(A + A^T)")]
-    return TheoremResult(
-        "gaussian:thm-4.7.2", "Theorem 4.7 (2)",
-        r"V\prec0,\ B\succ0,\ \lambda_{\max}(A+A^\top)\le0\ \Rightarrow\ \Sigma(t)\to0",
-        hyps, {"Sigma": "converges_zero"},
-        correction="The hypothesis Re spec(A) <= 0 is implied by lambda_max(A + A^T) <= 0 (note 000, erratum 7).",
-    )
-
-
-def thm_4_8_1(p: GaussianParams) -> TheoremResult:
-    """Thm. 4.8(1): V > 0, B > 0, lambda_min(A + A^T) >= 0 imply blow-up before bound (20)."""
-    hyps = [definite(p.V, "V", 1), definite(p.B, "B", 1), semidefinite(p.A + p.A.T, "A + A^T"), definite(p.Sigma0, "Sigma0", 1)]
-    result = TheoremResult(
-        "gaussian:thm-4.8.1", "Theorem 4.8 (1)",
-        r"V\succ0,\ B\succ0,\ \alpha=\lambda_{\min}(A+A^\top)\ge0\ \Rightarrow\ T_f\le\tfrac1\alpha\log\!\big(1+\tfrac{\alpha}{\beta\operatorname{tr}\Sigma_0}\big)",
-        hyps, {"Sigma": "blows_up"},
-    )
-    if result.applies:
-        result.prediction["blowup_time_upper_bound"] = blowup_bound(p)
-    return result
-
-
-def blowup_bound(p: GaussianParams) -> float | None:
-    """Eq. (20) from certified lower bounds of alpha and beta (the bound decreases in both)."""
-    a = lower_eigenvalue_bound(p.A + p.A.T)
-    lv, lb = lower_eigenvalue_bound(p.V), lower_eigenvalue_bound(p.B)
-    if a is None or lv is None or lb is None or lv <= 0 or lb <= 0:
-        return None
-    alpha = max(float(a), 0.0)
-    beta = 2 * float(lv) * float(lb) / p.d
-    y0 = float(np.trace(p.Sigma0))
-    bound = 1.0 / (beta * y0) if alpha == 0 else math.log1p(alpha / (beta * y0)) / alpha
-    return bound * (1 + 1e-12)  # round up past floating-point error
-
-
-def regime(p: GaussianParams, sol: ng.MomentSolution, theorems: list[TheoremResult]) -> dict[str, Any]:
-    """Table 1 as an answer for constant parameters, certified wherever a theorem applies."""
-    out: dict[str, Any] = {"Sigma": "unknown", "mu": "unknown", "Sigma_inf": None, "mu_inf": None,
-                           "blowup_time_upper_bound": None, "basis": "simulation", "equilibrium": None}
-    if p.time_varying:
-        out["reason"] = "time-varying parameters: Table 1 covers constant ones"
-        return out
-    by_id = {t.id: t for t in theorems}
-    if by_id["gaussian:thm-4.8.1"].applies:
-        out.update(Sigma="blows_up", basis="certified",
-                   blowup_time_upper_bound=by_id["gaussian:thm-4.8.1"].prediction.get("blowup_time_upper_bound"))
-        return out
-    if by_id["gaussian:thm-4.7.2"].applies:
-        out.update(Sigma="converges_zero", Sigma_inf=np.zeros((p.d, p.d)).tolist(), basis="certified")
-        return _mean_limit(p, sol, np.zeros((p.d, p.d)), out)
-    if sol.status == "blowup":
-        out.update(Sigma="blows_up", blowup_time_upper_bound=None)
-        return out
-    S_end = sol.Sigma[-1]
-    S_inf = ng.newton_equilibrium(p.A, p.B, p.V, S_end)
-    scale = 1.0 + np.abs(p.Sigma0).max()
-    if S_inf is None or np.abs(S_inf - S_end).max() > 1e-4 * scale:
-        grows = np.linalg.norm(S_end) > 1e3 * scale
-        out["Sigma"] = "unbounded" if grows else "bounded"
-        return out
-    if np.abs(S_inf).max() <= ZERO_TOL * scale:
-        S_inf = np.zeros_like(S_inf)
-    w = np.linalg.eigvalsh(S_inf)
-    tol = 1e-8 * max(1.0, float(np.abs(w).max()))
-    kind = "converges_zero" if not S_inf.any() else ("converges_pd" if w.min() > tol else "converges_singular")
-    out.update(Sigma=kind, Sigma_inf=S_inf.tolist())
-    out["equilibrium"] = cert.stability(p.A, p.B, p.V, S_inf).to_json()
-    return _mean_limit(p, sol, S_inf, out)
-
-
-def _mean_limit(p: GaussianParams, sol: ng.MomentSolution, S_inf: np.ndarray, out: dict[str, Any]) -> dict[str, Any]:
-    """Mean limit :math:`-(A+V+V\\Sigma_\\infty B)^{-1}b` when that matrix is Hurwitz."""
-    M_mu = p.A + p.V + p.V @ S_inf @ p.B
-    abscissa = float(np.linalg.eigvals(M_mu).real.max())
-    if abscissa < -1e-9:
-        out.update(mu="converges", mu_inf=(-np.linalg.solve(M_mu, p.b)).tolist())
-    elif abscissa > 1e-9:
-        out["mu"] = "diverges" if np.linalg.norm(sol.mu[-1]) > 1e3 * (1 + np.linalg.norm(p.mu0) + np.linalg.norm(p.b)) else "unknown"
-    return out
-
-
 def _agrees(reg: dict[str, Any], sol: ng.MomentSolution) -> bool | None:
     kind = reg["Sigma"]
     if kind == "blows_up":
@@ -269,14 +147,18 @@ def verify(p: GaussianParams, simulate: bool = False, seed: int = 0) -> dict[str
     """Run every gaussian catalogue entry on ``p``; the JSON document of ``verify gaussian``."""
     sol = ng.integrate_moments(coefficients(p), p.mu0, p.Sigma0, p.t_end)
     theorems = [prop_2_1(p, simulate, seed), lemma_3_1(p)]
-    if not p.time_varying:
-        theorems += [thm_4_7_2(p), thm_4_8_1(p)]
+    if p.time_varying:
+        reg = {"Sigma": "unknown", "mu": "unknown", "Sigma_inf": None, "mu_inf": None, "blowup_time_upper_bound": None,
+               "basis": "simulation", "reason": "time-varying parameters: Table 1 covers constant ones"}
+    else:
+        table, reg = asymptotics.entries(p, sol)
+        theorems += table
     doc: dict[str, Any] = {
         "flowcert": __version__,
         "system": "gaussian",
         "params": p.to_json(),
         "theorems": [t.to_json() for t in theorems],
-        "regime": regime(p, sol, theorems),
+        "regime": reg,
     }
     if simulate:
         doc["simulation"] = {

@@ -257,3 +257,27 @@ def gaussian_mgf_1d() -> bool:
     dens = sp.exp(-((yy - mm) ** 2) / (2 * s)) / sp.sqrt(2 * sp.pi * s)
     mgf = sp.integrate(sp.exp(xs * yy) * dens, (yy, -sp.oo, sp.oo), conds="none")
     return sp.simplify(mgf - sp.exp(mm * xs + s * xs**2 / 2)) == 0
+
+
+def equilibria_exact(A: sp.Matrix, B: sp.Matrix, V: sp.Matrix) -> list[sp.Matrix] | None:
+    r"""All real symmetric solutions of eq. (18) for rational data, by a Gröbner basis.
+
+    Returns None when the solution set is not finite (positive-dimensional variety) or SymPy
+    cannot isolate the roots. Intended for :math:`d\le2` (3 unknowns, quadratic equations).
+    """
+    dim = A.rows
+    S = _entries("s", dim, dim, symmetric=True)
+    unknowns = sorted(S.free_symbols, key=str)
+    F = A * S + S * A.T + V * S * B * S + S * B.T * S * V.T
+    eqs = [sp.expand(F[i, j]) for i in range(dim) for j in range(i, dim)]
+    G = sp.groebner(eqs, *unknowns, order="lex")
+    if not G.is_zero_dimensional:
+        return None
+    sols = sp.solve_poly_system(list(G.exprs), *unknowns)
+    if sols is None:
+        return None
+    out = []
+    for sol in sols:
+        if all(v.is_real for v in sol):
+            out.append(S.subs(dict(zip(unknowns, sol))))
+    return out

@@ -1,0 +1,293 @@
+r"""Table 1 of the gaussian paper: Lemma 4.4, Theorems 4.7 and 4.8, and the ``regime`` answer.
+
+Covariance equation (18) at equilibrium: :math:`A\Sigma+\Sigma A^\top+V\Sigma B\Sigma+\Sigma B^\top\Sigma V^\top=0`.
+
+* Lemma 4.4: :math:`\Sigma_\infty\succ0` solves (18) :math:`\Rightarrow` :math:`\operatorname{spec}(A+V\Sigma_\infty B)\subset i\mathbb R`.
+* Thm 4.7 (:math:`V\prec0,B\succ0`): trace bound
+  :math:`\operatorname{tr}\Sigma\le\max(\operatorname{tr}\Sigma_0,\,y^*)`,
+  :math:`y^*=-d\lambda_{\max}(A+A^\top)/(2\lambda_{\max}(V)\lambda_{\min}(B))` (corrected constant, erratum (36));
+  (1) as printed (a PD equilibrium exists when :math:`\operatorname{Re}\operatorname{spec}A>0`) is **false**;
+  (1′) a PD equilibrium with :math:`\Sigma_\infty^{-1}V+V\Sigma_\infty^{-1}\prec0` is locally exponentially stable;
+  (2) :math:`\lambda_{\max}(A+A^\top)\le0\Rightarrow\Sigma\to0`; (3) :math:`\operatorname{Re}\operatorname{spec}A<0\Rightarrow` 0 locally stable.
+* Thm 4.8 (:math:`V\succ0,B\succ0`): with :math:`\alpha=\lambda_{\min}(A+A^\top)`, :math:`\beta=2\lambda_{\min}(V)\lambda_{\min}(B)/d`,
+  :math:`y_0=\operatorname{tr}\Sigma_0`, blow-up before :math:`\frac1\alpha\log(1+\frac{\alpha}{\beta y_0})` if
+  :math:`\alpha\ge0` (1) or :math:`\beta y_0+\alpha>0` (2).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from .catalogue import CrossCheck, TheoremResult
+from .certificates import core, spectrum
+from .certificates import gaussian as cert
+from .hypotheses import definite, lower_eigenvalue_bound, semidefinite
+from .numeric import gaussian as ng
+from .params import GaussianParams
+from .symbolic import gaussian as sym
+
+ZERO_TOL = 1e-9
+
+
+class Equilibrium:
+    """The long-time limit of the simulation, polished by Newton (None if there is none)."""
+
+    def __init__(self, p: GaussianParams, sol: ng.MomentSolution) -> None:
+        self.S: np.ndarray | None = None
+        self.kind = "none"
+        if sol.status != "ok":
+            return
+        S_end = sol.Sigma[-1]
+        S = ng.newton_equilibrium(p.A, p.B, p.V, S_end)
+        scale = 1.0 + np.abs(p.Sigma0).max()
+        if S is None or np.abs(S - S_end).max() > 1e-4 * scale:
+            return
+        if np.abs(S).max() <= ZERO_TOL * scale:
+            S = np.zeros_like(S)
+        w = np.linalg.eigvalsh(S)
+        tol = 1e-8 * max(1.0, float(np.abs(w).max()))
+        self.S = S
+        self.kind = "zero" if not S.any() else ("pd" if w.min() > tol else "singular")
+
+
+def _paper_lmi(p: GaussianParams, S: np.ndarray, rho: float) -> core.HypothesisResult:
+    r""":math:`-(PV+VP)\succ0`, :math:`P=\Sigma^{-1}`, robust over the existence ball of radius rho."""
+    name = "-(P V + V P) > 0 at Sigma_inf"
+    P = np.linalg.inv(S)
+    nP = np.linalg.norm(P)
+    if nP * rho >= 0.5:
+        return core.HypothesisResult(name, "unknown", None, "robust LMI", None, "existence ball too large relative to Sigma_inf")
+    delta = 2.0 * (2 * np.linalg.norm(p.V) * nP**2 * rho / (1 - nP * rho))  # factor 2: float safety
+    Sq = core.rational_matrix(S)
+    Sq = (Sq + Sq.T) / 2
+    Pq = Sq.inv()
+    Vq = core.rational_matrix(p.V)
+    M = -(Pq * Vq + Vq * Pq) - sp.Rational(float(delta)) * sp.eye(p.d) if delta > 0 else -(Pq * Vq + Vq * Pq)
+    margin = float(np.linalg.eigvalsh(-(P @ p.V + p.V @ P)).min())
+    if core.is_pd(M):
+        c = core.Certificate("pd", "-(P V + V P) - delta I > 0 with P the exact inverse of the rational Sigma_inf",
+                             {"M": core.encode(M), "margin": "0"})
+        return core.certified(name, "holds", c, margin, "exact LDL^T, robust over the Kantorovich ball")
+    status = "fails" if margin < -delta else "unknown"
+    return core.HypothesisResult(name, status, margin, "eigenvalues at the certified equilibrium", None,
+                                 f"smallest eigenvalue {margin:.3e} (perturbation allowance {delta:.1e})")
+
+
+def thm_4_7_1(p: GaussianParams, eq: Equilibrium) -> TheoremResult:
+    """Thm 4.7(1) as printed (false) and its corrected form (1′)."""
+    hyps = [definite(p.V, "V", -1), definite(p.B, "B", 1), definite(p.Sigma0, "Sigma0", 1),
+            spectrum.hurwitz("Re spec(A) > 0", -p.A)]
+    prediction: dict[str, Any] = {"paper": "a PD equilibrium Sigma_inf of (18) exists (FALSE in general)",
+                                  "corrected": "if a PD equilibrium with -(P V + V P) > 0 exists, it is locally exponentially stable"}
+    result = TheoremResult(
+        "gaussian:thm-4.7.1", "Theorem 4.7 (1)",
+        r"\text{(1')}\ \Sigma_\infty\succ0\ \text{solves (18)},\ \Sigma_\infty^{-1}V+V\Sigma_\infty^{-1}\prec0"
+        r"\ \Rightarrow\ \Sigma_\infty\ \text{locally exponentially stable}",
+        hyps, prediction,
+        correction="As printed, (1) claims a PD equilibrium exists whenever V<0, B>0, Re spec A>0; this is false "
+                   "(note 000, erratum 1: A=[[1,4],[0,1]], B=I/2, V=-diag(1/2,1/10) has none). flowcert checks the "
+                   "corrected local statement (1') and reports existence only with a certificate.",
+    )
+    if eq.kind == "pd" and eq.S is not None:
+        ex = cert.pd_equilibrium(p.A, p.B, p.V, eq.S)
+        hyps.append(ex)
+        rho = float(sp.Rational(ex.certificate.data["rho"])) if ex.certificate else float("inf")
+        hyps.append(_paper_lmi(p, eq.S, rho))
+        stab = cert.stability(p.A, p.B, p.V, eq.S)
+        prediction.update(Sigma_inf=eq.S.tolist(), local_stability=stab.to_json())
+        result.cross_check = _perturbation_check(p, eq.S)
+    elif result.applies:
+        witness = _no_pd_equilibrium(p, eq)
+        hyps.append(witness)
+        if witness.status == "fails":
+            prediction["paper_claim"] = ("refuted: every printed hypothesis holds, yet (18) has no PD solution; "
+                                         f"the covariance converges to a {eq.kind} equilibrium instead")
+    return result
+
+
+def _no_pd_equilibrium(p: GaussianParams, eq: Equilibrium) -> core.HypothesisResult:
+    """Witness against the printed claim (1): every real equilibrium is non-PD (Gröbner, d = 2)."""
+    name = "pd_equilibrium_exists"
+    if p.d != 2:
+        return core.HypothesisResult(name, "unknown", None, "simulation", None,
+                                     f"the simulation converged to a {eq.kind} equilibrium; exact enumeration only for d = 2")
+    A, B, V = (core.rational_matrix(M) for M in (p.A, p.B, p.V))
+    sols = sym.equilibria_exact(A, B, V)
+    if sols is None:
+        return core.HypothesisResult(name, "unknown", None, "Gröbner basis", None, "solution set not finite")
+    pd = []
+    for S in sols:
+        minors = [sp.N(S[0, 0], 50), sp.N(S.det(), 50)]
+        if all(m > sp.Float("1e-40", 50) for m in minors):
+            pd.append(S)
+    status = "holds" if pd else "fails"
+    listing = "; ".join(str([[sp.N(e, 6) for e in S.row(i)] for i in range(2)]) for S in sols)
+    return core.HypothesisResult(name, status, None, "Gröbner basis of (18) + 50-digit minors", None,
+                                 f"{len(sols)} real equilibria: {listing}; PD among them: {len(pd)}")
+
+
+def _perturbation_check(p: GaussianParams, S: np.ndarray) -> CrossCheck:
+    """Start near Sigma_inf and check the distance shrinks (local stability by simulation)."""
+    rng = np.random.default_rng(0)
+    E = rng.normal(size=S.shape)
+    E = 1e-3 * np.linalg.norm(S) * (E + E.T) / np.linalg.norm(E + E.T)
+    sol = ng.integrate_moments(ng.constant(p.A, p.B, p.V, p.b), p.mu0, S + E, 50.0)
+    d0, d1 = float(np.linalg.norm(E)), float(np.linalg.norm(sol.Sigma[-1] - S))
+    return CrossCheck("agrees" if d1 < 0.1 * d0 else "disagrees",
+                      {"initial_distance": d0, "final_distance": d1, "t": float(sol.t[-1])})
+
+
+def thm_4_7_2(p: GaussianParams) -> TheoremResult:
+    """Thm. 4.7(2): V < 0, B > 0, lambda_max(A + A^T) <= 0 imply Sigma(t) -> 0."""
+    hyps = [definite(p.V, "V", -1), definite(p.B, "B", 1), semidefinite(-(p.A + p.A.T), "-(A + A^T)")]
+    return TheoremResult(
+        "gaussian:thm-4.7.2", "Theorem 4.7 (2)",
+        r"V\prec0,\ B\succ0,\ \lambda_{\max}(A+A^\top)\le0\ \Rightarrow\ \Sigma(t)\to0",
+        hyps, {"Sigma": "converges_zero"},
+        correction="The hypothesis Re spec(A) <= 0 is implied by lambda_max(A + A^T) <= 0 (note 000, erratum 7).",
+    )
+
+
+def thm_4_7_3(p: GaussianParams) -> TheoremResult:
+    """Thm. 4.7(3): Re spec A < 0 makes Sigma = 0 locally stable; Sigma stays bounded."""
+    hyps = [definite(p.V, "V", -1), definite(p.B, "B", 1), spectrum.hurwitz("Re spec(A) < 0", p.A)]
+    lam_a = float(np.linalg.eigvalsh(p.A + p.A.T).max())
+    lam_v = float(np.linalg.eigvalsh(p.V).max()) if np.allclose(p.V, p.V.T) else float("nan")
+    lam_b = float(np.linalg.eigvalsh(p.B).min()) if np.allclose(p.B, p.B.T) else float("nan")
+    y_star = -p.d * lam_a / (2 * lam_v * lam_b) if lam_a > 0 and lam_v < 0 < lam_b else 0.0
+    bound = max(float(np.trace(p.Sigma0)), y_star)
+    return TheoremResult(
+        "gaussian:thm-4.7.3", "Theorem 4.7 (3)",
+        r"V\prec0,\ B\succ0,\ \operatorname{Re}\operatorname{spec}A<0\ \Rightarrow\ 0\ \text{locally stable},\ "
+        r"\operatorname{tr}\Sigma\le\max(\operatorname{tr}\Sigma_0,y^*)",
+        hyps, {"Sigma_zero": "locally exponentially stable", "trace_bound": bound,
+               "global": "not claimed (false in general: bistability)"},
+        correction="The trace bound uses lambda_max(V) lambda_min(B) (inequality (36) of the paper has lambda_max(B)).",
+    )
+
+
+def _beta_alpha(p: GaussianParams) -> tuple[float, float] | None:
+    a = lower_eigenvalue_bound(p.A + p.A.T)
+    lv, lb = lower_eigenvalue_bound(p.V), lower_eigenvalue_bound(p.B)
+    if a is None or lv is None or lb is None or lv <= 0 or lb <= 0:
+        return None
+    return 2 * float(lv) * float(lb) / p.d, float(a)
+
+
+def blowup_bound(p: GaussianParams) -> float | None:
+    """Eq. (20) from certified lower bounds of alpha and beta (the bound decreases in both)."""
+    ba = _beta_alpha(p)
+    if ba is None:
+        return None
+    beta, alpha = ba
+    y0 = float(np.trace(p.Sigma0))
+    if beta * y0 + alpha <= 0:
+        return None
+    bound = 1.0 / (beta * y0) if alpha == 0 else math.log1p(alpha / (beta * y0)) / alpha
+    return bound * (1 + 1e-12)  # round up past floating-point error
+
+
+def _trace_condition(p: GaussianParams) -> core.HypothesisResult:
+    ba = _beta_alpha(p)
+    name = "tr Sigma0 > -alpha / beta"
+    if ba is None:
+        return core.HypothesisResult(name, "unknown", None, "certified eigenvalue bounds", None, "no certified lower bounds")
+    beta, alpha = ba
+    margin = beta * float(np.trace(p.Sigma0)) + alpha
+    return core.HypothesisResult(name, "holds" if margin > 0 else "unknown", margin,
+                                 "certified lower bounds of alpha, lambda_min(V), lambda_min(B) (exact LDL^T)", None,
+                                 "beta tr Sigma0 + alpha with certified lower bounds")
+
+
+def thm_4_8(p: GaussianParams, item: int) -> TheoremResult:
+    """Thm. 4.8(1) (alpha >= 0) and 4.8(2) (alpha < 0, large tr Sigma0): blow-up before eq. (20)."""
+    base = [definite(p.V, "V", 1), definite(p.B, "B", 1), definite(p.Sigma0, "Sigma0", 1)]
+    if item == 1:
+        hyps = base + [semidefinite(p.A + p.A.T, "A + A^T")]
+    else:
+        hyps = base + [_trace_condition(p)]
+    result = TheoremResult(
+        f"gaussian:thm-4.8.{item}", f"Theorem 4.8 ({item})",
+        r"V\succ0,\ B\succ0,\ " + (r"\alpha\ge0" if item == 1 else r"\operatorname{tr}\Sigma_0>-\alpha/\beta")
+        + r"\ \Rightarrow\ T_f\le\tfrac1\alpha\log\!\big(1+\tfrac{\alpha}{\beta\operatorname{tr}\Sigma_0}\big)",
+        hyps, {"Sigma": "blows_up"},
+        correction=None if item == 1 else "The paper's constant C is made explicit: tr Sigma0 > d|alpha| / (2 lambda_min(V) lambda_min(B)).",
+    )
+    if result.applies:
+        result.prediction["blowup_time_upper_bound"] = blowup_bound(p)
+    return result
+
+
+def lemma_4_4(p: GaussianParams, eq: Equilibrium) -> TheoremResult:
+    """Lemma 4.4: at a PD equilibrium, A + V Sigma_inf B has purely imaginary spectrum."""
+    hyps: list[core.HypothesisResult] = []
+    prediction: dict[str, Any] = {"spectrum": "purely imaginary"}
+    result = TheoremResult("gaussian:lemma-4.4", "Lemma 4.4",
+                           r"\Sigma_\infty\succ0\ \text{solves (18)}\ \Rightarrow\ \operatorname{spec}(A+V\Sigma_\infty B)\subset i\mathbb R",
+                           hyps, prediction)
+    if eq.kind != "pd" or eq.S is None:
+        hyps.append(core.HypothesisResult("pd_equilibrium_exists", "unknown", None, "simulation + Newton", None,
+                                          f"no PD equilibrium found (simulation limit: {eq.kind})"))
+        return result
+    hyps.append(cert.pd_equilibrium(p.A, p.B, p.V, eq.S))
+    M = p.A + p.V @ eq.S @ p.B
+    eig = np.linalg.eigvals(M)
+    L = np.linalg.cholesky(eq.S)
+    K = np.linalg.solve(L, M @ L)
+    skew = float(np.linalg.norm(K + K.T) / max(np.linalg.norm(K), 1e-300))
+    prediction.update(eigenvalues=[[float(z.real), float(z.imag)] for z in eig])
+    tol = 1e-8 * (1 + np.abs(eig).max())
+    result.cross_check = CrossCheck("agrees" if np.abs(eig.real).max() <= tol else "disagrees",
+                                    {"max_abs_real_part": float(np.abs(eig.real).max()), "tolerance": tol,
+                                     "skew_residual_L^-1 M L": skew})
+    return result
+
+
+def regime(p: GaussianParams, sol: ng.MomentSolution, eq: Equilibrium, by_id: dict[str, TheoremResult]) -> dict[str, Any]:
+    """Table 1 as an answer for constant parameters, certified wherever a theorem applies."""
+    out: dict[str, Any] = {"Sigma": "unknown", "mu": "unknown", "Sigma_inf": None, "mu_inf": None,
+                           "blowup_time_upper_bound": None, "basis": "simulation", "equilibrium": None}
+    if p.time_varying:
+        out["reason"] = "time-varying parameters: Table 1 covers constant ones"
+        return out
+    for item in ("1", "2"):
+        th = by_id[f"gaussian:thm-4.8.{item}"]
+        if th.applies:
+            out.update(Sigma="blows_up", basis="certified", blowup_time_upper_bound=th.prediction.get("blowup_time_upper_bound"))
+            return out
+    if by_id["gaussian:thm-4.7.2"].applies:
+        out.update(Sigma="converges_zero", Sigma_inf=np.zeros((p.d, p.d)).tolist(), basis="certified")
+        return _mean_limit(p, sol, np.zeros((p.d, p.d)), out)
+    if sol.status == "blowup":
+        out.update(Sigma="blows_up")
+        return out
+    if eq.S is None:
+        grows = np.linalg.norm(sol.Sigma[-1]) > 1e3 * (1.0 + np.abs(p.Sigma0).max())
+        out["Sigma"] = "unbounded" if grows else "bounded"
+        return out
+    out.update(Sigma=f"converges_{eq.kind}", Sigma_inf=eq.S.tolist())
+    out["equilibrium"] = cert.stability(p.A, p.B, p.V, eq.S).to_json()
+    return _mean_limit(p, sol, eq.S, out)
+
+
+def _mean_limit(p: GaussianParams, sol: ng.MomentSolution, S_inf: np.ndarray, out: dict[str, Any]) -> dict[str, Any]:
+    """Mean limit :math:`-(A+V+V\\Sigma_\\infty B)^{-1}b` when that matrix is Hurwitz."""
+    M_mu = p.A + p.V + p.V @ S_inf @ p.B
+    abscissa = float(np.linalg.eigvals(M_mu).real.max())
+    if abscissa < -1e-9:
+        out.update(mu="converges", mu_inf=(-np.linalg.solve(M_mu, p.b)).tolist())
+    elif abscissa > 1e-9:
+        big = np.linalg.norm(sol.mu[-1]) > 1e3 * (1 + np.linalg.norm(p.mu0) + np.linalg.norm(p.b))
+        out["mu"] = "diverges" if big else "unknown"
+    return out
+
+
+def entries(p: GaussianParams, sol: ng.MomentSolution) -> tuple[list[TheoremResult], dict[str, Any]]:
+    """All Table 1 entries for constant parameters, and the regime block."""
+    eq = Equilibrium(p, sol)
+    theorems = [lemma_4_4(p, eq), thm_4_7_1(p, eq), thm_4_7_2(p), thm_4_7_3(p), thm_4_8(p, 1), thm_4_8(p, 2)]
+    return theorems, regime(p, sol, eq, {t.id: t for t in theorems})
