@@ -102,6 +102,21 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     _emit(doc, args.json, summary)
 
 
+def cmd_codegen(args: argparse.Namespace) -> None:
+    from .numeric import gaussian as ng
+    from .symbolic import codegen
+
+    programs = [ng.moment_program(), ng.linearisation_program()]
+    printer = {"numpy": codegen.NumpyPrinter(), "torch": codegen.TorchPrinter(), "c": codegen.CPrinter()}[args.backend]
+    header = {"numpy": "import numpy as np\n\n\n", "torch": "import torch\n\n\n", "c": ""}[args.backend]
+    source = header + "\n\n".join(printer.print(prog) for prog in programs)
+    if args.out:
+        Path(args.out).write_text(source)
+        sys.stdout.write(f"wrote {args.out}\n")
+    else:
+        sys.stdout.write(source)
+
+
 def cmd_report(args: argparse.Namespace) -> None:
     from .reports.build import build_report
 
@@ -134,6 +149,12 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--plot", default=None, help="write a PNG figure here")
     sim.add_argument("--json", action="store_true")
     sim.set_defaults(func=cmd_simulate)
+
+    gen = sub.add_parser("codegen", help="print kernels generated from the symbolic model")
+    gen.add_argument("system", choices=SYSTEMS)
+    gen.add_argument("--backend", choices=("numpy", "torch", "c"), required=True)
+    gen.add_argument("--out", default=None, help="write the source here instead of stdout")
+    gen.set_defaults(func=cmd_codegen)
     return parser
 
 
