@@ -182,7 +182,7 @@ def integrate_moments(
             )
         if sol.status != -1:
             break
-    ys = sol.y.T
+    ys = np.asarray(sol.y, dtype=float).reshape(d + d * d, -1).T  # empty when no t_eval point was reached
     mu = ys[:, :d]
     S = ys[:, d:].reshape(-1, d, d)
     if sol.status == 1 and sol.t_events[0].size:

@@ -122,7 +122,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-from scipy.linalg import logm, qr, schur, solve_triangular
+from scipy.linalg import logm, schur
 
 from .gaussian import MomentSolution, integrate_moments, moment_kernel
 
@@ -532,8 +532,8 @@ def pinv_from_factor(F: Array) -> Array:
     d, r = F.shape
     if r == 0:
         return np.zeros((d, d))
-    Qf, Rf = qr(F, mode="economic")
-    X = solve_triangular(Rf, Qf.T, lower=False)  # R^{-1} Q^T, (r, d)
+    Qf, Rf = np.linalg.qr(F)  # thin QR
+    X = np.linalg.solve(Rf, Qf.T)  # R^{-1} Q^T, (r, d); numpy: far cheaper than scipy at tiny sizes
     B = X.T @ X
     return 0.5 * (B + B.T)
 
@@ -598,9 +598,11 @@ class ReachControls:
     def coefficients(self, t: float) -> tuple[Array, Array, Array, Array]:
         r"""``(A, B, V, b)`` at time ``t``: :math:`V=-\dot\Phi\Phi^{-1}`, :math:`B=\Sigma^\dagger`,
         :math:`A=-V-V\Sigma B`, :math:`b=(\hat\mu-\mu_0)/T`, with the planned :math:`\Sigma(t)`."""
-        tau = self._clip(t)
-        P = self.path.phi(tau)
-        V = self.path.velocity(tau)
+        path = self.path
+        s, ds = path.s(self._clip(t))
+        EK = path.exp_K(s)
+        P = EK @ path.exp_L(s)  # Phi(t)
+        V = -ds * (path.K + EK @ path.L @ EK.T)  # = path.velocity(t), EK computed once
         S = P @ self.Sigma0 @ P.T
         S = 0.5 * (S + S.T)
         B = pinv_from_factor(P @ self.F0)
@@ -737,6 +739,11 @@ class ReachResult:
         Integration tolerances actually used (``atol`` already scaled).
     n_knots : int
         Knots used by :meth:`tabulate`, :meth:`save` and :func:`controls_json` by default.
+    condition : float
+        :math:`\max(\kappa(\Sigma_0),\kappa(\hat\Sigma))`, :math:`\kappa=\lambda_1/\lambda_r` on the
+        range (1 for rank 0). The feedback :math:`B=\Sigma^\dagger` makes the mean error grow
+        like :math:`\kappa` times the covariance error: :math:`\dot\mu-b=V(\Sigma-\Sigma_{\rm plan})
+        \Sigma_{\rm plan}^\dagger\mu`.
     """
 
     controls: ReachControls
@@ -748,6 +755,7 @@ class ReachResult:
     rtol: float
     atol: float
     n_knots: int
+    condition: float = 1.0
 
     @property
     def status(self) -> str:
@@ -859,7 +867,13 @@ def reach(
         rtol=rtol,
         atol=atol_eff,
         n_knots=int(n_knots),
+        condition=max(_condition(ctl.Sigma0, tol), _condition(ctl.Sigma_hat, tol)),
     )
+
+
+def _condition(S: Array, tol: float) -> float:
+    sp_ = spectral_so(S, tol)
+    return float(sp_.lam[0] / sp_.lam[sp_.rank - 1]) if sp_.rank else 1.0
 
 
 # ---------------------------------------------------------------------------------------
