@@ -144,9 +144,10 @@ def pd_equilibrium(A: np.ndarray, B: np.ndarray, V: np.ndarray, Sigma: np.ndarra
     res = kantorovich(Aq, Bq, Vq, Sq)
     if res is None:
         return core.HypothesisResult(name, "unknown", None, "Newton-Kantorovich", None, "h > 1/2 or singular Jacobian at the candidate")
-    rho = sp.Rational(Fraction(math.sqrt(float(8 * res["eta2"])) * 2 + 1e-300).limit_denominator(2**40))
+    rho = sp.Rational(Fraction(math.sqrt(float(8 * res["eta2"]))))  # exact dyadic, then enlarged until proved
+    rho = max(rho, sp.Rational(1, 2**1074)) if res["eta2"] > 0 else rho
     while rho * rho < 8 * res["eta2"]:
-        rho *= 2
+        rho *= sp.Rational(9, 8)
     data = {"A": core.encode(Aq), "B": core.encode(Bq), "V": core.encode(Vq), "Sigma": core.encode(Sq), "rho": str(rho)}
     cert = core.Certificate("pd_equilibrium", "a positive definite equilibrium of eq. (18) lies within spectral distance rho of Sigma", data)
     margin = float(np.linalg.eigvalsh(Sigma).min())

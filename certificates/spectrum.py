@@ -103,3 +103,42 @@ def spectrum_verdict(
 def hurwitz(name: str, J: np.ndarray) -> core.HypothesisResult:
     """Certified verdict on :math:`\\max\\operatorname{Re}\\lambda(J)<0` for float data J (exact)."""
     return spectrum_verdict(name, np.asarray(J, float), core.rational_matrix(J))
+
+
+def unstable_count(A: np.ndarray) -> tuple[int | None, core.Certificate | None]:
+    r"""Certified number of eigenvalues of A with :math:`\operatorname{Re}\lambda>0`.
+
+    If :math:`A^\top P+PA\prec0` (checked exactly), A has no imaginary-axis eigenvalue and the
+    count equals the number of negative eigenvalues of P (Ostrowski–Schneider), read off an
+    exact LDL^T. Returns (None, None) when no such P passes the check.
+    """
+    from . import exact
+
+    P = lmi.lyapunov_equation(A)
+    if P is None:
+        sol = lmi.solve_inertia_lmi(A)
+        P = sol.P
+    if P is None:
+        return None, None
+    Pq, Aq = dyadic(P), core.rational_matrix(A)
+    if not core.is_pd(-(Aq.T * Pq + Pq * Aq)):
+        return None, None
+    inertia = exact.ldl_inertia([[Fraction(int(e.p), int(e.q)) for e in Pq.row(i)] for i in range(Pq.rows)])
+    if inertia.n_zero:
+        return None, None
+    cert = core.Certificate("unstable_count", f"A has exactly {inertia.n_neg} eigenvalues with positive real part",
+                            {"J": core.encode(Aq), "P": core.encode(Pq), "count": inertia.n_neg})
+    return (inertia.n_neg, cert) if core.recheck(cert) else (None, None)
+
+
+def _check_unstable_count(data: dict[str, Any]) -> bool:
+    from . import exact
+
+    J, P = core.decode(data["J"]), core.decode(data["P"])
+    if P != P.T or not core.is_pd(-(J.T * P + P * J)):
+        return False
+    inertia = exact.ldl_inertia([[Fraction(int(e.p), int(e.q)) for e in P.row(i)] for i in range(P.rows)])
+    return inertia.n_zero == 0 and inertia.n_neg == int(data["count"])
+
+
+core.register("unstable_count", _check_unstable_count)

@@ -117,6 +117,18 @@ def cmd_codegen(args: argparse.Namespace) -> None:
         sys.stdout.write(source)
 
 
+def cmd_reach(args: argparse.Namespace) -> None:
+    from . import reach
+
+    if args.system != "gaussian":
+        raise InputError(f"system '{args.system}' has no reachability construction")
+    doc = reach.run(args.params, args.target, args.T, args.out)
+    err = doc["terminal_error"]
+    summary = (f"Theorem 3.3 controls over [0, {args.T}] (rank {doc['rank']}): terminal error "
+               f"mu {err['mu']}, Sigma {err['Sigma']} (relative {err['Sigma_relative']})\n")
+    _emit(doc, True, summary) if args.json else sys.stdout.write(summary)
+
+
 def cmd_report(args: argparse.Namespace) -> None:
     from .reports.build import build_report
 
@@ -149,6 +161,15 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--plot", default=None, help="write a PNG figure here")
     sim.add_argument("--json", action="store_true")
     sim.set_defaults(func=cmd_simulate)
+
+    rea = sub.add_parser("reach", help="steer (mu0, Sigma0) to a target in time T (Theorem 3.3)")
+    rea.add_argument("system", choices=SYSTEMS)
+    rea.add_argument("--params", required=True, help="start: a gaussian parameter file (mu0, Sigma0 are used)")
+    rea.add_argument("--target", required=True, help="target file with keys mu, Sigma (.json or .npz)")
+    rea.add_argument("--T", type=float, required=True, help="horizon")
+    rea.add_argument("--out", default=None, help="save the controls (.npz or .json)")
+    rea.add_argument("--json", action="store_true")
+    rea.set_defaults(func=cmd_reach)
 
     gen = sub.add_parser("codegen", help="print kernels generated from the symbolic model")
     gen.add_argument("system", choices=SYSTEMS)

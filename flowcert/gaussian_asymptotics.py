@@ -27,6 +27,7 @@ from .certificates import core, spectrum
 from .certificates import gaussian as cert
 from .hypotheses import definite, lower_eigenvalue_bound, semidefinite
 from .numeric import gaussian as ng
+from .numeric import gaussian_riccati as riccati
 from .params import GaussianParams
 from .symbolic import gaussian as sym
 
@@ -247,6 +248,115 @@ def lemma_4_4(p: GaussianParams, eq: Equilibrium) -> TheoremResult:
     return result
 
 
+# ---------------------------------------------------------------------------------------
+# V = eta I: Theorem 4.1 (covariance limit) and Theorem 4.11 (mean)
+# ---------------------------------------------------------------------------------------
+
+
+def scalar_eta(V: np.ndarray) -> float | None:
+    """eta if V equals eta I exactly (as floats), else None."""
+    eta = float(V[0, 0])
+    return eta if np.array_equal(V, eta * np.eye(V.shape[0])) else None
+
+
+class EtaAnalysis:
+    """Shared facts for V = eta I: certified unstable count k of A and the Theorem 4.1 limit."""
+
+    def __init__(self, p: GaussianParams) -> None:
+        self.eta = scalar_eta(p.V)
+        self.k: int | None = None
+        self.count_cert: core.Certificate | None = None
+        self.limit: riccati.Thm41Limit | None = None
+        if self.eta is None:
+            return
+        self.k, self.count_cert = spectrum.unstable_count(p.A)
+        try:
+            self.limit = riccati.thm41_limit(p.A, p.B, self.eta)
+        except (RuntimeError, np.linalg.LinAlgError, ValueError):
+            self.limit = None
+
+
+def _eta_hyps(p: GaussianParams, ea: EtaAnalysis) -> list[core.HypothesisResult]:
+    if ea.eta is None:
+        return [core.HypothesisResult("V = eta I", "fails", None, "exact comparison", None, "V is not a multiple of I")]
+    weight = -ea.eta * (p.B + p.B.T)
+    count = (core.certified("A has no imaginary-axis eigenvalue (k certified)", "holds", ea.count_cert, None,
+                            "inertia theorem; exact LDL^T", f"k = {ea.k} eigenvalues with Re > 0")
+             if ea.count_cert else core.HypothesisResult("A has no imaginary-axis eigenvalue (k certified)", "unknown",
+                                                          None, "inertia theorem", None, "no certificate (eigenvalue near the imaginary axis?)"))
+    return [core.HypothesisResult("V = eta I", "holds", ea.eta, "exact comparison", None, f"eta = {ea.eta}"),
+            definite(p.Sigma0, "Sigma0", 1),
+            definite(weight, "-eta(B + B^T)", 1),
+            count]
+
+
+def thm_4_1(p: GaussianParams, ea: EtaAnalysis) -> TheoremResult:
+    """Thm 4.1 with the corrected hypothesis eta(B + B^T) < 0 (note 000, erratum 3)."""
+    result = TheoremResult(
+        "gaussian:thm-4.1", "Theorem 4.1",
+        r"V=\eta I,\ \eta(B+B^\top)\prec0\ \Rightarrow\ \Sigma(t)\to U\begin{pmatrix}\Sigma^a_\infty&0\\0&0\end{pmatrix}U^\top,"
+        r"\ A_a^\top P+PA_a=-B_{11},\ \Sigma^a_\infty=P^{-1}",
+        _eta_hyps(p, ea), {},
+        correction="The printed hypothesis (12), eta(B + B^T) <= 0, is not enough (B skew, A = I diverges); "
+                   "flowcert requires eta(B + B^T) < 0 (detectability of (H, A) would also do).",
+    )
+    if ea.limit is not None and ea.limit.Sigma_inf is not None:
+        S_inf = ea.limit.Sigma_inf
+        result.prediction.update(Sigma_inf=S_inf.tolist(), rank=ea.limit.schur.k, P11_positive_definite=bool(ea.limit.p11_pd))
+        if result.applies:
+            sol = ng.integrate_moments(ng.constant(p.A, p.B, p.V, p.b), p.mu0, p.Sigma0, max(p.t_end, 100.0))
+            if sol.status == "ok":
+                err = float(np.abs(sol.Sigma[-1] - S_inf).max())
+                tol = 1e-6 * (1 + np.abs(S_inf).max())
+                result.cross_check = CrossCheck("agrees" if err <= tol else "disagrees",
+                                                {"t": float(sol.t[-1]), "max_abs_error": err, "tolerance": tol})
+            else:
+                result.cross_check = CrossCheck("disagrees", {"reason": f"simulation ended with {sol.status}"})
+    return result
+
+
+def thm_4_11(p: GaussianParams, ea: EtaAnalysis, item: int) -> TheoremResult:
+    """Thm 4.11: mean limit for eta < 0 (1), divergence for eta > 0 with unstable A (2)."""
+    hyps = _eta_hyps(p, ea)
+    sign_ok = ea.eta is not None and ((ea.eta < 0) if item == 1 else (ea.eta > 0))
+    hyps.append(core.HypothesisResult("eta < 0" if item == 1 else "eta > 0", "holds" if sign_ok else "fails",
+                                      ea.eta, "exact comparison", None))
+    if item == 2:
+        hyps.append(core.HypothesisResult("A has an eigenvalue with Re > 0",
+                                          "holds" if (ea.k or 0) >= 1 and ea.count_cert else ("fails" if ea.k == 0 else "unknown"),
+                                          None, "certified unstable count", None, f"k = {ea.k}"))
+    result = TheoremResult(
+        f"gaussian:thm-4.11.{item}", f"Theorem 4.11 ({item})",
+        (r"\eta<0\ \Rightarrow\ \mu(t)\to-(A+\eta\Sigma_\infty B+\eta I)^{-1}b" if item == 1
+         else r"\eta>0,\ A_a\ne\emptyset\ \Rightarrow\ \|\mu(t)\|\to\infty\ \text{(generic }\mu_0)"),
+        hyps, {},
+        correction=("Sigma_inf is the Theorem 4.1 limit (eq. (18) alone has several solutions)." if item == 1 else
+                    "As printed, B + B^T > 0 with eta > 0 contradicts (12) (that case blows up, Thm 4.8); flowcert uses "
+                    "eta(B + B^T) < 0. Divergence holds for generic mu0, not on the stable manifold (mu0 = 0, b = 0 stays 0)."),
+    )
+    if ea.limit is None or ea.limit.Sigma_inf is None or ea.eta is None:
+        return result
+    M = riccati.closed_loop_mean_matrix(p.A, p.B, ea.eta, ea.limit.Sigma_inf)
+    if item == 1:
+        mu_inf = riccati.mean_limit(p.A, p.B, ea.eta, ea.limit.Sigma_inf, p.b)
+        result.prediction["mu_inf"] = None if mu_inf is None else mu_inf.tolist()
+        hyps.append(spectrum.hurwitz("A + eta Sigma_inf B + eta I Hurwitz", M))
+    else:
+        result.prediction["mu"] = "diverges (generic mu0)"
+    if result.applies:
+        sol = ng.integrate_moments(ng.constant(p.A, p.B, p.V, p.b), p.mu0, p.Sigma0, max(p.t_end, 100.0))
+        if item == 1 and result.prediction.get("mu_inf") is not None and sol.status == "ok":
+            err = float(np.abs(sol.mu[-1] - np.array(result.prediction["mu_inf"])).max())
+            tol = 1e-6 * (1 + np.abs(result.prediction["mu_inf"]).max())
+            result.cross_check = CrossCheck("agrees" if err <= tol else "disagrees", {"t": float(sol.t[-1]), "max_abs_error": err})
+        elif item == 2:
+            grew = float(np.linalg.norm(sol.mu[-1])) > 1e3 * (1 + float(np.linalg.norm(p.mu0)) + float(np.linalg.norm(p.b)))
+            result.cross_check = CrossCheck("agrees" if grew else "disagrees",
+                                            {"t": float(sol.t[-1]), "norm_mu_final": float(np.linalg.norm(sol.mu[-1])),
+                                             "note": "a mu0 on the stable manifold does not diverge (non-generic)"})
+    return result
+
+
 def regime(p: GaussianParams, sol: ng.MomentSolution, eq: Equilibrium, by_id: dict[str, TheoremResult]) -> dict[str, Any]:
     """Table 1 as an answer for constant parameters, certified wherever a theorem applies."""
     out: dict[str, Any] = {"Sigma": "unknown", "mu": "unknown", "Sigma_inf": None, "mu_inf": None,
@@ -259,6 +369,16 @@ def regime(p: GaussianParams, sol: ng.MomentSolution, eq: Equilibrium, by_id: di
         if th.applies:
             out.update(Sigma="blows_up", basis="certified", blowup_time_upper_bound=th.prediction.get("blowup_time_upper_bound"))
             return out
+    t41 = by_id["gaussian:thm-4.1"]
+    if t41.applies and "Sigma_inf" in t41.prediction:
+        S_inf = np.array(t41.prediction["Sigma_inf"])
+        k = t41.prediction["rank"]
+        out.update(Sigma="converges_zero" if k == 0 else ("converges_pd" if k == p.d else "converges_singular"),
+                   Sigma_inf=S_inf.tolist(), basis="certified")
+        out = _mean_limit(p, sol, S_inf, out)
+        if by_id["gaussian:thm-4.11.2"].applies:
+            out["mu"] = "diverges"
+        return out
     if by_id["gaussian:thm-4.7.2"].applies:
         out.update(Sigma="converges_zero", Sigma_inf=np.zeros((p.d, p.d)).tolist(), basis="certified")
         return _mean_limit(p, sol, np.zeros((p.d, p.d)), out)
@@ -289,5 +409,7 @@ def _mean_limit(p: GaussianParams, sol: ng.MomentSolution, S_inf: np.ndarray, ou
 def entries(p: GaussianParams, sol: ng.MomentSolution) -> tuple[list[TheoremResult], dict[str, Any]]:
     """All Table 1 entries for constant parameters, and the regime block."""
     eq = Equilibrium(p, sol)
-    theorems = [lemma_4_4(p, eq), thm_4_7_1(p, eq), thm_4_7_2(p), thm_4_7_3(p), thm_4_8(p, 1), thm_4_8(p, 2)]
+    ea = EtaAnalysis(p)
+    theorems = [thm_4_1(p, ea), lemma_4_4(p, eq), thm_4_7_1(p, eq), thm_4_7_2(p), thm_4_7_3(p), thm_4_8(p, 1),
+                thm_4_8(p, 2), thm_4_11(p, ea, 1), thm_4_11(p, ea, 2)]
     return theorems, regime(p, sol, eq, {t.id: t for t in theorems})

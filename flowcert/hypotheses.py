@@ -49,3 +49,9 @@ def definite(M: np.ndarray, name: str, sign: int) -> core.HypothesisResult:
 def semidefinite(M: np.ndarray, name: str) -> core.HypothesisResult:
     """Exact verdict on :math:`M\\succeq0`."""
     return core.psd_hypothesis(f"{name} >= 0", M, name)
+
+
+def upper_eigenvalue_bound(M: np.ndarray) -> Fraction | None:
+    """A rational :math:`u` with :math:`uI-M\\succeq0` proved exactly (M symmetric)."""
+    low = lower_eigenvalue_bound(-np.asarray(M, dtype=float))
+    return None if low is None else -low

@@ -75,6 +75,17 @@ projector onto the range, eq. (7) gives :math:`\dot\delta=-V\delta(I-P)-(I-P)\de
 V\delta B\delta+\delta B\delta V^\top`: for full rank the deviation is frozen to first order, so
 integration errors are carried to :math:`T` but not amplified.
 
+Conditioning. Along the planned trajectory the mean drift is
+:math:`A+V+V\Sigma B=V(\Sigma-\Sigma_{\rm plan})\Sigma_{\rm plan}^\dagger`, so a covariance error
+:math:`\epsilon` (integration, rounding) moves the mean by about
+:math:`\kappa(\Sigma)\,\epsilon\,\|V\|T\,\|\mu\|`, :math:`\kappa=\lambda_1/\lambda_r` on the range
+(reported as :attr:`ReachResult.condition`). This is a property of the paper's feedback
+:math:`B=\Sigma^\dagger`, not of the path: a smoother ramp or tighter tolerances do not remove it.
+Measured: terminal relative errors :math:`\le5\cdot10^{-10}` for :math:`\kappa\le10^5`
+(:math:`d\le5`), about :math:`10^{-7}` in the mean at :math:`\kappa=10^6`, where rounding in
+:math:`\Sigma B\Sigma` also makes the step-size control take many small steps. (:math:`B\equiv0`,
+:math:`A=-V` would give eq. (10) too, without this sensitivity; we keep the paper's feedback.)
+
 Verification (:func:`reach`): eq. (7) is integrated with these :math:`A,B,V,b` by
 :func:`flowcert.numeric.gaussian.integrate_moments` (DOP853, ``rtol=1e-12``,
 ``atol=1e-14`` times the covariance scale) and the terminal errors are reported.
@@ -124,7 +135,7 @@ from typing import Any, Callable
 import numpy as np
 from scipy.linalg import logm, schur
 
-from .gaussian import MomentSolution, integrate_moments, moment_kernel
+from .gaussian import MomentSolution, integrate_moments
 
 __all__ = [
     "RANK_RTOL",
@@ -706,6 +717,11 @@ def build_controls(
         r0 = numerical_rank(S0, tol)
         if r0 != r1:
             raise RankMismatchError(r0, r1, tol)
+        if M.shape != S0.shape or not np.all(np.isfinite(M)):
+            raise ValueError(f"M: expected a finite {S0.shape} matrix")
+        gap = np.linalg.norm(M @ S0 @ M.T - S1)
+        if gap > 1e-8 * max(np.linalg.norm(S1), np.linalg.norm(S0) * np.linalg.norm(M, 2) ** 2):
+            raise ValueError(f"M does not map Sigma0 to Sigma_hat (||M Sigma0 M^T - Sigma_hat||_F = {gap:.1e})")
     r, F0 = _factor(S0, tol)
     path = gl_path(M, T, ramp)
     return ReachControls(m0, S0, m1, S1, T, r, float(tol), M, path, F0)

@@ -371,6 +371,8 @@ class ReluStudy:
         Activation of the first cloud.
     N, seed : int
         Sample size and seed.
+    X0 : ndarray, shape (N, d)
+        The common initial sample.
     """
 
     t: Array
@@ -391,6 +393,7 @@ class ReluStudy:
     activation: str
     N: int
     seed: int
+    X0: Array
 
 
 def _fit_slope(t: Array, D: Array, n_fit: int) -> float:
@@ -421,8 +424,8 @@ def relu_study(
     activation: str = "relu",
     nu_start: Literal["sample", "population"] = "sample",
     n_fit: int = 3,
-    rtol: float = 1e-10,
-    atol: float = 1e-12,
+    rtol: float = 1e-8,
+    atol: float = 1e-10,
 ) -> ReluStudy:
     r"""Prop. 2.4 numerically: ReLU particles vs identity particles vs eq. (7).
 
@@ -524,4 +527,5 @@ def relu_study(
         activation=activation,
         N=int(N),
         seed=int(seed),
+        X0=X0,
     )

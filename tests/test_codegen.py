@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 import sympy as sp
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from flowcert.numeric import gaussian as ng
 from flowcert.symbolic import codegen
 from flowcert.symbolic import gaussian as g
-from flowcert.symbolic.matrix import Relations
+from flowcert.symbolic.matrix import Relations, normal_form
 
 torch.set_num_threads(1)
 
@@ -393,14 +393,31 @@ def test_lowering_random_words(mat_words, vec_words, seed, d, batch):
 
     em, vm, mm = build(mat_words, False)
     ev, vv, mv = build(vec_words, True)
-    try:
-        prog = codegen.lower("f", [("M", em), ("v", ev)], [Am, Bm, Sm, xv], Relations(symmetric=(Sm,)))
-    except ValueError:
-        # everything cancelled (identity/zero) or a MatPow slipped through: nothing to compare
-        return
+    rel = Relations(symmetric=(Sm,))
+    # outputs that cancel to zero are a known bug of the printers (see the xfail test below)
+    assume(normal_form(em, rel) and normal_form(ev, rel))
+    prog = codegen.lower("f", [("M", em), ("v", ev)], [Am, Bm, Sm, xv], rel)
     for printer, conv in ((codegen.NumpyPrinter(), np.asarray), (codegen.TorchPrinter(), torch.from_numpy)):
         fn = printer.compile(prog)
         outM, outv = fn(*(conv(z) for z in (Anum, Bnum, Snum, xnum)))
         outM, outv = np.asarray(outM), np.asarray(outv)
         assert np.all(np.abs(outM - vm) <= 1e-12 * (1 + mm))
         assert np.all(np.abs(outv - vv) <= 1e-12 * (1 + mv))
+
+
+@pytest.mark.xfail(
+    strict=False,
+    reason="BUG: an output whose normal form is empty (identically zero) lowers to a 'linear' op "
+    "with no arguments; the printers emit 'x1 = ' (SyntaxError) and evaluate() hits coeffs[0]",
+)
+def test_output_that_cancels_to_zero():
+    x = g.x
+    zero = 2 * g.A * x + (-2) * (g.A * x)
+    try:
+        prog = codegen.lower("f", [("v", zero), ("M", g.A * g.Sigma)], [g.A, g.Sigma, x], g.SYMMETRIC)
+    except ValueError:
+        return  # refusing clearly at lowering time is acceptable
+    fn = codegen.NumpyPrinter().compile(prog)
+    A = np.ones((2, 2))
+    v, M = fn(A, np.eye(2), np.ones(2))
+    assert np.array_equal(v, np.zeros(2)) and np.array_equal(M, A)
