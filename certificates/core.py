@@ -29,7 +29,12 @@ Status = str  # "holds" | "fails" | "unknown"
 
 
 def rational_matrix(M: Any) -> sp.Matrix:
-    """Exact rational ``sympy.Matrix`` of float, int or Fraction data (no rounding)."""
+    """Exact rational ``sympy.Matrix`` of float, int or Fraction data (no rounding); a rational
+    ``sympy.Matrix`` is returned as it is."""
+    if isinstance(M, sp.MatrixBase):
+        if not all(e.is_Rational for e in M):
+            raise ValueError("matrix entries must be rational")
+        return sp.Matrix(M)
     rows = exact.to_rational(M)
     return sp.Matrix([[sp.Rational(q.numerator, q.denominator) for q in row] for row in rows])
 
@@ -87,7 +92,8 @@ def _check_psd(data: dict[str, Any]) -> bool:
 
 def _check_pd(data: dict[str, Any]) -> bool:
     M = decode(data["M"])
-    return is_pd(M - sp.Rational(data.get("margin", "0")) * sp.eye(M.rows))
+    margin = sp.Rational(data.get("margin", "0"))
+    return margin >= 0 and is_pd(M - margin * sp.eye(M.rows))
 
 
 def _check_lyapunov(data: dict[str, Any]) -> bool:
@@ -124,11 +130,11 @@ def recheck(obj: Certificate | dict[str, Any]) -> bool:
     bool
         True only if the exact check passes. Unknown kinds and malformed data give False.
     """
-    cert = obj if isinstance(obj, Certificate) else Certificate.from_json(obj)
-    checker = CHECKERS.get(cert.kind)
-    if checker is None:
-        return False
     try:
+        cert = obj if isinstance(obj, Certificate) else Certificate.from_json(obj)
+        checker = CHECKERS.get(cert.kind) if isinstance(cert.kind, str) else None
+        if checker is None or not isinstance(cert.data, dict):
+            return False
         return bool(checker(cert.data))
     except Exception:  # noqa: BLE001 - a checker that cannot finish has not verified anything
         return False
@@ -178,7 +184,7 @@ def psd_hypothesis(name: str, M: Any, what: str) -> HypothesisResult:
         return HypothesisResult(name, "fails", None, "exact symmetry", None, f"{what} is not symmetric")
     import numpy as np
 
-    margin = float(np.linalg.eigvalsh(np.asarray(M, dtype=float)).min())
+    margin = float(np.linalg.eigvalsh(np.array(Mq.tolist(), dtype=float)).min())
     w = negative_witness(Mq)
     if w is None:
         cert = Certificate("psd", f"{what} is positive semidefinite", {"M": encode(Mq)})

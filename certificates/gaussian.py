@@ -105,6 +105,14 @@ def _check_stable_equilibrium(data: dict[str, Any]) -> bool:
     return lyap and 16 * _fro2(P) * res["L2"] * res["eta2"] < e * e
 
 
+def _check_unstable_point(data: dict[str, Any]) -> bool:
+    """DF at the rational point Sigma (recomputed from A, B, V) has an eigenvalue with Re > 0."""
+    A, B, V, S = (core.decode(data[k]) for k in ("A", "B", "V", "Sigma"))
+    J = exact_jacobian(A, B, V, S)
+    return J == core.decode(data["J"]) and core.CHECKERS["unstable"](data)
+
+
+core.register("unstable_point", _check_unstable_point)
 core.register("kantorovich", _check_kantorovich)
 core.register("stable_equilibrium", _check_stable_equilibrium)
 
@@ -128,12 +136,12 @@ def stability(A: np.ndarray, B: np.ndarray, V: np.ndarray, Sigma: np.ndarray, na
     return spectrum.spectrum_verdict(
         name, J, exact_jacobian(Aq, Bq, Vq, Sq), stable_kind="stable_equilibrium",
         stable_claim="an equilibrium of eq. (7) lies in the Kantorovich ball around Sigma and DF there is Hurwitz on Sym(d)",
-        extra=extra,
+        unstable_kind="unstable_point", extra=extra,
     )
 
 
 def pd_equilibrium(A: np.ndarray, B: np.ndarray, V: np.ndarray, Sigma: np.ndarray, name: str = "pd_equilibrium_exists") -> core.HypothesisResult:
-    """Certify a positive definite equilibrium near ``Sigma``: Kantorovich ball inside the PD cone.
+    r"""Certify a positive definite equilibrium near ``Sigma``: Kantorovich ball inside the PD cone.
 
     With :math:`\|\mathrm{vech}(\Sigma^*-\tilde\Sigma)\|_2\le2\eta`, the Frobenius (hence spectral)
     distance is at most :math:`\rho` with :math:`\rho^2\ge8\eta^2`; :math:`\tilde\Sigma-\rho I\succ0`

@@ -59,6 +59,7 @@ def spectrum_verdict(
     *,
     stable_kind: str = "lyapunov",
     stable_claim: str = "J is Hurwitz",
+    unstable_kind: str = "unstable",
     extra: dict[str, Any] | None = None,
 ) -> core.HypothesisResult:
     """``holds`` if J is certified Hurwitz, ``fails`` if certified unstable, else ``unknown``.
@@ -91,8 +92,9 @@ def spectrum_verdict(
                 continue
             w, U = np.linalg.eigh(P)
             v = [str(sp.Rational(Fraction(float(x)).limit_denominator(2**30))) for x in U[:, 0] / np.abs(U[:, 0]).max()]
-            cert = core.Certificate("unstable", "J has an eigenvalue with positive real part",
-                                    {"J": core.encode(J_exact), "P": core.encode(dyadic(P)), "v": v})
+            data = dict(extra) if extra else {}
+            data.update(J=core.encode(J_exact), P=core.encode(dyadic(P)), v=v)
+            cert = core.Certificate(unstable_kind, "J has an eigenvalue with positive real part", data)
             res = core.certified(name, "fails", cert, -abscissa, f"inertia theorem, {method}; exact re-check", detail)
             if res.status == "fails":
                 return res

@@ -25,7 +25,7 @@ import sympy as sp
 from .catalogue import CrossCheck, TheoremResult
 from .certificates import core, spectrum
 from .certificates import gaussian as cert
-from .hypotheses import definite, lower_eigenvalue_bound, semidefinite
+from .hypotheses import definite, lower_eigenvalue_bound, semidefinite, sym_part
 from .numeric import gaussian as ng
 from .numeric import gaussian_riccati as riccati
 from .params import GaussianParams
@@ -144,7 +144,7 @@ def _perturbation_check(p: GaussianParams, S: np.ndarray) -> CrossCheck:
 
 def thm_4_7_2(p: GaussianParams) -> TheoremResult:
     """Thm. 4.7(2): V < 0, B > 0, lambda_max(A + A^T) <= 0 imply Sigma(t) -> 0."""
-    hyps = [definite(p.V, "V", -1), definite(p.B, "B", 1), semidefinite(-(p.A + p.A.T), "-(A + A^T)")]
+    hyps = [definite(p.V, "V", -1), definite(p.B, "B", 1), semidefinite(-sym_part(p.A), "-(A + A^T)")]
     return TheoremResult(
         "gaussian:thm-4.7.2", "Theorem 4.7 (2)",
         r"V\prec0,\ B\succ0,\ \lambda_{\max}(A+A^\top)\le0\ \Rightarrow\ \Sigma(t)\to0",
@@ -172,7 +172,7 @@ def thm_4_7_3(p: GaussianParams) -> TheoremResult:
 
 
 def _beta_alpha(p: GaussianParams) -> tuple[float, float] | None:
-    a = lower_eigenvalue_bound(p.A + p.A.T)
+    a = lower_eigenvalue_bound(sym_part(p.A))
     lv, lb = lower_eigenvalue_bound(p.V), lower_eigenvalue_bound(p.B)
     if a is None or lv is None or lb is None or lv <= 0 or lb <= 0:
         return None
@@ -208,7 +208,7 @@ def thm_4_8(p: GaussianParams, item: int) -> TheoremResult:
     """Thm. 4.8(1) (alpha >= 0) and 4.8(2) (alpha < 0, large tr Sigma0): blow-up before eq. (20)."""
     base = [definite(p.V, "V", 1), definite(p.B, "B", 1), definite(p.Sigma0, "Sigma0", 1)]
     if item == 1:
-        hyps = base + [semidefinite(p.A + p.A.T, "A + A^T")]
+        hyps = base + [semidefinite(sym_part(p.A), "A + A^T")]
     else:
         hyps = base + [_trace_condition(p)]
     result = TheoremResult(
@@ -279,7 +279,7 @@ class EtaAnalysis:
 def _eta_hyps(p: GaussianParams, ea: EtaAnalysis) -> list[core.HypothesisResult]:
     if ea.eta is None:
         return [core.HypothesisResult("V = eta I", "fails", None, "exact comparison", None, "V is not a multiple of I")]
-    weight = -ea.eta * (p.B + p.B.T)
+    weight = -core.rational_matrix(p.V)[0, 0] * sym_part(p.B)
     count = (core.certified("A has no imaginary-axis eigenvalue (k certified)", "holds", ea.count_cert, None,
                             "inertia theorem; exact LDL^T", f"k = {ea.k} eigenvalues with Re > 0")
              if ea.count_cert else core.HypothesisResult("A has no imaginary-axis eigenvalue (k certified)", "unknown",
@@ -397,10 +397,11 @@ def regime(p: GaussianParams, sol: ng.MomentSolution, eq: Equilibrium, by_id: di
 def _mean_limit(p: GaussianParams, sol: ng.MomentSolution, S_inf: np.ndarray, out: dict[str, Any]) -> dict[str, Any]:
     """Mean limit :math:`-(A+V+V\\Sigma_\\infty B)^{-1}b` when that matrix is Hurwitz."""
     M_mu = p.A + p.V + p.V @ S_inf @ p.B
-    abscissa = float(np.linalg.eigvals(M_mu).real.max())
-    if abscissa < -1e-9:
+    verdict = spectrum.hurwitz("A + V + V Sigma_inf B Hurwitz", M_mu)
+    out["mu_certificate"] = verdict.to_json()
+    if verdict.status == "holds":
         out.update(mu="converges", mu_inf=(-np.linalg.solve(M_mu, p.b)).tolist())
-    elif abscissa > 1e-9:
+    elif verdict.status == "fails":
         big = np.linalg.norm(sol.mu[-1]) > 1e3 * (1 + np.linalg.norm(p.mu0) + np.linalg.norm(p.b))
         out["mu"] = "diverges" if big else "unknown"
     return out

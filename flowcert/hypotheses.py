@@ -20,10 +20,27 @@ def holds_by(name: str, method: str, detail: str = "") -> core.HypothesisResult:
     return core.HypothesisResult(name, "holds", None, method, None, detail)
 
 
-def lower_eigenvalue_bound(M: np.ndarray) -> Fraction | None:
+def as_float(Mq: sp.Matrix) -> np.ndarray:
+    """Nearest float64 matrix of a rational one (for margins and eigenvalue estimates only)."""
+    return np.array(Mq.tolist(), dtype=float)
+
+
+def sym_part(A: np.ndarray) -> sp.Matrix:
+    """:math:`A+A^\\top` formed exactly in rationals (a float sum would round)."""
+    Aq = core.rational_matrix(A)
+    return Aq + Aq.T
+
+
+def gram(B: np.ndarray) -> sp.Matrix:
+    """:math:`B^\\top B` formed exactly in rationals."""
+    Bq = core.rational_matrix(B)
+    return Bq.T * Bq
+
+
+def lower_eigenvalue_bound(M: np.ndarray | sp.Matrix) -> Fraction | None:
     """A rational :math:`\\ell` with :math:`M-\\ell I\\succeq0` proved exactly (M symmetric)."""
-    lam = float(np.linalg.eigvalsh(M).min())
     Mq = core.rational_matrix(M)
+    lam = float(np.linalg.eigvalsh(as_float(Mq)).min())
     if Mq != Mq.T:
         return None
     for slack in (1e-12, 1e-9, 1e-6, 1e-3):
@@ -33,25 +50,25 @@ def lower_eigenvalue_bound(M: np.ndarray) -> Fraction | None:
     return None
 
 
-def definite(M: np.ndarray, name: str, sign: int) -> core.HypothesisResult:
+def definite(M: np.ndarray | sp.Matrix, name: str, sign: int) -> core.HypothesisResult:
     """Exact verdict on :math:`\\mathrm{sign}\\cdot M\\succ0` (M must be symmetric)."""
-    Mq = core.rational_matrix(sign * M)
+    Mq = sign * core.rational_matrix(M)
     what = f"{'' if sign > 0 else '-'}{name}"
     if Mq != Mq.T:
         return core.HypothesisResult(f"{what} > 0", "fails", None, "exact symmetry", None, f"{name} is not symmetric")
-    margin = float(np.linalg.eigvalsh(sign * M).min())
+    margin = float(np.linalg.eigvalsh(as_float(Mq)).min())
     if core.is_pd(Mq):
         c = core.Certificate("pd", f"{what} is positive definite", {"M": core.encode(Mq), "margin": "0"})
         return core.certified(f"{what} > 0", "holds", c, margin, "exact rational LDL^T")
     return core.HypothesisResult(f"{what} > 0", "fails", margin, "exact rational LDL^T", None, f"smallest eigenvalue of {what} is {margin:.3e}")
 
 
-def semidefinite(M: np.ndarray, name: str) -> core.HypothesisResult:
+def semidefinite(M: np.ndarray | sp.Matrix, name: str) -> core.HypothesisResult:
     """Exact verdict on :math:`M\\succeq0`."""
     return core.psd_hypothesis(f"{name} >= 0", M, name)
 
 
-def upper_eigenvalue_bound(M: np.ndarray) -> Fraction | None:
+def upper_eigenvalue_bound(M: np.ndarray | sp.Matrix) -> Fraction | None:
     """A rational :math:`u` with :math:`uI-M\\succeq0` proved exactly (M symmetric)."""
-    low = lower_eigenvalue_bound(-np.asarray(M, dtype=float))
+    low = lower_eigenvalue_bound(-core.rational_matrix(M))
     return None if low is None else -low

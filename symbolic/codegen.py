@@ -153,10 +153,12 @@ def lower(
     program = Program(name, tuple(inputs), doc=doc)
     low = _Lowering(program, rel)
     results = []
-    for _, expr in outputs:
+    for out_name, expr in outputs:
         poly = normal_form(expr, rel)
         if () in poly:
             raise ValueError("identity terms are not supported in kernels")
+        if not poly:
+            raise ValueError(f"output {out_name!r} is identically zero; nothing to compute")
         results.append(low.output(poly))
     program.outputs = tuple(results)
     program.output_names = tuple(n for n, _ in outputs)

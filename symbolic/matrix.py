@@ -19,6 +19,7 @@ Gaussian expectations of polynomials of degree :math:`\le 2` in a random vector
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -71,12 +72,24 @@ def _factors(mm: sp.MatrixExpr) -> list[Atom]:
     for a in args:
         if isinstance(a, sp.Identity):
             continue
+        if isinstance(a, sp.MatPow) and a.exp.is_Integer and a.exp > 0:  # SymPy folds X*X into X**2
+            out.extend(_factors(a.base) * int(a.exp))
+            continue
         if not isinstance(a, (sp.MatrixSymbol, sp.Transpose)) or (
             isinstance(a, sp.Transpose) and not isinstance(a.arg, sp.MatrixSymbol)
         ):
             raise ValueError(f"cannot normalise factor {a!r}: expand first")
         out.append(a)
     return out
+
+
+def _distribute_power(e: sp.MatPow) -> sp.MatrixExpr:
+    """:math:`(X_1+\\dots+X_k)^n` as the sum of all ordered products (SymPy would fold it back)."""
+    base = sp.expand(e.base)
+    if not (e.exp.is_Integer and e.exp > 0):
+        raise ValueError(f"cannot normalise {e!r}: only positive integer powers")
+    terms = base.args if isinstance(base, sp.MatAdd) else (base,)
+    return sp.MatAdd(*(sp.MatMul(*choice) for choice in itertools.product(terms, repeat=int(e.exp))))
 
 
 def normal_form(expr: sp.MatrixExpr, rel: Relations = Relations()) -> Poly:
@@ -95,6 +108,11 @@ def normal_form(expr: sp.MatrixExpr, rel: Relations = Relations()) -> Poly:
         Chains of factors mapped to non-zero scalar coefficients (``()`` is the identity).
     """
     expanded = sp.expand(expr.doit())
+    for _ in range(8):  # powers of sums, e.g. (A + S)**2, are unfolded and expanded again
+        powers = [e for e in expanded.atoms(sp.MatPow) if not isinstance(e.base, (sp.MatrixSymbol, sp.Transpose))]
+        if not powers:
+            break
+        expanded = sp.expand(expanded.xreplace({e: _distribute_power(e) for e in powers}))
     terms = expanded.args if isinstance(expanded, sp.MatAdd) else (expanded,)
     poly: Poly = {}
     for term in terms:

@@ -394,7 +394,7 @@ def test_lowering_random_words(mat_words, vec_words, seed, d, batch):
     em, vm, mm = build(mat_words, False)
     ev, vv, mv = build(vec_words, True)
     rel = Relations(symmetric=(Sm,))
-    # outputs that cancel to zero are a known bug of the printers (see the xfail test below)
+    # outputs that cancel to zero are refused by lower() (tested below)
     assume(normal_form(em, rel) and normal_form(ev, rel))
     prog = codegen.lower("f", [("M", em), ("v", ev)], [Am, Bm, Sm, xv], rel)
     for printer, conv in ((codegen.NumpyPrinter(), np.asarray), (codegen.TorchPrinter(), torch.from_numpy)):
@@ -405,11 +405,6 @@ def test_lowering_random_words(mat_words, vec_words, seed, d, batch):
         assert np.all(np.abs(outv - vv) <= 1e-12 * (1 + mv))
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="BUG: an output whose normal form is empty (identically zero) lowers to a 'linear' op "
-    "with no arguments; the printers emit 'x1 = ' (SyntaxError) and evaluate() hits coeffs[0]",
-)
 def test_output_that_cancels_to_zero():
     x = g.x
     zero = 2 * g.A * x + (-2) * (g.A * x)

@@ -160,6 +160,16 @@ def test_scalar_no_blowup_for_negative_a_and_small_s0():
     assert sol.status == "blowup" and sol.blowup_time <= tb and (tb - sol.blowup_time) / tb < 1e-3
 
 
+def test_blowup_before_first_t_eval_point():
+    a, v, c, s0 = 1.0, 1.0, 1.0, 2.0
+    tb = t_blowup_exact(a, v, c, s0)
+    sol = ng.integrate_moments(_scalar(a, v, c), np.array([1.0]), np.array([[s0]]), 5.0,
+                               t_eval=np.array([2 * tb, 5.0]))
+    assert sol.status == "blowup" and sol.blowup_time <= tb
+    assert sol.t.shape == (1,) and sol.Sigma.shape == (1, 1, 1) and sol.mu.shape == (1, 1)
+    assert sol.t[0] == sol.blowup_time
+
+
 def test_time_varying_scalar():
     """B = 0: s = s0 exp(2 int a), mu' = (a(t) + v) mu + b(t) with b = 0."""
     v = -0.7
@@ -431,12 +441,6 @@ def test_sample_gaussian_singular_rank():
     assert np.abs(np.cov(Y.T, bias=True) - S).max() < 2 * tol
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="BUG: sample_gaussian takes sqrt of eigenvalues clipped at 0, so rounding-level "
-    "eigenvalues (~eps*||Sigma||) of a singular Sigma become ~1e-8 components in ker(Sigma); "
-    "a numerical rank with the project's 1e-8 threshold then over-counts in ~15% of cases",
-)
 def test_sample_gaussian_singular_has_no_sqrt_eps_leak():
     worst = 0.0
     for seed in range(40):

@@ -261,7 +261,7 @@ def _to_numpy(t, env, absolute=False):
 def _nf_or_reject(expr):
     try:
         return normal_form(expr, SYM)
-    except ValueError as exc:  # known bug: repeated factors become MatPow (see the xfail below)
+    except ValueError as exc:  # repeated factors (MatPow) are unfolded since the fix; keep the guard
         assume("**" not in str(exc))
         raise
 
@@ -299,11 +299,6 @@ def test_coefficient_extracts_powers():
     assert coefficient(poly, e, 3) == {}
 
 
-@pytest.mark.xfail(
-    raises=ValueError, strict=False,
-    reason="BUG: SymPy folds a repeated adjacent factor (Sigma*Sigma) into MatPow, which "
-    "normal_form rejects ('cannot normalise factor Sigma**2: expand first')",
-)
 def test_normal_form_handles_repeated_factors():
     # S S^T normalises, but re-normalising its own normal form (S, S) fails
     poly = normal_form(Sigma * Sigma.T, SYM)
