@@ -45,3 +45,51 @@ def plot_convergence(Ns: Sequence[int], errors: Sequence[float], rate: float, pa
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _ellipse(ax: Any, mu: np.ndarray, S: np.ndarray, **kw: Any) -> None:
+    """One-standard-deviation ellipse of N(mu, S) (a segment when S is singular)."""
+    w, U = np.linalg.eigh(S)
+    th = np.linspace(0, 2 * np.pi, 100)
+    pts = mu[:, None] + U @ (np.sqrt(np.clip(w, 0, None))[:, None] * np.vstack([np.cos(th), np.sin(th)]))
+    ax.plot(pts[0], pts[1], **kw)
+
+
+def plot_mean_matching(runs: Sequence[tuple[str, Any]], target: np.ndarray, path: Path) -> Path:
+    """Section 5.1 / Figure 1: mean trajectories reach the target; covariance ellipses over time."""
+    fig, axes = plt.subplots(1, len(runs), figsize=(4.2 * len(runs), 4))
+    for ax, (label, sol) in zip(np.atleast_1d(axes), runs):
+        ax.plot(sol.mu[:, 0], sol.mu[:, 1], "k-", lw=1)
+        for t_mark, color in zip((0, 1, 5, 10, 100), ("C0", "C1", "C2", "C3", "C4")):
+            k = int(np.argmin(np.abs(sol.t - t_mark)))
+            _ellipse(ax, sol.mu[k], sol.Sigma[k], color=color, lw=1.2, label=f"t={sol.t[k]:.0f}")
+        ax.plot(*target, "r*", ms=12, label="target")
+        ax.set_title(label, fontsize=9)
+        ax.set_aspect("equal", "datalim")
+    np.atleast_1d(axes)[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+Panel = tuple[str, Sequence[tuple[str, np.ndarray, np.ndarray]], Sequence[tuple[str, float]]]
+
+
+def plot_regimes(panels: Sequence[Panel], path: Path) -> Path:
+    """Panels of tr Sigma(t) on a log scale, each with vertical marks (e.g. certified bounds)."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 3.6))
+    for ax, (title, curves, marks) in zip(np.atleast_1d(axes), panels):
+        for label, t, tr in curves:
+            ax.semilogy(t, np.clip(tr, 1e-14, None), label=label)
+        for label, x in marks:
+            ax.axvline(x, ls="--", lw=1, color="k")
+            ax.annotate(label, (x, 0.5), xycoords=("data", "axes fraction"), rotation=90, ha="right", fontsize=7)
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("t")
+        ax.set_ylabel(r"tr $\Sigma(t)$ (clipped at 1e-14)")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
