@@ -309,7 +309,8 @@ def thm_4_1(p: GaussianParams, ea: EtaAnalysis) -> TheoremResult:
                 err = float(np.abs(sol.Sigma[-1] - S_inf).max())
                 tol = 1e-6 * (1 + np.abs(S_inf).max())
                 result.cross_check = CrossCheck("agrees" if err <= tol else "disagrees",
-                                                {"t": float(sol.t[-1]), "max_abs_error": err, "tolerance": tol})
+                                                {"t": float(sol.t[-1]), "max_abs_error": err, "tolerance": tol,
+                                                 "Sigma_predicted": S_inf.tolist(), "Sigma_simulated": sol.Sigma[-1].tolist()})
             else:
                 result.cross_check = CrossCheck("disagrees", {"reason": f"simulation ended with {sol.status}"})
     return result
@@ -348,7 +349,9 @@ def thm_4_11(p: GaussianParams, ea: EtaAnalysis, item: int) -> TheoremResult:
         if item == 1 and result.prediction.get("mu_inf") is not None and sol.status == "ok":
             err = float(np.abs(sol.mu[-1] - np.array(result.prediction["mu_inf"])).max())
             tol = 1e-6 * (1 + np.abs(result.prediction["mu_inf"]).max())
-            result.cross_check = CrossCheck("agrees" if err <= tol else "disagrees", {"t": float(sol.t[-1]), "max_abs_error": err})
+            result.cross_check = CrossCheck("agrees" if err <= tol else "disagrees",
+                                            {"t": float(sol.t[-1]), "max_abs_error": err, "tolerance": tol,
+                                             "mu_predicted": result.prediction["mu_inf"], "mu_simulated": sol.mu[-1].tolist()})
         elif item == 2:
             grew = float(np.linalg.norm(sol.mu[-1])) > 1e3 * (1 + float(np.linalg.norm(p.mu0)) + float(np.linalg.norm(p.b)))
             result.cross_check = CrossCheck("agrees" if grew else "disagrees",
