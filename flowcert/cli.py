@@ -35,9 +35,20 @@ def _load(system: str, path: str) -> Any:
     return load_gaussian(path)
 
 
+def _finite(obj: Any) -> Any:
+    """JSON has no inf/nan: non-finite floats are written as null (documented in the README)."""
+    if isinstance(obj, float):
+        return obj if obj == obj and abs(obj) != float("inf") else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
 def _emit(doc: dict[str, Any], as_json: bool, summary: str) -> None:
     if as_json:
-        json.dump(doc, sys.stdout, indent=1, allow_nan=False, default=_json_default)
+        json.dump(_finite(json.loads(json.dumps(doc, default=_json_default))), sys.stdout, indent=1, allow_nan=False)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(summary)

@@ -625,7 +625,7 @@ def _check_time_expr(expr: object, key: str, where: str) -> sp.Expr:
             "(allowed: elementary functions such as exp, log, sqrt, sin, cos, tanh)",
         )
     value = sp.N(expr.subs(t, 0))
-    if not (value.is_extended_real and value.is_finite):
+    if not (value.is_extended_real and value.is_finite and math.isfinite(float(value))):
         raise ParamError(key, f"{where} is not a finite real number at t = 0 (value {value})")
     return expr
 

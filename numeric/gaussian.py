@@ -118,6 +118,10 @@ def jacobian_vech(A: Array, B: Array, V: Array, Sigma: Array) -> Array:
 # ---------------------------------------------------------------------------------------
 
 
+class _Stalled(RuntimeError):
+    """The integrator exceeded its budget of field evaluations."""
+
+
 @dataclass
 class MomentSolution:
     """Trajectory of eq. (7). ``status`` is ``ok``, ``blowup`` or ``failed``."""
@@ -149,6 +153,7 @@ def integrate_moments(
     atol: float = 1e-12,
     blowup_factor: float = 1e8,
     method: str = "DOP853",
+    max_evaluations: int = 2_000_000,
 ) -> MomentSolution:
     """Integrate eq. (7) on ``[0, t_end]`` with a terminal blow-up event.
 
@@ -158,10 +163,16 @@ def integrate_moments(
     method stalls (stiffness), the run is repeated with the implicit ``Radau`` method.
     """
     d = mu0.shape[0]
-    threshold = blowup_factor * (1.0 + np.linalg.norm(Sigma0))
+    with np.errstate(all="ignore"):
+        threshold = blowup_factor * (1.0 + np.linalg.norm(Sigma0))
     kernel = moment_kernel()
 
+    evaluations = [0]
+
     def rhs(t: float, y: Array) -> Array:
+        evaluations[0] += 1
+        if evaluations[0] > max_evaluations:
+            raise _Stalled(f"more than {max_evaluations} field evaluations")
         A, B, V, b = coeffs(t)
         mu, S = _unpack(y, d)
         dmu, dS = kernel(A, B, V, b, mu, S)
@@ -173,13 +184,25 @@ def integrate_moments(
     blowup.terminal = True  # type: ignore[attr-defined]
     blowup.direction = -1  # type: ignore[attr-defined]
 
+    y0 = _pack(mu0, Sigma0)
+    with np.errstate(all="ignore"):
+        start = rhs(0.0, y0)
+    if not np.all(np.isfinite(start)):
+        return MomentSolution(np.array([0.0]), mu0[None], Sigma0[None], "failed", None,
+                              "the field overflows float64 at t = 0")
     for meth in (method, "Radau"):
-        with warnings.catch_warnings(), np.errstate(over="ignore", invalid="ignore"):
-            warnings.simplefilter("ignore", RuntimeWarning)
-            sol = solve_ivp(
-                rhs, (0.0, t_end), _pack(mu0, Sigma0), method=meth, t_eval=t_eval,
-                events=blowup, rtol=rtol, atol=atol, dense_output=False,
-            )
+        evaluations[0] = 0
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)
+                sol = solve_ivp(
+                    rhs, (0.0, t_end), y0, method=meth, t_eval=t_eval,
+                    events=blowup, rtol=rtol, atol=atol, dense_output=False,
+                )
+        except (_Stalled, ValueError, np.linalg.LinAlgError, FloatingPointError) as exc:
+            if meth == "Radau":
+                return MomentSolution(np.array([0.0]), mu0[None], Sigma0[None], "failed", None, f"{meth}: {exc}")
+            continue
         if sol.status != -1:
             break
     ys = np.asarray(sol.y, dtype=float).reshape(d + d * d, -1).T  # empty when no t_eval point was reached
@@ -342,7 +365,12 @@ def transport_check(coeffs: Coefficients, Sigma0: Array, t_end: float, n_eval: i
     d = Sigma0.shape[0]
     kernel = moment_kernel()
 
+    evaluations = [0]
+
     def rhs(t: float, y: Array) -> Array:
+        evaluations[0] += 1
+        if evaluations[0] > 1_000_000:
+            raise _Stalled("more than 1e6 field evaluations")
         A, B, V, b = coeffs(t)
         S, Psi = y[: d * d].reshape(d, d), y[d * d : 2 * d * d].reshape(d, d)
         M = A + V @ S @ B
@@ -354,7 +382,10 @@ def transport_check(coeffs: Coefficients, Sigma0: Array, t_end: float, n_eval: i
 
     blowup.terminal = True  # type: ignore[attr-defined]
     y0 = np.concatenate([Sigma0.ravel(), np.eye(d).ravel(), [0.0]])
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if not np.all(np.isfinite(rhs(0.0, y0))):
+            raise FloatingPointError("the field overflows float64 at t = 0")
         sol = solve_ivp(rhs, (0.0, t_end), y0, method="DOP853", rtol=1e-11, atol=1e-13,
                         t_eval=np.linspace(0.0, t_end, n_eval), events=blowup)
     res, liou, ranks, cond = 0.0, 0.0, [], 1.0
