@@ -334,7 +334,9 @@ def test_newton_inverse_design(seed, d):
     # Newton from a nearby symmetric start, when the Jacobian is well conditioned
     E = sym_basis(d)
     J = np.array([vech(DF_hand(A, B, V, S, Ek)) for Ek in E]).T
-    assume(np.linalg.cond(J) < 1e6)
+    # Newton's basin has radius ~ 1/(||J^-1|| L): keep the 1e-3 start well inside it (another
+    # equilibrium can attract an ill-conditioned start; seen at cond(J) = 4e4)
+    assume(np.linalg.cond(J) < 1e3)
     Y = rng.uniform(-1, 1, (d, d))
     start = S + 1e-3 * (Y + Y.T)
     out = ng.newton_equilibrium(A, B, V, start)
