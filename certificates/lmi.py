@@ -10,6 +10,7 @@ Stability LMI, normalised and with an explicit margin (homogeneous, so the scale
 The returned :math:`P` is never evidence by itself: callers re-check it exactly with a
 smaller margin (see :mod:`flowcert.certificates.core`). Only the status ``optimal`` is
 accepted; ``optimal_inaccurate`` and everything else is reported as a failure to solve.
+Each problem is built once per size with :math:`J` a ``cvxpy.Parameter`` (DPP) and re-solved.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from scipy.linalg import solve_continuous_lyapunov
@@ -26,35 +29,75 @@ CLARABEL_MAX_DIM = 40  # interior point is dense in the n(n+1)/2 PSD block; SCS 
 
 @dataclass
 class LMISolution:
-    """Outcome of one solve: ``P`` only when the status was ``optimal``."""
+    """Outcome of one solve: ``P`` only when the status was ``optimal``.
+
+    ``warnings`` holds the solver's own warnings (for example cvxpy's "Solution may be
+    inaccurate"); they are kept for the record and never printed.
+    """
 
     status: str
     P: np.ndarray | None
     solver: str
     seconds: float
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass
+class _LyapunovModel:
+    """A parametrised problem in :math:`J` (DPP), built once per size and reused."""
+
+    J: Any
+    P: Any
+    problem: Any
+    solver: str
+    options: dict[str, Any]
+
+
+def _solver_for(n: int) -> tuple[str, dict[str, Any]]:
+    if n <= CLARABEL_MAX_DIM:
+        return "CLARABEL", {}
+    return "SCS", {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 200000}
+
+
+@lru_cache(maxsize=32)
+def _model(n: int, margin: float, definite: bool) -> _LyapunovModel:
+    r"""Stability LMI (``definite``: :math:`P\succeq I`, minimise tr P) or inertia LMI (min :math:`\|P\|_F`)."""
+    import cvxpy as cp  # lazy: keeps ``flowcert --help`` fast
+
+    J = cp.Parameter((n, n), name="J")
+    P = cp.Variable((n, n), symmetric=True, name="P")
+    lyap = J.T @ P + P @ J
+    constraints = [0.5 * (lyap + lyap.T) << -margin * np.eye(n)]  # the symmetric part, stated explicitly
+    if definite:
+        problem = cp.Problem(cp.Minimize(cp.trace(P)), [P >> np.eye(n)] + constraints)
+    else:
+        problem = cp.Problem(cp.Minimize(cp.norm(P, "fro")), constraints)
+    solver, options = _solver_for(n)
+    return _LyapunovModel(J, P, problem, solver, options)
+
+
+def _solve(model: _LyapunovModel, J: np.ndarray) -> LMISolution:
+    import cvxpy as cp
+
+    model.J.value = np.asarray(J, dtype=float)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            model.problem.solve(solver=model.solver, **model.options)
+        except cp.SolverError as exc:
+            return LMISolution(f"solver_error: {exc}", None, model.solver, time.perf_counter() - t0)
+    secs = time.perf_counter() - t0
+    notes = tuple(str(w.message) for w in caught)
+    P = model.P.value
+    if model.problem.status != cp.OPTIMAL or P is None:
+        return LMISolution(str(model.problem.status), None, model.solver, secs, notes)
+    return LMISolution(model.problem.status, 0.5 * (P + P.T), model.solver, secs, notes)
 
 
 def solve_lyapunov_lmi(J: np.ndarray, margin: float = 1.0) -> LMISolution:
-    """Find :math:`P\\succeq I` with :math:`J^\\top P+PJ\\preceq-\\text{margin}\\,I` by SDP."""
-    import cvxpy as cp  # lazy: keeps ``flowcert --help`` fast
-
-    n = J.shape[0]
-    P = cp.Variable((n, n), symmetric=True)
-    lyap = J.T @ P + P @ J
-    constraints = [P >> np.eye(n), 0.5 * (lyap + lyap.T) << -margin * np.eye(n)]
-    problem = cp.Problem(cp.Minimize(cp.trace(P)), constraints)
-    solver = "CLARABEL" if n <= CLARABEL_MAX_DIM else "SCS"
-    opts = {} if solver == "CLARABEL" else {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 200000}
-    t0 = time.perf_counter()
-    try:
-        problem.solve(solver=solver, **opts)
-    except cp.SolverError as exc:
-        return LMISolution(f"solver_error: {exc}", None, solver, time.perf_counter() - t0)
-    secs = time.perf_counter() - t0
-    if problem.status != cp.OPTIMAL or P.value is None:
-        return LMISolution(str(problem.status), None, solver, secs)
-    Pv = 0.5 * (P.value + P.value.T)
-    return LMISolution(problem.status, Pv, solver, secs)
+    r"""Find :math:`P\succeq I` with :math:`J^\top P+PJ\preceq-\text{margin}\,I` by SDP."""
+    return _solve(_model(J.shape[0], float(margin), True), J)
 
 
 def lyapunov_equation(J: np.ndarray) -> np.ndarray | None:
@@ -76,19 +119,4 @@ def solve_inertia_lmi(J: np.ndarray, margin: float = 1.0) -> LMISolution:
     Feasible iff J has no eigenvalue on the imaginary axis; used when the Lyapunov equation is
     singular (two eigenvalues summing to zero). Minimises :math:`\\|P\\|_F`.
     """
-    import cvxpy as cp
-
-    n = J.shape[0]
-    P = cp.Variable((n, n), symmetric=True)
-    lyap = J.T @ P + P @ J
-    problem = cp.Problem(cp.Minimize(cp.norm(P, "fro")), [0.5 * (lyap + lyap.T) << -margin * np.eye(n)])
-    solver = "CLARABEL" if n <= CLARABEL_MAX_DIM else "SCS"
-    t0 = time.perf_counter()
-    try:
-        problem.solve(solver=solver)
-    except cp.SolverError as exc:
-        return LMISolution(f"solver_error: {exc}", None, solver, time.perf_counter() - t0)
-    secs = time.perf_counter() - t0
-    if problem.status != cp.OPTIMAL or P.value is None:
-        return LMISolution(str(problem.status), None, solver, secs)
-    return LMISolution(problem.status, 0.5 * (P.value + P.value.T), solver, secs)
+    return _solve(_model(J.shape[0], float(margin), False), J)

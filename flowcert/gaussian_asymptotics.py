@@ -17,7 +17,10 @@ Covariance equation (18) at equilibrium: :math:`A\Sigma+\Sigma A^\top+V\Sigma B\
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
+
+import mpmath
 
 import numpy as np
 import sympy as sp
@@ -179,25 +182,62 @@ def thm_4_7_3(p: GaussianParams) -> TheoremResult:
     )
 
 
-def _beta_alpha(p: GaussianParams) -> tuple[float, float] | None:
+def _beta_alpha(p: GaussianParams) -> tuple[Fraction, Fraction] | None:
+    r"""Certified lower bounds :math:`\beta=2\lambda_{\min}(V)\lambda_{\min}(B)/d` and :math:`\alpha`, exact."""
     a = lower_eigenvalue_bound(sym_part(p.A))
     lv, lb = lower_eigenvalue_bound(p.V), lower_eigenvalue_bound(p.B)
     if a is None or lv is None or lb is None or lv <= 0 or lb <= 0:
         return None
-    return 2 * float(lv) * float(lb) / p.d, float(a)
+    return 2 * lv * lb / p.d, a
+
+
+def _exact_trace(M: np.ndarray) -> Fraction:
+    return sum((Fraction(float(x)) for x in np.diag(M)), Fraction(0))
+
+
+def _float(q: Fraction) -> float:
+    """Nearest float, ``+-inf`` beyond the range (JSON writes it as null)."""
+    try:
+        return float(q)
+    except OverflowError:
+        return math.inf if q > 0 else -math.inf
+
+
+def _round_up(x: mpmath.mpf) -> float:
+    r"""The least float64 :math:`\ge x` (``inf`` beyond the range, subnormals included)."""
+    f = float(x)
+    while mpmath.mpf(f) < x:
+        f = math.nextafter(f, math.inf)
+    return f
 
 
 def blowup_bound(p: GaussianParams) -> float | None:
-    """Eq. (20) from certified lower bounds of alpha and beta (the bound decreases in both)."""
+    r"""Eq. (20), :math:`\tfrac1\alpha\log(1+\tfrac{\alpha}{\beta\operatorname{tr}\Sigma_0})`, rounded upwards.
+
+    :math:`\alpha,\beta` are certified lower bounds (the bound decreases in both) and
+    :math:`\operatorname{tr}\Sigma_0` is exact; the logarithm is evaluated with 300-bit mpmath
+    (:math:`\log1p` of the exact ratio when it is small, :math:`\log` of the exact :math:`1+x` otherwise,
+    so neither form cancels), inflated by :math:`2^{-200}` and rounded up to a float64.
+    """
     ba = _beta_alpha(p)
     if ba is None:
         return None
     beta, alpha = ba
-    y0 = float(np.trace(p.Sigma0))
-    if beta * y0 + alpha <= 0:
+    y = beta * _exact_trace(p.Sigma0)
+    if y + alpha <= 0:
         return None
-    bound = 1.0 / (beta * y0) if alpha == 0 else math.log1p(alpha / (beta * y0)) / alpha
-    return bound * (1 + 1e-12)  # round up past floating-point error
+
+    def mp(q: Fraction) -> mpmath.mpf:
+        return mpmath.mpf(q.numerator) / q.denominator
+
+    with mpmath.workprec(300):
+        if alpha == 0:
+            value = 1 / mp(y)
+        else:
+            x = alpha / y
+            log = mpmath.log1p(mp(x)) if abs(x) < Fraction(1, 2) else mpmath.log(mp(1 + x))
+            value = log / mp(alpha)
+        return _round_up(value * (1 + mpmath.mpf(2) ** -200))
 
 
 def _trace_condition(p: GaussianParams) -> core.HypothesisResult:
@@ -206,10 +246,10 @@ def _trace_condition(p: GaussianParams) -> core.HypothesisResult:
     if ba is None:
         return core.HypothesisResult(name, "unknown", None, "certified eigenvalue bounds", None, "no certified lower bounds")
     beta, alpha = ba
-    margin = beta * float(np.trace(p.Sigma0)) + alpha
-    return core.HypothesisResult(name, "holds" if margin > 0 else "unknown", margin,
+    margin = beta * _exact_trace(p.Sigma0) + alpha
+    return core.HypothesisResult(name, "holds" if margin > 0 else "unknown", _float(margin),
                                  "certified lower bounds of alpha, lambda_min(V), lambda_min(B) (exact LDL^T)", None,
-                                 "beta tr Sigma0 + alpha with certified lower bounds")
+                                 "beta tr Sigma0 + alpha with certified lower bounds, in exact rationals")
 
 
 def thm_4_8(p: GaussianParams, item: int) -> TheoremResult:

@@ -21,6 +21,7 @@ Particle system, eq. (2), with empirical attention:
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
@@ -142,6 +143,37 @@ def _unpack(y: Array, d: int) -> tuple[Array, Array]:
     return y[:d], y[d:].reshape(d, d)
 
 
+def _log2_size(M: Array) -> float:
+    r""":math:`\log_2\max|M_{ij}|` without overflow (``-inf`` for zero)."""
+    m = float(np.abs(M).max()) if M.size else 0.0
+    return math.log2(m) if m > 0 else -math.inf
+
+
+def time_unit(coeffs: Coefficients, Sigma0: Array, *, limit_log2: int = 160) -> float:
+    r"""A power of two :math:`c` such that the field in time :math:`\tau=t/c` is of moderate size.
+
+    Eq. (7) is linear in :math:`(A,V,b)` jointly, so :math:`\tfrac{d}{d\tau}=c\,\tfrac{d}{dt}` is
+    the same field with :math:`(cA,B,cV,cb)`. Rescaling is exact (a power of two) and used only when the
+    rate :math:`\max(|A|,|V|,d|V||B||\Sigma_0|)` exceeds :math:`2^{160}`: scipy's step control
+    squares error estimates and fails on time scales below about 1e-150.
+    """
+    A, B, V, _ = coeffs(0.0)
+    d = A.shape[-1]
+    rate = max(_log2_size(A), _log2_size(V), _log2_size(V) + _log2_size(B) + _log2_size(Sigma0) + math.log2(d))
+    return 1.0 if not math.isfinite(rate) or rate <= limit_log2 else math.ldexp(1.0, -math.ceil(rate))
+
+
+def _rescaled(coeffs: Coefficients, c: float) -> Coefficients:
+    if c == 1.0:
+        return coeffs
+
+    def scaled(tau: float) -> tuple[Array, Array, Array, Array]:
+        A, B, V, b = coeffs(c * tau)
+        return c * A, B, c * V, c * b
+
+    return scaled
+
+
 def integrate_moments(
     coeffs: Coefficients,
     mu0: Array,
@@ -166,6 +198,10 @@ def integrate_moments(
     with np.errstate(all="ignore"):
         threshold = blowup_factor * (1.0 + np.linalg.norm(Sigma0))
     kernel = moment_kernel()
+    c = time_unit(coeffs, Sigma0)
+    coeffs = _rescaled(coeffs, c)
+    tau_end = min(t_end / c, np.finfo(float).max)
+    tau_eval = None if t_eval is None else np.asarray(t_eval) / c
 
     evaluations = [0]
 
@@ -196,7 +232,7 @@ def integrate_moments(
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore", RuntimeWarning)
                 sol = solve_ivp(
-                    rhs, (0.0, t_end), y0, method=meth, t_eval=t_eval,
+                    rhs, (0.0, tau_end), y0, method=meth, t_eval=tau_eval,
                     events=blowup, rtol=rtol, atol=atol, dense_output=False,
                 )
         except (_Stalled, ValueError, np.linalg.LinAlgError, FloatingPointError) as exc:
@@ -208,14 +244,15 @@ def integrate_moments(
     ys = np.asarray(sol.y, dtype=float).reshape(d + d * d, -1).T  # empty when no t_eval point was reached
     mu = ys[:, :d]
     S = ys[:, d:].reshape(-1, d, d)
+    t = c * sol.t if t_eval is None else np.asarray(t_eval)[: sol.t.size]
     if sol.status == 1 and sol.t_events[0].size:
-        tb = float(sol.t_events[0][0])
+        tb = c * float(sol.t_events[0][0])
         yb = sol.y_events[0][0]
         mu = np.vstack([mu, yb[:d]])
         S = np.concatenate([S, yb[d:].reshape(1, d, d)])
-        return MomentSolution(np.append(sol.t, tb), mu, S, "blowup", tb, sol.message)
+        return MomentSolution(np.append(t, tb), mu, S, "blowup", tb, sol.message)
     status = "ok" if sol.status == 0 else "failed"
-    return MomentSolution(sol.t, mu, S, status, None, sol.message)
+    return MomentSolution(t, mu, S, status, None, sol.message)
 
 
 # ---------------------------------------------------------------------------------------
@@ -360,17 +397,26 @@ class TransportCheck:
     cond_psi: float
 
 
-def transport_check(coeffs: Coefficients, Sigma0: Array, t_end: float, n_eval: int = 50) -> TransportCheck:
-    """Integrate :math:`(\\Sigma,\\Psi,\\int\\operatorname{tr}M)` together and compare."""
+def transport_check(
+    coeffs: Coefficients, Sigma0: Array, t_end: float, n_eval: int = 50, *, max_evaluations: int = 200_000
+) -> TransportCheck:
+    """Integrate :math:`(\\Sigma,\\Psi,\\int\\operatorname{tr}M)` together and compare.
+
+    The horizon is at most :math:`10^6` time units of :func:`time_unit` (the identity holds on every
+    sub-interval; ``t`` reports the horizon used).
+    """
     d = Sigma0.shape[0]
     kernel = moment_kernel()
+    c = time_unit(coeffs, Sigma0)  # integrate in tau = t / c; Psi and the trace integral are invariant
+    coeffs = _rescaled(coeffs, c)
+    tau_end = t_end if c == 1.0 else min(t_end / c, 1e6)
 
     evaluations = [0]
 
     def rhs(t: float, y: Array) -> Array:
         evaluations[0] += 1
-        if evaluations[0] > 1_000_000:
-            raise _Stalled("more than 1e6 field evaluations")
+        if evaluations[0] > max_evaluations:
+            raise _Stalled(f"more than {max_evaluations} field evaluations")
         A, B, V, b = coeffs(t)
         S, Psi = y[: d * d].reshape(d, d), y[d * d : 2 * d * d].reshape(d, d)
         M = A + V @ S @ B
@@ -386,8 +432,8 @@ def transport_check(coeffs: Coefficients, Sigma0: Array, t_end: float, n_eval: i
         warnings.simplefilter("ignore", RuntimeWarning)
         if not np.all(np.isfinite(rhs(0.0, y0))):
             raise FloatingPointError("the field overflows float64 at t = 0")
-        sol = solve_ivp(rhs, (0.0, t_end), y0, method="DOP853", rtol=1e-11, atol=1e-13,
-                        t_eval=np.linspace(0.0, t_end, n_eval), events=blowup)
+        sol = solve_ivp(rhs, (0.0, tau_end), y0, method="DOP853", rtol=1e-11, atol=1e-13,
+                        t_eval=np.linspace(0.0, tau_end, n_eval), events=blowup)
     res, liou, ranks, cond = 0.0, 0.0, [], 1.0
     for y in sol.y.T:
         S, Psi, tr = y[: d * d].reshape(d, d), y[d * d : 2 * d * d].reshape(d, d), y[-1]
@@ -399,4 +445,4 @@ def transport_check(coeffs: Coefficients, Sigma0: Array, t_end: float, n_eval: i
         s = np.linalg.svd(S, compute_uv=False)
         ranks.append(int((s > 1e-8 * max(s[0], 1e-300)).sum()))
         cond = max(cond, float(np.linalg.cond(Psi)))
-    return TransportCheck(sol.t, float(res), float(liou), ranks, cond)
+    return TransportCheck(c * sol.t, float(res), float(liou), ranks, cond)

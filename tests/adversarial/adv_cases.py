@@ -19,49 +19,70 @@ import numpy as np
 
 EPS = 1e-9
 
-BUG_BOUND_OVERFLOW = ("BUG (false certified claim): gaussian_asymptotics.blowup_bound evaluates eq. (20) in float64; "
-                      "when beta * tr(Sigma0) overflows (V = B = 1e150 I with Sigma0 = 1e10 I, or tr Sigma0 = inf for "
-                      "Sigma0 = 9e307 I) it returns log1p(alpha / inf) / alpha = 0.0, and the regime certifies "
-                      "blows_up with blowup_time_upper_bound = 0.0 -- blow-up before t = 0 -- although the true "
-                      "blow-up time is positive (about 5e-311 for A = I, V = B = 1e150 I, Sigma0 = 1e10 I)")
+# --- defects still open: the case is xfail(strict=True) with reason ``bug=`` (none at present) -----
 
-FIXED_SLOW_REACH = ("FIXED (regression test), was: verify takes minutes (256 s wall on the 2-core test machine) for Sigma0 = 1e150 I, A = -I, "
-                  "B = V = I: gaussian.thm_3_3 -> numeric/gaussian_reach.reach -> integrate_moments grinds through its "
-                  "budget of 2e6 field evaluations (DOP853, then Radau) on an overflowing field instead of giving up; "
-                  "the per-case limit here is 60 s")
+# --- defects this suite found that have been fixed since (commits 980ae47, 4b6e1b0) ------------------
+# The cases that found them stay as regression tests (``regression=``).
 
-# Defects found by this suite and fixed since (commit 980ae47); the cases that found them stay as
-# regression tests. A defect still present is passed as ``bug=`` and makes its case xfail(strict).
+FIXED_BOUND_OVERFLOW = (
+    "FIXED (false certified claim), was: gaussian_asymptotics.blowup_bound evaluates eq. (20) in float64; when "
+    "beta * tr(Sigma0) overflows (V = B = 1e150 I with Sigma0 = 1e10 I, or tr Sigma0 = inf for Sigma0 = 9e307 I) "
+    "it returns log1p(alpha / inf) / alpha = 0.0, and the regime certifies blows_up with "
+    "blowup_time_upper_bound = 0.0 -- blow-up before t = 0 -- although the true blow-up time is positive "
+    "(about 5e-311 for A = I, V = B = 1e150 I, Sigma0 = 1e10 I)")
+FIXED_BOUND_SUBNORMAL = (
+    "FIXED (false certified claim), was: gaussian_asymptotics.blowup_bound computes log1p(alpha / (beta y0)) / alpha "
+    "* (1 + 1e-12) in float64; with beta y0 ~ 1e301 the quotient alpha / (beta y0) (alpha = -1e-12, the certified "
+    "lower bound of lambda_min(A + A^T) = 0) is subnormal and keeps only ~37 bits, an error far above the 1e-12 "
+    "safety factor. For d = 1, A = 0, V = B = 3e150, Sigma0 = 1 the exact blow-up time is 1/(2 * 3e150^2) = "
+    "5.5555555555555556e-302, but the regime certifies blowup_time_upper_bound = 5.555555555470242e-302 "
+    "(1.5e-11 too small; 3e-4 too small for V = B = 9e153)")
+FIXED_SLOW_FAST_BLOWUP = (
+    "FIXED (performance), was: verify takes about 70 s for d = 1, A = 0, V = B = 1e150, Sigma0 = 1 (blow-up at "
+    "t = 5e-301): numeric/gaussian.integrate_moments in verify spends its whole budget of 2e6 field evaluations "
+    "(then transport_check its 1e6) creeping towards the blow-up instead of stopping at the blow-up event; the "
+    "per-case limit here is 20 s")
 
-FIXED_ZERO_K = ("FIXED (regression test), was: Thm 4.1 regime counts unstable eigenvalues of A with the numeric Schur threshold Re > 1e-9 "
-              "(numeric/gaussian_riccati.ordered_real_schur tol) instead of the certified inertia count, so an "
-              "eigenvalue with 0 < Re <= 1e-9 is dropped and the regime certifies Sigma -> 0 (or a too-small rank) "
-              "although the exact limit has rank k >= 1")
-FIXED_MU_DIVERGES = ("FIXED (regression test), was: regime.mu = 'diverges' is certified whenever Thm 4.11(2) applies, even for mu0 = 0, b = 0 "
-                   "where mu(t) = 0 for all t (the theorem only speaks of generic mu0)")
-FIXED_HUGE_CRASH = ("FIXED (regression test), was: verify crashes (ValueError 'array must not contain infs or NaNs' from Radau's LU in "
-                  "numeric/gaussian.integrate_moments) when the moment field overflows at t = 0 (entries ~1e150); "
-                  "the CLI exits 1 'internal error' instead of answering unknown")
-FIXED_HANG = ("FIXED (regression test), was: verify does not finish (DOP853 loops on an overflowing field in numeric/gaussian.integrate_moments, "
-            "no step limit) for Sigma0 ~ 1e160 I")
-FIXED_ZERODIV = ("FIXED (regression test), was: verify crashes with ZeroDivisionError in gaussian_asymptotics.thm_4_7_3 (y_star = -d lam_a / "
-               "(2 lam_v lam_b): the float product lam_v * lam_b underflows to 0) for V, B ~ 1e-300")
-FIXED_GROEBNER = ("FIXED (regression test), was: verify crashes with OverflowError ('int too large to convert to float') inside sympy "
-                "solve_poly_system, called by symbolic/gaussian.equilibria_exact from gaussian_asymptotics."
-                "_no_pd_equilibrium (Thm 4.7(1) witness, d = 2) on generic float data")
-FIXED_GROEBNER_SLOW = ("FIXED (regression test), was: verify does not finish in minutes: the exact Groebner enumeration of equilibria "
-                     "(symbolic/gaussian.equilibria_exact, Thm 4.7(1) witness) has no time budget")
-FIXED_TV_CONST_OVERFLOW = ("FIXED (regression test), was: a time-varying entry that is a number beyond float64 ('1e999', '2**100000') passes the "
-                         "loader (sympy Float/Integer are finite) and verify then dies with ValueError 'time must be "
-                         "finite, got nan' (CLI exit 1, internal error) instead of a ParamError (exit 2)")
-FIXED_INF_JSON = ("FIXED (regression test), was: Sigma0 = 0 (a valid, singular covariance) puts kappa0_interval = [.., inf] into the Lemma 2.3 "
-                "prediction (1 / (2 lambda_max(Sigma0))); the CLI's json.dump(allow_nan=False) then fails and exits 1 "
-                "'internal error: ValueError: Out of range float values are not JSON compliant: inf'")
-FIXED_CONTINUITY = ("FIXED (regression test), was: verify crashes with TypeError 'cannot determine truth value of Relational' inside sympy "
-                  "continuous_domain, called by flowcert.gaussian._continuity, for A[0][0] = '1/(1e300*sin(t) - 1e300)' "
-                  "(t_end 4); the CLI exits 1 instead of answering fails/unknown for coefficients_continuous")
-FIXED_TINY_REACH = ("FIXED (regression test), was: verify crashes in thm_3_3 -> numeric/gaussian_reach.reach -> integrate_moments "
-                  "(ValueError 'array must not contain infs or NaNs') for Sigma0 ~ 1e-160 I")
+
+FIXED_ZERO_K = (
+    "FIXED, was: the Thm 4.1 regime counted unstable eigenvalues of A with the numeric Schur threshold Re > 1e-9 "
+    "(numeric/gaussian_riccati.ordered_real_schur tol) instead of the certified inertia count, so an eigenvalue "
+    "with 0 < Re <= 1e-9 (or any at scale 1e-150) was dropped and the regime certified Sigma -> 0 although the "
+    "exact limit has rank k >= 1")
+FIXED_MU_DIVERGES = (
+    "FIXED, was: regime.mu = 'diverges' was certified whenever Thm 4.11(2) applies, even for mu0 = 0, b = 0 where "
+    "mu(t) = 0 for all t (the theorem only speaks of generic mu0)")
+FIXED_HUGE_CRASH = (
+    "FIXED, was: verify crashed (ValueError 'array must not contain infs or NaNs' from Radau's LU in "
+    "numeric/gaussian.integrate_moments) when the moment field overflows at t = 0 (entries ~1e150); CLI exit 1")
+FIXED_HANG = (
+    "FIXED, was: verify did not finish (DOP853 looping on an overflowing field in "
+    "numeric/gaussian.integrate_moments, no step limit) for Sigma0 ~ 1e160 I")
+FIXED_SLOW_REACH = (
+    "FIXED, was: verify took minutes (256 s) for Sigma0 = 1e150 I, A = -I, B = V = I: gaussian.thm_3_3 -> "
+    "numeric/gaussian_reach.reach -> integrate_moments ground through its budget of 2e6 field evaluations")
+FIXED_ZERODIV = (
+    "FIXED, was: verify crashed with ZeroDivisionError in gaussian_asymptotics.thm_4_7_3 (y_star = -d lam_a / "
+    "(2 lam_v lam_b): the float product lam_v * lam_b underflows to 0) for V, B ~ 1e-300")
+FIXED_GROEBNER = (
+    "FIXED, was: verify crashed with OverflowError ('int too large to convert to float') inside sympy "
+    "solve_poly_system, called by symbolic/gaussian.equilibria_exact (Thm 4.7(1) witness, d = 2), on generic floats")
+FIXED_GROEBNER_SLOW = (
+    "FIXED, was: verify did not finish in 15 minutes: the exact Groebner enumeration of equilibria "
+    "(symbolic/gaussian.equilibria_exact, Thm 4.7(1) witness) had no budget (B = [[0.5, 0.01], [0.01, 0.5]])")
+FIXED_TV_CONST_OVERFLOW = (
+    "FIXED, was: a time-varying entry that is a number beyond float64 ('1e999', '1e308*10', '2**100000') passed "
+    "the loader and verify then died with ValueError 'time must be finite, got nan' (CLI exit 1, not 2)")
+FIXED_INF_JSON = (
+    "FIXED, was: Sigma0 = 0 (a valid, singular covariance) put kappa0_interval = [.., inf] into the Lemma 2.3 "
+    "prediction; the CLI's json.dump(allow_nan=False) then failed: exit 1 'Out of range float values are not JSON "
+    "compliant: inf' (also trace_bound = inf in Thm 4.7(3) for a rank-1 Sigma0)")
+FIXED_CONTINUITY = (
+    "FIXED, was: verify crashed with TypeError 'cannot determine truth value of Relational' inside sympy "
+    "continuous_domain (flowcert.gaussian._continuity) for A[0][0] = '1/(1e300*sin(t) - 1e300)', t_end 4")
+FIXED_TINY_REACH = (
+    "FIXED, was: verify crashed in thm_3_3 -> numeric/gaussian_reach.reach -> integrate_moments (ValueError 'array "
+    "must not contain infs or NaNs') for Sigma0 ~ 1e-160 I")
 
 
 def _vec(x: Any, d: int) -> list[float]:
@@ -131,7 +152,8 @@ def build_cases() -> list[dict[str, Any]]:
     add(case("zero_A", P(np.zeros((2, 2)), I2, -I2, I2), (NM,)))
     add(case("sym_part_+1e-9", P(np.diag([EPS / 2, -1.0]), I2, -I2, I2, b=[1.0, -1.0]), (NM,), regression=FIXED_ZERO_K))
     add(case("sym_part_-1e-9_nonsym_V", P(np.diag([-EPS / 2, -1.0]), I2, [[-1.0, 0.0], [0.0, -2.0]], I2), (NM,)))
-    add(case("thm47_3_abscissa_-1e-9_nonnormal", P([[-EPS, 1e3], [0.0, -EPS]], I2, [[-1.0, 0.0], [0.0, -0.5]], I2), (NM, IC)))
+    add(case("thm47_3_abscissa_-1e-9_nonnormal", P([[-EPS, 1e3], [0.0, -EPS]], I2, np.diag([-1.0, -0.5]), I2),
+             (NM, IC)))
     add(case("thm47_1_abscissa_+1e-9", P([[EPS, 0.0], [0.0, 1.0]], I2 / 2, np.diag([-0.5, -0.1]), I2), (NM,)))
     add(case("thm47_1_erratum_example", P([[1.0, 4.0], [0.0, 1.0]], I2 / 2, np.diag([-0.5, -0.1]), I2), (NM,),
              full_only=True))
@@ -193,12 +215,18 @@ def build_cases() -> list[dict[str, Any]]:
              timeout=60.0, full_only=True))
     add(case("sigma_scaled_1e-160_stable", P(-I2, I2, I2, 1e-160 * I2), (SC,), regression=FIXED_TINY_REACH))
     add(case("blowup_bound_overflow_VB_1e150_Sigma0_1e10", P(I2, 1e150 * I2, 1e150 * I2, 1e10 * I2), (SC, FAST),
-             bug=BUG_BOUND_OVERFLOW))
-    add(case("blowup_bound_overflow_trace_9e307", P(I2, I2, I2, 9e307 * I2), (SC, FAST), bug=BUG_BOUND_OVERFLOW))
+             regression=FIXED_BOUND_OVERFLOW))
+    add(case("blowup_bound_overflow_trace_9e307", P(I2, I2, I2, 9e307 * I2), (SC, FAST), regression=FIXED_BOUND_OVERFLOW))
     add(case("blowup_bound_overflow_VB_1e155_A0", P(np.zeros((2, 2)), 1e155 * I2, 1e155 * I2, I2), (SC, FAST),
-             bug=BUG_BOUND_OVERFLOW, full_only=True))
+             regression=FIXED_BOUND_OVERFLOW, full_only=True))
     add(case("blowup_VB_1e160_overflow_d1", P(np.zeros((1, 1)), 1e160 * I1, 1e160 * I1, I1), (SC, FAST),
-             bug=BUG_BOUND_OVERFLOW, full_only=True))
+             regression=FIXED_BOUND_OVERFLOW, full_only=True))
+    add(case("blowup_bound_subnormal_VB_3e150", P([[0.0]], [[3e150]], [[3e150]], [[1.0]]), (SC, FAST),
+             regression=FIXED_BOUND_SUBNORMAL))
+    add(case("blowup_bound_subnormal_VB_9e153", P([[0.0]], [[9e153]], [[9e153]], [[1.0]]), (SC, FAST),
+             regression=FIXED_BOUND_SUBNORMAL, full_only=True))
+    add(case("blowup_bound_tight_VB_1e150", P([[0.0]], [[1e150]], [[1e150]], [[1.0]]), (SC, FAST),
+             regression=FIXED_SLOW_FAST_BLOWUP, timeout=20.0))
     add(case("mixed_scales", P([[-1.0, 1e150], [0.0, -1e-150]], I2, -I2, I2), (SC, IC), full_only=True))
 
     # --- blow-up within 1e-6 time units ----------------------------------------------------------
@@ -234,7 +262,8 @@ def build_cases() -> list[dict[str, Any]]:
     # --- Thm 4.7(1'): -(P V + V P) > 0 at the PD equilibrium S = diag(1, 4), margin +-1e-9 -------
     for c, tag in ((0.8 - EPS, "+"), (0.8 + EPS, "-")):
         Vc = np.array([[-1.0, c], [c, -1.0]])
-        add(case(f"thm47_1_prime_lmi_margin_{tag}1e-9", P(-Vc @ np.diag([1.0, 4.0]), I2, Vc, np.diag([1.0, 4.0])), (NM,)))
+        S = np.diag([1.0, 4.0])
+        add(case(f"thm47_1_prime_lmi_margin_{tag}1e-9", P(-Vc @ S, I2, Vc, S), (NM,)))
 
     # --- Thm 4.7(1) witness: exact Groebner enumeration on generic floats -------------------------
     add(case("thm47_1_groebner_generic_floats", {

@@ -283,7 +283,8 @@ def refine_equilibrium(ex: Exact, S_float: np.ndarray) -> mpmath.matrix | None:
         for _ in range(60):
             F = field_mp(A, B, V, S)
             res = max(abs(F[i, j]) for i, j in idx)
-            if res <= mpmath.mpf(10) ** -45 * scale**2 * (1 + mpmath.mnorm(A, 1) + mpmath.mnorm(V, 1) * mpmath.mnorm(B, 1) * scale):
+            size = 1 + mpmath.mnorm(A, 1) + mpmath.mnorm(V, 1) * mpmath.mnorm(B, 1) * scale
+            if res <= mpmath.mpf(10) ** -45 * scale**2 * size:
                 return S
             J = mpmath.matrix(len(idx), len(idx))
             for c, (k, l) in enumerate(idx):
@@ -429,7 +430,8 @@ def claim(ex: Exact, h: dict[str, Any], theorem: dict[str, Any] | None, doc: dic
             tr = sum(mpmat(ex.Sigma0)[i, i] for i in range(ex.d))
             if beta <= 0:
                 return False, "beta <= 0"
-            return compare(beta * tr + alpha, 0, strict_greater=True), f"beta tr + alpha = {mpmath.nstr(beta * tr + alpha, 12)}"
+            margin = beta * tr + alpha
+            return compare(margin, 0, strict_greater=True), f"beta tr + alpha = {mpmath.nstr(margin, 12)}"
     if name in ("A + V + V Sigma_inf B Hurwitz", "A + eta Sigma_inf B + eta I Hurwitz"):
         cert = h.get("certificate")
         if not cert or "J" not in cert.get("data", {}):
@@ -591,7 +593,7 @@ def check_regime(ex: Exact, reg: dict[str, Any], simulate_blowup: bool = True) -
             low = blowup_lower_bound(ex)
             if not (isinstance(bound, (int, float)) and math.isfinite(bound) and bound > 0):
                 errors.append(f"blowup_time_upper_bound = {bound!r} is not a positive time")
-            elif bound < low * (1 - mpmath.mpf(10) ** -9):
+            elif bound < low * (1 - mpmath.mpf(10) ** -40):
                 errors.append(f"blowup_time_upper_bound = {bound!r} is below a proven lower bound "
                               f"{mpmath.nstr(low, 12)} of the true blow-up time")
             elif simulate_blowup and _simulable(ex) and bound < 1e4:
@@ -613,9 +615,11 @@ def check_regime(ex: Exact, reg: dict[str, Any], simulate_blowup: bool = True) -
                               "eigenvector, so Sigma cannot tend to 0")
         if _simulable(ex):
             S0n = float(np.linalg.norm(ex.f("Sigma0")))
-            status, t, S = simulate(ex, 200.0, 1e8 * (1 + S0n))
+            # threshold far above any transient growth of a non-normal A: only a real blow-up trips it
+            status, t, S = simulate(ex, 200.0, 1e100 * (1 + S0n))
             if status == "exploded" or (status == "ok" and np.linalg.norm(S) > 10 * (1 + S0n)):
-                errors.append(f"converges_zero certified but the simulation grows (||Sigma(t={t:.3g})|| = {np.linalg.norm(S):.3g})")
+                errors.append("converges_zero certified but the simulation grows "
+                              f"(||Sigma(t={t:.3g})|| = {np.linalg.norm(S):.3g})")
         return errors
     if kind in ("converges_pd", "converges_singular"):
         if eta is not None and pd_exact(ex.Sigma0) and pd_exact(-eta * (ex.B + ex.B.T)):
@@ -623,15 +627,18 @@ def check_regime(ex: Exact, reg: dict[str, Any], simulate_blowup: bool = True) -
             if k is not None:
                 want = "converges_zero" if k == 0 else ("converges_pd" if k == ex.d else "converges_singular")
                 if want != kind:
-                    errors.append(f"Sigma = {kind} certified, but Theorem 4.1 with the exact count k = {k} gives {want}")
+                    errors.append(f"Sigma = {kind} certified, but Theorem 4.1 with the exact count k = {k} "
+                                  f"gives {want}")
         S_inf = reg.get("Sigma_inf")
         if S_inf is not None and _simulable(ex):
             S = _float_matrix(S_inf)
             A, B, V = ex.f("A"), ex.f("B"), ex.f("V")
             F = A @ S + S @ A.T + V @ S @ B @ S + S @ B.T @ S @ V.T
-            scale = np.linalg.norm(A) * np.linalg.norm(S) + np.linalg.norm(V) * np.linalg.norm(B) * np.linalg.norm(S) ** 2
+            nS = np.linalg.norm(S)
+            scale = np.linalg.norm(A) * nS + np.linalg.norm(V) * np.linalg.norm(B) * nS**2
             if np.linalg.norm(F) > 1e-6 * scale + 1e-300:
-                errors.append(f"Sigma_inf is not an equilibrium: ||F(Sigma_inf)|| = {np.linalg.norm(F):.3g} (scale {scale:.3g})")
+                errors.append(f"Sigma_inf is not an equilibrium: ||F(Sigma_inf)|| = {np.linalg.norm(F):.3g} "
+                              f"(scale {scale:.3g})")
     if reg.get("mu") == "diverges":
         if all(e == 0 for e in ex.mu0) and all(e == 0 for e in ex.b):
             errors.append("mu = diverges certified, but mu0 = 0 and b = 0, so mu(t) = 0 for all t")

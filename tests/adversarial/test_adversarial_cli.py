@@ -106,10 +106,10 @@ def test_cli_huge_scale_is_not_an_internal_error(tmp_path):
     assert jd.false_total == 0 and not jd.false_fails, jd.describe()
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (minor): a successful verify prints a raw library warning on stderr: cvxpy's "
-                                       "'UserWarning: Solution may be inaccurate...' from certificates/lmi.py:50 "
-                                       "(problem.solve), plus the source line, for A = [[5e-10]], B = [[1]], V = [[-1]], "
-                                       "Sigma0 = [[1]]; numpy RuntimeWarnings are silenced but library UserWarnings are not")
+# FIXED (regression test), was: a successful verify printed a raw library warning on stderr: cvxpy's
+#   'UserWarning: Solution may
+#   be inaccurate...' from certificates/lmi.py:50 (problem.solve), plus the source line, for A = [[5e-10]],
+#   B = [[1]], V = [[-1]], Sigma0 = [[1]]; numpy RuntimeWarnings were silenced but library UserWarnings were not.
 def test_cli_success_prints_no_raw_warnings(tmp_path):
     c = BY_NAME["thm41_scalar_unstable_5e-10"]
     r = _cli(_write(tmp_path, "warn", json.dumps(c["raw"])))

@@ -11,7 +11,8 @@ units and after ~1e9, time-varying coefficients with poles):
 * every embedded certificate passes ``flowcert.certificates.core.recheck``;
 * a ``regime`` with ``basis: certified`` is true (blow-up bound, convergence class, mean).
 
-Known defects are ``xfail(strict=True)`` with the reason ``BUG: ...`` (see ``adv_cases``).
+Open defects are ``xfail(strict=True)`` with the reason ``BUG: ...``; cases that found defects fixed
+since carry ``regression`` and run as ordinary tests (see ``adv_cases``).
 """
 
 from __future__ import annotations
