@@ -53,6 +53,7 @@ from typing import Any, Union
 import numpy as np
 import sympy as sp
 from sympy.core.function import AppliedUndef
+from sympy.printing.str import StrPrinter
 from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
 
 __all__ = [
@@ -564,6 +565,34 @@ def _token_problem(text: str) -> str | None:
     return None
 
 
+_MAX_POWER_BITS = 10_000  # |value| < 2^1024 is needed anyway; beyond 2^10000 exact evaluation is not attempted
+
+
+def _parse(text: str, evaluate: bool) -> sp.Expr:
+    # evaluate=False rewrites operators into the constructors below
+    unevaluated = {} if evaluate else {"Add": sp.Add, "Mul": sp.Mul, "Pow": sp.Pow}
+    return parse_expr(text.strip(), local_dict=dict(_PARSE_LOCALS), global_dict={**_PARSE_GLOBALS, **unevaluated},
+                      transformations=_TRANSFORMATIONS, evaluate=evaluate)
+
+
+def _power_problem(expr: sp.Basic) -> str | None:
+    """Reject constant powers :math:`b^e` with :math:`|e\log_2|b||>10^4` before SymPy evaluates them.
+
+    The tree is unevaluated and visited bottom-up, so every inner power is already known to be
+    moderate when an outer one is estimated (``9**9**9**9`` stops at ``9**(9**9)``).
+    """
+    for node in sp.postorder_traversal(expr):
+        if not isinstance(node, sp.Pow) or node.has(t):
+            continue
+        base, exponent = (sp.N(abs(x), 30) for x in node.args)
+        if not (base.is_number and exponent.is_number) or base == 0 or base == 1:
+            continue
+        bits = abs(exponent * sp.log(base, 2)).evalf(30)
+        if bits.is_finite is False or bits > _MAX_POWER_BITS:
+            return f"the power {sp.sstr(node)[:40]} is far outside float64"
+    return None
+
+
 def as_time_expression(text: str, key: str, index: tuple[int, ...] = ()) -> sp.Expr:
     """Parse one time-varying entry (SymPy syntax) into an expression in :data:`t`.
 
@@ -593,12 +622,10 @@ def as_time_expression(text: str, key: str, index: tuple[int, ...] = ()) -> sp.E
     reason = _token_problem(text.strip())
     if reason is None:
         try:
-            expr = parse_expr(
-                text.strip(),
-                local_dict=dict(_PARSE_LOCALS),
-                global_dict=dict(_PARSE_GLOBALS),
-                transformations=_TRANSFORMATIONS,
-            )
+            # screen the unevaluated tree first: SymPy evaluates integer powers exactly
+            reason = _power_problem(_parse(text, evaluate=False))
+            if reason is None:
+                expr = _parse(text, evaluate=True)
         except Exception as exc:  # parse_expr raises many types
             first = str(exc).strip().splitlines()
             reason = first[0] if first else type(exc).__name__
@@ -607,9 +634,23 @@ def as_time_expression(text: str, key: str, index: tuple[int, ...] = ()) -> sp.E
     return _check_time_expr(expr, key, where)
 
 
+class _RoundTripPrinter(StrPrinter):
+    """``str`` with every Float printed as the shortest decimal that reads back to the same float64."""
+
+    def _print_Float(self, expr: sp.Float) -> str:
+        return repr(float(expr))
+
+
+def expression_text(expr: sp.Expr) -> str:
+    """Text of a time-varying entry that :func:`as_time_expression` reads back to ``expr``."""
+    return _RoundTripPrinter().doprint(expr)
+
+
 def _check_time_expr(expr: object, key: str, where: str) -> sp.Expr:
     if not isinstance(expr, sp.Expr):
         raise ParamError(key, f"{where} is not a scalar expression in t")
+    # decimal literals are float64 numbers, as everywhere else in a parameter file
+    expr = expr.xreplace({f: sp.Float(float(f)) for f in expr.atoms(sp.Float)})
     # a symbol spelled "t" without real=True (direct construction) is the same time
     expr = expr.xreplace(
         {s: t for s in expr.free_symbols if isinstance(s, sp.Symbol) and s.name == "t"}
@@ -892,7 +933,7 @@ def _echo(value: Value, vector: bool) -> list[Any]:
         elif isinstance(e, sp.Float):
             entries.append(float(e))
         else:
-            entries.append(str(e))
+            entries.append(expression_text(e))
     if vector:
         return entries
     return [entries[r * value.cols : (r + 1) * value.cols] for r in range(value.rows)]
