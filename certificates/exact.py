@@ -486,7 +486,10 @@ def is_pd_exact(M: Any, margin: Any = 0) -> tuple[bool, tuple[Fraction, ...] | N
     ValueError
         As :func:`ldl_inertia`.
     """
-    res = ldl_inertia(_shifted(M, margin))
+    Q = _shifted(M, margin)
+    if len(Q) > FAST_PATH_MIN_DIM and is_pd_rounded(Q):
+        return True, None
+    res = ldl_inertia(Q)
     if res.status == "pd":
         return True, None
     return False, (res.witness if res.witness is not None else res.kernel_vector)
@@ -515,7 +518,10 @@ def is_psd_exact(M: Any, margin: Any = 0) -> tuple[bool, tuple[Fraction, ...] | 
     ValueError
         As :func:`ldl_inertia`.
     """
-    res = ldl_inertia(_shifted(M, margin))
+    Q = _shifted(M, margin)
+    if len(Q) > FAST_PATH_MIN_DIM and is_pd_rounded(Q):
+        return True, None
+    res = ldl_inertia(Q)
     if res.n_neg == 0:
         return True, None
     return False, res.witness
@@ -782,3 +788,32 @@ def is_pd_float_rigorous(M: np.ndarray, margin: float | Fraction = 0.0) -> bool:
     except OverflowError:
         return False
     return _float_cholesky(Bt) is not None
+
+
+FAST_PATH_MIN_DIM = 12  # below this, exact LDL^T is already cheap
+
+
+def is_pd_rounded(M: Any) -> bool:
+    r"""Sufficient test for :math:`Q\succ0` (Q exact rational, symmetric), never a false True.
+
+    :math:`F` is the entrywise nearest float64 of :math:`Q` (symmetric, since rounding is
+    deterministic) and :math:`\delta=\max_i\sum_j|Q_{ij}-F_{ij}|\ge\|Q-F\|_2` is computed in
+    exact rationals; then :math:`Q\succeq F-\delta I\succ0` by :func:`is_pd_float_rigorous`.
+    Cost :math:`O(n^3)` flops instead of exact pivots whose numbers grow with :math:`n`; used
+    before the exact :math:`LDL^\top` by :func:`is_pd_exact` and :func:`is_psd_exact` (a
+    ``False`` here only means "not proved").
+    """
+    Q = to_rational(M)
+    n = _square_symmetric(Q)
+    try:
+        F = np.array([[float(q) for q in row] for row in Q], dtype=np.float64)
+    except OverflowError:
+        return False
+    if not np.all(np.isfinite(F)):
+        return False
+    delta = max(sum((abs(q - Fraction(f)) for q, f in zip(row, frow)), Fraction(0))
+                for row, frow in zip(Q, F.tolist()))
+    try:
+        return is_pd_float_rigorous(F, delta) if n else False
+    except ValueError:
+        return False

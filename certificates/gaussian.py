@@ -27,9 +27,9 @@ import sympy as sp
 
 from ..numeric import gaussian as ng
 from ..symbolic import codegen
-from . import core, spectrum
+from . import core, exact, spectrum
 
-EXACT_MAX_VECH = 36  # exact rational re-checks up to d = 8
+EXACT_MAX_VECH = 136  # rational re-checks up to d = 16 (about 8 s there; beyond: unknown, "size")
 
 
 def _basis(d: int) -> list[sp.Matrix]:
@@ -66,22 +66,74 @@ def _fro2(M: sp.Matrix) -> sp.Rational:
     return sum((e * e for e in M), sp.Integer(0))
 
 
-def kantorovich(A: sp.Matrix, B: sp.Matrix, V: sp.Matrix, S: sp.Matrix) -> dict[str, Any] | None:
-    """Exact Newton–Kantorovich data at ``S``; None when :math:`h>1/2` or J is singular.
+def _exact_product(X: sp.Matrix, Y: sp.Matrix) -> list[list[Fraction]]:
+    """:math:`XY` in exact rationals (python-flint when present: the numbers grow quickly)."""
+    if exact.HAVE_FLINT:
+        import flint
 
-    Returns ``eta2`` (:math:`\\eta^2`, a bound on the squared vech radius over 4) and ``L2``.
+        def fm(M: sp.Matrix) -> Any:
+            return flint.fmpq_mat(M.rows, M.cols, [flint.fmpq(int(e.p), int(e.q)) for e in M])
+
+        Z = fm(X) * fm(Y)
+        return [[Fraction(int(Z[i, j].p), int(Z[i, j].q)) for j in range(Z.ncols())] for i in range(Z.nrows())]
+    Z = X * Y
+    return [[Fraction(int(e.p), int(e.q)) for e in Z.row(i)] for i in range(Z.rows)]
+
+
+def _sqrt_up(q: Fraction) -> Fraction:
+    r"""A rational :math:`r\ge\sqrt q` within a relative :math:`2^{-20}`."""
+    r = Fraction(math.sqrt(float(q))) * (1 + Fraction(1, 2**40)) if q > 0 else Fraction(0)
+    while r * r < q:
+        r *= 1 + Fraction(1, 2**20)
+    return r
+
+
+def _inverse_bounds(J: sp.Matrix, f: sp.Matrix) -> tuple[sp.Rational, sp.Rational] | None:
+    r"""Rational upper bounds on :math:`\|J^{-1}\|_F^2` and :math:`\|J^{-1}f\|_2^2`.
+
+    :math:`X` is the float64 inverse of :math:`J`, taken as the exact dyadic matrix it is;
+    with :math:`R=I-XJ` computed exactly and :math:`\bar\rho\ge\|R\|_F\ge\|R\|_2`,
+    :math:`\bar\rho<1`, we have :math:`J^{-1}=(I-R)^{-1}X`, so
+    :math:`\|J^{-1}\|_F\le\|X\|_F/(1-\bar\rho)` and :math:`\|J^{-1}f\|\le\|Xf\|/(1-\bar\rho)`.
+    This replaces the exact inverse, whose entries grow quickly with the size. None when
+    :math:`\bar\rho\ge1` (J singular or too ill-conditioned).
+    """
+    n = J.rows
+    with np.errstate(all="ignore"):
+        try:
+            Xf = np.linalg.inv(np.array([[float(e) for e in J.row(i)] for i in range(n)]))
+        except (np.linalg.LinAlgError, OverflowError):
+            return None
+    if not np.all(np.isfinite(Xf)):
+        return None
+    X = sp.Matrix([[sp.Rational(Fraction(x)) for x in row] for row in Xf.tolist()])
+    XJ = _exact_product(X, J)
+    r2 = sum(((Fraction(int(i == j)) - XJ[i][j]) ** 2 for i in range(n) for j in range(n)), Fraction(0))
+    rho = _sqrt_up(r2)
+    if rho >= 1:
+        return None
+    scale = 1 / (1 - rho) ** 2
+    Xf_ = _exact_product(X, f)
+    x2 = sum((x * x for row in _exact_product(X, sp.eye(n)) for x in row), Fraction(0))
+    s2 = sum((row[0] ** 2 for row in Xf_), Fraction(0))
+    return sp.Rational(x2 * scale), sp.Rational(s2 * scale)
+
+
+def kantorovich(A: sp.Matrix, B: sp.Matrix, V: sp.Matrix, S: sp.Matrix) -> dict[str, Any] | None:
+    r"""Exact Newton–Kantorovich data at ``S``; None when :math:`h>1/2` or J is not invertible.
+
+    Returns ``eta2`` (a rational upper bound on :math:`\|J^{-1}F\|^2`, the squared vech radius
+    over 4) and ``L2``; :math:`\|J^{-1}\|` and :math:`\|J^{-1}F\|` are bounded through an
+    approximate inverse (:func:`_inverse_bounds`), every step in exact rationals.
     """
     f = _vech(exact_field(A, B, V, S))
     L2 = 64 * _fro2(V) * _fro2(B)
     if f.is_zero_matrix:
         return {"eta2": sp.Integer(0), "L2": L2}
-    J = exact_jacobian(A, B, V, S)
-    if J.det() == 0:
+    bounds = _inverse_bounds(exact_jacobian(A, B, V, S), f)
+    if bounds is None:
         return None
-    Jinv = J.inv()
-    step = Jinv * f
-    eta2 = _fro2(step)
-    beta2 = _fro2(Jinv)
+    beta2, eta2 = bounds
     if 4 * beta2 * L2 * eta2 > 1:  # h^2 = beta^2 L^2 eta^2 <= 1/4
         return None
     return {"eta2": eta2, "L2": L2}

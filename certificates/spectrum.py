@@ -3,9 +3,9 @@ r"""Certified location of a spectrum relative to the imaginary axis (system-agno
 *Hurwitz*: a rational :math:`P` with :math:`P\succeq\epsilon I` and
 :math:`J^\top P+PJ\preceq-\epsilon I`, :math:`\epsilon>0`, proves
 :math:`\max\operatorname{Re}\lambda(J)<0` (Lyapunov). Candidates for :math:`P` come from the
-cvxpy LMI :math:`P\succeq I,\ J^\top P+PJ\preceq-I` and from the Lyapunov equation
-:math:`J^\top P+PJ=-I`; each is rounded to dyadic rationals and re-checked exactly with half
-its observed margin.
+Lyapunov equation :math:`J^\top P+PJ=-I` and, only if that one fails its check, from the cvxpy
+LMI :math:`P\succeq I,\ J^\top P+PJ\preceq-I`; each is rounded to dyadic rationals and
+re-checked in exact arithmetic with half its observed margin.
 
 *Unstable*: :math:`J^\top P+PJ\prec0` and :math:`v^\top Pv<0` prove an eigenvalue with
 :math:`\operatorname{Re}\lambda>0` (inertia theorem of Ostrowski and Schneider).
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import sympy as sp
@@ -32,16 +32,18 @@ def dyadic(P: np.ndarray, bits: int = 30) -> sp.Matrix:
     return (M + M.T) / 2
 
 
-def lyapunov_candidates(J: np.ndarray) -> list[tuple[np.ndarray, str]]:
-    """Lyapunov matrices for a (numerically) Hurwitz ``J``: SDP first, then the equation."""
-    out = []
-    sol = lmi.solve_lyapunov_lmi(J)
-    if sol.P is not None:
-        out.append((sol.P, f"cvxpy LMI ({sol.solver}, status {sol.status}, {sol.seconds:.3f}s)"))
+def lyapunov_candidates(J: np.ndarray) -> Iterator[tuple[np.ndarray, str]]:
+    """Lyapunov matrices for a (numerically) Hurwitz ``J``, lazily: the equation, then the SDP.
+
+    The equation :math:`J^\top P+PJ=-I` (SciPy, Bartels–Stewart) suffices whenever its solution
+    survives the re-check; the LMI (more robust near the margin) is solved only if it does not.
+    """
     P_eq = lmi.lyapunov_equation(J)
     if P_eq is not None and np.linalg.eigvalsh(P_eq).min() > 0:
-        out.append((P_eq / np.linalg.eigvalsh(P_eq).min(), "Lyapunov equation (SciPy)"))
-    return out
+        yield P_eq / np.linalg.eigvalsh(P_eq).min(), "Lyapunov equation (SciPy)"
+    sol = lmi.solve_lyapunov_lmi(J)
+    if sol.P is not None:
+        yield sol.P, f"cvxpy LMI ({sol.solver}, status {sol.status}, {sol.seconds:.3f}s)"
 
 
 def half_margin(J: np.ndarray, P: np.ndarray) -> sp.Rational:

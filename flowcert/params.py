@@ -576,7 +576,7 @@ def _parse(text: str, evaluate: bool) -> sp.Expr:
 
 
 def _power_problem(expr: sp.Basic) -> str | None:
-    """Reject constant powers :math:`b^e` with :math:`|e\log_2|b||>10^4` before SymPy evaluates them.
+    r"""Reject constant powers :math:`b^e` with :math:`|e\log_2|b||>10^4` before SymPy evaluates them.
 
     The tree is unevaluated and visited bottom-up, so every inner power is already known to be
     moderate when an outer one is estimated (``9**9**9**9`` stops at ``9**(9**9)``).

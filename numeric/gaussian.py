@@ -123,6 +123,83 @@ class _Stalled(RuntimeError):
     """The integrator exceeded its budget of field evaluations."""
 
 
+class _Stiff(RuntimeError):
+    """The explicit method's steps are limited by stability, not accuracy."""
+
+
+class StiffnessMonitor:
+    r"""Detect stability-limited explicit steps from the field evaluations alone.
+
+    Over windows of ``window`` evaluations, :math:`\bar h` is the time advanced per step
+    (``stages`` evaluations a step) and :math:`\rho` the largest quotient
+    :math:`\|f(y_i)-f(y_{i-1})\|/\|y_i-y_{i-1}\|` of consecutive stage evaluations, a
+    lower estimate of the dominant :math:`|\lambda(J)|` once it dominates the stages (Hairer &
+    Wanner, *Solving ODEs II*, IV.2). :math:`\bar h\rho\ge` ``limit`` in ``patience``
+    consecutive windows means the step sits at the stability boundary (DOP853: about 6 on the
+    negative real axis; accuracy at rtol 1e-10 needs :math:`h\rho\approx0.06`), so the problem
+    is stiff and :meth:`observe` raises :class:`_Stiff`.
+    """
+
+    def __init__(self, window: int = 600, stages: int = 12, limit: float = 2.0, patience: int = 3) -> None:
+        self.window, self.stages, self.limit, self.patience = window, stages, limit, patience
+        self.count, self.hits, self.rho = 0, 0, 0.0
+        self.t_start: float | None = None
+        self.last: tuple[Array, Array] | None = None
+
+    def observe(self, t: float, y: Array, f: Array) -> None:
+        if self.t_start is None:
+            self.t_start = t
+        if self.last is not None:
+            dy = float(np.linalg.norm(y - self.last[0]))
+            if dy > 0:
+                self.rho = max(self.rho, float(np.linalg.norm(f - self.last[1])) / dy)
+        self.last = (y.copy(), f.copy())
+        self.count += 1
+        if self.count < self.window:
+            return
+        h = (t - self.t_start) * self.stages / self.count
+        self.hits = self.hits + 1 if h * self.rho >= self.limit else 0
+        if self.hits >= self.patience:
+            raise _Stiff(f"stiff near t = {t:.6g} (h rho = {h * self.rho:.3g})")
+        self.count, self.rho, self.t_start = 0, 0.0, t
+
+
+def moment_jacobian(A: Array, B: Array, V: Array, mu: Array, Sigma: Array) -> Array:
+    r"""Jacobian of eq. (7) in the coordinates :math:`y=(\mu,\operatorname{vec}_{\rm row}\Sigma)`.
+
+    The :math:`\Sigma` block applies the generated Fréchet derivative to every
+    :math:`e_ke_l^\top`; :math:`\partial\dot\mu/\partial\mu=A+V+V\Sigma B` and
+    :math:`\partial\dot\mu/\partial\Sigma_{kl}=V_{:k}(B\mu)_l`.
+    """
+    d = A.shape[-1]
+    n = d + d * d
+    J = np.zeros((n, n))
+    units = np.eye(d * d).reshape(d * d, d, d)
+    J[d:, d:] = _linearisation_kernel()(A, B, V, Sigma, units)[0].reshape(d * d, d * d).T
+    J[:d, :d] = A + V + V @ Sigma @ B
+    J[:d, d:] = np.einsum("ik,l->ikl", V, B @ mu).reshape(d, d * d)
+    return J
+
+
+def manifold_drift(Sigma: Array) -> dict[str, float]:
+    r"""Largest departures of a covariance trajectory from :math:`\mathrm{Sym}^+(d)`.
+
+    ``asymmetry`` is :math:`\max_t\|\Sigma-\Sigma^\top\|_F/\|\Sigma\|_F` and
+    ``negative_eigenvalue`` is :math:`\max_t\max(0,-\lambda_{\min}(\tfrac12(\Sigma+\Sigma^\top)))/\|\Sigma\|_2`
+    (Lemma 3.1 keeps :math:`\Sigma(t)` symmetric positive semidefinite).
+    """
+    if Sigma.size == 0:
+        return {"asymmetry": 0.0, "negative_eigenvalue": 0.0}
+    with np.errstate(all="ignore"):
+        norms = np.maximum(np.linalg.norm(Sigma, axis=(-2, -1)), 1e-300)
+        asym = np.linalg.norm(Sigma - np.swapaxes(Sigma, -1, -2), axis=(-2, -1)) / norms
+        sym = 0.5 * (Sigma + np.swapaxes(Sigma, -1, -2))
+        finite = np.all(np.isfinite(sym), axis=(-2, -1))
+        w = np.linalg.eigvalsh(np.where(finite[:, None, None], sym, 0.0))
+        neg = np.maximum(0.0, -w[:, 0]) / np.maximum(np.abs(w).max(axis=-1), 1e-300) + 0.0
+    return {"asymmetry": float(np.nanmax(asym)), "negative_eigenvalue": float(np.nanmax(neg))}
+
+
 @dataclass
 class MomentSolution:
     """Trajectory of eq. (7). ``status`` is ``ok``, ``blowup`` or ``failed``."""
@@ -133,6 +210,8 @@ class MomentSolution:
     status: str
     blowup_time: float | None
     message: str
+    method: str = ""
+    drift: dict[str, float] | None = None
 
 
 def _pack(mu: Array, Sigma: Array) -> Array:
@@ -192,7 +271,9 @@ def integrate_moments(
     The event fires when :math:`\\|\\Sigma\\|_F` exceeds ``blowup_factor`` times
     :math:`1+\\|\\Sigma_0\\|_F`; its time is returned as ``blowup_time`` (a lower bound on the
     true blow-up time of the exact solution, up to the integration error). If the explicit
-    method stalls (stiffness), the run is repeated with the implicit ``Radau`` method.
+    method is stability-limited (:class:`StiffnessMonitor`) or stalls, the run is repeated with
+    the implicit ``Radau`` method and the Jacobian :func:`moment_jacobian`. ``method`` names the
+    method that produced the answer and ``drift`` is :func:`manifold_drift` of the trajectory.
     """
     d = mu0.shape[0]
     with np.errstate(all="ignore"):
@@ -204,6 +285,7 @@ def integrate_moments(
     tau_eval = None if t_eval is None else np.asarray(t_eval) / c
 
     evaluations = [0]
+    monitor: list[StiffnessMonitor | None] = [None]
 
     def rhs(t: float, y: Array) -> Array:
         evaluations[0] += 1
@@ -212,7 +294,15 @@ def integrate_moments(
         A, B, V, b = coeffs(t)
         mu, S = _unpack(y, d)
         dmu, dS = kernel(A, B, V, b, mu, S)
-        return _pack(dmu, dS)
+        f = _pack(dmu, dS)
+        if monitor[0] is not None:
+            monitor[0].observe(t, y, f)
+        return f
+
+    def jac(t: float, y: Array) -> Array:
+        A, B, V, _ = coeffs(t)
+        mu, S = _unpack(y, d)
+        return moment_jacobian(A, B, V, mu, S)
 
     def blowup(t: float, y: Array) -> float:
         return threshold - np.linalg.norm(y[d:])
@@ -226,33 +316,38 @@ def integrate_moments(
     if not np.all(np.isfinite(start)):
         return MomentSolution(np.array([0.0]), mu0[None], Sigma0[None], "failed", None,
                               "the field overflows float64 at t = 0")
+    switched = ""
     for meth in (method, "Radau"):
         evaluations[0] = 0
+        implicit = meth in ("Radau", "BDF", "LSODA")
+        monitor[0] = None if implicit else StiffnessMonitor()
+        options = {"jac": jac} if implicit and d <= 32 else {}
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore", RuntimeWarning)
                 sol = solve_ivp(
                     rhs, (0.0, tau_end), y0, method=meth, t_eval=tau_eval,
-                    events=blowup, rtol=rtol, atol=atol, dense_output=False,
+                    events=blowup, rtol=rtol, atol=atol, dense_output=False, **options,
                 )
-        except (_Stalled, ValueError, np.linalg.LinAlgError, FloatingPointError) as exc:
-            if meth == "Radau":
-                return MomentSolution(np.array([0.0]), mu0[None], Sigma0[None], "failed", None, f"{meth}: {exc}")
+        except (_Stalled, _Stiff, ValueError, np.linalg.LinAlgError, FloatingPointError) as exc:
+            if implicit:
+                return MomentSolution(np.array([0.0]), mu0[None], Sigma0[None], "failed", None, f"{meth}: {exc}", meth)
+            switched = f"{meth} -> Radau ({exc}); "
             continue
         if sol.status != -1:
             break
     ys = np.asarray(sol.y, dtype=float).reshape(d + d * d, -1).T  # empty when no t_eval point was reached
     mu = ys[:, :d]
     S = ys[:, d:].reshape(-1, d, d)
-    t = c * sol.t if t_eval is None else np.asarray(t_eval)[: sol.t.size]
+    t = c * np.asarray(sol.t, dtype=float) if t_eval is None else np.asarray(t_eval, dtype=float)[: np.size(sol.t)]
     if sol.status == 1 and sol.t_events[0].size:
         tb = c * float(sol.t_events[0][0])
         yb = sol.y_events[0][0]
         mu = np.vstack([mu, yb[:d]])
         S = np.concatenate([S, yb[d:].reshape(1, d, d)])
-        return MomentSolution(np.append(t, tb), mu, S, "blowup", tb, sol.message)
+        return MomentSolution(np.append(t, tb), mu, S, "blowup", tb, switched + sol.message, meth, manifold_drift(S))
     status = "ok" if sol.status == 0 else "failed"
-    return MomentSolution(t, mu, S, status, None, sol.message)
+    return MomentSolution(t, mu, S, status, None, switched + sol.message, meth, manifold_drift(S))
 
 
 # ---------------------------------------------------------------------------------------

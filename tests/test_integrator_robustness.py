@@ -1,0 +1,118 @@
+"""Integrator discipline for eq. (7): stiffness switching, extreme time scales, manifold drift.
+
+Oracles are closed forms of the scalar covariance equation
+:math:`\\dot s = 2as + 2vc\\,s^2` (d = 1, A = a, V = v, B = c), which blows up at
+:math:`T=\\log(1+a/(vcs_0))/(2a)` (and at :math:`1/(2vcs_0)` for a = 0), and finite differences.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from flowcert.numeric import gaussian as ng
+
+SETTINGS = settings(max_examples=25, deadline=None)
+
+
+def _scalar(a: float, v: float, c: float) -> ng.Coefficients:
+    return ng.constant(np.array([[a]]), np.array([[c]]), np.array([[v]]), np.zeros(1))
+
+
+@pytest.mark.parametrize("scale", [1e100, 1e150, 3e150, 9e153])
+def test_blowup_time_at_extreme_scales(scale):
+    """V = B = scale, A = 0, s0 = 1: T = 1 / (2 scale^2), down to the subnormal range."""
+    sol = ng.integrate_moments(_scalar(0.0, scale, scale), np.zeros(1), np.eye(1), 1.0)
+    exact = 1.0 / (2.0 * scale * scale)
+    assert sol.status == "blowup"
+    # the event fires when s = 1e8 (1 + s0): t = T (1 - 1 / s) exactly for this equation
+    assert sol.blowup_time <= exact
+    assert sol.blowup_time == pytest.approx(exact * (1 - 1 / 2e8), rel=1e-6)
+
+
+def test_time_unit_is_an_exact_power_of_two_and_identity_for_moderate_rates():
+    big = _scalar(1e200, 1.0, 1.0)
+    c = ng.time_unit(big, np.eye(1))
+    assert c < 1e-199 and math.frexp(c)[0] == 0.5  # a power of two: rescaling is exact
+    assert ng.time_unit(_scalar(-3.0, 2.0, 5.0), np.eye(1)) == 1.0
+
+
+@SETTINGS
+@given(a=st.floats(0.1, 2.0), v=st.floats(0.1, 2.0), c=st.floats(0.1, 2.0), e=st.integers(60, 140))
+def test_rescaled_time_matches_closed_form(a, v, c, e):
+    """Same blow-up relative to the natural time scale, with coefficients scaled by 2^e (A and V)."""
+    k = 2.0**e
+    sol = ng.integrate_moments(_scalar(k * a, k * v, c), np.zeros(1), np.eye(1), 1.0)
+    exact = math.log1p(a / (v * c)) / (2 * a * k)
+    assert sol.status == "blowup"
+    assert sol.blowup_time == pytest.approx(exact, rel=1e-5)
+    assert sol.blowup_time <= exact * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("lam", [1e3, 1e5])
+def test_stiff_problem_switches_to_radau_and_stays_accurate(lam):
+    """A = diag(-lam, -1), V = B = 0: Sigma(t) = diag(e^{-2 lam t}, e^{-2t}), mu(t) = e^{-t}(...)."""
+    A = np.diag([-lam, -1.0])
+    t_end = 20.0
+    sol = ng.integrate_moments(ng.constant(A, np.zeros((2, 2)), np.zeros((2, 2)), np.zeros(2)),
+                               np.ones(2), np.eye(2), t_end, t_eval=np.array([1.0, t_end]))
+    assert sol.status == "ok"
+    assert sol.method == "Radau" and "stiff" in sol.message
+    assert sol.Sigma[0, 1, 1] == pytest.approx(math.exp(-2.0), rel=1e-6)
+    assert sol.mu[-1, 1] == pytest.approx(math.exp(-t_end), rel=1e-5, abs=1e-12)
+    assert abs(sol.Sigma[-1, 0, 0]) < 1e-10
+
+
+def test_non_stiff_problem_keeps_the_explicit_method():
+    rot = np.array([[-0.1, 1.0], [-1.0, -0.1]])
+    sol = ng.integrate_moments(ng.constant(rot, np.zeros((2, 2)), np.zeros((2, 2)), np.zeros(2)),
+                               np.ones(2), np.eye(2), 30.0)
+    assert sol.status == "ok" and sol.method == "DOP853"
+    # Sigma(t) = e^{-0.2 t} I for a rotation plus damping
+    assert np.allclose(sol.Sigma[-1], math.exp(-0.2 * 30.0) * np.eye(2), rtol=1e-8)
+
+
+@SETTINGS
+@given(d=st.integers(1, 4), seed=st.integers(0, 2**31 - 1))
+def test_moment_jacobian_matches_finite_differences(d, seed):
+    rng = np.random.default_rng(seed)
+    A, B, V = (rng.normal(size=(d, d)) for _ in range(3))
+    X = rng.normal(size=(d, d))
+    S, mu = X @ X.T, rng.normal(size=d)
+    J = ng.moment_jacobian(A, B, V, mu, S)
+    kernel = ng.moment_kernel()
+
+    def f(y: np.ndarray) -> np.ndarray:
+        dm, dS = kernel(A, B, V, np.zeros(d), y[:d], y[d:].reshape(d, d))
+        return np.concatenate([dm, dS.ravel()])
+
+    y = np.concatenate([mu, S.ravel()])
+    h = 1e-6 * (1 + np.abs(y).max())
+    Jfd = np.array([(f(y + h * e) - f(y - h * e)) / (2 * h) for e in np.eye(y.size)]).T
+    scale = 1 + np.abs(J).max()
+    assert np.abs(J - Jfd).max() <= 1e-6 * scale
+
+
+def test_manifold_drift_measures_asymmetry_and_negative_eigenvalues():
+    good = np.stack([np.eye(2), np.diag([2.0, 0.0])])
+    assert ng.manifold_drift(good) == {"asymmetry": 0.0, "negative_eigenvalue": 0.0}
+    bad = np.array([[[1.0, 0.1], [0.0, -0.5]]])
+    drift = ng.manifold_drift(bad)
+    assert drift["asymmetry"] == pytest.approx(np.linalg.norm(bad[0] - bad[0].T) / np.linalg.norm(bad[0]))
+    w = np.linalg.eigvalsh(0.5 * (bad[0] + bad[0].T))
+    assert drift["negative_eigenvalue"] == pytest.approx(-w[0] / np.abs(w).max())
+
+
+def test_trajectory_stays_on_the_psd_cone():
+    """Lemma 3.1: Sigma(t) = Psi Sigma0 Psi^T stays symmetric PSD; a singular Sigma0 stays singular."""
+    rng = np.random.default_rng(3)
+    A, B = rng.normal(size=(3, 3)), np.eye(3)
+    V = -np.eye(3)
+    u = rng.normal(size=3)
+    sol = ng.integrate_moments(ng.constant(A, B, V, np.zeros(3)), np.zeros(3), np.outer(u, u), 2.0)
+    assert sol.drift["asymmetry"] < 1e-14  # the field is exactly symmetric; BLAS sums may differ by an ulp
+    assert sol.drift["negative_eigenvalue"] < 1e-8
