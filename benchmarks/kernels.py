@@ -122,10 +122,14 @@ def gaussian_rows(quick: bool, device: str) -> list[dict[str, Any]]:
                     row[f"{key}_note"] = "not run: scalarised expression grows like d^5"
             row["ratio_generated_numpy_vs_hand"] = row["generated_numpy_s"] / row["hand_numpy_s"]
             row["ratio_generated_torch_vs_hand"] = row["generated_torch_s"] / row["hand_torch_s"]
+            if gen_c is not None:
+                row["ratio_generated_c_vs_hand_numpy"] = row["generated_c_s"] / row["hand_numpy_s"]
             if row.get("lambdify_s"):
                 row["speedup_generated_numpy_vs_lambdify"] = row["lambdify_s"] / row["generated_numpy_s"]
             if row.get("lambdify_cse_s"):
                 row["speedup_generated_numpy_vs_lambdify_cse"] = row["lambdify_cse_s"] / row["generated_numpy_s"]
+                if gen_c is not None:
+                    row["speedup_generated_c_vs_lambdify_cse"] = row["lambdify_cse_s"] / row["generated_c_s"]
             rows.append(row)
     return rows
 

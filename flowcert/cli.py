@@ -118,7 +118,7 @@ def cmd_codegen(args: argparse.Namespace) -> None:
     from .symbolic import codegen
 
     programs = [ng.moment_program(), ng.linearisation_program()]
-    printer = {"numpy": codegen.NumpyPrinter(), "torch": codegen.TorchPrinter(), "c": codegen.CPrinter()}[args.backend]
+    printer = {"numpy": codegen.NumpyPrinter(), "torch": codegen.TorchPrinter(), "c": codegen.ShapedCPrinter()}[args.backend]
     header = {"numpy": "import numpy as np\n\n\n", "torch": "import torch\n\n\n", "c": ""}[args.backend]
     source = header + "\n\n".join(printer.print(prog) for prog in programs)
     if args.out:
