@@ -276,6 +276,19 @@ def build_cases() -> list[dict[str, Any]]:
              full_only=True))
 
     add(case("relu_activation", P(-I2, I2, -I2, I2, activation="relu"), ("activation",)))
+
+    # --- stiffness: eigenvalues of A spread over 6 and 9 decades (DOP853 must hand over to Radau) -----
+    add(case("stiff_A_1e6", P(np.diag([-1e6, -1.0]), I2, -I2, I2, t_end=50.0), (IC,)))
+    add(case("stiff_A_1e9_nonnormal", P([[-1e9, 1e3], [0.0, 0.5]], I2, -I2, I2, t_end=20.0), (IC, NM)))
+
+    # --- sizes where the rounded-float PD proof and the approximate-inverse Kantorovich bound act ---
+    rng = np.random.default_rng(12)
+    for d in (10, 14):
+        K = rng.normal(size=(d, d))
+        # A = I + skew, V = -I, B = I: Sigma = I is a PD equilibrium (A + A^T + 2 V B = 0)
+        add(case(f"pd_equilibrium_d{d}", P(np.eye(d) + 0.3 * (K - K.T), np.eye(d), -np.eye(d),
+                                          np.eye(d) + 0.01 * np.diag(rng.random(d))), ("size",),
+                 full_only=d > 10))
     return C
 
 
