@@ -2,7 +2,8 @@ r"""Certificates: serialisable evidence for a claim, re-checked without trusting
 
 Claims and the exact checks that decide them (all data rational, pivots exact):
 
-* ``psd``: :math:`M\succeq0`; ``pd``: :math:`M-\epsilon I\succ0`.
+* ``psd``: :math:`M\succeq0`; ``pd``: :math:`M-\epsilon I\succ0`; ``inertia``: the exact inertia
+  (hence rank) of a symmetric :math:`M` (Sylvester's law, read off :math:`LDL^\top`).
 * ``lyapunov``: :math:`P-\epsilon I\succeq0` and :math:`-(J^\top P+PJ)-\epsilon I\succeq0` with
   :math:`\epsilon>0`, hence every eigenvalue of :math:`J` has :math:`\operatorname{Re}\lambda<0`.
 * ``unstable``: :math:`-(J^\top P+PJ)\succ0` and :math:`v^\top Pv<0`; by the inertia theorem of
@@ -109,7 +110,22 @@ def _check_unstable(data: dict[str, Any]) -> bool:
     return P == P.T and is_pd(-(J.T * P + P * J)) and (v.T * P * v)[0, 0] < 0
 
 
+def inertia_certificate(M: Any, what: str) -> Certificate:
+    """Exact inertia :math:`(n_+, n_-, n_0)` of a symmetric matrix (rank :math:`n_++n_-`), by LDL^T."""
+    Mq = rational_matrix(M)
+    res = exact.ldl_inertia(_to_fractions(Mq))
+    return Certificate("inertia", f"{what} has inertia ({res.n_pos}, {res.n_neg}, {res.n_zero})",
+                       {"M": encode(Mq), "inertia": [res.n_pos, res.n_neg, res.n_zero]})
+
+
+def _check_inertia(data: dict[str, Any]) -> bool:
+    M = decode(data["M"])
+    res = exact.ldl_inertia(_to_fractions(M))
+    return M == M.T and [res.n_pos, res.n_neg, res.n_zero] == list(data["inertia"])
+
+
 CHECKERS: dict[str, Callable[[dict[str, Any]], bool]] = {
+    "inertia": _check_inertia,
     "psd": _check_psd,
     "pd": _check_pd,
     "lyapunov": _check_lyapunov,

@@ -123,7 +123,9 @@ def lemma_3_1(p: GaussianParams) -> TheoremResult:
     """Lemma 3.1: Sigma(t) = Psi Sigma0 Psi^T with det Psi > 0, so rank and inertia are constant."""
     t_end = min(p.t_end, 10.0)
     tc = ng.transport_check(coefficients(p), p.Sigma0, t_end)
-    r0 = int(np.linalg.matrix_rank(p.Sigma0, tol=1e-8 * max(float(np.linalg.norm(p.Sigma0, 2)), 1e-300)))
+    rank_cert = core.inertia_certificate(p.Sigma0, "Sigma0")
+    n_pos, n_neg, n_zero = rank_cert.data["inertia"]
+    r0 = n_pos + n_neg  # exact rank of the given Sigma0 (the numerical rank may differ)
     tol = 1e-7 + 1e-9 * tc.cond_psi  # errors in Sigma are amplified by cond(Psi)
     ok = tc.residual < tol and tc.liouville < 1e-7
     details = {
@@ -138,7 +140,7 @@ def lemma_3_1(p: GaussianParams) -> TheoremResult:
         "gaussian:lemma-3.1", "Lemma 3.1",
         r"\operatorname{rank}\Sigma(t)=\operatorname{rank}\Sigma_0\ \text{for } t<T_{\max},\ \Sigma(t)=\Psi\Sigma_0\Psi^\top,\ \dot\Psi=(A+V\Sigma B)\Psi",
         [semidefinite(p.Sigma0, "Sigma0"), _continuity(p)],
-        {"rank": r0, "inertia": [r0, 0, p.d - r0]},
+        {"rank": r0, "inertia": [n_pos, n_neg, n_zero], "certificate": rank_cert.to_json()},
         CrossCheck("agrees" if ok else "disagrees", details),
     )
 

@@ -181,6 +181,57 @@ def moment_jacobian(A: Array, B: Array, V: Array, mu: Array, Sigma: Array) -> Ar
     return J
 
 
+class IntegrationFailed(RuntimeError):
+    """Neither the explicit nor the implicit method finished (budget, overflow, singular Newton)."""
+
+
+def solve_switching(
+    f: Callable[[float, Array], Array],
+    span: tuple[float, float],
+    y0: Array,
+    *,
+    method: str = "DOP853",
+    jac: Callable[[float, Array], Array] | None = None,
+    max_evaluations: int = 2_000_000,
+    **options: object,
+) -> tuple[object, str, str]:
+    """``solve_ivp`` with an evaluation budget and a switch to ``Radau`` when the explicit method
+    is stability-limited (:class:`StiffnessMonitor`), stalls or fails.
+
+    Returns ``(solution, method used, note)``; the note says why a switch happened. Raises
+    :class:`IntegrationFailed` when the implicit method fails too.
+    """
+    note = ""
+    for meth in (method, "Radau"):
+        implicit = meth in ("Radau", "BDF", "LSODA")
+        monitor = None if implicit else StiffnessMonitor()
+        count = [0]
+
+        def counted(t: float, y: Array, monitor: StiffnessMonitor | None = monitor) -> Array:
+            count[0] += 1
+            if count[0] > max_evaluations:
+                raise _Stalled(f"more than {max_evaluations} field evaluations")
+            fy = f(t, y)
+            if monitor is not None:
+                monitor.observe(t, y, fy)
+            return fy
+
+        extra = {"jac": jac} if implicit and jac is not None else {}
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)
+                sol = solve_ivp(counted, span, y0, method=meth, **options, **extra)
+        except (_Stalled, _Stiff, ValueError, np.linalg.LinAlgError, FloatingPointError) as exc:
+            if implicit:
+                raise IntegrationFailed(f"{note}{meth}: {exc}") from exc
+            note = f"{meth} -> Radau ({exc}); "
+            continue
+        if sol.status != -1 or implicit:
+            return sol, meth, note
+        note = f"{meth} -> Radau ({sol.message}); "
+    raise AssertionError("unreachable")
+
+
 def manifold_drift(Sigma: Array) -> dict[str, float]:
     r"""Largest departures of a covariance trajectory from :math:`\mathrm{Sym}^+(d)`.
 
@@ -284,20 +335,11 @@ def integrate_moments(
     tau_end = min(t_end / c, np.finfo(float).max)
     tau_eval = None if t_eval is None else np.asarray(t_eval) / c
 
-    evaluations = [0]
-    monitor: list[StiffnessMonitor | None] = [None]
-
     def rhs(t: float, y: Array) -> Array:
-        evaluations[0] += 1
-        if evaluations[0] > max_evaluations:
-            raise _Stalled(f"more than {max_evaluations} field evaluations")
         A, B, V, b = coeffs(t)
         mu, S = _unpack(y, d)
         dmu, dS = kernel(A, B, V, b, mu, S)
-        f = _pack(dmu, dS)
-        if monitor[0] is not None:
-            monitor[0].observe(t, y, f)
-        return f
+        return _pack(dmu, dS)
 
     def jac(t: float, y: Array) -> Array:
         A, B, V, _ = coeffs(t)
@@ -316,26 +358,13 @@ def integrate_moments(
     if not np.all(np.isfinite(start)):
         return MomentSolution(np.array([0.0]), mu0[None], Sigma0[None], "failed", None,
                               "the field overflows float64 at t = 0")
-    switched = ""
-    for meth in (method, "Radau"):
-        evaluations[0] = 0
-        implicit = meth in ("Radau", "BDF", "LSODA")
-        monitor[0] = None if implicit else StiffnessMonitor()
-        options = {"jac": jac} if implicit and d <= 32 else {}
-        try:
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
-                warnings.simplefilter("ignore", RuntimeWarning)
-                sol = solve_ivp(
-                    rhs, (0.0, tau_end), y0, method=meth, t_eval=tau_eval,
-                    events=blowup, rtol=rtol, atol=atol, dense_output=False, **options,
-                )
-        except (_Stalled, _Stiff, ValueError, np.linalg.LinAlgError, FloatingPointError) as exc:
-            if implicit:
-                return MomentSolution(np.array([0.0]), mu0[None], Sigma0[None], "failed", None, f"{meth}: {exc}", meth)
-            switched = f"{meth} -> Radau ({exc}); "
-            continue
-        if sol.status != -1:
-            break
+    try:
+        sol, meth, switched = solve_switching(
+            rhs, (0.0, tau_end), y0, method=method, jac=jac if d <= 32 else None,
+            max_evaluations=max_evaluations, t_eval=tau_eval, events=blowup, rtol=rtol, atol=atol,
+        )
+    except IntegrationFailed as exc:
+        return MomentSolution(np.array([0.0]), mu0[None], Sigma0[None], "failed", None, str(exc), "Radau")
     ys = np.asarray(sol.y, dtype=float).reshape(d + d * d, -1).T  # empty when no t_eval point was reached
     mu = ys[:, :d]
     S = ys[:, d:].reshape(-1, d, d)
@@ -506,12 +535,7 @@ def transport_check(
     coeffs = _rescaled(coeffs, c)
     tau_end = t_end if c == 1.0 else min(t_end / c, 1e6)
 
-    evaluations = [0]
-
     def rhs(t: float, y: Array) -> Array:
-        evaluations[0] += 1
-        if evaluations[0] > max_evaluations:
-            raise _Stalled(f"more than {max_evaluations} field evaluations")
         A, B, V, b = coeffs(t)
         S, Psi = y[: d * d].reshape(d, d), y[d * d : 2 * d * d].reshape(d, d)
         M = A + V @ S @ B
@@ -527,8 +551,8 @@ def transport_check(
         warnings.simplefilter("ignore", RuntimeWarning)
         if not np.all(np.isfinite(rhs(0.0, y0))):
             raise FloatingPointError("the field overflows float64 at t = 0")
-        sol = solve_ivp(rhs, (0.0, tau_end), y0, method="DOP853", rtol=1e-11, atol=1e-13,
-                        t_eval=np.linspace(0.0, tau_end, n_eval), events=blowup)
+    sol, _, _ = solve_switching(rhs, (0.0, tau_end), y0, max_evaluations=max_evaluations, rtol=1e-11, atol=1e-13,
+                                t_eval=np.linspace(0.0, tau_end, n_eval), events=blowup)
     res, liou, ranks, cond = 0.0, 0.0, [], 1.0
     for y in sol.y.T:
         S, Psi, tr = y[: d * d].reshape(d, d), y[d * d : 2 * d * d].reshape(d, d), y[-1]

@@ -103,3 +103,25 @@ def test_lmi_problem_is_reused_and_each_answer_rechecks():
                                 {"J": core.encode(core.rational_matrix(J)), "P": core.encode(P), "margin": str(margin)})
         assert core.recheck(cert)
     assert lmi._model.cache_info().hits >= 3
+
+
+@pytest.mark.parametrize("diag, rank", [([1.0, 1e-300], 2), ([1.0, 0.0], 1), ([0.0, 0.0], 0), ([2.0, 3.0], 2)])
+def test_inertia_certificate_gives_the_exact_rank(diag, rank):
+    """Exact inertia of a rotated diagonal matrix (rotation by a Pythagorean triple, in rationals)."""
+    M = sp.Matrix([[sp.Rational(3, 5), sp.Rational(4, 5)], [-sp.Rational(4, 5), sp.Rational(3, 5)]])
+    S = M * sp.diag(*[sp.Rational(x) for x in diag]) * M.T
+    cert = core.inertia_certificate(S, "S")
+    assert cert.data["inertia"] == [rank, 0, 2 - rank]
+    assert core.recheck(cert)
+    forged = core.Certificate("inertia", cert.claim, dict(cert.data, inertia=[2 - rank, rank, 0] if rank else [1, 0, 1]))
+    assert not core.recheck(forged)
+
+
+def test_lemma_3_1_reports_the_exact_rank_of_a_tiny_eigenvalue():
+    from flowcert.gaussian import lemma_3_1
+
+    p = parse_gaussian({"A": [[-1.0, 0.0], [0.0, -1.0]], "B": [[1.0, 0.0], [0.0, 1.0]], "V": [[-1.0, 0.0], [0.0, -1.0]],
+                        "Sigma0": [[1.0, 0.0], [0.0, 1e-300]], "mu0": [0.0, 0.0], "b": [0.0, 0.0], "t_end": 1.0})
+    result = lemma_3_1(p)
+    assert result.prediction["rank"] == 2
+    assert core.recheck(result.prediction["certificate"])
