@@ -285,12 +285,16 @@ def time_unit(coeffs: Coefficients, Sigma0: Array, *, limit_log2: int = 160) -> 
     Eq. (7) is linear in :math:`(A,V,b)` jointly, so :math:`\tfrac{d}{d\tau}=c\,\tfrac{d}{dt}` is
     the same field with :math:`(cA,B,cV,cb)`. Rescaling is exact (a power of two) and used only when the
     rate :math:`\max(|A|,|V|,d|V||B||\Sigma_0|)` exceeds :math:`2^{160}`: scipy's step control
-    squares error estimates and fails on time scales below about 1e-150.
+    squares error estimates and fails on time scales below about 1e-150. Entries far below the
+    rate (by more than the float64 range) may underflow in the rescaled field: this is a simulation,
+    never a certificate.
     """
     A, B, V, _ = coeffs(0.0)
     d = A.shape[-1]
     rate = max(_log2_size(A), _log2_size(V), _log2_size(V) + _log2_size(B) + _log2_size(Sigma0) + math.log2(d))
-    return 1.0 if not math.isfinite(rate) or rate <= limit_log2 else math.ldexp(1.0, -math.ceil(rate))
+    if not math.isfinite(rate) or rate <= limit_log2:
+        return 1.0
+    return math.ldexp(1.0, -min(math.ceil(rate), 1022))  # a normal number: tau_end = t_end / c stays finite
 
 
 def _rescaled(coeffs: Coefficients, c: float) -> Coefficients:

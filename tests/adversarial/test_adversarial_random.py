@@ -50,7 +50,7 @@ def spectra_matrix(draw, d: int) -> np.ndarray:
             T[i:i + 2, i:i + 2] = [[re, w], [-w, re]]
             i += 2
     conj = draw(st.sampled_from(["none", "rotation", "shear"]))
-    if conj == "rotation":
+    if conj == "rotation" and d >= 2:  # a rotation needs two dimensions
         th = draw(st.floats(0.1, 3.0))
         Q = np.eye(d)
         Q[:2, :2] = [[math.cos(th), -math.sin(th)], [math.sin(th), math.cos(th)]]
