@@ -814,6 +814,7 @@ def reach(
     tol: float = RANK_RTOL,
     rtol: float = 1e-12,
     atol: float = 1e-14,
+    max_evaluations: int = 2_000_000,
 ) -> ReachResult:
     r"""Controls steering :math:`(\mu_0,\Sigma_0)` to :math:`(\hat\mu,\hat\Sigma)` at time ``T``, verified.
 
@@ -839,6 +840,8 @@ def reach(
     atol : float
         Absolute integration tolerance at unit covariance scale; multiplied by the smaller
         nonzero of :math:`\|\Sigma_0\|_2`, :math:`\|\hat\Sigma\|_2`.
+    max_evaluations : int
+        Field-evaluation budget per method (the solution's status is ``failed`` beyond it).
 
     Returns
     -------
@@ -861,7 +864,7 @@ def reach(
     sol = integrate_moments(
         ctl.coefficients, ctl.mu0, ctl.Sigma0, ctl.T,
         t_eval=np.array([0.0, ctl.T]), rtol=rtol, atol=atol_eff,
-        blowup_factor=1e8 * growth, method="DOP853",
+        blowup_factor=1e8 * growth, method="DOP853", max_evaluations=max_evaluations,
     )
     muT, ST = sol.mu[-1], sol.Sigma[-1]
     if sol.status != "ok":

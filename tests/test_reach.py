@@ -394,3 +394,41 @@ def test_run_refuses_bad_out(tmp_path: Path) -> None:
         run(params, target, 1.0, str(tmp_path / "c.csv"))
     with pytest.raises(ParamError, match="key 'out'"):
         run(params, target, 1.0, str(tmp_path / "no" / "such" / "dir" / "c.npz"))
+
+
+def _gaussian(Sigma0: list[list[float]]):
+    from flowcert.params import parse_gaussian
+
+    d = len(Sigma0)
+    return parse_gaussian({"A": (-np.eye(d)).tolist(), "B": np.eye(d).tolist(), "V": (0.1 * np.eye(d)).tolist(),
+                           "Sigma0": Sigma0, "mu0": [0.0] * d, "b": [0.0] * d, "t_end": 1.0})
+
+
+def test_thm33_cross_check_agrees_when_well_conditioned() -> None:
+    from flowcert.gaussian import thm_3_3
+
+    check = thm_3_3(_gaussian(SIGMA0)).cross_check
+    assert check.status == "agrees"
+    assert check.details["mu_relative_error"] <= TOL and check.details["Sigma_relative_error"] <= TOL
+
+
+def test_thm33_cross_check_skips_an_ill_conditioned_sigma0() -> None:
+    """cond(Sigma0) = 8.5e9 on its range: B = Sigma^+ makes eq. (7) too stiff to integrate; say so."""
+    from flowcert.gaussian import REACH_MAX_COND, thm_3_3
+
+    lam = 1e-9
+    Q = np.array([[1.0, 4.0], [-4.0, 1.0]]) / math.sqrt(17.0)
+    S0 = Q @ np.diag([8.5, lam]) @ Q.T
+    S0 = 0.5 * (S0 + S0.T)
+    assert np.linalg.cond(S0) > REACH_MAX_COND
+    check = thm_3_3(_gaussian(S0.tolist())).cross_check
+    assert check.status == "skipped" and "ill-conditioned" in check.details["reason"]
+
+
+def test_reach_budget_ends_as_failed_not_as_an_error() -> None:
+    """A budget too small for the construction gives status 'failed' and infinite errors."""
+    rng = np.random.default_rng(3)
+    m0, S0, m1, S1, T = random_problem(rng, 2, 2)
+    res = gr.reach(m0, S0, m1, S1, T, max_evaluations=20)
+    assert res.solution.status == "failed" and "20 field evaluations" in res.solution.message
+    assert math.isinf(res.mu_relative) and math.isinf(res.Sigma_relative)

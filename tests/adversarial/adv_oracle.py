@@ -174,7 +174,11 @@ def rhp_count(J: sp.Matrix) -> int | None:
     """Number of eigenvalues (with multiplicity) with Re > 0; None if one lies on the axis."""
     if imaginary_axis_root(J):
         return None
-    p = charpoly(J)
+    # sympy isolates complex roots of square-free polynomials only: count per square-free factor
+    return sum(mult * _rhp_count_squarefree(factor) for factor, mult in charpoly(J).sqf_list()[1])
+
+
+def _rhp_count_squarefree(p: sp.Poly) -> int:
     for k in (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192):
         real, cplx = p.intervals(all=True, eps=sp.Rational(1, 2**k))
         count, undecided = 0, False
@@ -466,7 +470,9 @@ def claim(ex: Exact, h: dict[str, Any], theorem: dict[str, Any] | None, doc: dic
                 lam = eig_sym((Sq + Sq.T) / 2)[0]
                 return compare(lam, 0, strict_greater=True), f"lambda_min(Sigma*) = {mpmath.nstr(lam, 8)}"
             if name == "linearisation_hurwitz":
-                ev = mpmath.eig(jacobian_mp(ex, S), left=False, right=False)
+                J = jacobian_mp(ex, S)
+                # mpmath returns (E, ER, EL) for a 1 x 1 matrix whatever left/right say
+                ev = [J[0, 0]] if J.rows == 1 else mpmath.eig(J, left=False, right=False)
                 worst = max(mpmath.re(z) for z in ev)
                 return compare(worst, 0, strict_greater=False), f"max Re spec DF(Sigma*) = {mpmath.nstr(worst, 8)}"
             P = mpmath.inverse(S)
