@@ -101,7 +101,8 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     doc = {
         "flowcert": __version__, "system": args.system, "params": p.to_json(),
         "simulation": {"t_end": float(sol.t[-1]), "blowup_time": sol.blowup_time, "status": sol.status,
-                       "mu_final": sol.mu[-1].tolist(), "Sigma_final": sol.Sigma[-1].tolist(), "agrees": None},
+                       "mu_final": sol.mu[-1].tolist(), "Sigma_final": sol.Sigma[-1].tolist(), "agrees": None,
+                       "method": sol.method, "integrator_message": sol.message, "mean_escape_time": sol.mean_escape_time},
     }
     if args.plot:
         from .reports.figures import plot_moments

@@ -440,6 +440,8 @@ def regime(p: GaussianParams, sol: ng.MomentSolution, eq: Equilibrium, by_id: di
     if sol.status == "blowup":
         out.update(Sigma="blows_up")
         return out
+    if sol.status == "failed":
+        return out  # no run to read a regime from
     if eq.S is None:
         grows = np.linalg.norm(sol.Sigma[-1]) > 1e3 * (1.0 + np.abs(p.Sigma0).max())
         out["Sigma"] = "unbounded" if grows else "bounded"

@@ -143,6 +143,7 @@ class StiffnessMonitor:
     def __init__(self, window: int = 600, stages: int = 12, limit: float = 2.0, patience: int = 3) -> None:
         self.window, self.stages, self.limit, self.patience = window, stages, limit, patience
         self.count, self.hits, self.rho = 0, 0, 0.0
+        self.flagged = False  # some window reached h rho >= limit: a step at the stability boundary
         self.t_start: float | None = None
         self.last: tuple[Array, Array] | None = None
 
@@ -159,6 +160,7 @@ class StiffnessMonitor:
             return
         h = (t - self.t_start) * self.stages / self.count
         self.hits = self.hits + 1 if h * self.rho >= self.limit else 0
+        self.flagged = self.flagged or h * self.rho >= self.limit
         if self.hits >= self.patience:
             raise _Stiff(f"stiff near t = {t:.6g} (h rho = {h * self.rho:.3g})")
         self.count, self.rho, self.t_start = 0, 0.0, t
@@ -184,6 +186,10 @@ def moment_jacobian(A: Array, B: Array, V: Array, mu: Array, Sigma: Array) -> Ar
 class IntegrationFailed(RuntimeError):
     """Neither the explicit nor the implicit method finished (budget, overflow, singular Newton)."""
 
+    def __init__(self, message: str, method: str) -> None:
+        super().__init__(message)
+        self.method = method  # the last method tried
+
 
 def solve_switching(
     f: Callable[[float, Array], Array],
@@ -196,7 +202,8 @@ def solve_switching(
     **options: object,
 ) -> tuple[object, str, str]:
     """``solve_ivp`` with an evaluation budget and a switch to ``Radau`` when the explicit method
-    is stability-limited (:class:`StiffnessMonitor`), stalls or fails.
+    is stability-limited (:class:`StiffnessMonitor`), stalls or fails. A budget spent with every
+    window accuracy-limited (:math:`h\rho` below the stiffness limit) is not retried.
 
     Returns ``(solution, method used, note)``; the note says why a switch happened. Raises
     :class:`IntegrationFailed` when the implicit method fails too.
@@ -223,7 +230,11 @@ def solve_switching(
                 sol = solve_ivp(counted, span, y0, method=meth, **options, **extra)
         except (_Stalled, _Stiff, ValueError, np.linalg.LinAlgError, FloatingPointError) as exc:
             if implicit:
-                raise IntegrationFailed(f"{note}{meth}: {exc}") from exc
+                raise IntegrationFailed(f"{note}{meth}: {exc}", meth) from exc
+            if isinstance(exc, _Stalled) and monitor is not None and not monitor.flagged:
+                # the budget went on accuracy, not stability: an implicit method would cost more, not less
+                raise IntegrationFailed(f"{meth}: {exc}; not stiff (h rho < {monitor.limit:g} "
+                                        "throughout), so no implicit retry", meth) from exc
             note = f"{meth} -> Radau ({exc}); "
             continue
         if sol.status != -1 or implicit:
@@ -263,6 +274,7 @@ class MomentSolution:
     message: str
     method: str = ""
     drift: dict[str, float] | None = None
+    mean_escape_time: float | None = None
 
 
 def _pack(mu: Array, Sigma: Array) -> Array:
@@ -295,6 +307,9 @@ def time_unit(coeffs: Coefficients, Sigma0: Array, *, limit_log2: int = 160) -> 
     if not math.isfinite(rate) or rate <= limit_log2:
         return 1.0
     return math.ldexp(1.0, -min(math.ceil(rate), 1022))  # a normal number: tau_end = t_end / c stays finite
+
+
+MEAN_ESCAPE = 1e100  # |mu| beyond MEAN_ESCAPE (1 + |mu0| + |b(0)|): the mean has escaped; Sigma goes on alone
 
 
 def _rescaled(coeffs: Coefficients, c: float) -> Coefficients:
@@ -333,28 +348,37 @@ def integrate_moments(
     d = mu0.shape[0]
     with np.errstate(all="ignore"):
         threshold = blowup_factor * (1.0 + np.linalg.norm(Sigma0))
+        escape = min(MEAN_ESCAPE * (1.0 + np.linalg.norm(mu0) + np.linalg.norm(coeffs(0.0)[3])), np.finfo(float).max)
     kernel = moment_kernel()
     c = time_unit(coeffs, Sigma0)
     coeffs = _rescaled(coeffs, c)
     tau_end = min(t_end / c, np.finfo(float).max)
     tau_eval = None if t_eval is None else np.asarray(t_eval) / c
+    frozen = [False]  # after the mean escapes, only Sigma is integrated (its equation does not involve mu)
 
     def rhs(t: float, y: Array) -> Array:
         A, B, V, b = coeffs(t)
         mu, S = _unpack(y, d)
         dmu, dS = kernel(A, B, V, b, mu, S)
-        return _pack(dmu, dS)
+        return _pack(0.0 * dmu if frozen[0] else dmu, dS)
 
     def jac(t: float, y: Array) -> Array:
         A, B, V, _ = coeffs(t)
         mu, S = _unpack(y, d)
-        return moment_jacobian(A, B, V, mu, S)
+        J = moment_jacobian(A, B, V, mu, S)
+        if frozen[0]:
+            J[:d] = 0.0
+        return J
 
     def blowup(t: float, y: Array) -> float:
         return threshold - np.linalg.norm(y[d:])
 
-    blowup.terminal = True  # type: ignore[attr-defined]
-    blowup.direction = -1  # type: ignore[attr-defined]
+    def mean_escape(t: float, y: Array) -> float:
+        return escape - np.linalg.norm(y[:d])
+
+    for event in (blowup, mean_escape):
+        event.terminal = True  # type: ignore[attr-defined]
+        event.direction = -1  # type: ignore[attr-defined]
 
     y0 = _pack(mu0, Sigma0)
     with np.errstate(all="ignore"):
@@ -362,25 +386,41 @@ def integrate_moments(
     if not np.all(np.isfinite(start)):
         return MomentSolution(np.array([0.0]), mu0[None], Sigma0[None], "failed", None,
                               "the field overflows float64 at t = 0")
+    options = dict(jac=jac if d <= 32 else None, max_evaluations=max_evaluations, rtol=rtol, atol=atol)
     try:
-        sol, meth, switched = solve_switching(
-            rhs, (0.0, tau_end), y0, method=method, jac=jac if d <= 32 else None,
-            max_evaluations=max_evaluations, t_eval=tau_eval, events=blowup, rtol=rtol, atol=atol,
-        )
+        sol, meth, note = solve_switching(rhs, (0.0, tau_end), y0, method=method, t_eval=tau_eval,
+                                          events=[blowup, mean_escape], **options)
     except IntegrationFailed as exc:
-        return MomentSolution(np.array([0.0]), mu0[None], Sigma0[None], "failed", None, str(exc), "Radau")
-    ys = np.asarray(sol.y, dtype=float).reshape(d + d * d, -1).T  # empty when no t_eval point was reached
-    mu = ys[:, :d]
-    S = ys[:, d:].reshape(-1, d, d)
-    t = c * np.asarray(sol.t, dtype=float) if t_eval is None else np.asarray(t_eval, dtype=float)[: np.size(sol.t)]
+        return MomentSolution(np.array([0.0]), mu0[None], Sigma0[None], "failed", None, str(exc), exc.method)
+    t, ys = np.asarray(sol.t, dtype=float), np.asarray(sol.y, dtype=float).reshape(d + d * d, -1).T
+    escape_time = None
+    if sol.status == 1 and sol.t_events[1].size and not sol.t_events[0].size:
+        tau1, y1 = float(sol.t_events[1][0]), sol.y_events[1][0]
+        escape_time, frozen[0] = c * tau1, True
+        rest = None if tau_eval is None else tau_eval[tau_eval > tau1]
+        try:
+            sol, meth2, note2 = solve_switching(rhs, (tau1, tau_end), y1, method=method, t_eval=rest,
+                                                events=[blowup], **options)
+        except IntegrationFailed as exc:
+            return MomentSolution(c * t, ys[:, :d], ys[:, d:].reshape(-1, d, d), "failed", None, str(exc), exc.method,
+                                  None, escape_time)
+        y2 = np.asarray(sol.y, dtype=float).reshape(d + d * d, -1).T
+        skip = 1 if tau_eval is None else 0  # the dense output repeats tau1
+        t, ys = np.concatenate([t, np.asarray(sol.t, dtype=float)[skip:]]), np.vstack([ys, y2[skip:]])
+        note += note2 + (f"the mean passed {MEAN_ESCAPE:.0e} (1 + |mu0| + |b|) at t = {escape_time:.6g} and is "
+                         "reported as +-inf after; Sigma was integrated on alone; ")
+        meth = meth if meth == meth2 else f"{meth}, then {meth2}"
+    t = c * t if t_eval is None else np.asarray(t_eval, dtype=float)[: t.size]  # no t_eval point may be reached
+    tb = None
     if sol.status == 1 and sol.t_events[0].size:
         tb = c * float(sol.t_events[0][0])
-        yb = sol.y_events[0][0]
-        mu = np.vstack([mu, yb[:d]])
-        S = np.concatenate([S, yb[d:].reshape(1, d, d)])
-        return MomentSolution(np.append(t, tb), mu, S, "blowup", tb, switched + sol.message, meth, manifold_drift(S))
-    status = "ok" if sol.status == 0 else "failed"
-    return MomentSolution(t, mu, S, status, None, switched + sol.message, meth, manifold_drift(S))
+        t, ys = np.append(t, tb), np.vstack([ys, sol.y_events[0][0]])
+    mu, S = ys[:, :d].copy(), ys[:, d:].reshape(-1, d, d)
+    if escape_time is not None:
+        after = t > escape_time
+        mu[after] = np.where(mu[after] == 0.0, 0.0, np.copysign(np.inf, mu[after]))
+    status = "blowup" if tb is not None else ("ok" if sol.status == 0 else "failed")
+    return MomentSolution(t, mu, S, status, tb, note + sol.message, meth, manifold_drift(S), escape_time)
 
 
 # ---------------------------------------------------------------------------------------

@@ -116,3 +116,57 @@ def test_trajectory_stays_on_the_psd_cone():
     sol = ng.integrate_moments(ng.constant(A, B, V, np.zeros(3)), np.zeros(3), np.outer(u, u), 2.0)
     assert sol.drift["asymmetry"] < 1e-14  # the field is exactly symmetric; BLAS sums may differ by an ulp
     assert sol.drift["negative_eigenvalue"] < 1e-8
+
+
+def test_escaping_mean_is_cut_off_and_sigma_integrated_on():
+    r"""d = 1, A = V = 1, B = -1, s0 = 1/2: s(t) = 1/(1 + e^{-2t}) and
+    :math:`\log\mu(t) = t + \tfrac12\log 2 - \tfrac12\log(1+e^{-2t})`, so the mean passes
+    MEAN_ESCAPE (1 + |mu0|) at a known time while Sigma converges to 1."""
+    sol = ng.integrate_moments(_scalar(1.0, 1.0, -1.0), np.ones(1), np.array([[0.5]]), 1000.0)
+    assert sol.status == "ok" and sol.t[-1] == 1000.0
+    level = math.log(ng.MEAN_ESCAPE * 2.0)
+    t_star = level - 0.5 * math.log(2.0)  # e^{-2t} is below 1e-200 there
+    assert sol.mean_escape_time == pytest.approx(t_star, rel=1e-8)
+    assert sol.mu[-1, 0] == math.inf
+    assert np.all(np.isfinite(sol.mu[sol.t <= sol.mean_escape_time]))
+    assert sol.Sigma[-1, 0, 0] == pytest.approx(1.0, abs=1e-9)
+
+
+def test_escaping_mean_respects_t_eval_and_signs():
+    """A = I, V = B = 0, Sigma0 = 0 (Sigma stays 0): the escape is reported as +-inf per component."""
+    coeffs = ng.constant(np.eye(2), np.zeros((2, 2)), np.zeros((2, 2)), np.zeros(2))
+    t_eval = np.array([0.0, 100.0, 300.0, 400.0])
+    sol = ng.integrate_moments(coeffs, np.array([1.0, -2.0]), np.zeros((2, 2)), 400.0, t_eval=t_eval)
+    assert sol.status == "ok" and np.array_equal(sol.t, t_eval)
+    # |mu(t)| = sqrt(5) e^t passes 1e100 (1 + sqrt(5)) at log(1e100 (1 + sqrt 5) / sqrt 5)
+    assert sol.mean_escape_time == pytest.approx(math.log(1e100 * (1 + math.sqrt(5)) / math.sqrt(5)), rel=1e-8)
+    assert sol.mu[1] == pytest.approx(np.array([1.0, -2.0]) * math.exp(100.0), rel=1e-7)
+    assert list(sol.mu[2]) == [math.inf, -math.inf] and list(sol.mu[3]) == [math.inf, -math.inf]
+    assert not sol.Sigma.any()
+
+
+def test_budget_spent_without_stiffness_is_not_retried_implicitly():
+    """A fast rotation (omega = 1000) is accuracy-limited: a small budget fails at once with the reason."""
+    A = np.array([[-1.0, 1000.0], [-1000.0, -1.0]])
+    coeffs = ng.constant(A, np.zeros((2, 2)), np.zeros((2, 2)), np.zeros(2))
+    sol = ng.integrate_moments(coeffs, np.ones(2), np.eye(2), 50.0, max_evaluations=20_000)
+    assert sol.status == "failed"
+    assert "no implicit retry" in sol.message and "Radau" not in sol.message
+
+
+def test_verify_reads_no_regime_from_a_failed_run(monkeypatch):
+    """With the run cut short by its budget, the simulation-based regime is 'unknown', not 'bounded'."""
+    import functools
+
+    from flowcert.gaussian import verify
+    from flowcert.params import parse_gaussian
+
+    p = parse_gaussian({"A": [[-1.0, 1000.0], [-1000.0, -1.0]], "B": [[0.0, 0.0], [0.0, 0.0]],
+                        "V": [[0.0, 0.0], [0.0, 0.0]], "b": [0.0, 0.0], "mu0": [1.0, 1.0],
+                        "Sigma0": [[1.0, 0.0], [0.0, 1.0]], "t_end": 50.0})
+    monkeypatch.setattr(ng, "integrate_moments", functools.partial(ng.integrate_moments, max_evaluations=5_000))
+    doc = verify(p, simulate=True)
+    assert doc["simulation"]["method"] == "DOP853" and "no implicit retry" in doc["simulation"]["integrator_message"]
+    reg = doc["regime"]
+    assert reg["basis"] == "simulation"  # no theorem of Table 1 decides this case (V = B = 0)
+    assert reg["Sigma"] == "unknown" and reg["mu"] == "unknown" and "could not be integrated" in reg["reason"]
