@@ -332,8 +332,8 @@ def _verify(p: GaussianParams, simulate: bool, seed: int) -> dict[str, Any]:
             "mu_final": sol.mu[-1].tolist(),
             "Sigma_final": sol.Sigma[-1].tolist(),
             "agrees": _agrees(doc["regime"], sol),
-            "integrator": "scipy solve_ivp DOP853 (Radau with the generated Jacobian when stiffness is detected "
-                          "or DOP853 stalls), rtol 1e-10, atol 1e-12, terminal blow-up event",
+            "integrator": "scipy solve_ivp DOP853 at rtol 1e-10, atol 1e-12 (Radau at rtol 1e-8 with the generated "
+                          "Jacobian when stiffness is detected or DOP853 fails), terminal blow-up event",
             "method": sol.method,
             "integrator_message": sol.message,
             "manifold_drift": sol.drift,

@@ -865,6 +865,7 @@ def reach(
         ctl.coefficients, ctl.mu0, ctl.Sigma0, ctl.T,
         t_eval=np.array([0.0, ctl.T]), rtol=rtol, atol=atol_eff,
         blowup_factor=1e8 * growth, method="DOP853", max_evaluations=max_evaluations,
+        implicit_rtol=None,  # the terminal errors are checked at 1e-8: Radau keeps rtol
     )
     muT, ST = sol.mu[-1], sol.Sigma[-1]
     if sol.status != "ok":

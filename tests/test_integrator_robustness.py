@@ -170,3 +170,22 @@ def test_verify_reads_no_regime_from_a_failed_run(monkeypatch):
     reg = doc["regime"]
     assert reg["basis"] == "simulation"  # no theorem of Table 1 decides this case (V = B = 0)
     assert reg["Sigma"] == "unknown" and reg["mu"] == "unknown" and "could not be integrated" in reg["reason"]
+
+
+def test_particle_study_refuses_work_beyond_its_budget():
+    """The work estimate after the smallest N is evaluations x seeds x sum N^2; beyond max_work: an error."""
+    coeffs = ng.constant(-np.eye(2), 0.1 * np.eye(2), 0.1 * np.eye(2), np.zeros(2))
+    study = ng.particle_study(coeffs, np.zeros(2), np.eye(2), 0.1, Ns=(20, 40), seeds=1)
+    assert len(study.errors) == 2
+    with pytest.raises(FloatingPointError, match="particle-pair evaluations"):
+        ng.particle_study(coeffs, np.zeros(2), np.eye(2), 0.1, Ns=(20, 40), seeds=1, max_work=10.0)
+
+
+def test_particle_integration_has_an_evaluation_budget():
+    X0 = np.random.default_rng(0).standard_normal((10, 2))
+    coeffs = ng.constant(-np.eye(2), np.eye(2), np.eye(2), np.zeros(2))
+    counts: list[int] = []
+    ng.simulate_particles(coeffs, X0, np.array([0.0, 1.0]), evaluations=counts)
+    assert len(counts) == 1 and counts[0] > 10
+    with pytest.raises(FloatingPointError, match="more than 10 evaluations"):
+        ng.simulate_particles(coeffs, X0, np.array([0.0, 1.0]), max_evaluations=10)
