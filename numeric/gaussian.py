@@ -368,7 +368,7 @@ def integrate_moments(
         A, B, V, b = coeffs(t)
         mu, S = _unpack(y, d)
         dmu, dS = kernel(A, B, V, b, mu, S)
-        return _pack(0.0 * dmu if frozen[0] else dmu, dS)
+        return _pack(np.zeros(d) if frozen[0] else dmu, dS)  # a frozen mean: no 0 * inf = nan
 
     def jac(t: float, y: Array) -> Array:
         A, B, V, _ = coeffs(t)
