@@ -111,7 +111,7 @@ def particle_cross_check(p: GaussianParams, seed: int = 0) -> CrossCheck:
                                                 f"with a finite mean ({sol.message})"})
     try:
         study = ng.particle_study(c, p.mu0, p.Sigma0, t_check, seed=seed)
-    except (FloatingPointError, ng.IntegrationFailed) as exc:
+    except FloatingPointError as exc:  # particle integration failed or over its work budget
         return CrossCheck("skipped", {"reason": str(exc)})
     scale = 1.0 + float(np.linalg.norm(sol.mu[-1])) + float(np.linalg.norm(sol.Sigma[-1]))
     relative = study.errors[-1] / scale

@@ -25,7 +25,7 @@ import math
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 from scipy.integrate import solve_ivp
@@ -159,8 +159,9 @@ class StiffnessMonitor:
         if self.count < self.window:
             return
         h = (t - self.t_start) * self.stages / self.count
-        self.hits = self.hits + 1 if h * self.rho >= self.limit else 0
-        self.flagged = self.flagged or h * self.rho >= self.limit
+        at_boundary = h * self.rho >= self.limit
+        self.hits = self.hits + 1 if at_boundary else 0
+        self.flagged = self.flagged or at_boundary
         if self.hits >= self.patience:
             raise _Stiff(f"stiff near t = {t:.6g} (h rho = {h * self.rho:.3g})")
         self.count, self.rho, self.t_start = 0, 0.0, t
@@ -291,6 +292,11 @@ def _unpack(y: Array, d: int) -> tuple[Array, Array]:
     return y[:d], y[d:].reshape(d, d)
 
 
+def _states(sol: Any, d: int) -> Array:
+    """Rows ``(mu, vec Sigma)`` of a ``solve_ivp`` result (no rows when no ``t_eval`` point was reached)."""
+    return np.asarray(sol.y, dtype=float).reshape(d + d * d, -1).T
+
+
 def _log2_size(M: Array) -> float:
     r""":math:`\log_2\max|M_{ij}|` without overflow (``-inf`` for zero)."""
     m = float(np.abs(M).max()) if M.size else 0.0
@@ -401,7 +407,7 @@ def integrate_moments(
                                           events=[blowup, mean_escape], **options)
     except IntegrationFailed as exc:
         return MomentSolution(np.array([0.0]), mu0[None], Sigma0[None], "failed", None, str(exc), exc.method)
-    t, ys = np.asarray(sol.t, dtype=float), np.asarray(sol.y, dtype=float).reshape(d + d * d, -1).T
+    t, ys = np.asarray(sol.t, dtype=float), _states(sol, d)
     escape_time = None
     if sol.status == 1 and sol.t_events[1].size and not sol.t_events[0].size:
         tau1, y1 = float(sol.t_events[1][0]), sol.y_events[1][0]
@@ -413,9 +419,8 @@ def integrate_moments(
         except IntegrationFailed as exc:
             return MomentSolution(c * t, ys[:, :d], ys[:, d:].reshape(-1, d, d), "failed", None, str(exc), exc.method,
                                   None, escape_time)
-        y2 = np.asarray(sol.y, dtype=float).reshape(d + d * d, -1).T
         skip = 1 if tau_eval is None else 0  # the dense output repeats tau1
-        t, ys = np.concatenate([t, np.asarray(sol.t, dtype=float)[skip:]]), np.vstack([ys, y2[skip:]])
+        t, ys = np.concatenate([t, np.asarray(sol.t, dtype=float)[skip:]]), np.vstack([ys, _states(sol, d)[skip:]])
         note += note2 + (f"the mean passed {MEAN_ESCAPE:.0e} (1 + |mu0| + |b|) at t = {escape_time:.6g} and is "
                          "reported as +-inf after; Sigma was integrated on alone; ")
         meth = meth if meth == meth2 else f"{meth}, then {meth2}"
