@@ -47,7 +47,7 @@ from functools import lru_cache
 
 import sympy as sp
 
-from .codegen import Program, RowDot, SoftmaxRows, lower_expressions
+from ..codegen import Program, RowDot, SoftmaxRows, lower_expressions
 
 n, d = sp.symbols("n d", integer=True, positive=True)
 X = sp.MatrixSymbol("X", n, d)

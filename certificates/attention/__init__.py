@@ -1,0 +1,1 @@
+"""Certificates for the ``attention`` system: one module per paper (multistability, consensus)."""
