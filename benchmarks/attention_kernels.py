@@ -32,7 +32,8 @@ import sympy as sp  # noqa: E402
 import torch  # noqa: E402
 
 from flowcert.symbolic import attention as sa  # noqa: E402
-from flowcert.symbolic import cbuild, codegen  # noqa: E402
+from flowcert.numeric import native as cbuild  # noqa: E402
+from flowcert.symbolic import codegen  # noqa: E402
 
 torch.set_num_threads(1)
 

@@ -6,7 +6,7 @@ r"""Batched Gaussian Transformer moments in torch (gaussian paper, eq. (7)), any
     \dot\Sigma=A\Sigma+\Sigma A^\top+V\Sigma B\Sigma+\Sigma B^\top\Sigma V^\top ,
 
 with the kernel printed from the same SymPy program as the numpy one
-(:func:`flowcert.numeric.gaussian.moment_program`), float64 by default and differentiable.
+(:func:`flowcert.symbolic.gaussian.moment_program`), float64 by default and differentiable.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Callable
 
 import torch
 
-from ..numeric.gaussian import moment_program
+from ..symbolic.gaussian import moment_program
 from ..symbolic import codegen
 from . import integrators
 

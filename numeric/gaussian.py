@@ -31,34 +31,10 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from ..symbolic import codegen
-from ..symbolic import gaussian as sym
+from ..symbolic.gaussian import linearisation_program, moment_program
 
 Array = np.ndarray
 Coefficients = Callable[[float], tuple[Array, Array, Array, Array]]
-
-
-@lru_cache(maxsize=None)
-def moment_program() -> codegen.Program:
-    """IR of eq. (7), lowered once from the symbolic model."""
-    return codegen.lower(
-        "moment_field",
-        [("mu_dot", sym.mean_field()), ("Sigma_dot", sym.covariance_field())],
-        [sym.A, sym.B, sym.V, sym.b, sym.mu, sym.Sigma],
-        sym.SYMMETRIC,
-        doc="Gaussian Transformer moment field, eq. (7); batched over leading axes.",
-    )
-
-
-@lru_cache(maxsize=None)
-def linearisation_program() -> codegen.Program:
-    """IR of the Fréchet derivative of the covariance field."""
-    return codegen.lower(
-        "covariance_linearisation",
-        [("dF", sym.linearisation())],
-        [sym.A, sym.B, sym.V, sym.Sigma, sym.Delta],
-        sym.SYMMETRIC,
-        doc="DF_Sigma[Delta] of the covariance field; batched over leading axes.",
-    )
 
 
 @lru_cache(maxsize=None)

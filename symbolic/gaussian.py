@@ -27,6 +27,7 @@ from functools import lru_cache
 
 import sympy as sp
 
+from . import codegen
 from .matrix import (
     IdentityProof,
     Poly,
@@ -281,3 +282,30 @@ def equilibria_exact(A: sp.Matrix, B: sp.Matrix, V: sp.Matrix) -> list[sp.Matrix
         if all(v.is_real for v in sol):
             out.append(S.subs(dict(zip(unknowns, sol))))
     return out
+
+
+# ---- the moment programs: the IR that numeric (numpy, C) and gpu (torch) kernels print ----
+
+
+@lru_cache(maxsize=None)
+def moment_program() -> codegen.Program:
+    """IR of eq. (7), lowered once from the symbolic model."""
+    return codegen.lower(
+        "moment_field",
+        [("mu_dot", mean_field()), ("Sigma_dot", covariance_field())],
+        [A, B, V, b, mu, Sigma],
+        SYMMETRIC,
+        doc="Gaussian Transformer moment field, eq. (7); batched over leading axes.",
+    )
+
+
+@lru_cache(maxsize=None)
+def linearisation_program() -> codegen.Program:
+    """IR of the Fréchet derivative of the covariance field."""
+    return codegen.lower(
+        "covariance_linearisation",
+        [("dF", linearisation())],
+        [A, B, V, Sigma, Delta],
+        SYMMETRIC,
+        doc="DF_Sigma[Delta] of the covariance field; batched over leading axes.",
+    )

@@ -16,7 +16,8 @@ from hypothesis.extra import numpy as hnp
 from flowcert.gpu import attention as ga
 from flowcert.numeric import attention as na
 from flowcert.symbolic import attention as sa
-from flowcert.symbolic import cbuild, codegen
+from flowcert.numeric import native as cbuild
+from flowcert.symbolic import codegen
 
 torch.set_num_threads(1)
 

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from flowcert.numeric import gaussian as ng
-from flowcert.symbolic import cbuild, codegen
+from flowcert.numeric import native as cbuild
+from flowcert.symbolic import codegen
 from flowcert.symbolic.codegen import ElementwiseMap, lower_expressions
 
 torch.set_num_threads(1)

@@ -35,7 +35,7 @@ def field_kernel(normalization: str = "unit") -> Callable[..., tuple[Array]]:
 def c_field_kernel(normalization: str = "unit") -> Callable[..., tuple[Array]]:
     """C kernel of the same program (raises :class:`~flowcert.symbolic.cbuild.CompilerUnavailable`
     without a compiler); outputs always carry a leading batch axis."""
-    from ...symbolic import cbuild
+    from .. import native as cbuild
 
     return cbuild.compile_c_shaped(attention_program(normalization))
 

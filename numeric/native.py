@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 import sympy as sp
 
-from .codegen import Program, ShapedCPrinter, shapes
+from ..symbolic.codegen import Program, ShapedCPrinter, shapes
 
 
 class CompilerUnavailable(RuntimeError):
