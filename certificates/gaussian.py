@@ -27,6 +27,7 @@ import sympy as sp
 
 from ..numeric import gaussian as ng
 from ..symbolic import codegen
+from ..symbolic.gaussian import linearisation_program, moment_program
 from . import core, exact, spectrum
 
 EXACT_MAX_VECH = 136  # rational re-checks up to d = 16 (about 8 s there; beyond: unknown, "size")
@@ -49,12 +50,12 @@ def exact_field(A: sp.Matrix, B: sp.Matrix, V: sp.Matrix, S: sp.Matrix) -> sp.Ma
     """:math:`F(\\Sigma)` in exact arithmetic, interpreting the generated program."""
     d = A.rows
     values = {"A": A, "B": B, "V": V, "b": sp.zeros(d, 1), "mu": sp.zeros(d, 1), "Sigma": S}
-    return codegen.evaluate(ng.moment_program(), values, codegen.MatrixOps())[1]
+    return codegen.evaluate(moment_program(), values, codegen.MatrixOps())[1]
 
 
 def exact_jacobian(A: sp.Matrix, B: sp.Matrix, V: sp.Matrix, S: sp.Matrix) -> sp.Matrix:
     """:math:`DF_\\Sigma` in vech coordinates, exactly, from the generated linearisation."""
-    prog = ng.linearisation_program()
+    prog = linearisation_program()
     cols = [
         _vech(codegen.evaluate(prog, {"A": A, "B": B, "V": V, "Sigma": S, "Delta": E}, codegen.MatrixOps())[0])
         for E in _basis(A.rows)

@@ -17,6 +17,7 @@ from scipy.stats import special_ortho_group
 from flowcert.numeric import gaussian as ng
 from flowcert.numeric import gaussian_reach as gr
 from flowcert.params import ParamError
+from flowcert.gaussian import reach as controls_io  # controls files: the public face
 from flowcert.reach import run
 
 TOL = 1e-8  # terminal error bound (relative, see ReachResult.mu_relative / Sigma_relative)
@@ -262,8 +263,8 @@ def test_controls_file_round_trip(tmp_path: Path, suffix: str) -> None:
     rng = np.random.default_rng(9)
     m0, S0, m1, S1, T = random_problem(rng, 3, 2)
     res = gr.reach(m0, S0, m1, S1, T, n_knots=17)
-    path = res.save(tmp_path / f"controls{suffix}")
-    data = gr.load_controls(path)
+    path = controls_io.save_controls(res, tmp_path / f"controls{suffix}")
+    data = controls_io.load_controls(path)
     table = res.tabulate()
     assert data["format"] == gr.FORMAT and data["ramp"] == "smoothstep"
     assert data["t"].shape == (17,) and data["A"].shape == (17, 3, 3) and data["b"].shape == (17, 3)
@@ -272,7 +273,7 @@ def test_controls_file_round_trip(tmp_path: Path, suffix: str) -> None:
                 "Sigma_plan", "mu_plan"):
         assert np.array_equal(data[key], table[key]), key  # exact: repr of floats round-trips
     assert data["rank"] == 2 and data["T"] == T
-    rebuilt = gr.controls_from_file(path)
+    rebuilt = controls_io.controls_from_file(path)
     for t in rng.uniform(0, T, size=4):
         for x, y in zip(rebuilt.coefficients(t), res.coefficients(t)):
             assert np.allclose(x, y, rtol=1e-13, atol=1e-13 * max(1.0, np.abs(y).max()))
@@ -284,7 +285,7 @@ def test_controls_file_round_trip(tmp_path: Path, suffix: str) -> None:
 def test_controls_json_is_serialisable() -> None:
     rng = np.random.default_rng(12)
     m0, S0, m1, S1, T = random_problem(rng, 2, 2)
-    doc = gr.controls_json(gr.build_controls(m0, S0, m1, S1, T), n_knots=5)
+    doc = controls_io.controls_json(gr.build_controls(m0, S0, m1, S1, T), n_knots=5)
     back = json.loads(json.dumps(doc, allow_nan=False))
     assert back["format"] == gr.FORMAT
     assert np.asarray(back["V"]).shape == (5, 2, 2)
@@ -294,7 +295,7 @@ def test_controls_json_is_serialisable() -> None:
 def test_bad_controls_suffix(tmp_path: Path) -> None:
     res = gr.reach(np.zeros(1), np.eye(1), np.ones(1), 2 * np.eye(1), 1.0)
     with pytest.raises(ValueError, match=r"\.npz or \.json"):
-        res.save(tmp_path / "c.txt")
+        controls_io.save_controls(res, tmp_path / "c.txt")
 
 
 # ---------------------------------------------------------------------------------------
@@ -334,7 +335,7 @@ def test_run_reaches_and_writes_controls(tmp_path: Path) -> None:
     err = doc["terminal_error"]
     assert err["Sigma_relative"] <= TOL and err["mu"] <= TOL * 4 and err["Sigma"] <= TOL * 3
     assert any("ignored" in n for n in doc["notes"])
-    assert gr.load_controls(out)["A"].shape == (101, 3, 3)
+    assert controls_io.load_controls(out)["A"].shape == (101, 3, 3)
     assert run(params, target, 2.0, None)["controls"] is None
 
 

@@ -12,22 +12,20 @@ Blow-up bound of Thm. 4.8, eq. (20), with :math:`\alpha=\lambda_{\min}(A+A^\top)
 
 from __future__ import annotations
 
-import math
 import warnings
-from fractions import Fraction
 from typing import Any, Callable
 
 import numpy as np
 import sympy as sp
 
-from . import __version__
-from . import gaussian_asymptotics as asymptotics
-from .catalogue import CrossCheck, TheoremResult
-from .hypotheses import gram, holds_by, semidefinite, upper_eigenvalue_bound
-from .certificates import core
-from .numeric import gaussian as ng
+from .. import __version__
+from . import asymptotics
+from ..catalogue import CrossCheck, TheoremResult
+from ..hypotheses import gram, holds_by, semidefinite, upper_eigenvalue_bound
+from ..certificates import core
+from ..numeric import gaussian as ng
 from .params import GaussianParams
-from .symbolic import gaussian as sym
+from ..symbolic import gaussian as sym
 
 ZERO_TOL = 1e-9
 
@@ -167,7 +165,7 @@ REACH_BUDGET = 200_000  # field evaluations per method for the Thm 3.3 cross-che
 
 def thm_3_3(p: GaussianParams, seed: int = 0) -> TheoremResult:
     """Thm 3.3: every (mu, Sigma) with Sigma >= 0 of the rank of Sigma0 is reachable in any time T."""
-    from .numeric import gaussian_reach as reach
+    from ..numeric.gaussian import reach
 
     r0 = reach.numerical_rank(p.Sigma0)
     result = TheoremResult(
@@ -226,7 +224,7 @@ def _lemma23_hypothesis(p: GaussianParams) -> core.HypothesisResult:
 
 def lemma_2_3(p: GaussianParams) -> TheoremResult:
     """Lemma 2.3: E_t = int exp(kappa0 |x|^2) d rho_t stays <= 2 E_0 for a short time (ReLU)."""
-    from .numeric import gaussian_relu as relu
+    from ..numeric.gaussian import relu
 
     hyp = _lemma23_hypothesis(p)
     result = TheoremResult(
@@ -243,7 +241,7 @@ def lemma_2_3(p: GaussianParams) -> TheoremResult:
 
 def prop_2_4(p: GaussianParams, simulate: bool, seed: int = 0) -> TheoremResult:
     """Prop 2.4: W2(rho_t, nu_t) <= t ||max(0, -(A x + b))||_{L2(rho_0)} + O(t^2)."""
-    from .numeric import gaussian_relu as relu
+    from ..numeric.gaussian import relu
 
     result = TheoremResult(
         "gaussian:prop-2.4", "Proposition 2.4",

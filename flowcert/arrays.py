@@ -1,0 +1,125 @@
+r"""Matrices and vectors of a parameter file: nested lists to arrays, or to SymPy matrices in t.
+
+A matrix :math:`M\in\mathbb R^{r\times c}` is a list of :math:`r` rows of :math:`c` numbers
+(row-major), a vector a flat list; the declared shape is checked before anything is built.
+Where a validator allows expressions and an entry is a string, the value is a
+``sympy.Matrix`` :math:`M(t)` of expressions in the time symbol :data:`flowcert.expressions.t`
+(numbers kept exactly); otherwise a read-only float64 array with finite entries.
+"""
+
+from __future__ import annotations
+
+
+import numpy as np
+import sympy as sp
+from .expressions import _symbolic_leaf
+from .schema import ParamError, Value, _check_shape, _leaves, _number, check_finite, nested_shape
+
+
+def _as_array(
+    raw: object,
+    key: str,
+    shape: tuple[int | None, ...],
+    allow_expr: bool,
+) -> Value:
+    value = raw
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "fiu":
+            _check_shape(raw, key, tuple(value.shape), shape)
+            arr = np.array(value, dtype=np.float64)  # a copy we own
+            check_finite(arr, key)
+            arr.setflags(write=False)
+            return arr
+        if value.dtype.kind == "b":
+            raise ParamError(key, "is a boolean array, expected numbers")
+        value = value.tolist()
+    if isinstance(value, sp.MatrixBase):
+        if len(shape) == 1 and 1 in value.shape:
+            value = list(value)  # a sympy column/row stands for a vector
+        else:
+            value = value.tolist()
+    got = nested_shape(value, key)
+    _check_shape(raw, key, got, shape)
+    leaves = list(_leaves(value, got))
+    symbolic = allow_expr and any(isinstance(leaf, (str, sp.Basic)) for _, leaf in leaves)
+    if symbolic:
+        exprs = [_symbolic_leaf(leaf, key, index) for index, leaf in leaves]
+        rows = got[0]
+        return sp.Matrix(rows, len(exprs) // rows if rows else 0, exprs)
+    if all(type(leaf) in (float, int) for _, leaf in leaves):
+        try:
+            arr = np.array(value, dtype=np.float64).reshape(got)
+        except OverflowError:
+            arr = None
+    else:
+        arr = None
+    if arr is None:
+        flat = [_number(leaf, key, index, allow_expr) for index, leaf in leaves]
+        arr = np.array(flat, dtype=np.float64).reshape(got)
+    check_finite(arr, key)
+    arr.setflags(write=False)
+    return arr
+
+
+def as_matrix(
+    raw: object,
+    key: str,
+    shape: tuple[int | None, int | None] | None = None,
+    *,
+    allow_expr: bool = False,
+) -> Value:
+    """Validate a matrix given as a nested list (or a 2-d array).
+
+    Parameters
+    ----------
+    raw : object
+        Rows as a list of lists of numbers (JSON), or a numeric 2-d array (``.npz``).
+    key : str
+        Key named in errors.
+    shape : tuple, optional
+        Required ``(rows, cols)``; ``None`` for either means any size.
+    allow_expr : bool
+        If True, entries may be strings in :data:`t`; if any entry is a string the
+        result is a ``sympy.Matrix`` of expressions (numbers kept exactly).
+
+    Returns
+    -------
+    numpy.ndarray or sympy.Matrix
+        A read-only float64 array, or a ``sympy.Matrix`` when time-varying.
+
+    Raises
+    ------
+    ParamError
+        Wrong shape, ragged rows, non-numeric or non-finite entries, bad expressions.
+    """
+    return _as_array(raw, key, shape if shape is not None else (None, None), allow_expr)
+
+
+def as_vector(
+    raw: object,
+    key: str,
+    length: int | None = None,
+    *,
+    allow_expr: bool = False,
+) -> Value:
+    """Validate a vector given as a flat list (or a 1-d array).
+
+    A ``(d, 1)`` column or a scalar is an error, not a vector. With ``allow_expr`` a
+    time-varying vector is returned as a ``d x 1`` ``sympy.Matrix``.
+
+    Parameters
+    ----------
+    raw : object
+        A flat list of numbers (or strings in t when ``allow_expr``), or a 1-d array.
+    key : str
+        Key named in errors.
+    length : int, optional
+        Required length.
+    allow_expr : bool
+        Allow strings in :data:`t` (see :func:`as_matrix`).
+
+    Returns
+    -------
+    numpy.ndarray or sympy.Matrix
+    """
+    return _as_array(raw, key, (length,), allow_expr)

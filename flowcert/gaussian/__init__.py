@@ -1,0 +1,39 @@
+r"""The Gaussian Transformer on the public face (gaussian paper): catalogue, asymptotics, reach, parameters.
+
+* :mod:`.catalogue`: the ``verify gaussian`` job and the entries of Prop. 2.1, Lemma 3.1, Thm 3.3,
+  Lemma 2.3 and Prop. 2.4 for eq. (7),
+  :math:`\dot\mu=(A+V+V\Sigma B)\mu+b`, :math:`\dot\Sigma=A\Sigma+\Sigma A^\top+V\Sigma B\Sigma+\Sigma B^\top\Sigma V^\top`;
+* :mod:`.asymptotics`: Thm 4.1, 4.7, 4.8, 4.11, Lemma 4.4 and the regime (Table 1);
+* :mod:`.reach`: ``flowcert reach gaussian`` and the controls files (Thm 3.3);
+* :mod:`.params`: the parameter schema of the system.
+
+The package re-exports the names of the former module ``flowcert.gaussian`` (:mod:`.catalogue`).
+"""
+
+from .catalogue import (
+    coefficients,
+    lemma_2_3,
+    lemma_3_1,
+    particle_cross_check,
+    prop_2_1,
+    prop_2_4,
+    REACH_BUDGET,
+    REACH_MAX_COND,
+    thm_3_3,
+    verify,
+    ZERO_TOL,
+)
+
+__all__ = [
+    "coefficients",
+    "lemma_2_3",
+    "lemma_3_1",
+    "particle_cross_check",
+    "prop_2_1",
+    "prop_2_4",
+    "REACH_BUDGET",
+    "REACH_MAX_COND",
+    "thm_3_3",
+    "verify",
+    "ZERO_TOL",
+]

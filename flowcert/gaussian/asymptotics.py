@@ -1,0 +1,473 @@
+r"""Table 1 of the gaussian paper: Lemma 4.4, Theorems 4.7 and 4.8, and the ``regime`` answer.
+
+Covariance equation (18) at equilibrium: :math:`A\Sigma+\Sigma A^\top+V\Sigma B\Sigma+\Sigma B^\top\Sigma V^\top=0`.
+
+* Lemma 4.4: :math:`\Sigma_\infty\succ0` solves (18) :math:`\Rightarrow` :math:`\operatorname{spec}(A+V\Sigma_\infty B)\subset i\mathbb R`.
+* Thm 4.7 (:math:`V\prec0,B\succ0`): trace bound
+  :math:`\operatorname{tr}\Sigma\le\max(\operatorname{tr}\Sigma_0,\,y^*)`,
+  :math:`y^*=-d\lambda_{\max}(A+A^\top)/(2\lambda_{\max}(V)\lambda_{\min}(B))` (corrected constant, erratum (36));
+  (1) as printed (a PD equilibrium exists when :math:`\operatorname{Re}\operatorname{spec}A>0`) is **false**;
+  (1′) a PD equilibrium with :math:`\Sigma_\infty^{-1}V+V\Sigma_\infty^{-1}\prec0` is locally exponentially stable;
+  (2) :math:`\lambda_{\max}(A+A^\top)\le0\Rightarrow\Sigma\to0`; (3) :math:`\operatorname{Re}\operatorname{spec}A<0\Rightarrow` 0 locally stable.
+* Thm 4.8 (:math:`V\succ0,B\succ0`): with :math:`\alpha=\lambda_{\min}(A+A^\top)`, :math:`\beta=2\lambda_{\min}(V)\lambda_{\min}(B)/d`,
+  :math:`y_0=\operatorname{tr}\Sigma_0`, blow-up before :math:`\frac1\alpha\log(1+\frac{\alpha}{\beta y_0})` if
+  :math:`\alpha\ge0` (1) or :math:`\beta y_0+\alpha>0` (2).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import mpmath
+
+import numpy as np
+import sympy as sp
+
+from ..catalogue import CrossCheck, TheoremResult
+from ..certificates import core, spectrum
+from ..certificates import gaussian as cert
+from ..hypotheses import definite, lower_eigenvalue_bound, semidefinite, sym_part
+from ..numeric import gaussian as ng
+from ..numeric.gaussian import riccati
+from .params import GaussianParams
+from ..symbolic import gaussian as sym
+
+ZERO_TOL = 1e-9
+
+
+class Equilibrium:
+    """The long-time limit of the simulation, polished by Newton (None if there is none)."""
+
+    def __init__(self, p: GaussianParams, sol: ng.MomentSolution) -> None:
+        self.S: np.ndarray | None = None
+        self.kind = "none"
+        if sol.status != "ok":
+            return
+        S_end = sol.Sigma[-1]
+        S = ng.newton_equilibrium(p.A, p.B, p.V, S_end)
+        scale = 1.0 + np.abs(p.Sigma0).max()
+        if S is None or np.abs(S - S_end).max() > 1e-4 * scale:
+            return
+        if np.abs(S).max() <= ZERO_TOL * scale:
+            S = np.zeros_like(S)
+        w = np.linalg.eigvalsh(S)
+        tol = 1e-8 * max(1.0, float(np.abs(w).max()))
+        self.S = S
+        self.kind = "zero" if not S.any() else ("pd" if w.min() > tol else "singular")
+
+
+def _paper_lmi(p: GaussianParams, S: np.ndarray, rho: float) -> core.HypothesisResult:
+    r""":math:`-(PV+VP)\succ0`, :math:`P=\Sigma^{-1}`, robust over the existence ball of radius rho."""
+    name = "-(P V + V P) > 0 at Sigma_inf"
+    P = np.linalg.inv(S)
+    nP = np.linalg.norm(P)
+    if nP * rho >= 0.5:
+        return core.HypothesisResult(name, "unknown", None, "robust LMI", None, "existence ball too large relative to Sigma_inf")
+    delta = 2.0 * (2 * np.linalg.norm(p.V) * nP**2 * rho / (1 - nP * rho))  # factor 2: float safety
+    Sq = core.rational_matrix(S)
+    Sq = (Sq + Sq.T) / 2
+    Pq = Sq.inv()
+    Vq = core.rational_matrix(p.V)
+    M = -(Pq * Vq + Vq * Pq) - sp.Rational(float(delta)) * sp.eye(p.d) if delta > 0 else -(Pq * Vq + Vq * Pq)
+    margin = float(np.linalg.eigvalsh(-(P @ p.V + p.V @ P)).min())
+    if core.is_pd(M):
+        c = core.Certificate("pd", "-(P V + V P) - delta I > 0 with P the exact inverse of the rational Sigma_inf",
+                             {"M": core.encode(M), "margin": "0"})
+        return core.certified(name, "holds", c, margin, "exact LDL^T, robust over the Kantorovich ball")
+    status = "fails" if margin < -delta else "unknown"
+    return core.HypothesisResult(name, status, margin, "eigenvalues at the certified equilibrium", None,
+                                 f"smallest eigenvalue {margin:.3e} (perturbation allowance {delta:.1e})")
+
+
+def thm_4_7_1(p: GaussianParams, eq: Equilibrium) -> TheoremResult:
+    """Thm 4.7(1) as printed (false) and its corrected form (1′)."""
+    hyps = [definite(p.V, "V", -1), definite(p.B, "B", 1), definite(p.Sigma0, "Sigma0", 1),
+            spectrum.hurwitz("Re spec(A) > 0", -p.A)]
+    prediction: dict[str, Any] = {"paper": "a PD equilibrium Sigma_inf of (18) exists (FALSE in general)",
+                                  "corrected": "if a PD equilibrium with -(P V + V P) > 0 exists, it is locally exponentially stable"}
+    result = TheoremResult(
+        "gaussian:thm-4.7.1", "Theorem 4.7 (1)",
+        r"\text{(1')}\ \Sigma_\infty\succ0\ \text{solves (18)},\ \Sigma_\infty^{-1}V+V\Sigma_\infty^{-1}\prec0"
+        r"\ \Rightarrow\ \Sigma_\infty\ \text{locally exponentially stable}",
+        hyps, prediction,
+        correction="As printed, (1) claims a PD equilibrium exists whenever V<0, B>0, Re spec A>0; this is false "
+                   "(note 000, erratum 1: A=[[1,4],[0,1]], B=I/2, V=-diag(1/2,1/10) has none). flowcert checks the "
+                   "corrected local statement (1') and reports existence only with a certificate.",
+    )
+    if eq.kind == "pd" and eq.S is not None:
+        ex = cert.pd_equilibrium(p.A, p.B, p.V, eq.S)
+        hyps.append(ex)
+        rho = float(sp.Rational(ex.certificate.data["rho"])) if ex.certificate else float("inf")
+        hyps.append(_paper_lmi(p, eq.S, rho))
+        stab = cert.stability(p.A, p.B, p.V, eq.S)
+        prediction.update(Sigma_inf=eq.S.tolist(), local_stability=stab.to_json())
+        result.cross_check = _perturbation_check(p, eq.S)
+    elif result.applies:
+        witness = _no_pd_equilibrium(p, eq)
+        hyps.append(witness)
+        if witness.status == "fails":
+            prediction["paper_claim"] = ("refuted: every printed hypothesis holds, yet (18) has no PD solution; "
+                                         f"the covariance converges to a {eq.kind} equilibrium instead")
+    return result
+
+
+def _no_pd_equilibrium(p: GaussianParams, eq: Equilibrium) -> core.HypothesisResult:
+    """Witness against the printed claim (1): every real equilibrium is non-PD (Gröbner, d = 2)."""
+    name = "pd_equilibrium_exists"
+    if p.d != 2:
+        return core.HypothesisResult(name, "unknown", None, "simulation", None,
+                                     f"the simulation converged to a {eq.kind} equilibrium; exact enumeration only for d = 2")
+    A, B, V = (core.rational_matrix(M) for M in (p.A, p.B, p.V))
+    if any(e.q > 1024 or abs(e.p) > 2**20 for M in (A, B, V) for e in M):
+        return core.HypothesisResult(name, "unknown", None, "Gröbner basis", None,
+                                     f"the simulation converged to a {eq.kind} equilibrium; exact enumeration only for "
+                                     "small rational data (denominators <= 1024), to keep its cost bounded")
+    try:
+        sols = sym.equilibria_exact(A, B, V)
+    except (OverflowError, ValueError, NotImplementedError, sp.PolynomialError) as exc:
+        return core.HypothesisResult(name, "unknown", None, "Gröbner basis", None, f"SymPy could not finish: {exc}")
+    if sols is None:
+        return core.HypothesisResult(name, "unknown", None, "Gröbner basis", None, "solution set not finite")
+    pd = []
+    for S in sols:
+        minors = [sp.N(S[0, 0], 50), sp.N(S.det(), 50)]
+        if all(m > sp.Float("1e-40", 50) for m in minors):
+            pd.append(S)
+    status = "holds" if pd else "fails"
+    listing = "; ".join(str([[sp.N(e, 6) for e in S.row(i)] for i in range(2)]) for S in sols)
+    return core.HypothesisResult(name, status, None, "Gröbner basis of (18) + 50-digit minors", None,
+                                 f"{len(sols)} real equilibria: {listing}; PD among them: {len(pd)}")
+
+
+def _perturbation_check(p: GaussianParams, S: np.ndarray) -> CrossCheck:
+    """Start near Sigma_inf and check the distance shrinks (local stability by simulation)."""
+    rng = np.random.default_rng(0)
+    E = rng.normal(size=S.shape)
+    E = 1e-3 * np.linalg.norm(S) * (E + E.T) / np.linalg.norm(E + E.T)
+    sol = ng.integrate_moments(ng.constant(p.A, p.B, p.V, p.b), p.mu0, S + E, 50.0)
+    d0, d1 = float(np.linalg.norm(E)), float(np.linalg.norm(sol.Sigma[-1] - S))
+    return CrossCheck("agrees" if d1 < 0.1 * d0 else "disagrees",
+                      {"initial_distance": d0, "final_distance": d1, "t": float(sol.t[-1])})
+
+
+def thm_4_7_2(p: GaussianParams) -> TheoremResult:
+    """Thm. 4.7(2): V < 0, B > 0, lambda_max(A + A^T) <= 0 imply Sigma(t) -> 0."""
+    hyps = [definite(p.V, "V", -1), definite(p.B, "B", 1), semidefinite(-sym_part(p.A), "-(A + A^T)")]
+    return TheoremResult(
+        "gaussian:thm-4.7.2", "Theorem 4.7 (2)",
+        r"V\prec0,\ B\succ0,\ \lambda_{\max}(A+A^\top)\le0\ \Rightarrow\ \Sigma(t)\to0",
+        hyps, {"Sigma": "converges_zero"},
+        correction="The hypothesis Re spec(A) <= 0 is implied by lambda_max(A + A^T) <= 0 (note 000, erratum 7).",
+    )
+
+
+def thm_4_7_3(p: GaussianParams) -> TheoremResult:
+    """Thm. 4.7(3): Re spec A < 0 makes Sigma = 0 locally stable; Sigma stays bounded."""
+    hyps = [definite(p.V, "V", -1), definite(p.B, "B", 1), spectrum.hurwitz("Re spec(A) < 0", p.A)]
+    lam_a = float(np.linalg.eigvalsh(p.A + p.A.T).max())
+    lam_v = float(np.linalg.eigvalsh(p.V).max()) if np.allclose(p.V, p.V.T) else float("nan")
+    lam_b = float(np.linalg.eigvalsh(p.B).min()) if np.allclose(p.B, p.B.T) else float("nan")
+    denom = 2 * lam_v * lam_b
+    y_star = -p.d * lam_a / denom if lam_a > 0 and denom < 0 else (float("inf") if lam_a > 0 else 0.0)
+    bound = max(float(np.trace(p.Sigma0)), y_star)
+    return TheoremResult(
+        "gaussian:thm-4.7.3", "Theorem 4.7 (3)",
+        r"V\prec0,\ B\succ0,\ \operatorname{Re}\operatorname{spec}A<0\ \Rightarrow\ 0\ \text{locally stable},\ "
+        r"\operatorname{tr}\Sigma\le\max(\operatorname{tr}\Sigma_0,y^*)",
+        hyps, {"Sigma_zero": "locally exponentially stable", "trace_bound": bound,
+               "global": "not claimed (false in general: bistability)"},
+        correction="The trace bound uses lambda_max(V) lambda_min(B) (inequality (36) of the paper has lambda_max(B)).",
+    )
+
+
+def _beta_alpha(p: GaussianParams) -> tuple[Fraction, Fraction] | None:
+    r"""Certified lower bounds :math:`\beta=2\lambda_{\min}(V)\lambda_{\min}(B)/d` and :math:`\alpha`, exact."""
+    a = lower_eigenvalue_bound(sym_part(p.A))
+    lv, lb = lower_eigenvalue_bound(p.V), lower_eigenvalue_bound(p.B)
+    if a is None or lv is None or lb is None or lv <= 0 or lb <= 0:
+        return None
+    return 2 * lv * lb / p.d, a
+
+
+def _exact_trace(M: np.ndarray) -> Fraction:
+    return sum((Fraction(float(x)) for x in np.diag(M)), Fraction(0))
+
+
+def _float(q: Fraction) -> float:
+    """Nearest float, ``+-inf`` beyond the range (JSON writes it as null)."""
+    try:
+        return float(q)
+    except OverflowError:
+        return math.inf if q > 0 else -math.inf
+
+
+def _round_up(x: mpmath.mpf) -> float:
+    r"""The least float64 :math:`\ge x` (``inf`` beyond the range, subnormals included)."""
+    f = float(x)
+    while mpmath.mpf(f) < x:
+        f = math.nextafter(f, math.inf)
+    return f
+
+
+def blowup_bound(p: GaussianParams) -> float | None:
+    r"""Eq. (20), :math:`\tfrac1\alpha\log(1+\tfrac{\alpha}{\beta\operatorname{tr}\Sigma_0})`, rounded upwards.
+
+    :math:`\alpha,\beta` are certified lower bounds (the bound decreases in both) and
+    :math:`\operatorname{tr}\Sigma_0` is exact; the logarithm is evaluated with 300-bit mpmath
+    (:math:`\log1p` of the exact ratio when it is small, :math:`\log` of the exact :math:`1+x` otherwise,
+    so neither form cancels), inflated by :math:`2^{-200}` and rounded up to a float64.
+    """
+    ba = _beta_alpha(p)
+    if ba is None:
+        return None
+    beta, alpha = ba
+    y = beta * _exact_trace(p.Sigma0)
+    if y + alpha <= 0:
+        return None
+
+    def mp(q: Fraction) -> mpmath.mpf:
+        return mpmath.mpf(q.numerator) / q.denominator
+
+    with mpmath.workprec(300):
+        if alpha == 0:
+            value = 1 / mp(y)
+        else:
+            x = alpha / y
+            log = mpmath.log1p(mp(x)) if abs(x) < Fraction(1, 2) else mpmath.log(mp(1 + x))
+            value = log / mp(alpha)
+        return _round_up(value * (1 + mpmath.mpf(2) ** -200))
+
+
+def _trace_condition(p: GaussianParams) -> core.HypothesisResult:
+    ba = _beta_alpha(p)
+    name = "tr Sigma0 > -alpha / beta"
+    if ba is None:
+        return core.HypothesisResult(name, "unknown", None, "certified eigenvalue bounds", None, "no certified lower bounds")
+    beta, alpha = ba
+    margin = beta * _exact_trace(p.Sigma0) + alpha
+    return core.HypothesisResult(name, "holds" if margin > 0 else "unknown", _float(margin),
+                                 "certified lower bounds of alpha, lambda_min(V), lambda_min(B) (exact LDL^T)", None,
+                                 "beta tr Sigma0 + alpha with certified lower bounds, in exact rationals")
+
+
+def thm_4_8(p: GaussianParams, item: int) -> TheoremResult:
+    """Thm. 4.8(1) (alpha >= 0) and 4.8(2) (alpha < 0, large tr Sigma0): blow-up before eq. (20)."""
+    base = [definite(p.V, "V", 1), definite(p.B, "B", 1), definite(p.Sigma0, "Sigma0", 1)]
+    if item == 1:
+        hyps = base + [semidefinite(sym_part(p.A), "A + A^T")]
+    else:
+        hyps = base + [_trace_condition(p)]
+    result = TheoremResult(
+        f"gaussian:thm-4.8.{item}", f"Theorem 4.8 ({item})",
+        r"V\succ0,\ B\succ0,\ " + (r"\alpha\ge0" if item == 1 else r"\operatorname{tr}\Sigma_0>-\alpha/\beta")
+        + r"\ \Rightarrow\ T_f\le\tfrac1\alpha\log\!\big(1+\tfrac{\alpha}{\beta\operatorname{tr}\Sigma_0}\big)",
+        hyps, {"Sigma": "blows_up"},
+        correction=None if item == 1 else "The paper's constant C is made explicit: tr Sigma0 > d|alpha| / (2 lambda_min(V) lambda_min(B)).",
+    )
+    if result.applies:
+        result.prediction["blowup_time_upper_bound"] = blowup_bound(p)
+    return result
+
+
+def lemma_4_4(p: GaussianParams, eq: Equilibrium) -> TheoremResult:
+    """Lemma 4.4: at a PD equilibrium, A + V Sigma_inf B has purely imaginary spectrum."""
+    hyps: list[core.HypothesisResult] = []
+    prediction: dict[str, Any] = {"spectrum": "purely imaginary"}
+    result = TheoremResult("gaussian:lemma-4.4", "Lemma 4.4",
+                           r"\Sigma_\infty\succ0\ \text{solves (18)}\ \Rightarrow\ \operatorname{spec}(A+V\Sigma_\infty B)\subset i\mathbb R",
+                           hyps, prediction)
+    if eq.kind != "pd" or eq.S is None:
+        hyps.append(core.HypothesisResult("pd_equilibrium_exists", "unknown", None, "simulation + Newton", None,
+                                          f"no PD equilibrium found (simulation limit: {eq.kind})"))
+        return result
+    hyps.append(cert.pd_equilibrium(p.A, p.B, p.V, eq.S))
+    M = p.A + p.V @ eq.S @ p.B
+    eig = np.linalg.eigvals(M)
+    L = np.linalg.cholesky(eq.S)
+    K = np.linalg.solve(L, M @ L)
+    skew = float(np.linalg.norm(K + K.T) / max(np.linalg.norm(K), 1e-300))
+    prediction.update(eigenvalues=[[float(z.real), float(z.imag)] for z in eig])
+    tol = 1e-8 * (1 + np.abs(eig).max())
+    result.cross_check = CrossCheck("agrees" if np.abs(eig.real).max() <= tol else "disagrees",
+                                    {"max_abs_real_part": float(np.abs(eig.real).max()), "tolerance": tol,
+                                     "skew_residual_L^-1 M L": skew})
+    return result
+
+
+# ---------------------------------------------------------------------------------------
+# V = eta I: Theorem 4.1 (covariance limit) and Theorem 4.11 (mean)
+# ---------------------------------------------------------------------------------------
+
+
+def scalar_eta(V: np.ndarray) -> float | None:
+    """eta if V equals eta I exactly (as floats), else None."""
+    eta = float(V[0, 0])
+    return eta if np.array_equal(V, eta * np.eye(V.shape[0])) else None
+
+
+class EtaAnalysis:
+    """Shared facts for V = eta I: certified unstable count k of A and the Theorem 4.1 limit."""
+
+    def __init__(self, p: GaussianParams) -> None:
+        self.eta = scalar_eta(p.V)
+        self.k: int | None = None
+        self.count_cert: core.Certificate | None = None
+        self.limit: riccati.Thm41Limit | None = None
+        if self.eta is None:
+            return
+        self.k, self.count_cert = spectrum.unstable_count(p.A)
+        try:
+            self.limit = riccati.thm41_limit(p.A, p.B, self.eta)
+        except (RuntimeError, np.linalg.LinAlgError, ValueError):
+            self.limit = None
+        if self.limit is not None and self.k != self.limit.schur.k:
+            # the numeric Schur split disagrees with the certified inertia count: no closed form
+            self.limit = None
+
+
+def _eta_hyps(p: GaussianParams, ea: EtaAnalysis) -> list[core.HypothesisResult]:
+    if ea.eta is None:
+        return [core.HypothesisResult("V = eta I", "fails", None, "exact comparison", None, "V is not a multiple of I")]
+    weight = -core.rational_matrix(p.V)[0, 0] * sym_part(p.B)
+    count = (core.certified("A has no imaginary-axis eigenvalue (k certified)", "holds", ea.count_cert, None,
+                            "inertia theorem; exact LDL^T", f"k = {ea.k} eigenvalues with Re > 0")
+             if ea.count_cert else core.HypothesisResult("A has no imaginary-axis eigenvalue (k certified)", "unknown",
+                                                          None, "inertia theorem", None, "no certificate (eigenvalue near the imaginary axis?)"))
+    return [core.HypothesisResult("V = eta I", "holds", ea.eta, "exact comparison", None, f"eta = {ea.eta}"),
+            definite(p.Sigma0, "Sigma0", 1),
+            definite(weight, "-eta(B + B^T)", 1),
+            count]
+
+
+def thm_4_1(p: GaussianParams, ea: EtaAnalysis) -> TheoremResult:
+    """Thm 4.1 with the corrected hypothesis eta(B + B^T) < 0 (note 000, erratum 3)."""
+    result = TheoremResult(
+        "gaussian:thm-4.1", "Theorem 4.1",
+        r"V=\eta I,\ \eta(B+B^\top)\prec0\ \Rightarrow\ \Sigma(t)\to U\begin{pmatrix}\Sigma^a_\infty&0\\0&0\end{pmatrix}U^\top,"
+        r"\ A_a^\top P+PA_a=-B_{11},\ \Sigma^a_\infty=P^{-1}",
+        _eta_hyps(p, ea), {},
+        correction="The printed hypothesis (12), eta(B + B^T) <= 0, is not enough (B skew, A = I diverges); "
+                   "flowcert requires eta(B + B^T) < 0 (detectability of (H, A) would also do).",
+    )
+    if ea.limit is not None and ea.limit.Sigma_inf is not None:
+        S_inf = ea.limit.Sigma_inf
+        result.prediction.update(Sigma_inf=S_inf.tolist(), rank=ea.limit.schur.k, P11_positive_definite=bool(ea.limit.p11_pd))
+        if result.applies:
+            sol = ng.integrate_moments(ng.constant(p.A, p.B, p.V, p.b), p.mu0, p.Sigma0, max(p.t_end, 100.0))
+            if sol.status == "ok":
+                err = float(np.abs(sol.Sigma[-1] - S_inf).max())
+                tol = 1e-6 * (1 + np.abs(S_inf).max())
+                result.cross_check = CrossCheck("agrees" if err <= tol else "disagrees",
+                                                {"t": float(sol.t[-1]), "max_abs_error": err, "tolerance": tol,
+                                                 "Sigma_predicted": S_inf.tolist(), "Sigma_simulated": sol.Sigma[-1].tolist()})
+            else:
+                result.cross_check = CrossCheck("disagrees", {"reason": f"simulation ended with {sol.status}"})
+    return result
+
+
+def thm_4_11(p: GaussianParams, ea: EtaAnalysis, item: int) -> TheoremResult:
+    """Thm 4.11: mean limit for eta < 0 (1), divergence for eta > 0 with unstable A (2)."""
+    hyps = _eta_hyps(p, ea)
+    sign_ok = ea.eta is not None and ((ea.eta < 0) if item == 1 else (ea.eta > 0))
+    hyps.append(core.HypothesisResult("eta < 0" if item == 1 else "eta > 0", "holds" if sign_ok else "fails",
+                                      ea.eta, "exact comparison", None))
+    if item == 2:
+        hyps.append(core.HypothesisResult("A has an eigenvalue with Re > 0",
+                                          "holds" if (ea.k or 0) >= 1 and ea.count_cert else ("fails" if ea.k == 0 else "unknown"),
+                                          None, "certified unstable count", None, f"k = {ea.k}"))
+    result = TheoremResult(
+        f"gaussian:thm-4.11.{item}", f"Theorem 4.11 ({item})",
+        (r"\eta<0\ \Rightarrow\ \mu(t)\to-(A+\eta\Sigma_\infty B+\eta I)^{-1}b" if item == 1
+         else r"\eta>0,\ A_a\ne\emptyset\ \Rightarrow\ \|\mu(t)\|\to\infty\ \text{(generic }\mu_0)"),
+        hyps, {},
+        correction=("Sigma_inf is the Theorem 4.1 limit (eq. (18) alone has several solutions)." if item == 1 else
+                    "As printed, B + B^T > 0 with eta > 0 contradicts (12) (that case blows up, Thm 4.8); flowcert uses "
+                    "eta(B + B^T) < 0. Divergence holds for generic mu0, not on the stable manifold (mu0 = 0, b = 0 stays 0)."),
+    )
+    if ea.limit is None or ea.limit.Sigma_inf is None or ea.eta is None:
+        return result
+    M = riccati.closed_loop_mean_matrix(p.A, p.B, ea.eta, ea.limit.Sigma_inf)
+    if item == 1:
+        mu_inf = riccati.mean_limit(p.A, p.B, ea.eta, ea.limit.Sigma_inf, p.b)
+        result.prediction["mu_inf"] = None if mu_inf is None else mu_inf.tolist()
+        hyps.append(spectrum.hurwitz("A + eta Sigma_inf B + eta I Hurwitz", M))
+    else:
+        result.prediction["mu"] = "diverges (generic mu0)"
+    if result.applies:
+        sol = ng.integrate_moments(ng.constant(p.A, p.B, p.V, p.b), p.mu0, p.Sigma0, max(p.t_end, 100.0))
+        if item == 1 and result.prediction.get("mu_inf") is not None and sol.status == "ok":
+            err = float(np.abs(sol.mu[-1] - np.array(result.prediction["mu_inf"])).max())
+            tol = 1e-6 * (1 + np.abs(result.prediction["mu_inf"]).max())
+            result.cross_check = CrossCheck("agrees" if err <= tol else "disagrees",
+                                            {"t": float(sol.t[-1]), "max_abs_error": err, "tolerance": tol,
+                                             "mu_predicted": result.prediction["mu_inf"], "mu_simulated": sol.mu[-1].tolist()})
+        elif item == 2:
+            grew = float(np.linalg.norm(sol.mu[-1])) > 1e3 * (1 + float(np.linalg.norm(p.mu0)) + float(np.linalg.norm(p.b)))
+            result.cross_check = CrossCheck("agrees" if grew else "disagrees",
+                                            {"t": float(sol.t[-1]), "norm_mu_final": float(np.linalg.norm(sol.mu[-1])),
+                                             "note": "a mu0 on the stable manifold does not diverge (non-generic)"})
+    return result
+
+
+def regime(p: GaussianParams, sol: ng.MomentSolution, eq: Equilibrium, by_id: dict[str, TheoremResult]) -> dict[str, Any]:
+    """Table 1 as an answer for constant parameters, certified wherever a theorem applies."""
+    out: dict[str, Any] = {"Sigma": "unknown", "mu": "unknown", "Sigma_inf": None, "mu_inf": None,
+                           "blowup_time_upper_bound": None, "basis": "simulation", "equilibrium": None}
+    if p.time_varying:
+        out["reason"] = "time-varying parameters: Table 1 covers constant ones"
+        return out
+    for item in ("1", "2"):
+        th = by_id[f"gaussian:thm-4.8.{item}"]
+        if th.applies:
+            out.update(Sigma="blows_up", basis="certified", blowup_time_upper_bound=th.prediction.get("blowup_time_upper_bound"))
+            return out
+    t41 = by_id["gaussian:thm-4.1"]
+    if t41.applies and "Sigma_inf" in t41.prediction:
+        S_inf = np.array(t41.prediction["Sigma_inf"])
+        k = t41.prediction["rank"]
+        out.update(Sigma="converges_zero" if k == 0 else ("converges_pd" if k == p.d else "converges_singular"),
+                   Sigma_inf=S_inf.tolist(), basis="certified")
+        out = _mean_limit(p, sol, S_inf, out)
+        t411 = by_id["gaussian:thm-4.11.2"]
+        if t411.applies and t411.cross_check.status == "agrees":  # generic mu0 only: the run must show it
+            out["mu"] = "diverges"
+        return out
+    if by_id["gaussian:thm-4.7.2"].applies:
+        out.update(Sigma="converges_zero", Sigma_inf=np.zeros((p.d, p.d)).tolist(), basis="certified")
+        return _mean_limit(p, sol, np.zeros((p.d, p.d)), out)
+    if sol.status == "blowup":
+        out.update(Sigma="blows_up")
+        return out
+    if sol.status == "failed":
+        return out  # no run to read a regime from
+    if eq.S is None:
+        grows = np.linalg.norm(sol.Sigma[-1]) > 1e3 * (1.0 + np.abs(p.Sigma0).max())
+        out["Sigma"] = "unbounded" if grows else "bounded"
+        return out
+    out.update(Sigma=f"converges_{eq.kind}", Sigma_inf=eq.S.tolist())
+    out["equilibrium"] = cert.stability(p.A, p.B, p.V, eq.S).to_json()
+    return _mean_limit(p, sol, eq.S, out)
+
+
+def _mean_limit(p: GaussianParams, sol: ng.MomentSolution, S_inf: np.ndarray, out: dict[str, Any]) -> dict[str, Any]:
+    """Mean limit :math:`-(A+V+V\\Sigma_\\infty B)^{-1}b` when that matrix is Hurwitz."""
+    M_mu = p.A + p.V + p.V @ S_inf @ p.B
+    verdict = spectrum.hurwitz("A + V + V Sigma_inf B Hurwitz", M_mu)
+    out["mu_certificate"] = verdict.to_json()
+    if verdict.status == "holds":
+        out.update(mu="converges", mu_inf=(-np.linalg.solve(M_mu, p.b)).tolist())
+    elif verdict.status == "fails":
+        big = np.linalg.norm(sol.mu[-1]) > 1e3 * (1 + np.linalg.norm(p.mu0) + np.linalg.norm(p.b))
+        out["mu"] = "diverges" if big else "unknown"
+    return out
+
+
+def entries(p: GaussianParams, sol: ng.MomentSolution) -> tuple[list[TheoremResult], dict[str, Any]]:
+    """All Table 1 entries for constant parameters, and the regime block."""
+    eq = Equilibrium(p, sol)
+    ea = EtaAnalysis(p)
+    theorems = [thm_4_1(p, ea), lemma_4_4(p, eq), thm_4_7_1(p, eq), thm_4_7_2(p), thm_4_7_3(p), thm_4_8(p, 1),
+                thm_4_8(p, 2), thm_4_11(p, ea, 1), thm_4_11(p, ea, 2)]
+    return theorems, regime(p, sol, eq, {t.id: t for t in theorems})

@@ -1,0 +1,337 @@
+r"""``flowcert reach gaussian``: exact finite-time reachability (gaussian paper, Thm 3.3).
+
+Given a start :math:`(\mu_0,\Sigma_0)` (the ``mu0``, ``Sigma0`` of a gaussian parameter file; its
+``A``, ``B``, ``V``, ``b`` are validated but ignored, the controls are constructed) and a target
+file, build the controls of Proof 3.4 that steer eq. (7) to the target at time ``T``, integrate
+eq. (7) with them, and report the terminal error. See :mod:`flowcert.numeric.gaussian.reach`; controls files (``.npz``, JSON) are written and read here.
+
+Target file (JSON object or ``.npz``)::
+
+    key     required  value
+    ------  --------  -----------------------------------------------------
+    mu      yes       length-d vector of finite numbers (the target mean)
+    Sigma   yes       d x d matrix of finite numbers, exactly symmetric, PSD,
+                      with rank(Sigma) = rank(Sigma0)
+
+``d`` is the size of ``Sigma0`` in the parameter file. Ranks are numerical: an eigenvalue counts
+iff it exceeds :data:`~flowcert.numeric.gaussian.reach.RANK_RTOL` times the largest.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from .. import __version__
+from ..arrays import as_matrix, as_vector
+from ..files import load_file
+from ..schema import Field, ParamError, Schema, as_positive_float, check_not_indefinite, check_symmetric, validate
+from .params import load_gaussian
+from ..numeric.gaussian.reach import FORMAT, ReachControls, ReachResult, build_controls
+
+__all__ = ["run", "load_target", "target_schema", "THEOREM"]
+
+THEOREM = "gaussian:thm-3.3"
+
+METHOD = (
+    "Proof 3.4 of the gaussian paper: congruence M = U1 D U0^T (det M > 0, M Sigma0 M^T = "
+    "Sigma_hat), path Phi(t) = exp(s(t) log Q) exp(s(t) log S) from the polar decomposition "
+    "M = QS with the smoothstep ramp s, V = -Phi' Phi^-1, B = Sigma(t)^+ and "
+    "A = -V - V Sigma(t) B with the planned Sigma(t) = Phi Sigma0 Phi^T (open loop), "
+    "b = (mu_hat - mu0)/T; verified by integrating eq. (7) with DOP853"
+)
+
+
+def target_schema(d: int) -> Schema:
+    """Schema of a target file for dimension ``d`` (keys ``mu``, ``Sigma``)."""
+
+    def mu(raw: object, key: str, dims: Mapping[str, int]) -> object:
+        return as_vector(raw, key, dims["d"])
+
+    def sigma(raw: object, key: str, dims: Mapping[str, int]) -> object:
+        S = as_matrix(raw, key, (dims["d"], dims["d"]))
+        assert isinstance(S, np.ndarray)
+        check_symmetric(S, key)
+        check_not_indefinite(S, key)
+        return S
+
+    return Schema(
+        system="target",
+        fields={
+            "mu": Field(mu, doc="target mean, length d"),
+            "Sigma": Field(sigma, doc="target covariance, d x d, symmetric PSD"),
+        },
+        infer_dims=lambda raw: {"d": d},
+    )
+
+
+def load_target(path: str | os.PathLike[str], d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Read and validate a target file.
+
+    Parameters
+    ----------
+    path : str or path-like
+        ``.json`` or ``.npz`` with keys ``mu`` and ``Sigma``.
+    d : int
+        Dimension (the size of ``Sigma0``).
+
+    Returns
+    -------
+    mu, Sigma : numpy.ndarray
+        Read-only float64 arrays of shapes (d,), (d, d).
+
+    Raises
+    ------
+    ParamError
+        Naming the file and the key: unknown or missing keys, shapes, non-finite entries,
+        asymmetric or indefinite ``Sigma``.
+    """
+    name = os.fspath(path)
+    raw = load_file(name)
+    try:
+        values = validate(raw, target_schema(d))
+    except ParamError as err:
+        problem = err.problem
+        if err.key in ("mu", "Sigma") and problem.startswith("expected shape"):
+            problem += f" (d = {d}, the size of Sigma0 in the parameter file)"
+        raise ParamError(err.key, problem, file=name, names_key=err.names_key) from None
+    mu, sigma = values["mu"], values["Sigma"]
+    assert isinstance(mu, np.ndarray) and isinstance(sigma, np.ndarray)
+    return mu, sigma
+
+
+def _finite_or_none(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def run(params_path: str, target_path: str, T: float, out: str | None = None) -> dict[str, Any]:
+    """The job behind ``flowcert reach gaussian --params FILE --target FILE --T T [--out CONTROLS]``.
+
+    Parameters
+    ----------
+    params_path : str
+        Gaussian parameter file; only ``mu0`` and ``Sigma0`` are used.
+    target_path : str
+        Target file with ``mu`` and ``Sigma`` (see the module docstring).
+    T : float
+        Final time, > 0.
+    out : str or None
+        Where to write the controls (``.npz`` or ``.json``, format
+        ``flowcert-reach-controls/1`` of :mod:`flowcert.numeric.gaussian_reach`); None: not written.
+
+    Returns
+    -------
+    dict
+        JSON-ready: ``flowcert``, ``system`` (``"gaussian"``), ``T``, ``rank``,
+        ``terminal_error`` (``mu``, ``Sigma``, ``Sigma_relative``, ``mu_relative``; null if the
+        integration failed), ``controls`` (the path written, or null), ``method``, ``theorem``
+        (``"gaussian:thm-3.3"``), ``params`` (``mu0``, ``Sigma0`` as understood), ``target``
+        (``mu``, ``Sigma``), ``integration`` (method, tolerances, status, condition number) and
+        ``notes`` (among them: the A, B, V, b of the parameter file are ignored).
+
+    Raises
+    ------
+    ParamError
+        Bad files or keys; ``T <= 0`` (key ``'T'``); a rank mismatch (key ``'Sigma'``, naming
+        both ranks and Lemma 3.1); an ``out`` name not ending in ``.npz``/``.json`` or not
+        writable (key ``'out'``).
+    """
+    from ..numeric.gaussian import reach as gr
+
+    T = as_positive_float(T, "T")
+    if out is not None and Path(out).suffix.lower() not in (".npz", ".json"):
+        raise ParamError("out", f"controls file must end in .npz or .json, got {out!r}")
+    params = load_gaussian(params_path)
+    mu0, Sigma0 = params.mu0, params.Sigma0
+    mu_hat, Sigma_hat = load_target(target_path, params.d)
+
+    tol = gr.RANK_RTOL
+    r0, r1 = gr.numerical_rank(Sigma0, tol), gr.numerical_rank(Sigma_hat, tol)
+    if r0 != r1:
+        raise ParamError(
+            "Sigma",
+            f"rank mismatch: the target Sigma has rank {r1} but Sigma0 of {params_path!r} has "
+            f"rank {r0} (eigenvalues above {tol:g} times the largest count); the rank of "
+            "Sigma(t) is invariant along eq. (7) for every choice of A, B, V, b (Lemma 3.1: "
+            "Sigma(t) = Psi Sigma0 Psi^T with Psi invertible), so no controls reach this target",
+            file=os.fspath(target_path),
+        )
+
+    result = gr.reach(mu0, Sigma0, mu_hat, Sigma_hat, T)
+    written = None
+    if out is not None:
+        try:
+            written = str(save_controls(result, out))
+        except OSError as exc:
+            raise ParamError(
+                "out", f"cannot write the controls file ({exc.strerror or exc})", file=out
+            ) from None
+
+    err = result.terminal_error()
+    ok = result.status == "ok"
+    return {
+        "flowcert": __version__,
+        "system": "gaussian",
+        "T": T,
+        "rank": result.rank,
+        "terminal_error": {
+            "mu": _finite_or_none(err["mu"]) if ok else None,
+            "Sigma": _finite_or_none(err["Sigma"]) if ok else None,
+            "Sigma_relative": _finite_or_none(err["Sigma_relative"]) if ok else None,
+            "mu_relative": _finite_or_none(err["mu_relative"]) if ok else None,
+        },
+        "controls": written,
+        "method": METHOD,
+        "theorem": THEOREM,
+        "params": {"mu0": mu0.tolist(), "Sigma0": Sigma0.tolist()},
+        "target": {"mu": mu_hat.tolist(), "Sigma": Sigma_hat.tolist()},
+        "integration": {
+            "method": "DOP853",
+            "rtol": result.rtol,
+            "atol": result.atol,
+            "status": result.status,
+            "message": result.solution.message,
+            "condition": result.condition,
+        },
+        "notes": [
+            "A, B, V, b of the parameter file are ignored: the controls are constructed "
+            "(only mu0 and Sigma0 are used)",
+            "mu_relative is |mu(T) - mu_hat| / max(|mu0|, |mu_hat|, ||Sigma0||^1/2, "
+            "||Sigma_hat||^1/2); Sigma_relative is ||Sigma(T) - Sigma_hat||_F / ||Sigma_hat||_F",
+            "the feedback B = Sigma^+ makes the mean error grow like the condition number of "
+            "Sigma times the covariance error (integration.condition)",
+        ],
+    }
+
+
+# ---------------------------------------------------------------------------------------
+# controls files (moved from the numeric layer: file I/O belongs to the public face)
+# ---------------------------------------------------------------------------------------
+
+
+def _controls_of(obj: ReachResult | ReachControls) -> tuple[ReachControls, int]:
+    if isinstance(obj, ReachResult):
+        return obj.controls, obj.n_knots
+    return obj, 101
+
+
+def controls_json(obj: ReachResult | ReachControls, n_knots: int | None = None) -> dict[str, Any]:
+    """The controls file as a JSON-serialisable dict (same keys as the ``.npz``, nested lists).
+
+    Parameters
+    ----------
+    obj : ReachResult or ReachControls
+    n_knots : int, optional
+        Default: the result's ``n_knots`` (101 for bare controls).
+    """
+    ctl, default = _controls_of(obj)
+    table = ctl.tabulate(n_knots or default)
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        out[key] = value.item() if value.ndim == 0 else value.tolist()
+    return out
+
+
+def save_controls(
+    obj: ReachResult | ReachControls, path: str | os.PathLike[str], n_knots: int | None = None
+) -> Path:
+    """Write the controls file: ``.npz`` (``numpy.savez``) or ``.json`` (:func:`controls_json`).
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+
+    Raises
+    ------
+    ValueError
+        If the suffix is neither ``.npz`` nor ``.json``.
+    """
+    p = Path(os.fspath(path))
+    suffix = p.suffix.lower()
+    ctl, default = _controls_of(obj)
+    if suffix == ".npz":
+        table = ctl.tabulate(n_knots or default)
+        with open(p, "wb") as fh:
+            np.savez(fh, **table)
+    elif suffix == ".json":
+        p.write_text(json.dumps(controls_json(ctl, n_knots or default)) + "\n", encoding="utf-8")
+    else:
+        raise ValueError(f"controls file must end in .npz or .json, got {p.name!r}")
+    return p
+
+
+_SHAPES: dict[str, Callable[[int, int], tuple[int, ...]]] = {
+    "t": lambda k, d: (k,),
+    "A": lambda k, d: (k, d, d),
+    "B": lambda k, d: (k, d, d),
+    "V": lambda k, d: (k, d, d),
+    "b": lambda k, d: (k, d),
+    "mu0": lambda k, d: (d,),
+    "Sigma0": lambda k, d: (d, d),
+    "mu_hat": lambda k, d: (d,),
+    "Sigma_hat": lambda k, d: (d, d),
+    "T": lambda k, d: (),
+    "M": lambda k, d: (d, d),
+    "rank": lambda k, d: (),
+    "rank_rtol": lambda k, d: (),
+    "Phi": lambda k, d: (k, d, d),
+    "Sigma_plan": lambda k, d: (k, d, d),
+    "mu_plan": lambda k, d: (k, d),
+}
+
+
+def load_controls(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a controls file (``.npz`` or ``.json``) and check its keys and shapes.
+
+    Returns
+    -------
+    dict
+        Arrays as float64 numpy arrays (``T``, ``rank_rtol`` as float, ``rank`` as int,
+        ``format``, ``ramp`` as str).
+
+    Raises
+    ------
+    ValueError
+        Wrong format tag, missing keys or shapes.
+    """
+    p = Path(os.fspath(path))
+    if p.suffix.lower() == ".npz":
+        with np.load(p, allow_pickle=False) as z:
+            raw: dict[str, Any] = {k: z[k] for k in z.files}
+    elif p.suffix.lower() == ".json":
+        raw = json.loads(p.read_text(encoding="utf-8"))
+    else:
+        raise ValueError(f"controls file must end in .npz or .json, got {p.name!r}")
+    fmt = str(np.asarray(raw.get("format", "")).item()) if "format" in raw else ""
+    if fmt != FORMAT:
+        raise ValueError(f"{p.name}: not a controls file (format {fmt!r}, expected {FORMAT!r})")
+    missing = [k for k in (*_SHAPES, "ramp") if k not in raw]
+    if missing:
+        raise ValueError(f"{p.name}: missing keys {missing}")
+    out: dict[str, Any] = {"format": fmt, "ramp": str(np.asarray(raw["ramp"]).item())}
+    k = int(np.asarray(raw["t"]).shape[0])
+    d = int(np.asarray(raw["mu0"]).shape[0])
+    for key, shape in _SHAPES.items():
+        arr = np.asarray(raw[key], dtype=np.float64)
+        if arr.shape != shape(k, d):
+            raise ValueError(f"{p.name}: key {key!r} has shape {arr.shape}, expected {shape(k, d)}")
+        out[key] = arr
+    out["T"] = float(out["T"])
+    out["rank_rtol"] = float(out["rank_rtol"])
+    out["rank"] = int(out["rank"])
+    return out
+
+
+def controls_from_file(path: str | os.PathLike[str]) -> ReachControls:
+    """Rebuild the exact (analytic) controls saved in a controls file."""
+    data = load_controls(path)
+    return build_controls(
+        data["mu0"], data["Sigma0"], data["mu_hat"], data["Sigma_hat"], data["T"],
+        ramp=data["ramp"], tol=data["rank_rtol"], M=data["M"],
+    )

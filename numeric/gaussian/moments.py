@@ -1,0 +1,333 @@
+r"""Moment ODE of the Gaussian Transformer (gaussian paper, eq. (7), Prop. 2.1): field, Jacobian, flow, equilibria.
+
+.. math::
+
+    \dot\mu = (A+V+V\Sigma B)\mu + b,\qquad
+    \dot\Sigma = A\Sigma+\Sigma A^\top+V\Sigma B\Sigma+\Sigma B^\top\Sigma V^\top .
+
+Its kernel and the Fréchet derivative
+:math:`DF_\Sigma[\Delta]=M\Delta+\Delta M^\top+V\Delta B\Sigma+\Sigma B^\top\Delta V^\top`
+are generated from :mod:`flowcert.symbolic.gaussian`; the flow is integrated with an adaptive
+Runge–Kutta method, a terminal blow-up event and the controls of :mod:`flowcert.numeric.integration`.
+Equilibria solve :math:`F(\Sigma)=0` by Newton's method in :math:`\mathrm{vech}` coordinates.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Callable
+
+import numpy as np
+
+from ...symbolic import codegen
+from ...symbolic.gaussian import linearisation_program, moment_program
+from ..integration import IntegrationFailed, solve_switching
+
+
+Array = np.ndarray
+Coefficients = Callable[[float], tuple[Array, Array, Array, Array]]
+
+
+@lru_cache(maxsize=None)
+def moment_kernel() -> Callable[..., tuple[Array, Array]]:
+    """numpy kernel ``(A, B, V, b, mu, Sigma) -> (mu_dot, Sigma_dot)`` generated from SymPy."""
+    return codegen.NumpyPrinter().compile(moment_program())
+
+
+@lru_cache(maxsize=None)
+def _linearisation_kernel() -> Callable[..., tuple[Array]]:
+    return codegen.NumpyPrinter().compile(linearisation_program())
+
+
+def constant(A: Array, B: Array, V: Array, b: Array) -> Coefficients:
+    """Coefficients that do not depend on time."""
+    return lambda t: (A, B, V, b)
+
+
+# ---------------------------------------------------------------------------------------
+# vech coordinates on symmetric matrices
+# ---------------------------------------------------------------------------------------
+
+
+def symmetric_part(S: Array) -> Array:
+    r"""The symmetric part :math:`	frac12(S+S^	op)` (removes rounding asymmetry)."""
+    S = np.asarray(S)
+    return 0.5 * (S + S.T)
+
+
+def vech_indices(d: int) -> tuple[Array, Array]:
+    """Row and column indices of the upper triangle, the order of :math:`\\mathrm{vech}`."""
+    return np.triu_indices(d)
+
+
+def symmetric_basis(d: int) -> Array:
+    r"""Basis :math:`E^{(ij)}=e_ie_j^\top+e_je_i^\top` (:math:`i<j`), :math:`E^{(ii)}=e_ie_i^\top`.
+
+    A symmetric :math:`S` equals :math:`\sum_k \mathrm{vech}(S)_k E^{(k)}`.
+    """
+    rows, cols = vech_indices(d)
+    basis = np.zeros((rows.size, d, d))
+    k = np.arange(rows.size)
+    basis[k, rows, cols] = 1.0
+    basis[k, cols, rows] = 1.0
+    return basis
+
+
+def covariance_field(A: Array, B: Array, V: Array, Sigma: Array) -> Array:
+    """:math:`F(\\Sigma)`, through the generated kernel (mean part discarded)."""
+    d = A.shape[-1]
+    return moment_kernel()(A, B, V, np.zeros(d), np.zeros(Sigma.shape[:-1]), Sigma)[1]
+
+
+def jacobian_vech(A: Array, B: Array, V: Array, Sigma: Array) -> Array:
+    """Matrix of :math:`DF_\\Sigma` on symmetric matrices in :math:`\\mathrm{vech}` coordinates."""
+    d = A.shape[-1]
+    rows, cols = vech_indices(d)
+    images = _linearisation_kernel()(A, B, V, Sigma, symmetric_basis(d))[0]
+    return images[:, rows, cols].T
+
+
+# ---------------------------------------------------------------------------------------
+# Moment ODE
+# ---------------------------------------------------------------------------------------
+
+
+def moment_jacobian(A: Array, B: Array, V: Array, mu: Array, Sigma: Array) -> Array:
+    r"""Jacobian of eq. (7) in the coordinates :math:`y=(\mu,\operatorname{vec}_{\rm row}\Sigma)`.
+
+    The :math:`\Sigma` block applies the generated Fréchet derivative to every
+    :math:`e_ke_l^\top`; :math:`\partial\dot\mu/\partial\mu=A+V+V\Sigma B` and
+    :math:`\partial\dot\mu/\partial\Sigma_{kl}=V_{:k}(B\mu)_l`.
+    """
+    d = A.shape[-1]
+    n = d + d * d
+    J = np.zeros((n, n))
+    units = np.eye(d * d).reshape(d * d, d, d)
+    J[d:, d:] = _linearisation_kernel()(A, B, V, Sigma, units)[0].reshape(d * d, d * d).T
+    J[:d, :d] = A + V + V @ Sigma @ B
+    J[:d, d:] = np.einsum("ik,l->ikl", V, B @ mu).reshape(d, d * d)
+    return J
+
+
+def manifold_drift(Sigma: Array) -> dict[str, float]:
+    r"""Largest departures of a covariance trajectory from :math:`\mathrm{Sym}^+(d)`.
+
+    ``asymmetry`` is :math:`\max_t\|\Sigma-\Sigma^\top\|_F/\|\Sigma\|_F` and
+    ``negative_eigenvalue`` is :math:`\max_t\max(0,-\lambda_{\min}(\tfrac12(\Sigma+\Sigma^\top)))/\|\Sigma\|_2`
+    (Lemma 3.1 keeps :math:`\Sigma(t)` symmetric positive semidefinite).
+    """
+    if Sigma.size == 0:
+        return {"asymmetry": 0.0, "negative_eigenvalue": 0.0}
+    with np.errstate(all="ignore"):
+        norms = np.maximum(np.linalg.norm(Sigma, axis=(-2, -1)), 1e-300)
+        asym = np.linalg.norm(Sigma - np.swapaxes(Sigma, -1, -2), axis=(-2, -1)) / norms
+        sym = 0.5 * (Sigma + np.swapaxes(Sigma, -1, -2))
+        finite = np.all(np.isfinite(sym), axis=(-2, -1))
+        w = np.linalg.eigvalsh(np.where(finite[:, None, None], sym, 0.0))
+        neg = np.maximum(0.0, -w[:, 0]) / np.maximum(np.abs(w).max(axis=-1), 1e-300) + 0.0
+    return {"asymmetry": float(np.nanmax(asym)), "negative_eigenvalue": float(np.nanmax(neg))}
+
+
+@dataclass
+class MomentSolution:
+    """Trajectory of eq. (7). ``status`` is ``ok``, ``blowup`` or ``failed``."""
+
+    t: Array
+    mu: Array
+    Sigma: Array
+    status: str
+    blowup_time: float | None
+    message: str
+    method: str = ""
+    drift: dict[str, float] | None = None
+    mean_escape_time: float | None = None
+
+
+def _pack(mu: Array, Sigma: Array) -> Array:
+    return np.concatenate([mu, Sigma.ravel()])
+
+
+def _unpack(y: Array, d: int) -> tuple[Array, Array]:
+    return y[:d], y[d:].reshape(d, d)
+
+
+def _states(sol: Any, d: int) -> Array:
+    """Rows ``(mu, vec Sigma)`` of a ``solve_ivp`` result (no rows when no ``t_eval`` point was reached)."""
+    return np.asarray(sol.y, dtype=float).reshape(d + d * d, -1).T
+
+
+def _log2_size(M: Array) -> float:
+    r""":math:`\log_2\max|M_{ij}|` without overflow (``-inf`` for zero)."""
+    m = float(np.abs(M).max()) if M.size else 0.0
+    return math.log2(m) if m > 0 else -math.inf
+
+
+def time_unit(coeffs: Coefficients, Sigma0: Array, *, limit_log2: int = 160) -> float:
+    r"""A power of two :math:`c` such that the field in time :math:`\tau=t/c` is of moderate size.
+
+    Eq. (7) is linear in :math:`(A,V,b)` jointly, so :math:`\tfrac{d}{d\tau}=c\,\tfrac{d}{dt}` is
+    the same field with :math:`(cA,B,cV,cb)`. Rescaling is exact (a power of two) and used only when the
+    rate :math:`\max(|A|,|V|,d|V||B||\Sigma_0|)` exceeds :math:`2^{160}`: scipy's step control
+    squares error estimates and fails on time scales below about 1e-150. Entries far below the
+    rate (by more than the float64 range) may underflow in the rescaled field: this is a simulation,
+    never a certificate.
+    """
+    A, B, V, _ = coeffs(0.0)
+    d = A.shape[-1]
+    rate = max(_log2_size(A), _log2_size(V), _log2_size(V) + _log2_size(B) + _log2_size(Sigma0) + math.log2(d))
+    if not math.isfinite(rate) or rate <= limit_log2:
+        return 1.0
+    return math.ldexp(1.0, -min(math.ceil(rate), 1022))  # a normal number: tau_end = t_end / c stays finite
+
+
+MEAN_ESCAPE = 1e100  # |mu| beyond MEAN_ESCAPE (1 + |mu0| + |b(0)|): the mean has escaped; Sigma goes on alone
+
+
+def _rescaled(coeffs: Coefficients, c: float) -> Coefficients:
+    if c == 1.0:
+        return coeffs
+
+    def scaled(tau: float) -> tuple[Array, Array, Array, Array]:
+        A, B, V, b = coeffs(c * tau)
+        return c * A, B, c * V, c * b
+
+    return scaled
+
+
+def integrate_moments(
+    coeffs: Coefficients,
+    mu0: Array,
+    Sigma0: Array,
+    t_end: float,
+    *,
+    t_eval: Array | None = None,
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+    blowup_factor: float = 1e8,
+    method: str = "DOP853",
+    max_evaluations: int = 2_000_000,
+    implicit_rtol: float | None = 1e-8,
+) -> MomentSolution:
+    """Integrate eq. (7) on ``[0, t_end]`` with a terminal blow-up event.
+
+    The event fires when :math:`\\|\\Sigma\\|_F` exceeds ``blowup_factor`` times
+    :math:`1+\\|\\Sigma_0\\|_F`; its time is returned as ``blowup_time`` (a lower bound on the
+    true blow-up time of the exact solution, up to the integration error). If the explicit
+    method is stability-limited (:class:`StiffnessMonitor`) or stalls, the run is repeated with
+    the implicit ``Radau`` method and the Jacobian :func:`moment_jacobian`, at ``rtol`` no tighter
+    than ``implicit_rtol`` (``None``: ``rtol``). ``method`` names the method that produced the
+    answer and ``drift`` is :func:`manifold_drift` of the trajectory.
+    """
+    d = mu0.shape[0]
+    with np.errstate(all="ignore"):
+        threshold = blowup_factor * (1.0 + np.linalg.norm(Sigma0))
+        escape = min(MEAN_ESCAPE * (1.0 + np.linalg.norm(mu0) + np.linalg.norm(coeffs(0.0)[3])), np.finfo(float).max)
+    kernel = moment_kernel()
+    c = time_unit(coeffs, Sigma0)
+    coeffs = _rescaled(coeffs, c)
+    tau_end = min(t_end / c, np.finfo(float).max)
+    tau_eval = None if t_eval is None else np.asarray(t_eval) / c
+    frozen = [False]  # after the mean escapes, only Sigma is integrated (its equation does not involve mu)
+
+    def rhs(t: float, y: Array) -> Array:
+        A, B, V, b = coeffs(t)
+        mu, S = _unpack(y, d)
+        dmu, dS = kernel(A, B, V, b, mu, S)
+        return _pack(np.zeros(d) if frozen[0] else dmu, dS)  # a frozen mean: no 0 * inf = nan
+
+    def jac(t: float, y: Array) -> Array:
+        A, B, V, _ = coeffs(t)
+        mu, S = _unpack(y, d)
+        J = moment_jacobian(A, B, V, mu, S)
+        if frozen[0]:
+            J[:d] = 0.0
+        return J
+
+    def blowup(t: float, y: Array) -> float:
+        return threshold - np.linalg.norm(y[d:])
+
+    def mean_escape(t: float, y: Array) -> float:
+        return escape - np.linalg.norm(y[:d])
+
+    for event in (blowup, mean_escape):
+        event.terminal = True  # type: ignore[attr-defined]
+        event.direction = -1  # type: ignore[attr-defined]
+
+    y0 = _pack(mu0, Sigma0)
+    with np.errstate(all="ignore"):
+        start = rhs(0.0, y0)
+    if not np.all(np.isfinite(start)):
+        return MomentSolution(np.array([0.0]), mu0[None], Sigma0[None], "failed", None,
+                              "the field overflows float64 at t = 0")
+    options = dict(jac=jac if d <= 32 else None, max_evaluations=max_evaluations, rtol=rtol, atol=atol,
+                   implicit_rtol=implicit_rtol)
+    try:
+        sol, meth, note = solve_switching(rhs, (0.0, tau_end), y0, method=method, t_eval=tau_eval,
+                                          events=[blowup, mean_escape], **options)
+    except IntegrationFailed as exc:
+        return MomentSolution(np.array([0.0]), mu0[None], Sigma0[None], "failed", None, str(exc), exc.method)
+    t, ys = np.asarray(sol.t, dtype=float), _states(sol, d)
+    escape_time = None
+    if sol.status == 1 and sol.t_events[1].size and not sol.t_events[0].size:
+        tau1, y1 = float(sol.t_events[1][0]), sol.y_events[1][0]
+        escape_time, frozen[0] = c * tau1, True
+        rest = None if tau_eval is None else tau_eval[tau_eval > tau1]
+        try:
+            sol, meth2, note2 = solve_switching(rhs, (tau1, tau_end), y1, method=method, t_eval=rest,
+                                                events=[blowup], **options)
+        except IntegrationFailed as exc:
+            return MomentSolution(c * t, ys[:, :d], ys[:, d:].reshape(-1, d, d), "failed", None, str(exc), exc.method,
+                                  None, escape_time)
+        skip = 1 if tau_eval is None else 0  # the dense output repeats tau1
+        t, ys = np.concatenate([t, np.asarray(sol.t, dtype=float)[skip:]]), np.vstack([ys, _states(sol, d)[skip:]])
+        note += note2 + (f"the mean passed {MEAN_ESCAPE:.0e} (1 + |mu0| + |b|) at t = {escape_time:.6g} and is "
+                         "reported as +-inf after; Sigma was integrated on alone; ")
+        meth = meth if meth == meth2 else f"{meth}, then {meth2}"
+    t = c * t if t_eval is None else np.asarray(t_eval, dtype=float)[: t.size]  # no t_eval point may be reached
+    tb = None
+    if sol.status == 1 and sol.t_events[0].size:
+        tb = c * float(sol.t_events[0][0])
+        t, ys = np.append(t, tb), np.vstack([ys, sol.y_events[0][0]])
+    mu, S = ys[:, :d].copy(), ys[:, d:].reshape(-1, d, d)
+    if escape_time is not None:
+        after = t > escape_time
+        mu[after] = np.where(mu[after] == 0.0, 0.0, np.copysign(np.inf, mu[after]))
+    status = "blowup" if tb is not None else ("ok" if sol.status == 0 else "failed")
+    return MomentSolution(t, mu, S, status, tb, note + sol.message, meth, manifold_drift(S), escape_time)
+
+
+# ---------------------------------------------------------------------------------------
+# Equilibria of the covariance equation
+# ---------------------------------------------------------------------------------------
+
+
+def newton_equilibrium(
+    A: Array, B: Array, V: Array, Sigma: Array, *, tol: float = 1e-13, max_iter: int = 50
+) -> Array | None:
+    """Newton's method for :math:`F(\\Sigma)=0` on symmetric matrices; None if it fails."""
+    d = A.shape[0]
+    rows, cols = vech_indices(d)
+    S = 0.5 * (Sigma + Sigma.T)
+    scale = 1.0 + np.abs(S).max()
+    for _ in range(max_iter):
+        F = covariance_field(A, B, V, S)
+        if np.abs(F).max() <= tol * scale * scale:
+            return S
+        J = jacobian_vech(A, B, V, S)
+        try:
+            step = np.linalg.solve(J, F[rows, cols])
+        except np.linalg.LinAlgError:
+            return None
+        S = S - (np.einsum("k,kij->ij", step, symmetric_basis(d)))
+        if not np.all(np.isfinite(S)):
+            return None
+        scale = 1.0 + np.abs(S).max()
+    F = covariance_field(A, B, V, S)
+    return S if np.abs(F).max() <= 1e3 * tol * scale * scale else None
+
+
+# ---------------------------------------------------------------------------------------
+# Particles
+# ---------------------------------------------------------------------------------------
