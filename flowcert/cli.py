@@ -97,6 +97,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     t_end = p.t_end if args.t_end is None else args.t_end
     if not (t_end > 0 and np.isfinite(t_end)):
         raise InputError(f"--t-end: must be a positive finite number, got {t_end}")
+    ensemble = _ensemble(args, p, t_end)
     sol = ng.integrate_moments(gaussian.coefficients(p), p.mu0, p.Sigma0, t_end)
     doc = {
         "flowcert": __version__, "system": args.system, "params": p.to_json(),
@@ -111,7 +112,37 @@ def cmd_simulate(args: argparse.Namespace) -> None:
         doc["simulation"]["plot"] = args.plot
     summary = (f"t_end {sol.t[-1]:.6g}  status {sol.status}  blow-up {sol.blowup_time}\n"
                f"mu = {np.array2string(sol.mu[-1], precision=6)}\nSigma =\n{np.array2string(sol.Sigma[-1], precision=6)}\n")
+    if ensemble is not None:
+        doc["ensemble"] = ensemble
+        spread = ensemble["blowup_time"]
+        summary += (f"ensemble of {ensemble['samples']} on {ensemble['device']}: {ensemble['blowups']} blow-ups"
+                    + (f" at t in [{spread['min']:.6g}, {spread['max']:.6g}]" if spread else "")
+                    + f", {ensemble['final_states']['samples']} reached t_end\n")
     _emit(doc, args.json, summary)
+
+
+def _ensemble(args: argparse.Namespace, p: Any, t_end: float) -> dict[str, Any] | None:
+    """``--samples N [--device cpu|cuda] [--seed S]``: the batched torch ensemble, or None."""
+    if args.samples is None:
+        for flag, value in (("--device", args.device), ("--seed", args.seed)):
+            if value is not None:
+                raise InputError(f"{flag}: only with --samples N")
+        return None
+    from .gaussian.ensemble import MAX_SAMPLES, ensemble
+
+    if not 1 <= args.samples <= MAX_SAMPLES:
+        raise InputError(f"--samples: must be an integer in [1, {MAX_SAMPLES}], got {args.samples}")
+    if args.seed is not None and args.seed < 0:
+        raise InputError(f"--seed: must be a non-negative integer, got {args.seed}")
+    if p.time_varying:
+        raise InputError("--samples: the batched integrator takes constant parameters; these are time-varying")
+    device = args.device or "cpu"
+    if device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise InputError("--device: cuda requested but torch sees no CUDA device (use --device cpu)")
+    return ensemble(p, args.samples, t_end, device=device, seed=args.seed or 0)
 
 
 def cmd_codegen(args: argparse.Namespace) -> None:
@@ -172,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--t-end", type=float, default=None, dest="t_end")
     sim.add_argument("--plot", default=None, help="write a PNG figure here")
     sim.add_argument("--json", action="store_true")
+    sim.add_argument("--samples", type=int, default=None, help="also run N perturbed initial states in one torch batch")
+    sim.add_argument("--device", choices=("cpu", "cuda"), default=None, help="device of the --samples batch (default cpu)")
+    sim.add_argument("--seed", type=int, default=None, help="seed of the --samples perturbations (default 0)")
     sim.set_defaults(func=cmd_simulate)
 
     rea = sub.add_parser("reach", help="steer (mu0, Sigma0) to a target in time T (Theorem 3.3)")
