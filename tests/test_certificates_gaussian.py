@@ -19,7 +19,6 @@ import copy
 import json
 import math
 import re
-from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -27,6 +26,7 @@ import sympy as sp
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
+from exact_helpers import exact_pd, exact_psd, q, qmat
 from flowcert.certificates import core
 from flowcert.certificates import gaussian as cg
 from flowcert.numeric import gaussian as ng
@@ -38,16 +38,6 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 # ---------------------------------------------------------------------------------------------
 # independent helpers
 # ---------------------------------------------------------------------------------------------
-
-
-def q(x) -> sp.Rational:
-    """The exact rational a float (or int, or Fraction) denotes."""
-    f = x if isinstance(x, Fraction) else Fraction(float(x)) if isinstance(x, (float, np.floating)) else Fraction(x)
-    return sp.Rational(f.numerator, f.denominator)
-
-
-def qmat(M) -> sp.Matrix:
-    return sp.Matrix([[q(x) for x in row] for row in np.asarray(M, dtype=float)])
 
 
 def field_exact(A: sp.Matrix, B: sp.Matrix, V: sp.Matrix, S: sp.Matrix) -> sp.Matrix:
@@ -92,20 +82,6 @@ def jac_float(A, B, V, S) -> np.ndarray:
 
 def abscissa(J) -> float:
     return float(np.linalg.eigvals(np.asarray(J, dtype=float)).real.max())
-
-
-def _char_coeffs(M: sp.Matrix) -> list:
-    x = sp.Symbol("x")
-    return sp.Poly((-M).charpoly(x).as_expr(), x).all_coeffs()  # det(xI + M)
-
-
-def exact_psd(M: sp.Matrix) -> bool:
-    assert M == M.T
-    return all(c >= 0 for c in _char_coeffs(M))
-
-
-def exact_pd(M: sp.Matrix) -> bool:
-    return M == M.T and all(c > 0 for c in _char_coeffs(M))
 
 
 def lyapunov_claim(J: sp.Matrix, P: sp.Matrix, e: sp.Rational) -> bool:

@@ -23,15 +23,14 @@ import math
 import re
 import subprocess
 import sys
-from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import pytest
-import sympy as sp
 
 import flowcert
+from exact_helpers import exact_pd, exact_psd, qmat
 from flowcert.certificates import core
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,28 +104,6 @@ def _reap_subprocesses():
 
 def load(path: Path) -> dict:
     return json.loads(path.read_text())
-
-
-def q(x) -> sp.Rational:
-    f = Fraction(x) if isinstance(x, int) else Fraction(float(x))
-    return sp.Rational(f.numerator, f.denominator)
-
-
-def qmat(M) -> sp.Matrix:
-    return sp.Matrix([[q(x) for x in row] for row in M])
-
-
-def _char_coeffs(M: sp.Matrix) -> list:
-    x = sp.Symbol("x")
-    return sp.Poly((-M).charpoly(x).as_expr(), x).all_coeffs()  # det(xI + M) = prod (x + lambda_i)
-
-
-def exact_psd(M: sp.Matrix) -> bool:
-    return M == M.T and all(c >= 0 for c in _char_coeffs(M))
-
-
-def exact_pd(M: sp.Matrix) -> bool:
-    return M == M.T and all(c > 0 for c in _char_coeffs(M))
 
 
 def certificates_in(obj):

@@ -32,9 +32,10 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import sys
 import warnings
 from dataclasses import dataclass, field
-from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import mpmath
@@ -44,6 +45,9 @@ from scipy.integrate import solve_ivp
 
 from flowcert.certificates import core
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared exact helpers
+from exact_helpers import qmat  # noqa: E402  (test-side, independent of the code under test)
+
 MP_DPS = 60
 _s = sp.Symbol("s")
 _y = sp.Symbol("y", real=True)
@@ -52,21 +56,6 @@ _y = sp.Symbol("y", real=True)
 # ---------------------------------------------------------------------------------------------
 # exact data
 # ---------------------------------------------------------------------------------------------
-
-
-def q(x: Any) -> sp.Rational:
-    """The exact rational a float (or int) denotes."""
-    if isinstance(x, bool):
-        raise TypeError("boolean is not a number")
-    f = Fraction(x) if isinstance(x, int) else Fraction(float(x))
-    return sp.Rational(f.numerator, f.denominator)
-
-
-def qmat(M: Any) -> sp.Matrix:
-    arr = np.asarray(M, dtype=float)
-    if arr.ndim == 1:
-        return sp.Matrix([q(x) for x in arr])
-    return sp.Matrix([[q(x) for x in row] for row in arr])
 
 
 def mpmat(M: sp.Matrix) -> mpmath.matrix:
