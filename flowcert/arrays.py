@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import sympy as sp
+
 from .expressions import _symbolic_leaf
 from .schema import ParamError, Value, _check_shape, _leaves, _number, check_finite, nested_shape
 

@@ -22,6 +22,7 @@ import sympy as sp
 from sympy.core.function import AppliedUndef
 from sympy.printing.str import StrPrinter
 from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
+
 from .schema import ParamError, Value, _fmt_index, _nonfinite_name, _number
 
 

@@ -36,18 +36,34 @@ reusable validators :func:`as_matrix`, :func:`as_vector`, :func:`as_positive_flo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import math
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 import sympy as sp
+
 from ..arrays import as_matrix, as_vector
 from ..expressions import _compile, _echo
 from ..files import load_file
-from ..schema import Field, ParamError, Schema, Validator, Value, _fmt_shape, _show, as_choice, as_positive_float, check_keys, check_not_indefinite, check_symmetric, nested_shape, validate
+from ..schema import (
+    Field,
+    ParamError,
+    Schema,
+    Validator,
+    Value,
+    _fmt_shape,
+    _show,
+    as_choice,
+    as_positive_float,
+    check_keys,
+    check_not_indefinite,
+    check_symmetric,
+    nested_shape,
+    validate,
+)
 
 
 def _gaussian_dims(raw: Mapping[str, object]) -> dict[str, int]:

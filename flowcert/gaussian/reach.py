@@ -30,7 +30,15 @@ import numpy as np
 from .. import __version__
 from ..arrays import as_matrix, as_vector
 from ..files import load_file
-from ..schema import Field, ParamError, Schema, as_positive_float, check_not_indefinite, check_symmetric, validate
+from ..schema import (
+    Field,
+    ParamError,
+    Schema,
+    as_positive_float,
+    check_not_indefinite,
+    check_symmetric,
+    validate,
+)
 from .params import load_gaussian
 from ..numeric.gaussian.reach import FORMAT, ReachControls, ReachResult, build_controls
 
