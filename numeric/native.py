@@ -1,8 +1,12 @@
-"""Compile generated C kernels with the machine's C compiler and load them through ctypes.
+r"""Compile generated C kernels with the machine's C compiler and load them through ctypes.
 
 Builds are cached on disk by the hash of the source (``$FLOWCERT_CACHE`` or
 ``~/.cache/flowcert``). When no compiler is found, :class:`CompilerUnavailable` is raised so
 callers can fall back to the numpy kernel and say so.
+
+No equations of its own: it compiles what :class:`flowcert.symbolic.codegen.ShapedCPrinter` prints
+(for the gaussian system, eq. (7) of the gaussian paper, :math:`\dot\Sigma=A\Sigma+\Sigma A^\top+V\Sigma B\Sigma+\Sigma B^\top\Sigma V^\top`),
+and lives in ``numeric`` because it runs a compiler and loads code (moved from ``symbolic/cbuild.py``).
 """
 
 from __future__ import annotations
