@@ -35,10 +35,51 @@ def cell(text: Any) -> str:
     return re.sub(r"\s+", " ", str(text)).replace("|", "\\|").strip()
 
 
+_BREAK_AFTER = (r"\quad", r"\qquad", r"\ ")
+_BREAK_BEFORE = (r"\Rightarrow", r"\Leftrightarrow", r"\implies", r"\iff")
+
+
+def split_formula(latex: str) -> list[str]:
+    r"""Split a formula at top-level separators (``,`` ``;`` ``\quad`` ``\ `` and before ``\Rightarrow``).
+
+    Only outside braces, ``\left…\right`` pairs and environments, so every piece is a formula
+    of its own; a table cell can then wrap between the pieces (MathML does not break lines).
+    """
+    pieces, start, depth, i = [], 0, 0, 0
+    while i < len(latex):
+        ch = latex[i]
+        if ch == "\\":
+            m = re.match(r"\\([A-Za-z]+|.)", latex[i:])
+            word = m.group(0) if m else ch
+            if word in (r"\left", r"\begin"):
+                depth += 1
+            elif word in (r"\right", r"\end"):
+                depth -= 1
+            elif depth == 0 and word in _BREAK_BEFORE and latex[start:i].strip():
+                pieces.append(latex[start:i])
+                start = i
+            elif depth == 0 and word in _BREAK_AFTER:
+                pieces.append(latex[start:i])  # a spacing command ends the piece and is dropped
+                start = i + len(word)
+            i += len(word)
+            continue
+        if ch in "{([":
+            depth += 1
+        elif ch in "})]":
+            depth -= 1
+        elif depth == 0 and ch in ",;":
+            pieces.append(latex[start:i + 1])
+            start = i + 1
+        i += 1
+    pieces.append(latex[start:])
+    return [p.strip() for p in pieces if p.strip()]
+
+
 def cell_math(latex: str) -> str:
-    r"""Inline math for a table cell: ``\|`` and ``|`` become ``\Vert``, ``\vert`` (tables split on pipes)."""
-    latex = re.sub(r"\s+", " ", latex).replace(r"\|", r"\Vert ").replace("|", r"\vert ")
-    return f"${latex.strip()}$" if latex.strip() else ""
+    r"""Inline math for a table cell, split into pieces that can wrap (:func:`split_formula`);
+    ``\|`` and ``|`` become ``\Vert``, ``\vert`` (GitHub tables split on pipes)."""
+    latex = re.sub(r"\s+", " ", latex).replace(r"\|", r"\Vert ").replace("|", r"\vert ").strip()
+    return " ".join(f"${p}$" for p in split_formula(latex))
 
 
 def code(text: Any) -> str:

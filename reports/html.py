@@ -65,7 +65,7 @@ p, ul, ol, table, pre, blockquote { margin: 0.7em 0; }
 a { color: #1a5fb4; }
 code, pre { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 0.88em; }
 code { background: #f1f1ee; padding: 0.05em 0.3em; border-radius: 3px;
-       overflow-wrap: anywhere; }
+       overflow-wrap: break-word; }
 pre { background: #f4f4f1; border: 1px solid #e2e2dc; padding: 0.75em 1em;
       white-space: pre-wrap; overflow-wrap: anywhere; border-radius: 4px; }
 pre code { background: none; padding: 0; }
@@ -75,7 +75,9 @@ hr { border: none; border-top: 1px solid #ccc; margin: 1.5em 0; }
 /* Wide tables wrap their cells instead of hiding columns behind a scroll bar. */
 table { border-collapse: collapse; width: 100%; table-layout: auto; }
 th, td { border: 1px solid #bdbdb6; padding: 0.3em 0.55em; vertical-align: top;
-         overflow-wrap: anywhere; word-break: break-word; }
+         overflow-wrap: anywhere; }
+td:first-child { overflow-wrap: break-word; min-width: 6em; }
+table { font-size: 0.95em; }
 th { background: #eeeeea; }
 tr:nth-child(even) td { background: #f8f8f5; }
 td math { max-width: 100%; }
@@ -85,7 +87,7 @@ figure { margin: 1em 0; }
 math { font-size: 1.08em; }
 math[display="block"] { display: block; margin: 0.4em auto; }
 :target { background: #fff6c8; }
-code.verdict { font-weight: bold; padding: 0.08em 0.45em; border-radius: 0.7em;
+code.verdict { white-space: nowrap; overflow-wrap: normal; font-weight: bold; padding: 0.08em 0.45em; border-radius: 0.7em;
                border: 1px solid transparent; }
 code.verdict-holds, code.verdict-agrees, code.verdict-applies { color: #0f5b1e;
        background: #dcf3e0; border-color: #9fd4aa; }
@@ -324,6 +326,7 @@ def render_page(md: str, title: str = _DEFAULT_TITLE, base: Path | None = None) 
     page = (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+        "<link rel=\"icon\" href=\"data:,\">\n"  # no favicon request: the page loads nothing at all
         f"<title>{html.escape(title, quote=True)}</title>\n<style>\n{_CSS}</style>\n</head>\n"
         f"<body>\n<main>\n{body}</main>\n</body>\n</html>\n"
     )
