@@ -227,7 +227,7 @@ def _example(out: Path, quick: bool) -> tuple[list[str], list[str]]:
     plot_convergence(study.Ns, study.errors, study.rate, out / "particles.png")
     cap_m = (f"Moments on the default parameters. Protocol: parameters as in the JSON above, horizon "
              f"t={p.t_end:g}, deterministic; integrator: {integrator_protocol()}; method used: {_methods(sol)}.")
-    cap_p = (f"Particle moment error against N at t={study.t_check:g}. Protocol: default parameters, N in {list(Ns)}, "
+    cap_p = (f"Particle moment error against N. Protocol: default parameters, horizon t={study.t_check:g}, N in {list(Ns)}, "
              f"{seeds} runs per N from seed {seed} (numpy default_rng), {particle_protocol()}; reference: eq. (7) "
              "from each sample's own moments.")
     lines = ["### Default parameters and the particle cross-check", "",

@@ -85,7 +85,7 @@ img { max-width: 100%; height: auto; display: block; margin: 0.5em auto; }
 figure { margin: 1em 0; }
 .math-display { display: block; margin: 0.9em 0; overflow-wrap: anywhere; text-align: center; }
 math { font-size: 1.08em; }
-math[display="block"] { display: block; margin: 0.4em auto; }
+math[display="block"] { margin: 0.4em auto; }
 :target { background: #fff6c8; }
 code.verdict { white-space: nowrap; overflow-wrap: normal; font-weight: bold; padding: 0.08em 0.45em; border-radius: 0.7em;
                border: 1px solid transparent; }

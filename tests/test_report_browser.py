@@ -8,7 +8,8 @@ DevTools network log). Screenshots of the front page and of the gaussian section
 ``reports/out/browser`` (or ``$FLOWCERT_SCREENSHOTS``).
 
 When Chromium, chromedriver or selenium is missing the test is skipped with a loud reason;
-under ``CI=true`` that is a failure instead (``.ci/run`` installs them, ``make browser-deps``).
+under ``CI=true`` or ``FLOWCERT_REQUIRE_BROWSER=1`` (set by ``.ci/run``) that is a failure instead;
+``make test`` installs them first (``make browser-deps``: apt-get as root).
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ def _require_browser() -> None:
     if missing is None:
         return
     message = f"BROWSER TEST NOT RUN: missing {missing}; the HTML report is untested in a browser"
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"{message} (CI=true: the browser test must run in CI)")
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes") or os.environ.get("FLOWCERT_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"{message} (CI / FLOWCERT_REQUIRE_BROWSER=1: the browser test must run)")
     warnings.warn(message, stacklevel=2)
     sys.stderr.write(f"\n*** {message} ***\n")
     pytest.skip(message)
