@@ -91,7 +91,7 @@ def code(text: Any) -> str:
 
 def hypotheses_text(record: Mapping[str, Any]) -> str:
     """``status name (method)`` for every hypothesis of a theorem record, ``;``-separated."""
-    parts = [f"`{h['status']}` {cell(h['name'])} ({cell(h['method'])})" for h in record.get("hypotheses", [])]
+    parts = [f"`{h['status']}` {code(h['name'])} ({cell(h['method'])})" for h in record.get("hypotheses", [])]
     return "; ".join(parts) or "none"
 
 

@@ -73,7 +73,7 @@ def test_gaussian_rows_carry_the_verdicts_of_verify(report: tuple[build.Report, 
         statuses = {h["name"]: h["status"] for h in t["hypotheses"]}
         hyps = _row(md, t["id"])[2]
         for name, status in statuses.items():
-            assert f"`{status}` {name}" in hyps.replace("\\|", "|")
+            assert f"`{status}` `{name}`" in hyps.replace("\\|", "|")
 
 
 def test_figures_exist_and_are_referenced(report: tuple[build.Report, str, dict[str, Any]]) -> None:
@@ -182,7 +182,7 @@ def test_images_rebased_into_section_folder(monkeypatch: pytest.MonkeyPatch, tmp
     assert "![cap f.png](fakepaper/f.png) and `f.png`" in md
     row = _row(md, "gaussian:thm-9")
     assert row[1] == r"$\Vert x\Vert  \le \vert y\vert$" and row[3] == "`undecided`"
-    assert "h\\|1" in row[2]
+    assert "`h\\|1`" in row[2]
     assert 'src="data:image/png;base64,' in (tmp_path / "report.html").read_text()
 
 
