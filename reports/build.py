@@ -249,7 +249,7 @@ def build_report(out: Path, quick: bool = False, only: str | None = None, params
         except (subprocess.SubprocessError, OSError) as exc:
             md = md.replace(pdf_note, f"PDF: not produced — pandoc/{chain[1]} failed ({type(exc).__name__}).")
     report.pdf = pdf_note
-    md_path, html_path = write_report(md, out, stem="report", title="flowcert report")
+    md_path, html_path = write_report(md, out, stem="report", title="flowcert report", captions=True)
     json_path = out / "report.json"
     json_path.write_text(json.dumps({"quick": quick, "params": params, "sections": [
         {"key": s.key, "title": s.title, "theorems": s.theorems,

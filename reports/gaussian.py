@@ -56,9 +56,9 @@ RELU_EXAMPLE = {"A": [[1.0, 0.5], [-0.3, 0.8]], "b": [0.2, -0.4], "B": [[0.15, 0
 
 
 def _tex(M: np.ndarray | list[Any]) -> str:
-    """A matrix or vector as a LaTeX pmatrix (numbers as computed, ``%g``)."""
-    return sp.latex(sp.Matrix(np.atleast_2d(np.asarray(M, dtype=float))).applyfunc(lambda v: sp.Float(v, 6)),
-                    mat_delim="(").replace(".0 ", " ").replace(r"\left(", "(").replace(r"\right)", ")")
+    """A matrix or column vector as a LaTeX pmatrix, entries as computed (6 significant digits)."""
+    rows = np.atleast_2d(np.asarray(M, dtype=float))
+    return r"\begin{pmatrix}" + r" \\ ".join(" & ".join(f"{v:.6g}" for v in row) for row in rows) + r"\end{pmatrix}"
 
 
 def integrator_protocol() -> str:

@@ -83,7 +83,7 @@ th { background: #eeeeea; }
 tr:nth-child(even) td { background: #f8f8f5; }
 td math { max-width: 100%; }
 img { max-width: 100%; height: auto; display: block; margin: 0.5em auto; }
-figure { margin: 1em 0; }
+.caption { display: block; font-size: 0.88em; color: #444; margin: 0 0 1.2em; }
 .math-display { display: block; margin: 0.9em 0; overflow-wrap: anywhere; text-align: center; }
 math { font-size: 1.08em; }
 math[display="block"] { margin: 0.4em auto; }
@@ -267,10 +267,14 @@ def _parser() -> MarkdownIt:
     def image(self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
         tok = tokens[idx]
         src = str(tok.attrs.get("src", ""))
-        alt = self.renderInlineAsText(tok.children or [], options, env)
+        alt = "".join(f"${c.content}$" if c.type.startswith("math") else c.content for c in tok.children or [])
         embedded = _embed(src, env)
         env.setdefault("images", []).append(src)
-        return f'<img src="{html.escape(embedded, quote=True)}" alt="{html.escape(alt, quote=True)}">'
+        img = f'<img src="{html.escape(embedded, quote=True)}" alt="{html.escape(alt, quote=True)}">'
+        if not env.get("captions"):
+            return img
+        # the alt text is also shown under the figure: a caption states the figure's protocol
+        return f'{img}<span class="caption">{self.renderInline(tok.children or [], options, env)}</span>'
 
     md.add_render_rule("math_inline", math_inline)
     md.add_render_rule("math_inline_double", math_inline_double)
@@ -309,7 +313,7 @@ class Rendered:
     missing_images: list[str]
 
 
-def render_page(md: str, title: str = _DEFAULT_TITLE, base: Path | None = None) -> Rendered:
+def render_page(md: str, title: str = _DEFAULT_TITLE, base: Path | None = None, captions: bool = False) -> Rendered:
     """Render Markdown to a standalone page.
 
     Parameters
@@ -321,8 +325,10 @@ def render_page(md: str, title: str = _DEFAULT_TITLE, base: Path | None = None) 
     base : Path, optional
         Folder that relative image paths are resolved against; those images are embedded as
         ``data:`` URIs. Without it, image paths stay as written.
+    captions : bool
+        Show each image's text (its alt text, math rendered) as a caption below it.
     """
-    env: dict[str, Any] = {"fallbacks": 0, "base": base}
+    env: dict[str, Any] = {"fallbacks": 0, "base": base, "captions": captions}
     body = _MD.render(md, env)
     page = (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -355,7 +361,7 @@ def _title_from_markdown(md: str) -> str | None:
 
 
 def write_report(md: str, out: Path, *, stem: str = "report", title: str | None = None,
-                 embed: bool = True) -> tuple[Path, Path]:
+                 embed: bool = True, captions: bool = False) -> tuple[Path, Path]:
     """Write ``<stem>.md`` and ``<stem>.html`` into ``out`` (created).
 
     Parameters
@@ -370,6 +376,8 @@ def write_report(md: str, out: Path, *, stem: str = "report", title: str | None 
         Page title; default the first level-1 heading, else "flowcert report".
     embed : bool
         Embed local images as ``data:`` URIs (the page is then one self-contained file).
+    captions : bool
+        Show each image's text as a visible caption.
 
     Returns
     -------
@@ -379,6 +387,7 @@ def write_report(md: str, out: Path, *, stem: str = "report", title: str | None 
     out.mkdir(parents=True, exist_ok=True)
     md_path, html_path = out / f"{stem}.md", out / f"{stem}.html"
     md_path.write_text(md, encoding="utf-8")
-    page = render_page(md, title or _title_from_markdown(md) or _DEFAULT_TITLE, out if embed else None).page
+    page = render_page(md, title or _title_from_markdown(md) or _DEFAULT_TITLE, out if embed else None,
+                       captions=captions).page
     html_path.write_text(page, encoding="utf-8")
     return md_path, html_path
