@@ -61,12 +61,24 @@ def _tex(M: np.ndarray | list[Any]) -> str:
     return r"\begin{pmatrix}" + r" \\ ".join(" & ".join(f"{v:.6g}" for v in row) for row in rows) + r"\end{pmatrix}"
 
 
+def _num(x: float) -> str:
+    """A number for LaTeX: ``10^{8}`` rather than ``1e+08``."""
+    m, e = f"{x:.6e}".split("e")
+    m = m.rstrip("0").rstrip(".")
+    return f"{x:g}" if -3 <= int(e) <= 4 else (f"10^{{{int(e)}}}" if m == "1" else f"{m}\\cdot10^{{{int(e)}}}")
+
+
+def _plain(M: np.ndarray) -> list[Any]:
+    """Nested lists for a caption, without negative zeros."""
+    return (np.asarray(M, dtype=float) + 0.0).tolist()
+
+
 def integrator_protocol() -> str:
     """How :func:`~flowcert.numeric.gaussian.integrate_moments` integrates, quoted from its defaults."""
     d = defaults(ng.integrate_moments, "method", "rtol", "atol", "implicit_rtol", "blowup_factor")
     return (f"scipy `solve_ivp` {d.get('method', '?')} at rtol {d.get('rtol', '?'):g}, atol {d.get('atol', '?'):g} "
             f"(Radau with the generated Jacobian at rtol {d.get('implicit_rtol') or d.get('rtol', 0):g} when stiff), "
-            f"terminal blow-up event at $\\lVert\\Sigma\\rVert_F>{d.get('blowup_factor', float('nan')):g}"
+            f"terminal blow-up event at $\\lVert\\Sigma\\rVert_F>{_num(d.get('blowup_factor', float('nan')))}"
             f"(1+\\lVert\\Sigma_0\\rVert_F)$")
 
 
@@ -201,7 +213,7 @@ def _regimes(out: Path) -> tuple[list[str], str]:
                   ("Thm 4.8(1): finite-time blow-up", [("V=B=I, A=diag(1,2)", bsol.t, np.trace(bsol.Sigma, axis1=1, axis2=2))],
                    marks)], out / name)
     caption = (f"Bounded versus blow-up covariance regimes (tr Sigma, log scale). Protocol: left A={A.tolist()}, "
-               f"B={B.tolist()}, V={V.tolist()}, b=0, mu0=0, Sigma0 in {{0.05, 1}} x Sigma* with Sigma*={S_star.tolist()}, "
+               f"B={_plain(B)}, V={_plain(V)}, b=0, mu0=0, Sigma0 in {{0.05, 1}} x Sigma* with Sigma*={S_star.tolist()}, "
                f"horizon t={h_bounded:g}; right A={blow.A.tolist()}, B=V=I, b=0, mu0=0, Sigma0={blow.Sigma0.tolist()}, "
                f"horizon t={h_blow:g}; deterministic (no seed); integrator: {integrator_protocol()}; "
                f"methods used: {_methods(*sols, bsol)}.")
