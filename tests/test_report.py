@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import re
+import shutil
 import sys
+import tempfile
 import types
 from pathlib import Path
 from typing import Any
@@ -19,11 +23,18 @@ from flowcert.reports.common import split_formula, theorem_anchor, verdict_word
 from flowcert.reports.html import mathml
 
 
+@functools.lru_cache(maxsize=1)
+def quick_report() -> build.Report:
+    """The quick report, built once per test session (the browser test imports this too)."""
+    out = Path(tempfile.mkdtemp(prefix="flowcert-report-"))
+    atexit.register(shutil.rmtree, out, True)
+    return build.build_report(out, quick=True)
+
+
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[build.Report, str, dict[str, Any]]:
-    out = tmp_path_factory.mktemp("report")
-    rep = build.build_report(out, quick=True)
-    return rep, (out / "report.md").read_text(encoding="utf-8"), json.loads((out / "report.json").read_text())
+def report() -> tuple[build.Report, str, dict[str, Any]]:
+    rep = quick_report()
+    return rep, (rep.out / "report.md").read_text(encoding="utf-8"), json.loads((rep.out / "report.json").read_text())
 
 
 def _cells(line: str) -> list[str]:

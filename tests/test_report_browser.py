@@ -68,10 +68,9 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 def served_report() -> Iterator[tuple[str, Path]]:
     """Build the quick report and serve its folder on 127.0.0.1 (a free port)."""
     _require_browser()
-    from flowcert.reports.build import build_report
+    from test_report import quick_report  # one quick build per session, shared with the content tests
 
-    out = Path(tempfile.mkdtemp(prefix="flowcert-browser-"))
-    build_report(out, quick=True)
+    out = quick_report().out
     handler = functools.partial(_Quiet, directory=str(out))
     with socketserver.TCPServer(("127.0.0.1", 0), handler) as httpd:
         thread = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -80,7 +79,6 @@ def served_report() -> Iterator[tuple[str, Path]]:
             yield f"http://127.0.0.1:{httpd.server_address[1]}/report.html", out
         finally:
             httpd.shutdown()
-    shutil.rmtree(out, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
