@@ -28,7 +28,7 @@ browser-deps:
 	else echo "browser-deps: chromium/chromedriver missing and not installable here (needs root and apt-get): the browser test will be skipped" >&2; fi
 
 test: $(STAMP) browser-deps
-	MPLBACKEND=Agg OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q
+	MPLBACKEND=Agg OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -rs
 
 test-full: $(STAMP)
 	MPLBACKEND=Agg OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -m '' --full

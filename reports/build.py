@@ -4,11 +4,17 @@ and the figures, optionally ``report.pdf``.
 
 Layout: a front page with the summary table of every theorem id, its verdict on the default
 parameters (:math:`\mathrm{applies}`) and its cross-check, each linked to its row; then one
-section per paper, each built by ``flowcert.reports.<paper>.section(out, quick=...)`` (the
-contract in the module :mod:`flowcert.reports.common` and the helper rules) into
-``out/<paper>/``, followed by the theorem table generated from its records. A section that
-raises, or returns a figure that does not exist or is not referenced, is an error: the report
-is not written.
+section per paper, each built by ``flowcert.reports.<paper>.section(out, quick=...)`` into
+``out/<paper>/``, followed by the theorem table generated from its records
+(:func:`flowcert.reports.common.theorem_table`, rows anchored for the front page's links).
+
+The section contract: ``section(out: Path, *, quick: bool) -> dict`` returns ``title`` (str),
+``markdown`` (the body: GitHub Markdown, ``$$…$$`` display and ``$…$`` inline math, headings
+from ``###``, images ``![caption stating the protocol](file.png)`` relative to ``out``),
+``theorems`` (``TheoremResult.to_json()`` records on the default parameters) and ``figures``
+(the files written into ``out``). A section that raises, or lists a figure that does not exist
+or is not referenced, or references an image that does not exist, is an error: the report is
+not written.
 """
 
 from __future__ import annotations
