@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: report test test-full install clean
+.PHONY: report test test-full install clean browser-deps
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -19,8 +19,16 @@ install: $(STAMP)
 report: $(STAMP)
 	MPLBACKEND=Agg $(BIN)/flowcert report --out reports/out
 
-test: $(STAMP)
-	MPLBACKEND=Agg OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q
+# Chromium + chromedriver for tests/test_report_browser.py (Debian packages; as root, no stdin needed).
+browser-deps:
+	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver </dev/null; \
+	else echo "browser-deps: chromium/chromedriver missing and not installable here (needs root and apt-get): the browser test will be skipped" >&2; fi
+
+test: $(STAMP) browser-deps
+	MPLBACKEND=Agg OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -rs
 
 test-full: $(STAMP)
 	MPLBACKEND=Agg OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -m '' --full

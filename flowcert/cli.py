@@ -175,9 +175,10 @@ def cmd_reach(args: argparse.Namespace) -> None:
 def cmd_report(args: argparse.Namespace) -> None:
     from .reports.build import build_report
 
-    paths = build_report(Path(args.out), quick=args.quick)
-    for path in paths:
+    report = build_report(Path(args.out), quick=args.quick, only=args.only, params=args.params, system=args.system)
+    for path in report.files:
         sys.stdout.write(f"wrote {path}\n")
+    sys.stdout.write(report.pdf + "\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -187,7 +188,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("report", help="write the derivations report (Markdown + HTML)")
     rep.add_argument("--out", default="reports/out", help="output folder (default reports/out)")
-    rep.add_argument("--quick", action="store_true", help="skip the slow simulations")
+    rep.add_argument("--quick", action="store_true", help="fewer samples and shorter studies (under a minute)")
+    rep.add_argument("--only", default=None, metavar="PAPER", help="build only this paper's section")
+    rep.add_argument("--params", default=None, metavar="FILE",
+                     help="build the verdict and cross-check section for your own parameter file instead")
+    rep.add_argument("--system", default="gaussian", help="the system --params describes (default gaussian)")
     rep.set_defaults(func=cmd_report)
 
     ver = sub.add_parser("verify", help="decide every theorem's hypotheses on given parameters")

@@ -1,4 +1,4 @@
-"""Tests for flowcert.reports.html (Markdown -> standalone HTML, offline math)."""
+"""Tests for flowcert.reports.html (markdown-it-py + dollarmath -> standalone HTML, MathML math)."""
 
 from __future__ import annotations
 
@@ -55,9 +55,11 @@ class _TagCollector(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
         self.tags: list[str] = []
+        self.attrs: set[str] = set()
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append(tag)
+        self.attrs |= {name for name, _ in attrs}
 
 
 def _body(page: str) -> str:
@@ -94,7 +96,7 @@ def test_offline_no_cdn_no_script() -> None:
     page = markdown_to_html(SAMPLE, "sample")
     assert "http" not in page  # no CDN, not even the MathML xmlns
     assert "<script" not in page.lower()
-    assert "<link" not in page.lower()
+    assert page.lower().count("<link") == 1 and '<link rel="icon" href="data:,">' in page  # no favicon request
     assert "<style>" in page
     assert page.startswith("<!DOCTYPE html>")
     parser = _TagCollector()
@@ -134,18 +136,19 @@ def test_table_renders() -> None:
     assert "<table>" in page and "</table>" in page
     assert len(re.findall(r"<th[ >]", page)) == 3
     assert page.count("<tr>") == 3
-    assert 'style="text-align: center"' in page
+    assert 'style="text-align:center"' in page
     assert "1 &lt; 2" in page
-    # a pipe inside inline math does not split the cell
-    page = markdown_to_html("| a | b |\n|---|---|\n| $|x|$ | 2 |", "t")
+    # GitHub tables split on every unescaped pipe: absolute values in cells use \lvert, \rvert
+    page = markdown_to_html("| a | b |\n|---|---|\n| $\\lvert x\\rvert$ | 2 |", "t")
     assert page.count("<td") == 2
     assert "<math" in page
 
 
 def test_verdict_badges() -> None:
     page = markdown_to_html(SAMPLE, "t")
-    for word in VERDICTS:
+    for word in ("holds", "fails", "unknown", "agrees", "disagrees"):
         assert f'<code class="verdict verdict-{word}">{word}</code>' in page
+    for word in VERDICTS:
         assert f".verdict-{word}" in page  # styled in the inline CSS
     assert '<code class="verdict' not in markdown_to_html("`holdsx` and `x holds`", "t")
 
@@ -169,9 +172,31 @@ def test_display_math_inside_paragraph_uses_span() -> None:
 
 
 def test_unsafe_link_scheme_neutralised() -> None:
-    page = markdown_to_html("[x](javascript:alert(1)) ![y](data:text/html,zz)", "t")
-    assert "javascript" not in page
-    assert "data:text" not in page
+    page = markdown_to_html("[x](javascript:alert(1)) ![y](data:text/html,zz) [z](vbscript:x)", "t")
+    assert "<a " not in page and "<img" not in page  # not links: shown as text
+    assert "javascript:alert(1)" in page
+
+
+def test_attribute_syntax_limited_to_id_and_class() -> None:
+    body = _body(markdown_to_html("[s]{#row-1 .c onclick=x} ![i](a.png){onerror=y} "
+                                  "[t]{#x style=\"color:red\"} [u]{id=\"a&quot;b\"}", "t"))
+    assert '<span id="row-1" class="c">s</span>' in body
+    assert "onclick=" not in body and 'onerror="' not in body and "style" not in body
+    assert "<span>u</span>" in body  # an id with a quote is dropped
+    parser = _TagCollector()
+    parser.feed(body)
+    assert parser.attrs <= {"id", "class", "src", "alt"}
+
+
+def test_images_embedded_from_base(tmp_path: Path) -> None:
+    from flowcert.reports.html import render_page
+
+    png = bytes.fromhex("89504e470d0a1a0a")  # a PNG signature is enough for a data URI
+    (tmp_path / "f.png").write_bytes(png)
+    r = render_page("![cap](f.png) ![gone](g.png) ![up](../x.png)", "t", base=tmp_path)
+    assert '<img src="data:image/png;base64,iVBORw0KGgo=" alt="cap">' in r.page
+    assert r.images == ["f.png", "g.png", "../x.png"]
+    assert r.missing_images == ["g.png", "../x.png"]
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,235 @@
+"""What the report says: sections, verdicts equal to ``flowcert verify``, figures, derivation status, CLI."""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import json
+import re
+import shutil
+import sys
+import tempfile
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sympy as sp
+
+from flowcert import cli
+from flowcert.reports import build
+from flowcert.reports import gaussian as gsec
+from flowcert.reports.common import split_formula, theorem_anchor, verdict_word
+from flowcert.reports.html import mathml
+
+
+@functools.lru_cache(maxsize=1)
+def quick_report() -> build.Report:
+    """The quick report, built once per test session (the browser test imports this too)."""
+    out = Path(tempfile.mkdtemp(prefix="flowcert-report-"))
+    atexit.register(shutil.rmtree, out, True)
+    return build.build_report(out, quick=True)
+
+
+@pytest.fixture(scope="module")
+def report() -> tuple[build.Report, str, dict[str, Any]]:
+    rep = quick_report()
+    return rep, (rep.out / "report.md").read_text(encoding="utf-8"), json.loads((rep.out / "report.json").read_text())
+
+
+def _cells(line: str) -> list[str]:
+    """Cells of a Markdown table row (pipes escaped with a backslash stay in the cell)."""
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def _row(md: str, theorem_id: str) -> list[str]:
+    rows = [line for line in md.splitlines() if line.startswith(f"| [{theorem_id}]{{#{theorem_anchor(theorem_id)}}}")]
+    assert len(rows) == 1, theorem_id
+    return _cells(rows[0])
+
+
+def _verify_json(params: dict[str, Any] | Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    path = params if isinstance(params, Path) else tmp_path / "params.json"
+    if not isinstance(params, Path):
+        path.write_text(json.dumps(params))
+    capsys.readouterr()
+    assert cli.main(["verify", "gaussian", "--params", str(path), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_every_section_exists(report: tuple[build.Report, str, dict[str, Any]]) -> None:
+    rep, md, doc = report
+    assert [s["key"] for s in doc["sections"]] == list(build.SECTIONS)
+    page = (rep.out / "report.html").read_text(encoding="utf-8")
+    for s in rep.sections:
+        assert f"## [{s.title}]{{#sec-{s.key}}}" in md
+        assert f'id="sec-{s.key}"' in page
+        assert s.theorems, s.key
+    for part in ("### Model", "### Derivations", "### Figure 1", "### Blow-up versus bounded", "### Errata",
+                 "### Theorems and verdicts"):
+        assert part in md
+
+
+def test_gaussian_rows_carry_the_verdicts_of_verify(report: tuple[build.Report, str, dict[str, Any]],
+                                                   tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, md, doc = report
+    verified = _verify_json(gsec.EXAMPLE, tmp_path, capsys)["theorems"]
+    in_report = next(s for s in doc["sections"] if s["key"] == "gaussian")["theorems"]
+    assert [t["id"] for t in in_report] == [t["id"] for t in verified]
+    for t in verified:
+        word = f"`{verdict_word(t['applies'])}`"
+        assert _row(md, t["id"])[3] == word, t["id"]  # the section's theorem table
+        front = [line for line in md.splitlines() if line.startswith(f"| [{t['id']}](#{theorem_anchor(t['id'])})")]
+        assert len(front) == 1 and _cells(front[0])[1] == word  # the front page summary
+        statuses = {h["name"]: h["status"] for h in t["hypotheses"]}
+        hyps = _row(md, t["id"])[2]
+        for name, status in statuses.items():
+            assert f"`{status}` `{name}`" in hyps.replace("\\|", "|")
+
+
+def test_figures_exist_and_are_referenced(report: tuple[build.Report, str, dict[str, Any]]) -> None:
+    rep, md, doc = report
+    sources = build.image_sources(md)
+    assert len(sources) == len(set(sources))
+    listed = [f for s in doc["sections"] for f in s["figures"]]
+    assert sorted(listed) == sorted(sources)
+    for f in listed:
+        data = (rep.out / f).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000, f
+    names = {Path(f).name for f in listed}
+    assert {"figure1_mean_matching.png", "regimes_bounded_vs_blowup.png"} <= names
+    # every caption states its protocol: parameters, seed (or deterministic), horizon, integrator, tolerances
+    captions = re.findall(r"!\[(.*?)\]\(gaussian/", md)
+    assert len(captions) == len([f for f in listed if f.startswith("gaussian/")])
+    for cap in captions:
+        assert "Protocol" in cap and ("seed" in cap or "deterministic" in cap) and "rtol" in cap, cap[:80]
+        assert re.search(r"horizon t=|times \[", cap), cap[:80]
+
+
+def test_derivation_rows_say_checked_only_when_proved(report: tuple[build.Report, str, dict[str, Any]]) -> None:
+    from flowcert.symbolic import gaussian as sym
+    from flowcert.symbolic.matrix import IdentityProof, check_all
+
+    _, md, _ = report
+    proofs = sym.proofs()
+    assert md.count("simplifies to 0: checked") == sum(p.proved for p in proofs)
+    # a false identity (transpose dropped) is not reported as checked
+    wrong, right = check_all([
+        IdentityProof("wrong", r"(AB)^\top = A^\top B^\top", (sym.A * sym.B).T, sym.A.T * sym.B.T),
+        IdentityProof("right", r"(AB)^\top = B^\top A^\top", (sym.A * sym.B).T, sym.B.T * sym.A.T),
+    ])
+    assert not wrong.proved and right.proved
+    rows = gsec.derivation_rows([wrong, right, IdentityProof("unchecked", "x", sym.A, sym.A)])
+    assert "NOT PROVED" in rows[2] and "checked" not in rows[2].replace("NOT PROVED", "")
+    assert rows[3].endswith("| simplifies to 0: checked |")
+    assert "not checked" in rows[4]
+
+
+def test_model_equations_come_from_sympy(report: tuple[build.Report, str, dict[str, Any]]) -> None:
+    from flowcert.symbolic import gaussian as sym
+
+    _, md, _ = report
+    for expr in (sym.mean_field(), sym.covariance_field(), sym.linearisation()):
+        assert sp.latex(expr) in md
+
+
+def test_report_math_all_converts(report: tuple[build.Report, str, dict[str, Any]]) -> None:
+    rep, _, _ = report
+    page = (rep.out / "report.html").read_text(encoding="utf-8")
+    assert 'class="tex"' not in page and page.count("<math") > 50
+    assert "<script" not in page and "http://" not in page and "https://" not in page
+
+
+def test_split_formula_pieces_are_formulas() -> None:
+    latex = r"\rho_0=\mathcal N(\mu_0,\Sigma_0),\ \sigma=\mathrm{id}\ \Rightarrow\ \left(a, b\right),\quad x\in[0, T)"
+    pieces = split_formula(latex)
+    assert pieces == [r"\rho_0=\mathcal N(\mu_0,\Sigma_0),", r"\sigma=\mathrm{id}", r"\Rightarrow",
+                      r"\left(a, b\right),", r"x\in[0, T)"]
+    for p in pieces:
+        assert "<math" in mathml(p, False)
+
+
+# ------------------------------------------------------------------ the section contract
+
+
+def _fake_section(monkeypatch: pytest.MonkeyPatch, body: Any) -> None:
+    module = types.ModuleType("flowcert.reports.fakepaper")
+    module.section = body  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "flowcert.reports.fakepaper", module)
+    monkeypatch.setattr(build, "SECTIONS", ("fakepaper",))
+
+
+def test_a_section_that_raises_is_an_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    def boom(out: Path, *, quick: bool) -> dict[str, Any]:
+        raise ZeroDivisionError("inside the section")
+    _fake_section(monkeypatch, boom)
+    with pytest.raises(build.SectionError, match="fakepaper.*ZeroDivisionError"):
+        build.build_report(tmp_path, quick=True)
+    assert not (tmp_path / "report.html").exists()
+
+
+@pytest.mark.parametrize("case", ["missing", "unreferenced", "dangling", "shape"])
+def test_section_contract_is_enforced(case: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    def body(out: Path, *, quick: bool) -> Any:
+        (out / "f.png").write_bytes(b"\x89PNG")
+        if case == "shape":
+            return {"title": "t", "markdown": "m"}
+        md = {"missing": "![c](g.png)", "unreferenced": "text", "dangling": "![c](f.png) ![d](h.png)"}[case]
+        return {"title": "T", "markdown": md, "theorems": [], "figures": ["g.png" if case == "missing" else "f.png"]}
+    _fake_section(monkeypatch, body)
+    with pytest.raises(build.SectionError):
+        build.build_report(tmp_path, quick=True)
+
+
+def test_images_rebased_into_section_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    def body(out: Path, *, quick: bool) -> Any:
+        (out / "f.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+        rec = {"id": "gaussian:thm-9", "applies": None, "cross_check": {"status": "skipped", "details": {}},
+               "statement": r"\|x\| \le |y|", "hypotheses": [{"name": "h|1", "status": "unknown", "method": "m"}]}
+        return {"title": "T", "markdown": "![cap f.png](f.png) and `f.png`", "theorems": [rec], "figures": ["f.png"]}
+    _fake_section(monkeypatch, body)
+    build.build_report(tmp_path, quick=True)
+    md = (tmp_path / "report.md").read_text()
+    assert "![cap f.png](fakepaper/f.png) and `f.png`" in md
+    row = _row(md, "gaussian:thm-9")
+    assert row[1] == r"$\Vert x\Vert  \le \vert y\vert$" and row[3] == "`undecided`"
+    assert "`h\\|1`" in row[2]
+    assert 'src="data:image/png;base64,' in (tmp_path / "report.html").read_text()
+
+
+# ------------------------------------------------------------------ command line
+
+
+@pytest.mark.parametrize("args, key", [
+    (["--only", "nonsense"], "--only"),
+    (["--out", "{file}"], "--out"),
+    (["--params", "{missing}"], "params"),
+    (["--params", "{params}", "--system", "nosuch"], "--system"),
+    (["--params", "{params}", "--only", "gaussian"], "--only"),
+    (["--quick", "--bogus"], "unrecognized"),
+])
+def test_report_bad_input_exits_2_with_one_line(args: list[str], key: str, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "a_file").write_text("x")
+    (tmp_path / "p.json").write_text(json.dumps(gsec.EXAMPLE))
+    subs = {"{file}": str(tmp_path / "a_file"), "{missing}": str(tmp_path / "nope.json"), "{params}": str(tmp_path / "p.json")}
+    argv = ["report", "--out", str(tmp_path / "out"), *[subs.get(a, a) for a in args]]
+    try:
+        code = cli.main(argv)
+    except SystemExit as exc:  # argparse errors
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and key in err and "Traceback" not in err
+    assert not (tmp_path / "out" / "report.html").exists()
+
+
+@pytest.mark.slow
+def test_params_report_matches_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = Path(__file__).parent / "data" / "gaussian_stable_2d.json"
+    assert cli.main(["report", "--params", str(data), "--out", str(tmp_path / "out"), "--quick"]) == 0
+    md = (tmp_path / "out" / "report.md").read_text()
+    verified = _verify_json(data, tmp_path, capsys)["theorems"]
+    assert "Your parameters" in md
+    for t in verified:
+        assert _row(md, t["id"])[3] == f"`{verdict_word(t['applies'])}`"
