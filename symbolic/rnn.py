@@ -40,6 +40,22 @@ def param_names(kind: str) -> tuple[str, ...]:
             "linear": ("W_in", "b")}[kind]
 
 
+def param_shapes(kind: str, H: int, I: int) -> dict[str, tuple[int, ...]]:
+    """Names and shapes of the trained parameters θ of a cell (N = H/4 neurons for HH)."""
+    if kind == "rnn_tanh":
+        return {"W": (H, H), "W_in": (H, I)}
+    if kind == "torch_rnn":
+        return {"W_ih": (H, I), "b_ih": (H,), "W_hh": (H, H), "b_hh": (H,)}
+    if kind == "gru":
+        return {"weight_ih": (3 * H, I), "weight_hh": (3 * H, H), "bias_ih": (3 * H,), "bias_hh": (3 * H,)}
+    if kind == "hodgkin_huxley":
+        N = H // 4
+        return {"W": (N, N), "W_in": (N, I)}
+    if kind == "linear":
+        return {"W_in": (H, I), "b": (H,)}
+    raise ValueError(f"unknown cell {kind!r}")
+
+
 def _mat(name: str, r: int, c: int) -> sp.Matrix:
     return sp.Matrix(r, c, lambda i, j: sp.Symbol(f"{name}_{i}_{j}"))
 

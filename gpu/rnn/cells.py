@@ -35,6 +35,8 @@ from typing import Callable
 
 import torch
 
+from ...symbolic.rnn import param_shapes
+
 Params = dict[str, torch.Tensor]
 
 CELLS = ("rnn_tanh", "torch_rnn", "gru", "hodgkin_huxley", "linear")
@@ -154,22 +156,6 @@ def _linear(c: Cell, th: Params, z: torch.Tensor, x: torch.Tensor) -> torch.Tens
 _STEPS: dict[str, Callable[[Cell, Params, torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "rnn_tanh": _rnn_tanh, "torch_rnn": _torch_rnn, "gru": _gru, "hodgkin_huxley": _hh, "linear": _linear,
 }
-
-
-def param_shapes(kind: str, H: int, I: int) -> dict[str, tuple[int, ...]]:
-    """Names and shapes of the trained parameters θ of a cell (N = H/4 neurons for HH)."""
-    if kind == "rnn_tanh":
-        return {"W": (H, H), "W_in": (H, I)}
-    if kind == "torch_rnn":
-        return {"W_ih": (H, I), "b_ih": (H,), "W_hh": (H, H), "b_hh": (H,)}
-    if kind == "gru":
-        return {"weight_ih": (3 * H, I), "weight_hh": (3 * H, H), "bias_ih": (3 * H,), "bias_hh": (3 * H,)}
-    if kind == "hodgkin_huxley":
-        N = H // 4
-        return {"W": (N, N), "W_in": (N, I)}
-    if kind == "linear":
-        return {"W_in": (H, I), "b": (H,)}
-    raise ValueError(f"unknown cell {kind!r}")
 
 
 def init_params(kind: str, H: int, I: int, *, g: float = 1.0, seed: int = 0, dt: float = 1.0,
