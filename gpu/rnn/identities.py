@@ -41,7 +41,7 @@ def gradient(tr: Trajectory, W_out: torch.Tensor, b_out: torch.Tensor, y: torch.
 
 def prop1(kp: KPFlow, W_out: torch.Tensor, b_out: torch.Tensor, y: torch.Tensor,
           rel_steps: Sequence[float] = (1e-1, 1e-2, 1e-3, 1e-4)) -> dict[str, Any]:
-    """Proposition 1 and Corollary 1 against finite-difference gradient steps (see module docstring).
+    r"""Proposition 1 and Corollary 1 against finite-difference gradient steps (see module docstring).
 
     The learning rates are scale-aware: :math:`\eta=s\,\|\theta\|/\|\nabla L\|` for each relative
     parameter step s in ``rel_steps``.
