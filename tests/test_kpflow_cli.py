@@ -1,0 +1,50 @@
+"""``flowcert kpflow analyze`` as a contract (subprocess): keys, names, exit codes, verdicts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run(tmp_path: Path, params: dict, *extra: str) -> subprocess.CompletedProcess:
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps(params))
+    return subprocess.run([sys.executable, "-m", "flowcert", "kpflow", "analyze", "--params", str(f), *extra],
+                          capture_output=True, text=True, timeout=300, env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
+
+
+@pytest.mark.parametrize("cell,paper_bound", [("linear", True), ("gru", False)])
+def test_analyze_json(tmp_path, cell, paper_bound):
+    p = {"cell": cell, "B": 3, "T": 6, "H": 4, "I": 3, "g": 0.8, "seed": 1}
+    r = run(tmp_path, p, "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    ident = doc["identities"]
+    assert {"prop1", "adjoint", "inverse", "ntk"} <= set(ident)
+    assert all(ident[k]["name"] == k for k in ("prop1", "adjoint", "inverse", "ntk"))
+    assert ident["adjoint"]["P"] < 1e-13 and ident["inverse"]["residual"] < 1e-12 and ident["ntk"]["residual"] < 1e-12
+    fd = ident["prop1"]["fd"]
+    if cell == "linear":
+        assert all(row["residual"] < 2 * row["roundoff_floor"] + 1e-14 for row in fd)
+    else:
+        assert all(0.8 < row["observed_order"] < 1.2 for row in fd[1:])
+    er = doc["effective_rank"]
+    assert {"K", "P", "PKP", "definition"} <= set(er)
+    assert 1 <= er["PKP"]["value"] <= er["P"]["value"] <= 3 * 6 * 4
+    ids = [t["id"] for t in doc["theorems"]]
+    assert ids == ["kpflow:prop-1", "kpflow:cor-1", "kpflow:thm-1", "kpflow:thm-2"]
+    th1 = doc["theorems"][2]
+    assert th1["applies"] is (cell == "linear")
+    assert th1["prediction"]["paper_bound_holds"] is paper_bound
+    assert all(t["cross_check"]["status"] == "agrees" for t in doc["theorems"])
+
+
+def test_bad_input(tmp_path):
+    r = run(tmp_path, {"cell": "lstm", "B": 1, "T": 1, "H": 1, "I": 1})
+    assert r.returncode == 2 and "cell" in r.stderr and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    r = run(tmp_path, {"cell": "gru", "B": 1.5, "T": 1, "H": 1, "I": 1})
+    assert r.returncode == 2 and "'B'" in r.stderr
