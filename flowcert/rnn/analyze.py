@@ -41,7 +41,6 @@ def build_model(p: RNNParams) -> dict[str, Any]:
     from ..gpu.rnn import cells, tasks
     from ..gpu.rnn.operators import Trajectory
 
-    torch.set_default_dtype(torch.float64)
     cell, theta = cells.init_params(p.cell, p.H, p.I, g=p.g, seed=p.seed, dt=p.dt)
     if p.weights:
         theta.update({k: torch.tensor(np.asarray(v), dtype=torch.float64) for k, v in p.weights.items()})

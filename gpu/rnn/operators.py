@@ -187,6 +187,15 @@ class Propagation(Operator):
         _, back = vjp(lambda z: tr.cell.step(tr.theta, z, tr.x[:, t]), tr.Zprev[:, t])
         return back(v)[0]
 
+    def apply_many(self, V: Tensor) -> Tensor:
+        """P applied to m vectors at once, ``V`` of shape [B, T, H, m] (stored Jacobians)."""
+        J = self.J if self.J is not None else state_jacobians(self.tr)
+        p, out = V[:, 0], [V[:, 0]]
+        for t in range(1, V.shape[1]):
+            p = V[:, t] + torch.bmm(J[:, t], p)
+            out.append(p)
+        return torch.stack(out, 1)
+
     def _forward(self, q: Tensor) -> Tensor:
         p, out = q[:, 0], [q[:, 0]]
         for t in range(1, q.shape[1]):

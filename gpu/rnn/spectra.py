@@ -225,3 +225,40 @@ def kaplan_yorke(lams: np.ndarray) -> float:
     if k >= lams.size:
         return float(lams.size)
     return float(k + c[k - 1] / abs(lams[k]))
+
+
+# ------------------------------------------------------------------ exact spectra via factors
+
+
+def parameter_jacobian_dense(tr: Any) -> torch.Tensor:
+    """Explicit :math:`G=\partial F/\partial\theta` at every (b, t), shape [B, T, H, m] (small m only)."""
+    B, T, H = tr.shape
+    zp, xf = tr._flat()
+    J = torch.func.jacrev(lambda th: tr.cell.step(th, zp, xf))(tr.theta)
+    return torch.cat([J[k].reshape(B, T, H, -1) for k in tr.theta], -1)
+
+
+def factor_spectra(P: Propagation) -> dict[str, np.ndarray]:
+    r"""Exact :math:`\sigma^2` of K, P and PKP* on the whole space, through their factors.
+
+    :math:`\mathcal K=\frac1BGG^\top` and :math:`\mathcal P\mathcal K\mathcal P^\top=\frac1B(\mathcal PG)(\mathcal PG)^\top`
+    share their nonzero eigenvalues with the m×m Grams :math:`\frac1BG^\top G`,
+    :math:`\frac1B(\mathcal PG)^\top\mathcal PG`; P is block-diagonal over trials, so its singular
+    values are those of the B dense (TH)×(TH) blocks. Cost: m + TH applications of the recurrence.
+    ``K_trH`` is the spectrum of the true partial trace :math:`\operatorname{tr}_H\mathcal K` (BT×BT).
+    """
+    tr = P.tr
+    B, T, H = tr.shape
+    G = parameter_jacobian_dense(tr)
+    m = G.shape[-1]
+    PG = P.apply_many(G)
+    lam_K = torch.linalg.eigvalsh(torch.einsum("btha,bthc->ac", G, G) / B).clamp_min(0)
+    lam_PKP = torch.linalg.eigvalsh(torch.einsum("btha,bthc->ac", PG, PG) / B).clamp_min(0)
+    E = torch.eye(T * H, dtype=G.dtype).reshape(T, H, T * H).expand(B, T, H, T * H)
+    Pb = P.apply_many(E.contiguous())  # [B, T, H, TH]: the dense block of every trial
+    sP = torch.linalg.svdvals(Pb.reshape(B, T * H, T * H)).reshape(-1)
+    Gf = G.reshape(B * T, H, m)
+    K_hc = torch.einsum("iha,jha->ij", Gf, Gf) / B  # tr_H K, the hidden-consensus kernel (BT x BT)
+    lam_hc = torch.linalg.eigvalsh(K_hc).clamp_min(0)
+    return {"K": (lam_K**2).numpy(), "P": (sP**2).numpy(), "PKP": (lam_PKP**2).numpy(),
+            "K_trH": (lam_hc**2).numpy(), "m": np.array([m])}
