@@ -184,11 +184,11 @@ def theorem2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[Th
         inv = core.HypothesisResult("every A_t invertible", "unknown", float(smin.min()), "float SVD (not rigorous)", None,
                                     f"smallest singular value {float(smin.min()):.3g}, max cond {cond:.3g}; exact check only for B*T <= 64, H <= 8")
     gen = torch.Generator().manual_seed(7)
-    q = torch.randn(tr.shape, generator=gen)
+    q = torch.randn(tr.shape, generator=gen, dtype=torch.float64)
     uvu = uvu_operator(P)
     res_uvu = float((uvu(q) - P(q)).norm() / P(q).norm())
     disc, cont = volterra_singular_values(T, 1.0)
-    Vd = torch.tril(torch.ones(T, T))
+    Vd = torch.tril(torch.ones(T, T, dtype=torch.float64))
     vol_res = float(np.abs(torch.linalg.svdvals(Vd).numpy() - disc).max() / disc[0])
     lams = np.mean([lyapunov_qr(J[b]) for b in range(B)], axis=0)
     ky = kaplan_yorke(lams)
