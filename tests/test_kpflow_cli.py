@@ -48,3 +48,15 @@ def test_bad_input(tmp_path):
     assert r.returncode == 2 and "cell" in r.stderr and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
     r = run(tmp_path, {"cell": "gru", "B": 1.5, "T": 1, "H": 1, "I": 1})
     assert r.returncode == 2 and "'B'" in r.stderr
+
+
+@pytest.mark.slow
+def test_report_section_contract(tmp_path):
+    """The report section returns the contract keys, writes its figures, and lists the 4 theorems."""
+    from flowcert.reports.kpflow import section
+
+    r = section(tmp_path, quick=True)
+    assert set(r) == {"title", "markdown", "theorems", "figures"}
+    assert [t["id"] for t in r["theorems"]] == ["kpflow:prop-1", "kpflow:cor-1", "kpflow:thm-1", "kpflow:thm-2"]
+    for f in r["figures"]:
+        assert (tmp_path / f).is_file() and f"]({f})" in r["markdown"]

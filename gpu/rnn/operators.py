@@ -18,8 +18,8 @@ Convention (note §1.3): :math:`z_0=h_0` is not stored, :math:`z_t=F(z_{t-1},x_t
     \tfrac1B J_ZJ_Z^\top=\mathcal P\mathcal K\mathcal P^\top\ \ (\text{hidden NTK}).
 
 :math:`\mathcal P` has two modes (a deliberate memory/time trade-off, measured in
-``benchmarks/kpflow_ops.py``): ``"stored"`` forms every :math:`A_t` once (H batched jvps over all
-B·T points; memory :math:`8BTH^2` bytes in float64) and then applies P by T batched mat-vecs;
+``benchmarks/kpflow_ops.py``): ``"stored"`` forms every :math:`A_t` once (H vjps over all B·T
+points at once; memory :math:`8BTH^2` bytes in float64) and then applies P by T batched mat-vecs;
 ``"recompute"`` stores only the states (:math:`8BTH` bytes) and applies each :math:`A_t` by a jvp
 (P) or vjp (P*) through the cell, paying one cell evaluation per step and application.
 :math:`\mathcal P^{-1}` needs no recurrence: one jvp over all (b, t) at once.
@@ -146,12 +146,22 @@ class Trajectory:
 
 
 def state_jacobians(tr: Trajectory) -> Tensor:
-    """All :math:`A_t=\\partial_zF(z_{t-1},x_t)`, shape [B, T, H, H], by H batched jvps."""
+    """All :math:`A_t=\\partial_zF(z_{t-1},x_t)`, shape [B, T, H, H] (contiguous).
+
+    One reverse-mode graph of the cell over all B·T points, then H vjps with the basis
+    cotangents :math:`e_k` (row k of every :math:`A_t` at once); peak memory is J itself plus one
+    cell evaluation, unlike a vmapped jvp whose intermediates are H times larger.
+    """
     B, T, H = tr.shape
     zp, xf = tr._flat()
-    f = lambda z: tr.cell.step(tr.theta, z, xf)  # noqa: E731
-    cols = torch.func.vmap(lambda v: jvp(f, (zp,), (v.expand(B * T, H),))[1])(torch.eye(H, dtype=zp.dtype))
-    return cols.permute(1, 2, 0).reshape(B, T, H, H)  # cols[k, n, i] = A[n, i, k]
+    _, back = vjp(lambda z: tr.cell.step(tr.theta, z, xf), zp)
+    J = torch.empty(B * T, H, H, dtype=zp.dtype)
+    e = torch.zeros(B * T, H, dtype=zp.dtype)
+    for k in range(H):
+        e.zero_()
+        e[:, k] = 1.0
+        J[:, k, :] = back(e)[0]
+    return J.reshape(B, T, H, H)
 
 
 class Propagation(Operator):
