@@ -111,6 +111,7 @@ def test_gru_cell_is_torch_grucell():
             getattr(ref, k).copy_(th[k])
     z, x = torch.randn(4, 5, dtype=F64), torch.randn(4, 3, dtype=F64)
     assert torch.allclose(cell.step(th, z, x), ref(x, z), atol=1e-15)
+    assert torch.allclose(cells.gru_reference(cell, th, z, x), ref(x, z), atol=1e-14)
 
 
 def test_torch_rnn_cell_is_torch_rnncell():
