@@ -296,3 +296,32 @@ def test_scipy_export():
     v = np.random.default_rng(0).standard_normal(L.shape[0])
     assert np.allclose(L.matvec(v), P @ v, atol=1e-13) and np.allclose(L.rmatvec(v), P.T @ v, atol=1e-13)
     assert aslinearoperator(L).shape == P.shape
+
+
+@pytest.mark.parametrize("kind", ["rnn_tanh", "hodgkin_huxley"])
+def test_K_closed_form_eq10(kind):
+    """eq. 8 / HH: K = dt^2 (X X^T + S S^T)/B on the (V-)hidden block, S = sigma(features), zero elsewhere."""
+    tr = make(kind, B=2, T=3, H=4, I=2)
+    B, T, H = tr.shape
+    feats = tr.cell.features(tr.theta, tr.Zprev.reshape(B * T, H), tr.x.reshape(B * T, -1))
+    Ks = tr.cell.dt**2 * sum(F @ F.T for F in feats.values()) / B  # [BT, BT]
+    N = tr.cell.neurons
+    block = torch.zeros(H, H, dtype=F64)
+    block[:N, :N] = torch.eye(N, dtype=F64)
+    ref = torch.kron(Ks, block)
+    K = parameter_operator(tr).dense()
+    assert torch.allclose(K, ref, atol=1e-14 * ref.abs().max(), rtol=0)
+
+
+def test_hh_jacobian_sparsity():
+    """Only the V-row of the HH Jacobian is non-diagonal; gating rows couple to V and themselves."""
+    tr = make("hodgkin_huxley", B=1, T=2)
+    A = KPFlow.build(tr).P.J[0, 1]
+    N = 2
+    mask = torch.zeros(8, 8, dtype=torch.bool)
+    mask[:N, :] = True  # V row: full
+    for k in range(1, 4):
+        for i in range(N):
+            mask[k * N + i, i] = True  # D_V f_k diagonal
+            mask[k * N + i, k * N + i] = True  # D_k f_k diagonal
+    assert float(A[~mask].abs().max()) == 0.0
