@@ -154,6 +154,42 @@ def _run(kind: str, sizes: dict[str, int], reps: int) -> dict[str, Any]:
     return res
 
 
+def _interleaved(sizes: dict[str, int], reps: int, queue: Any) -> None:
+    """Mat-vec times of flowcert (stored, f64 and f32) and kpflow (f32) interleaved in one process,
+    so that load from other processes affects all of them alike (medians over ``reps`` rounds)."""
+    try:
+        import torch
+
+        from flowcert.gpu.rnn.operators import Propagation, parameter_operator
+        from kpflow.parameter_op import ParameterOperator
+        from kpflow.propagation_op import PropagationOperator_LinearForm
+
+        ops = {}
+        for dt in ("float64", "float32"):
+            _, cell, th, x, tr, q = _setup(sizes, dt)
+            P, K = Propagation(tr, "stored"), parameter_operator(tr)
+            ops[f"flowcert_{dt}"] = (lambda P=P, q=q: P(q), lambda P=P, q=q: P.adjoint(q), lambda K=K, q=q: K(q))
+        gru = torch.nn.GRUCell(sizes["I"], sizes["H"])
+        with torch.no_grad():
+            for k, v in th.items():
+                getattr(gru, k).copy_(v)
+        P2, K2 = PropagationOperator_LinearForm(gru, x, tr.Z), ParameterOperator(gru, x, tr.Z)
+        ops["kpflow_float32"] = (lambda: P2._matvec(q), lambda: P2._rmatvec(q), lambda: K2._matvec(q))
+        times: dict[str, dict[str, list[float]]] = {k: {"P": [], "PT": [], "K": []} for k in ops}
+        for _ in range(reps + 1):
+            for name, fs in ops.items():
+                for op, f in zip(("P", "PT", "K"), fs):
+                    t0 = time.perf_counter()
+                    f()
+                    times[name][op].append(time.perf_counter() - t0)
+        med = {k: {op: statistics.median(v[op][1:]) for op in v} for k, v in times.items()}
+        ratio = {f"kpflow_float32/{k}": {op: med["kpflow_float32"][op] / med[k][op] for op in ("P", "PT", "K")}
+                 for k in ("flowcert_float64", "flowcert_float32")}
+        queue.put({"median_s": med, "ratios (>1: flowcert faster)": ratio})
+    except Exception as exc:  # noqa: BLE001
+        queue.put({"error": f"{type(exc).__name__}: {exc}"})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--small", action="store_true", help="B=4, T=20, H=16")
@@ -195,10 +231,17 @@ def main() -> None:
             for c in ("flowcert_stored_f64", "flowcert_stored_f32", "flowcert_recompute_f64", "flowcert_recompute_f32"):
                 r = results[c]
                 ratios[f"{other}/{c}"] = {k: results[other][k] / r[k] for k in ("setup_P_s", "P_matvec_s", "PT_matvec_s", "K_matvec_s")}
+    interleaved = None
+    if kp_available:
+        qu = ctx.Queue()
+        p = ctx.Process(target=_interleaved, args=(sizes, max(args.reps, 7), qu))
+        p.start()
+        interleaved = qu.get()
+        p.join()
     ratios["recompute/stored_f64"] = {k: results["flowcert_recompute_f64"][k] / ours[k]
                                       for k in ("setup_P_s", "P_matvec_s", "PT_matvec_s", "K_matvec_s", "peak_rss_over_base_MiB")}
     print(json.dumps({"benchmark": "kpflow_ops", "cell": "gru", "sizes": sizes, "threads": 1,
-                      "kpflow_available": kp_available, "results": results,
+                      "kpflow_available": kp_available, "results": results, "interleaved_matvecs": interleaved,
                       "ratios_other_over_flowcert (>1: flowcert faster)": ratios}, indent=1))
 
 
