@@ -18,11 +18,15 @@ def run(tmp_path: Path, params: dict, *extra: str) -> subprocess.CompletedProces
 
 
 @pytest.mark.parametrize("cell,paper_bound", [("linear", True), ("gru", False)])
-def test_analyze_json(tmp_path, cell, paper_bound):
+def test_analyze_json(tmp_path, capsys, cell, paper_bound):
+    """In-process (``cli.main``) to save the interpreter start; the subprocess path is tested below."""
+    from flowcert.cli import main
+
     p = {"cell": cell, "B": 3, "T": 6, "H": 4, "I": 3, "g": 0.8, "seed": 1}
-    r = run(tmp_path, p, "--json")
-    assert r.returncode == 0, r.stderr
-    doc = json.loads(r.stdout)
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps(p))
+    assert main(["kpflow", "analyze", "--params", str(f), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
     ident = doc["identities"]
     assert {"prop1", "adjoint", "inverse", "ntk"} <= set(ident)
     assert all(ident[k]["name"] == k for k in ("prop1", "adjoint", "inverse", "ntk"))
@@ -43,11 +47,20 @@ def test_analyze_json(tmp_path, cell, paper_bound):
     assert all(t["cross_check"]["status"] == "agrees" for t in doc["theorems"])
 
 
-def test_bad_input(tmp_path):
+def test_bad_input(tmp_path, capsys):
     r = run(tmp_path, {"cell": "lstm", "B": 1, "T": 1, "H": 1, "I": 1})
     assert r.returncode == 2 and "cell" in r.stderr and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
-    r = run(tmp_path, {"cell": "gru", "B": 1.5, "T": 1, "H": 1, "I": 1})
-    assert r.returncode == 2 and "'B'" in r.stderr
+    from flowcert.cli import main
+
+    f = tmp_path / "q.json"
+    for bad, key in (({"cell": "gru", "B": 1.5, "T": 1, "H": 1, "I": 1}, "'B'"),
+                     ({"cell": "hodgkin_huxley", "B": 1, "T": 1, "H": 6, "I": 1}, "'H'"),
+                     ({"cell": "gru", "B": 1, "T": 4, "H": 2, "I": 3, "task": "memory_pro"}, "'T'"),
+                     ({"cell": "gru", "B": 1, "T": 3, "H": 2, "I": 3, "weights": {"W": [[1.0]]}}, "'weights'")):
+        f.write_text(json.dumps(bad))
+        assert main(["kpflow", "analyze", "--params", str(f)]) == 2
+        err = capsys.readouterr().err
+        assert key in err and err.count("\n") == 1
 
 
 @pytest.mark.slow

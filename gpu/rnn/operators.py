@@ -31,11 +31,24 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import torch
-from torch.func import jvp, vjp
+from torch.func import jvp
 
 from .cells import Cell, Params
 
 Tensor = torch.Tensor
+
+
+def _grad(out: Tensor, inputs: Sequence[Tensor], cot: Tensor, retain: bool) -> tuple[Tensor, ...]:
+    """Vector–Jacobian product by plain autograd (``torch.func.vjp`` imports torch._dynamo on first
+    use, seconds of start-up for a command-line call)."""
+    return torch.autograd.grad(out, list(inputs), cot, retain_graph=retain, allow_unused=True)
+
+
+def _at_z(cell: Cell, theta: Params, z: Tensor, x: Tensor) -> tuple[Tensor, Tensor]:
+    """(z with grad, F(z, x)) with a graph in z only."""
+    zr = z.detach().requires_grad_(True)
+    with torch.enable_grad():
+        return zr, cell.step({k: v.detach() for k, v in theta.items()}, zr, x)
 
 
 def rollout(cell: Cell, theta: Params, x: Tensor, h0: Tensor, q: Tensor | None = None) -> Tensor:
@@ -193,8 +206,8 @@ class Propagation(Operator):
         if self.J is not None:
             return torch.bmm(self.J[:, t].transpose(1, 2), v[:, :, None])[:, :, 0]
         tr = self.tr
-        _, back = vjp(lambda z: tr.cell.step(tr.theta, z, tr.x[:, t]), tr.Zprev[:, t])
-        return back(v)[0]
+        zr, out = _at_z(tr.cell, tr.theta, tr.Zprev[:, t], tr.x[:, t])
+        return _grad(out, [zr], v, False)[0]
 
     def apply_many(self, V: Tensor) -> Tensor:
         """P applied to m vectors at once, ``V`` of shape [B, T, H, m] (stored Jacobians)."""
@@ -233,8 +246,8 @@ class Propagation(Operator):
             return torch.einsum("btji,btj->bti", self.J, v)
         B, T, H = self.shape
         zp, xf = self.tr._flat()
-        _, back = vjp(lambda z: self.tr.cell.step(self.tr.theta, z, xf), zp)
-        return back(v.reshape(B * T, H))[0].reshape(B, T, H)
+        zr, out = _at_z(self.tr.cell, self.tr.theta, zp, xf)
+        return _grad(out, [zr], v.reshape(B * T, H), False)[0].reshape(B, T, H)
 
     def inverse(self) -> Operator:
         r""":math:`\mathcal P^{-1}q=q_t-A_tq_{t-1}` (bidiagonal) and its adjoint
@@ -271,14 +284,17 @@ class ParameterJacobian:
         fixed = {k: v for k, v in tr.theta.items() if k not in self.names}
         self._f = lambda th: tr.cell.step({**fixed, **th}, zp, xf)  # noqa: E731
         self._theta = {k: tr.theta[k] for k in self.names}
-        _, self._vjp = vjp(self._f, self._theta)
+        self._leaves = {k: v.detach().requires_grad_(True) for k, v in self._theta.items()}
+        with torch.enable_grad():
+            self._out = self._f(self._leaves)  # graph kept for repeated vjps
 
     def __call__(self, dtheta: Params) -> Tensor:
         return jvp(self._f, (self._theta,), (dtheta,))[1].reshape(self.tr.shape)
 
     def adjoint(self, q: Tensor) -> Params:
         B, T, H = self.tr.shape
-        return self._vjp(q.reshape(B * T, H))[0]
+        g = _grad(self._out, list(self._leaves.values()), q.reshape(B * T, H), True)
+        return {k: (torch.zeros_like(v) if gi is None else gi) for (k, v), gi in zip(self._leaves.items(), g)}
 
 
 def parameter_operator(tr: Trajectory, only: Sequence[str] | None = None) -> Operator:
@@ -296,10 +312,13 @@ def hidden_ntk(tr: Trajectory) -> Operator:
     r""":math:`\frac1B J_ZJ_Z^\top` with :math:`J_Z=dZ/d\theta` through the whole rollout."""
     B = tr.shape[0]
     f = lambda th: rollout(tr.cell, th, tr.x, tr.h0)  # noqa: E731
-    _, back = vjp(f, tr.theta)
+    leaves = {k: v.detach().requires_grad_(True) for k, v in tr.theta.items()}
+    with torch.enable_grad():
+        Z = f(leaves)
 
     def ntk(q: Tensor) -> Tensor:
-        g = {k: v / B for k, v in back(q)[0].items()}
+        grads = _grad(Z, list(leaves.values()), q, True)
+        g = {k: (torch.zeros_like(v) if gi is None else gi) / B for (k, v), gi in zip(leaves.items(), grads)}
         return jvp(f, (tr.theta,), (g,))[1]
 
     return Operator(tr.shape, ntk, ntk, "NTK")
