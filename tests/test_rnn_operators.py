@@ -325,3 +325,21 @@ def test_hh_jacobian_sparsity():
             mask[k * N + i, i] = True  # D_V f_k diagonal
             mask[k * N + i, k * N + i] = True  # D_k f_k diagonal
     assert float(A[~mask].abs().max()) == 0.0
+
+
+@pytest.mark.parametrize("kind", ["rnn_tanh", "gru"])
+def test_factor_spectra_match_dense(kind):
+    """Exact spectra through the factors (m x m Grams, per-trial blocks) = dense SVD of K, P, PKP*."""
+    tr = make(kind, B=3, T=5, H=4)
+    kp = KPFlow.build(tr)
+    fs = spectra.factor_spectra(kp.P)
+    for name, op in (("K", kp.K), ("P", kp.P), ("PKP", kp.PKP)):
+        dense = np.sort(spectra.singular_values_squared(op))[::-1]
+        fac = np.sort(fs[name])[::-1]
+        n = min(len(dense), len(fac))
+        assert np.allclose(fac[:n], dense[:n], atol=1e-12 * dense[0])
+        assert np.all(dense[n:] <= 1e-12 * dense[0]) and np.all(fac[n:] <= 1e-12 * dense[0])
+        assert spectra.effrank_from(fac) == spectra.effrank_from(dense)
+    Kd = kp.K.dense()
+    trH = spectra.partial_trace_dense(Kd, tr.shape, ["H"])
+    assert np.allclose(np.sort(fs["K_trH"]), np.sort(torch.linalg.eigvalsh(trH).numpy() ** 2), atol=1e-12 * float(trH.abs().max()) ** 2)

@@ -234,7 +234,8 @@ def parameter_jacobian_dense(tr: Any) -> torch.Tensor:
     """Explicit :math:`G=\partial F/\partial\theta` at every (b, t), shape [B, T, H, m] (small m only)."""
     B, T, H = tr.shape
     zp, xf = tr._flat()
-    J = torch.func.jacrev(lambda th: tr.cell.step(th, zp, xf))(tr.theta)
+    one = lambda th, z, x: tr.cell.step(th, z[None], x[None])[0]  # noqa: E731
+    J = torch.func.vmap(torch.func.jacrev(one), in_dims=(None, 0, 0))(tr.theta, zp, xf)  # per sample [H, ...]
     return torch.cat([J[k].reshape(B, T, H, -1) for k in tr.theta], -1)
 
 
