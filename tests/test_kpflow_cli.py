@@ -73,3 +73,18 @@ def test_report_section_contract(tmp_path):
     assert [t["id"] for t in r["theorems"]] == ["kpflow:prop-1", "kpflow:cor-1", "kpflow:thm-1", "kpflow:thm-2"]
     for f in r["figures"]:
         assert (tmp_path / f).is_file() and f"]({f})" in r["markdown"]
+
+
+def test_verify_rnn(tmp_path, capsys):
+    """``flowcert verify rnn`` gives the catalogue records (Theorem 1 does not apply to the GRU)."""
+    from flowcert.cli import main
+
+    f = tmp_path / "v.json"
+    f.write_text(json.dumps({"cell": "gru", "B": 2, "T": 3, "H": 3, "I": 3, "task": "memory_pro"}))
+    assert main(["verify", "rnn", "--params", str(f), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["system"] == "rnn"
+    th = {t["id"]: t for t in doc["theorems"]}
+    assert th["kpflow:thm-1"]["applies"] is False
+    assert [h["status"] for h in th["kpflow:thm-1"]["hypotheses"] if "outer" in h["name"]] == ["fails"]
+    assert th["kpflow:prop-1"]["cross_check"]["status"] == "agrees"
