@@ -88,3 +88,15 @@ def test_verify_rnn(tmp_path, capsys):
     assert th["kpflow:thm-1"]["applies"] is False
     assert [h["status"] for h in th["kpflow:thm-1"]["hypotheses"] if "outer" in h["name"]] == ["fails"]
     assert th["kpflow:prop-1"]["cross_check"]["status"] == "agrees"
+
+
+def test_theorem2_singular_jacobians(tmp_path, capsys):
+    """g = 0, dt = 1: every A_t = 0, so U^{-1} does not exist; Theorem 2 does not apply (exact check)."""
+    from flowcert.cli import main
+
+    f = tmp_path / "g0.json"
+    f.write_text(json.dumps({"cell": "rnn_tanh", "B": 2, "T": 4, "H": 3, "I": 3, "dt": 1.0, "g": 0}))
+    assert main(["kpflow", "analyze", "--params", str(f), "--json"]) == 0
+    th2 = json.loads(capsys.readouterr().out)["theorems"][3]
+    assert th2["applies"] is False and th2["hypotheses"][0]["status"] == "fails"
+    assert th2["cross_check"]["details"]["uvu_relative_residual"] is None
