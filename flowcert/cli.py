@@ -82,6 +82,13 @@ def _summary(doc: dict[str, Any]) -> str:
 def cmd_verify(args: argparse.Namespace) -> None:
     from . import gaussian
 
+    if args.system == "rnn":  # the KPFlow catalogue; its cross-checks always run (cheap at these sizes)
+        from .rnn.analyze import analyze
+        from .rnn.params import load_rnn
+
+        doc = analyze(load_rnn(args.params))
+        _emit(doc, args.json, _summary(doc))
+        return
     p = _load(args.system, args.params)
     doc = gaussian.verify(p, simulate=args.simulate)
     _emit(doc, args.json, _summary(doc))
@@ -181,6 +188,23 @@ def cmd_report(args: argparse.Namespace) -> None:
     sys.stdout.write(report.pdf + "\n")
 
 
+def cmd_kpflow(args: argparse.Namespace) -> None:
+    """``flowcert kpflow analyze``: KPFlow identities, effective ranks and theorems (rnn system)."""
+    from .rnn.analyze import analyze
+    from .rnn.params import load_rnn
+
+    doc = analyze(load_rnn(args.params), mode=args.mode)
+    ident, ranks = doc["identities"], doc["effective_rank"]
+    lines = [f"flowcert {doc['flowcert']} — kpflow analyze ({doc['params']['cell']})"]
+    for r in ident["prop1"]["fd"]:
+        lines.append(f"prop1  eta {r['eta']:.3g}  residual {r['residual']:.3e}  order {r.get('observed_order')}")
+    lines.append(f"adjoint P {ident['adjoint']['P']:.2e}  inverse {ident['inverse']['residual']:.2e}  "
+                 f"ntk {ident['ntk']['residual']:.2e}")
+    lines.append("effective rank: " + ", ".join(f"{k} {ranks[k]['value']}" for k in ("K", "P", "PKP")))
+    lines += [f"{t['id']:<16} applies={t['applies']!s:<5} cross_check={t['cross_check']['status']}" for t in doc["theorems"]]
+    _emit(doc, args.json, "\n".join(lines) + "\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="flowcert", description="Verify the mathematics of transformer and RNN dynamics.")
     parser.add_argument("--version", action="version", version=f"flowcert {__version__}")
@@ -196,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.set_defaults(func=cmd_report)
 
     ver = sub.add_parser("verify", help="decide every theorem's hypotheses on given parameters")
-    ver.add_argument("system", choices=SYSTEMS)
+    ver.add_argument("system", choices=SYSTEMS + ("rnn",))
     ver.add_argument("--params", required=True, help="parameter file (.json or .npz)")
     ver.add_argument("--simulate", action="store_true", help="cross-validate by simulation")
     ver.add_argument("--json", action="store_true", help="print one JSON document on stdout")
@@ -227,6 +251,14 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--backend", choices=("numpy", "torch", "c"), required=True)
     gen.add_argument("--out", default=None, help="write the source here instead of stdout")
     gen.set_defaults(func=cmd_codegen)
+
+    kpf = sub.add_parser("kpflow", help="KPFlow operators of gradient descent on a recurrent model")
+    kpf.add_argument("action", choices=("analyze",))
+    kpf.add_argument("--params", required=True, help="rnn parameter file (.json or .npz)")
+    kpf.add_argument("--mode", choices=("stored", "recompute"), default="stored",
+                     help="P: store the Jacobians (default) or recompute them by jvp/vjp")
+    kpf.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    kpf.set_defaults(func=cmd_kpflow)
     return parser
 
 

@@ -1,0 +1,277 @@
+r"""``flowcert kpflow analyze``: the KPFlow catalogue (``kpflow:prop-1``, ``kpflow:cor-1``,
+``kpflow:thm-1``, ``kpflow:thm-2``) evaluated on one model, with the identity residuals and the
+effective ranks of K, P and PKP*.
+
+Statements (corrected as in note §2, §5):
+
+* Prop. 1 (eq. 5): :math:`\partial_sz=-\mathcal P\mathcal K\mathcal P^*\mathrm{Err}` (first order in η,
+  plain GD, :math:`L=\frac1B\sum\ell`, :math:`\mathcal K=\frac1BGG^\top`).
+* Cor. 1 (eq. 6): :math:`\partial_sy=-W_{out}\mathcal P\mathcal K\mathcal P^*W_{out}^\top(y-y^*)`, W_out frozen,
+  :math:`\ell=\frac12\|W_{out}z+b_{out}-y^*\|^2` (the paper's eq. 57 drops the minus sign).
+* Thm. 1: :math:`\mathcal K=\sum_j\mathcal K_j\succeq0` (semidefinite, not definite);
+  :math:`\operatorname{rank}\mathcal K_j\le n_j\operatorname{rank}F_j` always; the hidden-consensus rank
+  :math:`\operatorname{rank}\operatorname{tr}_H\mathcal K_j` equals :math:`\operatorname{rank}F_j` when the
+  outer Jacobian is constant (eq. 8, HH, linear) and may exceed it otherwise (torch RNN, GRU):
+  the paper's bound (3) is false there.
+* Thm. 2: :math:`\mathcal P=\mathcal U\mathcal V\mathcal U^{-1}` with U the multiplication operator by
+  :math:`U_t=A_t\cdots A_1` (needs invertible :math:`A_t`), :math:`\sigma_j(\mathcal V)` in closed form,
+  Lyapunov exponents by QR.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import __version__
+from ..catalogue import CrossCheck, TheoremResult
+from ..certificates import core
+from ..hypotheses import holds_by
+from .params import RNNParams
+
+EXACT_MAX = 1200  # dense references (SVD, partial traces) up to B*T*H = EXACT_MAX
+
+
+def build_model(p: RNNParams) -> dict[str, Any]:
+    """Cell, θ, inputs, targets, readout and trajectory of a parameter set (all float64)."""
+    import torch
+
+    from ..gpu.rnn import cells, tasks
+    from ..gpu.rnn.operators import Trajectory
+
+    cell, theta = cells.init_params(p.cell, p.H, p.I, g=p.g, seed=p.seed, dt=p.dt)
+    if p.weights:
+        theta.update({k: torch.tensor(np.asarray(v), dtype=torch.float64) for k, v in p.weights.items()})
+    if p.A is not None:
+        cell = cells.Cell(cell.kind, cell.H, cell.I, cell.dt, torch.tensor(np.asarray(p.A), dtype=torch.float64))
+    gen = torch.Generator().manual_seed(p.seed + 1)
+    if p.task == "memory_pro":
+        x, y = tasks.memory_task("MP", p.B, steps=p.T // 3)
+    else:
+        x = torch.randn(p.B, p.T, p.I, generator=gen, dtype=torch.float64)
+        y = torch.randn(p.B, p.T, 3, generator=gen, dtype=torch.float64)
+    O = y.shape[-1]
+    W_out = torch.randn(O, p.H, generator=gen, dtype=torch.float64) / math.sqrt(p.H)
+    if p.cell == "hodgkin_huxley":
+        W_out[:, p.H // 4:] = 0.0
+        W_out = W_out / 30.0  # voltages are O(10-100) mV
+    b_out = torch.zeros(O, dtype=torch.float64)
+    tr = Trajectory.run(cell, theta, x, cells.initial_state(cell, p.B))
+    return {"cell": cell, "theta": theta, "x": x, "y": y, "W_out": W_out, "b_out": b_out, "tr": tr}
+
+
+def _fd_agrees(rows: list[dict[str, Any]]) -> tuple[bool, str]:
+    """First order where measurable, rounding elsewhere.
+
+    A row is above the rounding floor when its residual exceeds twice the measured floor. The
+    check agrees if no row is above it (trajectory affine in θ: the identity is exact), or if at
+    least one pair of consecutive rows above it exists and the pair with the smallest η (the
+    asymptotic one; larger steps may be pre-asymptotic) has observed order in [0.8, 1.2].
+    """
+    above = [r["residual"] > 2 * r["roundoff_floor"] for r in rows]
+    if not any(above):
+        return True, "residual at the rounding floor for every eta (first-order term exact)"
+    orders = [math.log(a["residual"] / b["residual"]) / math.log(a["eta"] / b["eta"])
+              for a, b, ua, ub in zip(rows, rows[1:], above, above[1:]) if ua and ub]
+    if orders and 0.8 <= orders[-1] <= 1.2:
+        return True, f"residual O(eta): observed orders {[round(o, 3) for o in orders]} above the rounding floor"
+    return False, f"observed orders above the rounding floor: {[round(o, 3) for o in orders]}"
+
+
+def theorem_prop1(ident: dict[str, Any], which: str = "prop1") -> TheoremResult:
+    rows = ident["fd"]
+    ok, why = _fd_agrees(rows if which == "prop1" else [{**r, "residual": r["cor1_residual"]} for r in rows])
+    ok = ok and ident["prop1_jvp"] < 1e-9 and ident["gradient"] < 1e-9
+    hyps = [holds_by("F differentiable in (z, theta)", "cell definition (smooth activations)"),
+            holds_by("plain gradient descent, first order in eta", "the check takes plain GD steps theta - eta grad L")]
+    if which == "prop1":
+        return TheoremResult(
+            "kpflow:prop-1", "Proposition 1 (eq. 5)",
+            r"\partial_s z = -(\mathcal P\circ\mathcal K\circ\mathcal P^*)\,\mathrm{Err}",
+            hyps, {"dz_ds_norm": ident["flow_norm"], "normalisation": "L = (1/B) sum_{b,t} l, K = (1/B) G G^T, P* = P^T"},
+            CrossCheck("agrees" if ok else "disagrees",
+                       {"fd": rows, "exact_jvp_residual": ident["prop1_jvp"], "gradient_residual": ident["gradient"], "why": why}),
+            correction="eq. 4 lacks d/dt; eq. 12 should read theta_{s+1} = theta_s - eta grad L; eq. 33 Phi(t, t0)")
+    hyps.append(holds_by("linear readout, W_out frozen, l = 1/2 ||W_out z + b_out - y*||^2", "analysis protocol"))
+    return TheoremResult(
+        "kpflow:cor-1", "Corollary 1 (eq. 6)",
+        r"\partial_s y = -W_{out}\,\mathcal P\mathcal K\mathcal P^*\,W_{out}^\top (y-y^*)",
+        hyps, {"operator": "Theta = W_out P K P* W_out^T, PSD"},
+        CrossCheck("agrees" if ok else "disagrees", {"fd": [{"eta": r["eta"], "residual": r["cor1_residual"]} for r in rows], "why": why}),
+        correction="the proof (eq. 57) drops the minus sign; eq. 56 vs eq. 17 constants: l = 1/2||.||^2 used")
+
+
+def theorem1(m: dict[str, Any], exact_max: int = EXACT_MAX) -> TheoremResult:
+    """Rank of each K_j against the effective dimension of the multiplied features F_j."""
+    import torch
+
+    from ..gpu.rnn.operators import parameter_operator
+    from ..gpu.rnn.spectra import numerical_rank, partial_trace_dense
+
+    tr = m["tr"]
+    cell = m["cell"]
+    B, T, H = tr.shape
+    const = cell.constant_outer()
+    hyps = [holds_by("each W_j used once per evaluation of f", "cell definition"),
+            holds_by("K = (1/B) G G^T is positive semidefinite", "Gram form (semidefinite, not definite as printed)"),
+            core.HypothesisResult("outer Jacobian D f^outer constant", "holds" if const else "fails", None,
+                                  "symbolic cell structure",
+                                  None, "f = f^outer(W_j f_j^inner) with f^outer affine" if const
+                                  else "f^outer contains tanh/sigmoid of W_j f_j^inner: its Jacobian depends on the state")]
+    if tr.Z.numel() > exact_max:
+        return TheoremResult("kpflow:thm-1", "Theorem 1", r"\operatorname{rank}\operatorname{tr}_H\mathcal K_j\le\operatorname{rank}F_j",
+                             hyps, {}, CrossCheck("skipped", {"reason": f"B*T*H = {tr.Z.numel()} > {exact_max}: dense partial traces too costly"}))
+    feats = cell.features(tr.theta, tr.Zprev.reshape(B * T, H), tr.x.reshape(B * T, -1))
+    from ..symbolic.rnn import param_shapes
+
+    shapes = param_shapes(cell.kind, cell.H, cell.I)
+    per, all_ok, paper_ok = {}, True, True
+    for name, F in feats.items():
+        Kj = parameter_operator(tr, only=[name]).dense()
+        rF, gapF = numerical_rank(F.numpy())
+        rK, gapK = numerical_rank(Kj.numpy())
+        rC, gapC = numerical_rank(partial_trace_dense(Kj, (B, T, H), ["H"]).numpy())
+        n_j = shapes[name][0]
+        full_bound = rK <= n_j * rF
+        hidden = rC == rF if const else rC <= rF
+        all_ok &= full_bound and (hidden or not const)
+        paper_ok &= rC <= rF
+        per[name] = {"rank_features": rF, "rank_K_j": rK, "rank_trH_K_j": rC, "rows_n_j": n_j,
+                     "bound_rank_K_j_le_n_j_rank_F": full_bound, "paper_bound_trH_le_rank_F": rC <= rF,
+                     "rank_gaps": {"F": gapF, "K_j": gapK, "trH_K_j": gapC}}
+    return TheoremResult(
+        "kpflow:thm-1", "Theorem 1 (eq. 64)",
+        r"\mathcal K=\sum_j\mathcal K_j\succeq0,\ \operatorname{rank}\mathcal K_j\le n_j\operatorname{rank}F_j;\ "
+        r"\operatorname{rank}\operatorname{tr}_H\mathcal K_j=\operatorname{rank}F_j\text{ if }Df^{outer}\text{ is constant}",
+        hyps,
+        {"paper_bound_holds": paper_ok, "per_weight": per,
+         "rank_definition": "numerical rank, tolerance max(m,n) eps sigma_1; gap = sigma_r/sigma_{r+1}"},
+        CrossCheck("agrees" if all_ok else "disagrees",
+                   {"constant_outer": const, "paper_bound_trH_K_j_le_rank_F_j": paper_ok,
+                    "note": ("bound (3) holds with equality" if const else
+                             ("bound (3) FAILS here: the hidden-consensus rank exceeds rank F_j" if not paper_ok
+                              else "bound (3) happens to hold on this trajectory, but it is not implied"))}),
+        correction="'positive definite' -> semidefinite; part (3) holds only for a constant outer Jacobian "
+                   "(false for the torch RNN and GRU cells); the true general bound is rank K_j <= n_j rank F_j")
+
+
+def theorem2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[TheoremResult, list[dict[str, Any]]]:
+    """P = U V U^-1, Volterra spectrum, QR Lyapunov exponents, Kaplan–Yorke, LMI bounds."""
+    import torch
+
+    from ..certificates import rnn as crnn
+    from ..gpu.rnn.operators import Propagation
+    from ..gpu.rnn.spectra import kaplan_yorke, lyapunov_qr, uvu_operator, volterra_singular_values
+
+    tr, cell = m["tr"], m["cell"]
+    B, T, H = tr.shape
+    P = kp.P if kp.P.J is not None else Propagation(tr, "stored")
+    J = P.J
+    assert J is not None
+    smin = torch.linalg.svdvals(J.reshape(-1, H, H))[:, -1]
+    cond = float((torch.linalg.svdvals(J.reshape(-1, H, H))[:, 0] / smin.clamp_min(1e-300)).max())
+    if B * T <= 64 and H <= 8:
+        from ..certificates import exact
+
+        Js = J.reshape(-1, H, H).numpy()
+        zero = [exact.ldl_inertia(_gram_exact(A)).n_zero for A in Js]
+        inv = core.HypothesisResult("every A_t invertible", "holds" if max(zero) == 0 else "fails", float(smin.min()),
+                                    "exact rational inertia of A_t^T A_t", None,
+                                    f"{len(Js)} Jacobians; max cond {cond:.3g}")
+    else:
+        inv = core.HypothesisResult("every A_t invertible", "unknown", float(smin.min()), "float SVD (not rigorous)", None,
+                                    f"smallest singular value {float(smin.min()):.3g}, max cond {cond:.3g}; exact check only for B*T <= 64, H <= 8")
+    gen = torch.Generator().manual_seed(7)
+    q = torch.randn(tr.shape, generator=gen, dtype=torch.float64)
+    res_uvu: float | None = None
+    if inv.status != "fails" and math.isfinite(cond) and cond < 1e12:
+        try:
+            uvu = uvu_operator(P)
+            res_uvu = float((uvu(q) - P(q)).norm() / P(q).norm())
+        except RuntimeError:  # singular U_t: the factorisation does not exist
+            res_uvu = None
+    disc, cont = volterra_singular_values(T, 1.0)
+    Vd = torch.tril(torch.ones(T, T, dtype=torch.float64))
+    vol_res = float(np.abs(torch.linalg.svdvals(Vd).numpy() - disc).max() / disc[0])
+    lams = np.mean([lyapunov_qr(J[b]) for b in range(B)], axis=0)
+    ky = kaplan_yorke(lams)
+    certs: list[dict[str, Any]] = []
+    pred: dict[str, Any] = {"lyapunov_exponents_per_step": lams.tolist(), "kaplan_yorke_dimension": ky,
+                            "volterra_singular_values_first": disc[:5].tolist(),
+                            "volterra_continuous_2T_over_(2j-1)pi": cont[:5].tolist()}
+    P_norm = float(torch.linalg.matrix_norm(P.dense(), 2)) if tr.Z.numel() <= exact_max else None
+    details: dict[str, Any] = {"uvu_relative_residual": res_uvu, "volterra_max_rel_error": vol_res, "P_norm_2": P_norm}
+    ok = (res_uvu is None or res_uvu < 1e-8 * max(1.0, cond)) and vol_res < 1e-12
+    if res_uvu is None:
+        details["uvu_skipped"] = "some A_t singular or cond(A_t) >= 1e12: U^{-1} does not exist numerically (P itself is fine)"
+    if H <= 8 and B * T <= 64:
+        hyp, info = crnn.contraction_rate(list(J.reshape(-1, H, H).numpy()))
+        certs.append(hyp.to_json())
+        if info is not None:
+            bound = crnn.propagation_bound(info["rho"], info["kappa"], T)
+            pred["certified_lyapunov_upper"] = info["lyapunov_upper"]
+            pred["certified_P_norm_bound"] = bound
+            details["qr_exponent_below_certified_bound"] = bool(lams[0] <= info["lyapunov_upper"] + 1e-12)
+            ok = ok and details["qr_exponent_below_certified_bound"] and (P_norm is None or P_norm <= bound * (1 + 1e-9))
+        if cell.kind == "linear":
+            hyp2, gamma = crnn.bounded_real_bound(cell.A.numpy())
+            certs.append(hyp2.to_json())
+            if gamma is not None:
+                pred["certified_P_norm_bound_all_T"] = gamma
+                ok = ok and (P_norm is None or P_norm <= gamma * (1 + 1e-9))
+    else:
+        certs.append(core.HypothesisResult("common quadratic Lyapunov contraction", "unknown", None, "CQLF LMI", None,
+                                           "exact re-check budget: H <= 8 and B*T <= 64").to_json())
+    th = TheoremResult(
+        "kpflow:thm-2", "Theorem 2 (eqs. 70-74)",
+        r"\mathcal P=\mathcal U\mathcal V\mathcal U^{-1},\ (\mathcal Uq)_t=U_tq_t,\ U_t=A_t\cdots A_1,\ "
+        r"\sigma_j(\mathcal V)=\tfrac{2T}{(2j-1)\pi}",
+        [inv], pred, CrossCheck("agrees" if ok else "disagrees", details),
+        correction="U is the multiplication operator by Phi(t,0) (not Phi(t,0)q(0)); eq. 74 includes J(0) (off by one); "
+                   "sigma_j(U) = exp(lambda_j t) only for normal constant Jacobians")
+    return th, certs
+
+
+def _gram_exact(A: np.ndarray) -> list[list[Any]]:
+    from ..certificates import exact
+
+    Q = exact.to_rational(A)
+    n = len(Q)
+    return [[sum((Q[k][i] * Q[k][j] for k in range(n)), 0) for j in range(n)] for i in range(n)]
+
+
+def analyze(p: RNNParams, *, mode: str = "stored", exact_max: int = EXACT_MAX) -> dict[str, Any]:
+    """The ``kpflow analyze`` document (see DESIGN.md, "Command line")."""
+    import torch
+
+    from ..gpu.rnn.identities import operator_identities, prop1
+    from ..gpu.rnn.operators import KPFlow
+    from ..gpu.rnn.spectra import DEFINITION, effective_rank
+
+    torch.set_num_threads(1)
+    m = build_model(p)
+    if not bool(torch.isfinite(m["tr"].Z).all()):
+        from ..cli import InputError
+
+        raise InputError("the trajectory is not finite (diverged); lower g or dt")
+    kp = KPFlow.build(m["tr"], mode)
+    ident = prop1(kp, m["W_out"], m["b_out"], m["y"])
+    ops = operator_identities(kp, seed=p.seed)
+    ranks = {name: effective_rank(op, exact_max=exact_max) for name, op in (("K", kp.K), ("P", kp.P), ("PKP", kp.PKP))}
+    th2, certs = theorem2(m, kp, exact_max)
+    theorems = [theorem_prop1(ident), theorem_prop1(ident, "cor1"), theorem1(m, exact_max), th2]
+    return {
+        "flowcert": __version__, "system": "rnn", "params": p.to_json(),
+        "identities": {
+            "prop1": {"name": "prop1", "statement": ident["statement"], "fd": ident["fd"],
+                      "exact_jvp_residual": ident["prop1_jvp"], "gradient_residual": ident["gradient"]},
+            "cor1": {"name": "cor1", "fd": [{"eta": r["eta"], "residual": r["cor1_residual"]} for r in ident["fd"]]},
+            **ops,
+        },
+        "effective_rank": {**ranks, "definition": DEFINITION},
+        "certificates": certs,
+        "theorems": [t.to_json() for t in theorems],
+        "operator_mode": mode,
+    }

@@ -1,0 +1,155 @@
+"""Parameter files of the ``rnn`` system (schema and loader; reuses :mod:`flowcert.params`).
+
+Schema (``H`` is the state dimension; for ``hodgkin_huxley`` H = 4N with N neurons)::
+
+    key      required  value
+    -------  --------  ------------------------------------------------------------------
+    cell     yes       "rnn_tanh" (paper eq. 8, Euler), "torch_rnn", "gru", "hodgkin_huxley", "linear"
+    B, T     yes       positive integers: trials and time steps
+    H, I     yes       positive integers: state and input dimension
+    dt       no        Euler step of rnn_tanh / hodgkin_huxley (default 0.1; ignored otherwise)
+    seed     no        non-negative integer (default 0): weights, inputs and readout
+    g        no        non-negative number (default 1.0): recurrent gain of the random init
+    weights  no        object name -> matrix/vector overriding the random init (names per cell)
+    A        no        H x H state matrix of the linear cell (default 0.9 g Q, Q random orthogonal)
+    task     no        "memory_pro" (needs I = 3 and T divisible by 3) or "random" (default)
+
+Limits: B*T*H <= 200000 (the operators are matrix-free but analysis builds dense references
+at small sizes).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..params import Field, ParamError, Schema, as_choice, as_matrix, as_positive_float, as_vector, load_file, validate
+from ..symbolic.rnn import param_shapes
+
+CELL_KINDS = ("rnn_tanh", "torch_rnn", "gru", "hodgkin_huxley", "linear")
+TASK_KINDS = ("random", "memory_pro")
+MAX_SIZE = 200_000
+
+
+def as_positive_int(raw: object, key: str) -> int:
+    """A positive integer (JSON integer or numpy integer; booleans and floats are refused)."""
+    if isinstance(raw, (bool, np.bool_)) or not isinstance(raw, (int, np.integer)):
+        raise ParamError(key, f"must be a positive integer, got {raw!r}")
+    if int(raw) < 1:
+        raise ParamError(key, f"must be a positive integer, got {int(raw)}")
+    return int(raw)
+
+
+def _seed(raw: object, key: str, dims: Mapping[str, int]) -> int:
+    if isinstance(raw, (bool, np.bool_)) or not isinstance(raw, (int, np.integer)) or int(raw) < 0:
+        raise ParamError(key, f"must be a non-negative integer, got {raw!r}")
+    return int(raw)
+
+
+def _gain(raw: object, key: str, dims: Mapping[str, int]) -> float:
+    if raw == 0 and isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        return 0.0
+    return as_positive_float(raw, key)
+
+
+def _dims(raw: Mapping[str, object]) -> dict[str, int]:
+    dims = {k: as_positive_int(raw[k], k) for k in ("B", "T", "H", "I")}
+    cell = as_choice(raw["cell"], "cell", CELL_KINDS)
+    if cell == "hodgkin_huxley" and dims["H"] % 4:
+        raise ParamError("H", f"hodgkin_huxley needs H = 4N (state [V; m; n; h]), got {dims['H']}")
+    size = dims["B"] * dims["T"] * dims["H"]
+    if size > MAX_SIZE:
+        raise ParamError("B", f"B*T*H = {size} exceeds the limit {MAX_SIZE}")
+    dims["cell"] = CELL_KINDS.index(cell)
+    return dims
+
+
+def _weights(raw: object, key: str, dims: Mapping[str, int]) -> dict[str, np.ndarray]:
+    if not isinstance(raw, Mapping):
+        raise ParamError(key, "must be an object mapping parameter names to matrices/vectors")
+    cell = CELL_KINDS[dims["cell"]]
+    shapes = param_shapes(cell, dims["H"], dims["I"])
+    out = {}
+    for name, value in raw.items():
+        if name not in shapes:
+            raise ParamError(key, f"unknown weight {name!r} for cell {cell!r} (allowed: {', '.join(shapes)})")
+        shp = shapes[name]
+        sub = f"{key}.{name}"
+        out[name] = as_matrix(value, sub, shp) if len(shp) == 2 else as_vector(value, sub, shp[0])
+    return out
+
+
+def _A(raw: object, key: str, dims: Mapping[str, int]) -> np.ndarray:
+    if CELL_KINDS[dims["cell"]] != "linear":
+        raise ParamError(key, "only the 'linear' cell takes a state matrix A")
+    return as_matrix(raw, key, (dims["H"], dims["H"]))
+
+
+def _task(raw: object, key: str, dims: Mapping[str, int]) -> str:
+    task = as_choice(raw, key, TASK_KINDS)
+    if task == "memory_pro":
+        if dims["I"] != 3:
+            raise ParamError("I", f"task 'memory_pro' has 3 inputs (fixation, cos, sin), got I = {dims['I']}")
+        if dims["T"] % 3:
+            raise ParamError("T", f"task 'memory_pro' needs T divisible by 3 (stimulus/memory/response), got {dims['T']}")
+    return task
+
+
+_INT = Field(lambda raw, key, dims: as_positive_int(raw, key))
+
+RNN_SCHEMA = Schema(
+    system="rnn",
+    fields={
+        "cell": Field(lambda raw, key, dims: as_choice(raw, key, CELL_KINDS), doc="cell kind"),
+        "B": _INT, "T": _INT, "H": _INT, "I": _INT,
+        "dt": Field(lambda raw, key, dims: as_positive_float(raw, key), required=False, default=0.1, doc="Euler step"),
+        "seed": Field(_seed, required=False, default=0, doc="random seed"),
+        "g": Field(_gain, required=False, default=1.0, doc="recurrent gain"),
+        "weights": Field(_weights, required=False, default=None, doc="explicit weights"),
+        "A": Field(_A, required=False, default=None, doc="state matrix of the linear cell"),
+        "task": Field(_task, required=False, default="random", doc="task"),
+    },
+    infer_dims=_dims,
+)
+
+
+@dataclass
+class RNNParams:
+    """Validated ``rnn`` parameters (see the module docstring)."""
+
+    cell: str
+    B: int
+    T: int
+    H: int
+    I: int
+    dt: float = 0.1
+    seed: int = 0
+    g: float = 1.0
+    weights: dict[str, np.ndarray] | None = None
+    A: np.ndarray | None = None
+    task: str = "random"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in ("cell", "B", "T", "H", "I", "dt", "seed", "g", "task")}
+        d["weights"] = None if self.weights is None else {k: v.tolist() for k, v in self.weights.items()}
+        d["A"] = None if self.A is None else self.A.tolist()
+        return d
+
+
+def parse_rnn(raw: Mapping[str, object]) -> RNNParams:
+    """Validate a raw mapping as ``rnn`` parameters (raises :class:`ParamError`)."""
+    return RNNParams(**validate(raw, RNN_SCHEMA))  # type: ignore[arg-type]
+
+
+def load_rnn(path: str | os.PathLike[str]) -> RNNParams:
+    """Read and validate an ``rnn`` parameter file."""
+    raw = load_file(path)
+    try:
+        return parse_rnn(raw)
+    except ParamError as err:
+        raise err.with_file(os.fspath(path)) from None

@@ -1,0 +1,208 @@
+r"""Step maps :math:`z_t=F(z_{t-1},x_t;\theta)` of the ``rnn`` system (KPFlow paper, eq. 8, App. E.4).
+
+Pure functions of a parameter dict, so that ``torch.func`` (jvp, vjp, jacrev, functional calls)
+differentiates them in :math:`z` and :math:`\theta`. float64 by default.
+
+* ``rnn_tanh`` (paper eq. 8, explicit Euler with step :math:`\Delta t`):
+
+  .. math:: F = z + \Delta t\,(-z + W\tanh(z) + W_{in}x),\qquad \theta=\{W, W_{in}\}.
+
+* ``torch_rnn`` (PyTorch ``nn.RNNCell``): :math:`F=\tanh(W_{ih}x+b_{ih}+W_{hh}z+b_{hh})`.
+* ``gru`` (PyTorch ``nn.GRUCell``, gate order r, u(=z), n):
+
+  .. math:: r=\sigma(W_{ir}x+b_{ir}+W_{hr}h+b_{hr}),\ u=\sigma(W_{iu}x+b_{iu}+W_{hu}h+b_{hu}),\\
+            n=\tanh(W_{in}x+b_{in}+r\odot(W_{hn}h+b_{hn})),\quad F=(1-u)\odot n+u\odot h.
+
+* ``hodgkin_huxley`` (App. E.4, eqs. 76–82), state :math:`z=[V;m;n;h]\in\mathbb R^{4N}`, Euler step:
+
+  .. math:: \dot V=-\big(g_K n^4(V-V_K)+g_{Na}m^3h(V-V_{Na})+g_l(V-V_l)\big)+W\sigma(V)+W_{in}x+I_{app},\\
+            \dot k=\alpha_k(V)(1-k)-\beta_k(V)k,\quad k\in\{m,n,h\},\qquad \sigma(V)=\operatorname{sigmoid}((V-V_t)/K_p).
+
+  The ionic currents carry the physiological minus sign (the paper prints ``+``, which makes
+  :math:`\partial\dot V/\partial V=+G>0` and every trajectory blow up). Rates are the classical
+  squid-axon ones (mV, ms). The gating derivative is the corrected
+  :math:`D_Vf_k=\operatorname{diag}(\alpha_k'(1-k)-\beta_k'k)` (the paper's eq. 85 is wrong); it is
+  produced by autograd and checked against SymPy in :mod:`flowcert.symbolic.rnn`.
+* ``linear``: :math:`F=Az+W_{in}x+b` with :math:`A` fixed (not trained), :math:`\theta=\{W_{in},b\}`.
+  The trajectory is affine in :math:`\theta`, so Proposition 1 is exact (no :math:`O(\eta)` term),
+  and the Jacobian :math:`A` is constant (the bounded-real lemma applies).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from ...symbolic.rnn import param_shapes
+
+Params = dict[str, torch.Tensor]
+
+CELLS = ("rnn_tanh", "torch_rnn", "gru", "hodgkin_huxley", "linear")
+
+# Classical Hodgkin–Huxley constants (mV, ms, mS/cm^2).
+HH = {"g_K": 36.0, "g_Na": 120.0, "g_l": 0.3, "V_K": -77.0, "V_Na": 50.0, "V_l": -54.387,
+      "I_app": 10.0, "V_t": -40.0, "K_p": 5.0}
+
+
+def hh_rates(V: torch.Tensor) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    r"""Squid-axon rates :math:`(\alpha_k(V),\beta_k(V))` for :math:`k\in\{m,n,h\}`."""
+    am = 0.1 * (V + 40.0) / (1.0 - torch.exp(-(V + 40.0) / 10.0))
+    bm = 4.0 * torch.exp(-(V + 65.0) / 18.0)
+    an = 0.01 * (V + 55.0) / (1.0 - torch.exp(-(V + 55.0) / 10.0))
+    bn = 0.125 * torch.exp(-(V + 65.0) / 80.0)
+    ah = 0.07 * torch.exp(-(V + 65.0) / 20.0)
+    bh = 1.0 / (1.0 + torch.exp(-(V + 35.0) / 10.0))
+    return {"m": (am, bm), "n": (an, bn), "h": (ah, bh)}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A step map with its sizes.
+
+    Attributes
+    ----------
+    kind : str
+        One of :data:`CELLS`.
+    H : int
+        State dimension (for ``hodgkin_huxley`` :math:`4N`, N neurons).
+    I : int
+        Input dimension.
+    dt : float
+        Euler step (``rnn_tanh``, ``hodgkin_huxley``); unused by the discrete cells.
+    A : torch.Tensor or None
+        The fixed state matrix of the ``linear`` cell.
+    """
+
+    kind: str
+    H: int
+    I: int
+    dt: float = 1.0
+    A: torch.Tensor | None = field(default=None, compare=False)
+
+    @property
+    def neurons(self) -> int:
+        """Number of neurons (H, or H/4 for Hodgkin–Huxley)."""
+        return self.H // 4 if self.kind == "hodgkin_huxley" else self.H
+
+    def step(self, theta: Params, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """:math:`F(z, x;\\theta)` for batched ``z`` [N, H], ``x`` [N, I]."""
+        return _STEPS[self.kind](self, theta, z, x)
+
+    def features(self, theta: Params, z: torch.Tensor, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        r"""Inner features :math:`f_j^{inner}` each weight multiplies (Theorem 1), [N, d_j] per weight.
+
+        Biases multiply the constant feature 1. Weights whose outer Jacobian
+        :math:`D f^{outer}` is constant are listed in :meth:`constant_outer`.
+        """
+        one = torch.ones(z.shape[0], 1, dtype=z.dtype)
+        if self.kind == "rnn_tanh":
+            return {"W": torch.tanh(z), "W_in": x}
+        if self.kind == "torch_rnn":
+            return {"W_hh": z, "W_ih": x, "b_hh": one, "b_ih": one}
+        if self.kind == "gru":
+            return {"weight_hh": z, "weight_ih": x, "bias_hh": one, "bias_ih": one}
+        if self.kind == "hodgkin_huxley":
+            V = z[:, : self.neurons]
+            return {"W": torch.sigmoid((V - HH["V_t"]) / HH["K_p"]), "W_in": x}
+        return {"W_in": x, "b": one}
+
+    def constant_outer(self) -> bool:
+        """True when :math:`f=f^{outer}(W_j f_j^{inner},\\dots)` has a constant outer Jacobian for every j."""
+        return self.kind in ("rnn_tanh", "hodgkin_huxley", "linear")
+
+
+def _rnn_tanh(c: Cell, th: Params, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    return z + c.dt * (-z + torch.tanh(z) @ th["W"].T + x @ th["W_in"].T)
+
+
+def _torch_rnn(c: Cell, th: Params, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    return torch.tanh(x @ th["W_ih"].T + th["b_ih"] + z @ th["W_hh"].T + th["b_hh"])
+
+
+def _gru(c: Cell, th: Params, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    # ATen's fused cell (what nn.GRUCell calls): same equations as gru_reference, with
+    # forward- and reverse-mode derivatives, about 1.5x faster than the composed ops.
+    return torch.gru_cell(x, z, th["weight_ih"], th["weight_hh"], th["bias_ih"], th["bias_hh"])
+
+
+def gru_reference(c: Cell, th: Params, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """The GRU equations of the module docstring written out (checked against the fused cell)."""
+    gi = x @ th["weight_ih"].T + th["bias_ih"]
+    gh = z @ th["weight_hh"].T + th["bias_hh"]
+    H = c.H
+    r = torch.sigmoid(gi[:, :H] + gh[:, :H])
+    u = torch.sigmoid(gi[:, H:2 * H] + gh[:, H:2 * H])
+    n = torch.tanh(gi[:, 2 * H:] + r * gh[:, 2 * H:])
+    return (1.0 - u) * n + u * z
+
+
+def hh_field(c: Cell, th: Params, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """Continuous-time Hodgkin–Huxley vector field (App. E.4, physiological signs)."""
+    N = c.neurons
+    V, m, n, h = z[:, :N], z[:, N:2 * N], z[:, 2 * N:3 * N], z[:, 3 * N:]
+    ionic = (HH["g_K"] * n**4 * (V - HH["V_K"]) + HH["g_Na"] * m**3 * h * (V - HH["V_Na"])
+             + HH["g_l"] * (V - HH["V_l"]))
+    s = torch.sigmoid((V - HH["V_t"]) / HH["K_p"])
+    dV = -ionic + s @ th["W"].T + x @ th["W_in"].T + HH["I_app"]
+    rates = hh_rates(V)
+    gates = [rates[k][0] * (1.0 - g) - rates[k][1] * g for k, g in (("m", m), ("n", n), ("h", h))]
+    return torch.cat([dV] + gates, dim=1)
+
+
+def _hh(c: Cell, th: Params, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    return z + c.dt * hh_field(c, th, z, x)
+
+
+def _linear(c: Cell, th: Params, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    assert c.A is not None
+    return z @ c.A.T + x @ th["W_in"].T + th["b"]
+
+
+_STEPS: dict[str, Callable[[Cell, Params, torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "rnn_tanh": _rnn_tanh, "torch_rnn": _torch_rnn, "gru": _gru, "hodgkin_huxley": _hh, "linear": _linear,
+}
+
+
+def init_params(kind: str, H: int, I: int, *, g: float = 1.0, seed: int = 0, dt: float = 1.0,
+                dtype: torch.dtype = torch.float64) -> tuple[Cell, Params]:
+    r"""A cell and random parameters.
+
+    ``rnn_tanh``/``hodgkin_huxley``: :math:`W_{ij}\sim\mathcal N(0,g^2/N)` (paper, main text),
+    :math:`W_{in}\sim\mathcal N(0,1/I)`. ``torch_rnn``/``gru``: PyTorch's default
+    :math:`U(-1/\sqrt H,1/\sqrt H)`, with the recurrent weight multiplied by g (as the paper's code).
+    ``linear``: :math:`A=g\,Q` with Q a random orthogonal matrix times 0.9 (so :math:`\|A\|=0.9g`).
+    """
+    gen = torch.Generator().manual_seed(int(seed))
+    shapes = param_shapes(kind, H, I)
+    th: Params = {}
+    A = None
+    for name, shp in shapes.items():
+        if kind in ("torch_rnn", "gru"):
+            k = 1.0 / H**0.5
+            w = (torch.rand(shp, generator=gen, dtype=dtype) * 2 - 1) * k
+            if name in ("W_hh", "weight_hh"):
+                w = w * g
+        elif name == "W":
+            w = torch.randn(shp, generator=gen, dtype=dtype) * g / shp[0] ** 0.5
+        elif name == "W_in":
+            w = torch.randn(shp, generator=gen, dtype=dtype) / max(I, 1) ** 0.5
+        else:
+            w = 0.1 * torch.randn(shp, generator=gen, dtype=dtype)
+        th[name] = w
+    if kind == "linear":
+        Q, _ = torch.linalg.qr(torch.randn(H, H, generator=gen, dtype=dtype))
+        A = 0.9 * g * Q
+    return Cell(kind, H, I, dt, A), th
+
+
+def initial_state(cell: Cell, B: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """z_0: zeros, or for Hodgkin–Huxley the resting state (V=-65 mV, gates at steady state)."""
+    if cell.kind != "hodgkin_huxley":
+        return torch.zeros(B, cell.H, dtype=dtype)
+    N = cell.neurons
+    V = torch.full((B, N), -65.0, dtype=dtype)
+    r = hh_rates(V)
+    gates = [r[k][0] / (r[k][0] + r[k][1]) for k in ("m", "n", "h")]
+    return torch.cat([V] + gates, dim=1)

@@ -1,0 +1,397 @@
+r"""The KPFlow operators on hidden trajectories :math:`\mathbb R^{B\times T\times H}` (paper §2, App. B–C).
+
+Convention (note §1.3): :math:`z_0=h_0` is not stored, :math:`z_t=F(z_{t-1},x_t;\theta)`,
+:math:`Z[b,t-1]=z_t`, and the Jacobians of step t are taken at :math:`(z_{t-1},x_t)`:
+:math:`A_t=\partial_zF`, :math:`G_t=\partial_\theta F`. With :math:`L=\frac1B\sum_{b,t}\ell(z_t^b)`,
+:math:`\mathrm{Err}=\nabla\ell` per sample and
+
+.. math::
+
+    (\mathcal Pq)_t=\sum_{s\le t}A_t\cdots A_{s+1}q_s\ (p_t=A_tp_{t-1}+q_t),\qquad
+    (\mathcal P^{*}r)_s=r_s+A_{s+1}^\top(\mathcal P^{*}r)_{s+1},\qquad
+    (\mathcal P^{-1}q)_t=q_t-A_tq_{t-1},
+
+.. math::
+
+    \mathcal K=\tfrac1B GG^\top\ (\text{vjp, then jvp; }J_\theta\text{ never formed}),\qquad
+    \partial_s z=-\mathcal P\mathcal K\mathcal P^{*}\,\mathrm{Err}\ \ (\text{Prop. 1}),\qquad
+    \tfrac1B J_ZJ_Z^\top=\mathcal P\mathcal K\mathcal P^\top\ \ (\text{hidden NTK}).
+
+:math:`\mathcal P` has two modes (a deliberate memory/time trade-off, measured in
+``benchmarks/kpflow_ops.py``): ``"stored"`` forms every :math:`A_t` once (H vjps over all B·T
+points at once; memory :math:`8BTH^2` bytes in float64) and then applies P by T batched mat-vecs;
+``"recompute"`` stores only the states (:math:`8BTH` bytes) and applies each :math:`A_t` by a jvp
+(P) or vjp (P*) through the cell, paying one cell evaluation per step and application.
+:math:`\mathcal P^{-1}` needs no recurrence: one jvp over all (b, t) at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+from torch.func import jvp
+
+from .cells import Cell, Params
+
+Tensor = torch.Tensor
+
+
+def _grad(out: Tensor, inputs: Sequence[Tensor], cot: Tensor, retain: bool) -> tuple[Tensor, ...]:
+    """Vector–Jacobian product by plain autograd (``torch.func.vjp`` imports torch._dynamo on first
+    use, seconds of start-up for a command-line call)."""
+    return torch.autograd.grad(out, list(inputs), cot, retain_graph=retain, allow_unused=True)
+
+
+def _at_z(cell: Cell, theta: Params, z: Tensor, x: Tensor) -> tuple[Tensor, Tensor]:
+    """(z with grad, F(z, x)) with a graph in z only."""
+    zr = z.detach().requires_grad_(True)
+    with torch.enable_grad():
+        return zr, cell.step({k: v.detach() for k, v in theta.items()}, zr, x)
+
+
+def rollout(cell: Cell, theta: Params, x: Tensor, h0: Tensor, q: Tensor | None = None) -> Tensor:
+    """Hidden trajectory [B, T, H]; with ``q`` the perturbed map :math:`z_t=F(z_{t-1},x_t)+q_t`."""
+    z, out = h0, []
+    for t in range(x.shape[1]):
+        z = cell.step(theta, z, x[:, t])
+        if q is not None:
+            z = z + q[:, t]
+        out.append(z)
+    return torch.stack(out, 1)
+
+
+def previous(Z: Tensor, h0: Tensor) -> Tensor:
+    """States the Jacobians are taken at: :math:`[z_0,\\dots,z_{T-1}]`, shape [B, T, H]."""
+    return torch.cat([h0[:, None], Z[:, :-1]], 1)
+
+
+class Operator:
+    r"""A linear map on [B, T, H] tensors with its Euclidean adjoint.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        (B, T, H).
+    matvec, rmatvec : callable
+        :math:`q\mapsto Aq` and :math:`r\mapsto A^\top r`.
+    name : str
+    """
+
+    def __init__(self, shape: Sequence[int], matvec: Callable[[Tensor], Tensor],
+                 rmatvec: Callable[[Tensor], Tensor], name: str = "A") -> None:
+        self.shape = tuple(int(s) for s in shape)
+        self._mv, self._rmv, self.name = matvec, rmatvec, name
+
+    @property
+    def size(self) -> int:
+        """B·T·H."""
+        return self.shape[0] * self.shape[1] * self.shape[2]
+
+    def __call__(self, q: Tensor) -> Tensor:
+        return self._mv(q)
+
+    def adjoint(self, r: Tensor) -> Tensor:
+        """:math:`A^\\top r`."""
+        return self._rmv(r)
+
+    @property
+    def T(self) -> "Operator":
+        """The adjoint operator."""
+        return Operator(self.shape, self._rmv, self._mv, f"{self.name}^T")
+
+    def __matmul__(self, other: "Operator") -> "Operator":
+        return Operator(self.shape, lambda q: self(other(q)), lambda r: other.adjoint(self.adjoint(r)),
+                        f"{self.name}{other.name}")
+
+    def dense(self, dtype: torch.dtype = torch.float64) -> Tensor:
+        """The (BTH)×(BTH) matrix (row-major flattening of [B, T, H]); small sizes only."""
+        n = self.size
+        cols = [self(e.reshape(self.shape)).reshape(-1) for e in torch.eye(n, dtype=dtype)]
+        return torch.stack(cols, 1)
+
+    def to_scipy(self):  # -> scipy.sparse.linalg.LinearOperator
+        """Export as a ``scipy.sparse.linalg.LinearOperator`` (float64, flattened row-major)."""
+        import numpy as np
+        from scipy.sparse.linalg import LinearOperator
+
+        def wrap(f: Callable[[Tensor], Tensor]) -> Callable[[np.ndarray], np.ndarray]:
+            def g(v: np.ndarray) -> np.ndarray:
+                t = torch.as_tensor(np.ascontiguousarray(v, dtype=np.float64).reshape(self.shape))
+                return f(t).detach().reshape(-1).numpy()
+            return g
+
+        return LinearOperator((self.size, self.size), matvec=wrap(self._mv), rmatvec=wrap(self._rmv),
+                              dtype=np.float64)
+
+
+@dataclass
+class Trajectory:
+    """A model evaluated on a batch: cell, θ, inputs [B,T,I], z_0 [B,H], states Z [B,T,H]."""
+
+    cell: Cell
+    theta: Params
+    x: Tensor
+    h0: Tensor
+    Z: Tensor
+
+    @classmethod
+    def run(cls, cell: Cell, theta: Params, x: Tensor, h0: Tensor) -> "Trajectory":
+        with torch.no_grad():
+            Z = rollout(cell, theta, x, h0)
+        return cls(cell, theta, x, h0, Z)
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return tuple(self.Z.shape)  # type: ignore[return-value]
+
+    @property
+    def Zprev(self) -> Tensor:
+        return previous(self.Z, self.h0)
+
+    def _flat(self) -> tuple[Tensor, Tensor]:
+        B, T, H = self.shape
+        return self.Zprev.reshape(B * T, H), self.x.reshape(B * T, -1)
+
+
+# ---------------------------------------------------------------------------------------- P
+
+
+def state_jacobians(tr: Trajectory) -> Tensor:
+    """All :math:`A_t=\\partial_zF(z_{t-1},x_t)`, shape [B, T, H, H] (contiguous).
+
+    One reverse-mode graph of the cell over all B·T points, then H vjps with the basis
+    cotangents :math:`e_k` (row k of every :math:`A_t` at once); peak memory is J itself plus one
+    cell evaluation, unlike a vmapped jvp whose intermediates are H times larger.
+    """
+    B, T, H = tr.shape
+    zp, xf = tr._flat()
+    z = zp.detach().requires_grad_(True)
+    with torch.enable_grad():
+        out = tr.cell.step({k: v.detach() for k, v in tr.theta.items()}, z, xf)
+    J = torch.empty(B * T, H, H, dtype=zp.dtype)
+    for k in range(H):  # plain autograd: about 2x faster than torch.func.vjp closures here
+        J[:, k, :] = torch.autograd.grad(out[:, k].sum(), z, retain_graph=k < H - 1)[0]
+    return J.reshape(B, T, H, H)
+
+
+class Propagation(Operator):
+    r""":math:`\mathcal P` (forward linearised recurrence) with :math:`\mathcal P^*=\mathcal P^\top`.
+
+    Parameters
+    ----------
+    tr : Trajectory
+    mode : {"stored", "recompute"}
+        Store the B·T Jacobians (fast mat-vecs, :math:`O(BTH^2)` memory) or recompute their
+        action by jvp/vjp through the cell at each step (:math:`O(BTH)` memory).
+    """
+
+    def __init__(self, tr: Trajectory, mode: str = "stored") -> None:
+        if mode not in ("stored", "recompute"):
+            raise ValueError(f"mode must be 'stored' or 'recompute', got {mode!r}")
+        self.tr, self.mode = tr, mode
+        self.J = state_jacobians(tr) if mode == "stored" else None
+        super().__init__(tr.shape, self._forward, self._backward, "P")
+
+    def apply_A(self, t: int, v: Tensor) -> Tensor:
+        """:math:`A_{t+1}v` for 0-based time index t (batched over trials)."""
+        if self.J is not None:
+            return torch.bmm(self.J[:, t], v[:, :, None])[:, :, 0]
+        tr = self.tr
+        return jvp(lambda z: tr.cell.step(tr.theta, z, tr.x[:, t]), (tr.Zprev[:, t],), (v,))[1]
+
+    def apply_At(self, t: int, v: Tensor) -> Tensor:
+        """:math:`A_{t+1}^\\top v` for 0-based time index t."""
+        if self.J is not None:
+            return torch.bmm(self.J[:, t].transpose(1, 2), v[:, :, None])[:, :, 0]
+        tr = self.tr
+        zr, out = _at_z(tr.cell, tr.theta, tr.Zprev[:, t], tr.x[:, t])
+        return _grad(out, [zr], v, False)[0]
+
+    def apply_many(self, V: Tensor) -> Tensor:
+        """P applied to m vectors at once, ``V`` of shape [B, T, H, m] (stored Jacobians)."""
+        J = self.J if self.J is not None else state_jacobians(self.tr)
+        p, out = V[:, 0], [V[:, 0]]
+        for t in range(1, V.shape[1]):
+            p = V[:, t] + torch.bmm(J[:, t], p)
+            out.append(p)
+        return torch.stack(out, 1)
+
+    def _forward(self, q: Tensor) -> Tensor:
+        p, out = q[:, 0], [q[:, 0]]
+        for t in range(1, q.shape[1]):
+            p = q[:, t] + self.apply_A(t, p)
+            out.append(p)
+        return torch.stack(out, 1)
+
+    def _backward(self, r: Tensor) -> Tensor:
+        T = r.shape[1]
+        a, out = r[:, -1], [r[:, -1]]
+        for t in range(T - 2, -1, -1):
+            a = r[:, t] + self.apply_At(t + 1, a)
+            out.append(a)
+        return torch.stack(out[::-1], 1)
+
+    def _all_A(self, v: Tensor) -> Tensor:
+        """:math:`(A_tv_t)_t` for all (b, t) at once."""
+        if self.J is not None:
+            return torch.einsum("btij,btj->bti", self.J, v)
+        B, T, H = self.shape
+        zp, xf = self.tr._flat()
+        return jvp(lambda z: self.tr.cell.step(self.tr.theta, z, xf), (zp,), (v.reshape(B * T, H),))[1].reshape(B, T, H)
+
+    def _all_At(self, v: Tensor) -> Tensor:
+        if self.J is not None:
+            return torch.einsum("btji,btj->bti", self.J, v)
+        B, T, H = self.shape
+        zp, xf = self.tr._flat()
+        zr, out = _at_z(self.tr.cell, self.tr.theta, zp, xf)
+        return _grad(out, [zr], v.reshape(B * T, H), False)[0].reshape(B, T, H)
+
+    def inverse(self) -> Operator:
+        r""":math:`\mathcal P^{-1}q=q_t-A_tq_{t-1}` (bidiagonal) and its adjoint
+        :math:`r_t-A_{t+1}^\top r_{t+1}`; no recurrence."""
+        def inv(q: Tensor) -> Tensor:
+            shifted = torch.cat([torch.zeros_like(q[:, :1]), q[:, :-1]], 1)
+            return q - self._all_A(shifted)
+
+        def inv_t(r: Tensor) -> Tensor:
+            # row t of _all_At(r) is A_t^T r_t (0-based); row s needs A_{s+1}^T r_{s+1}
+            back = torch.cat([self._all_At(r)[:, 1:], torch.zeros_like(r[:, :1])], 1)
+            return r - back
+
+        return Operator(self.shape, inv, inv_t, "P^-1")
+
+
+# ---------------------------------------------------------------------------------------- K
+
+
+class ParameterJacobian:
+    r""":math:`G:\delta\theta\mapsto(G_t\delta\theta)_{b,t}` (jvp) and :math:`G^\top` (vjp), matrix-free.
+
+    Parameters
+    ----------
+    tr : Trajectory
+    only : sequence of str, optional
+        Restrict θ to these parameter names (the others are held fixed), e.g. for :math:`K_j`.
+    """
+
+    def __init__(self, tr: Trajectory, only: Sequence[str] | None = None) -> None:
+        self.tr = tr
+        self.names = list(only) if only is not None else list(tr.theta)
+        zp, xf = tr._flat()
+        fixed = {k: v for k, v in tr.theta.items() if k not in self.names}
+        self._f = lambda th: tr.cell.step({**fixed, **th}, zp, xf)  # noqa: E731
+        self._theta = {k: tr.theta[k] for k in self.names}
+        self._leaves = {k: v.detach().requires_grad_(True) for k, v in self._theta.items()}
+        with torch.enable_grad():
+            self._out = self._f(self._leaves)  # graph kept for repeated vjps
+
+    def __call__(self, dtheta: Params) -> Tensor:
+        return jvp(self._f, (self._theta,), (dtheta,))[1].reshape(self.tr.shape)
+
+    def adjoint(self, q: Tensor) -> Params:
+        B, T, H = self.tr.shape
+        g = _grad(self._out, list(self._leaves.values()), q.reshape(B * T, H), True)
+        return {k: (torch.zeros_like(v) if gi is None else gi) for (k, v), gi in zip(self._leaves.items(), g)}
+
+
+def parameter_operator(tr: Trajectory, only: Sequence[str] | None = None) -> Operator:
+    r""":math:`\mathcal K=\frac1B GG^\top` (self-adjoint), one vjp then one jvp per application."""
+    G = ParameterJacobian(tr, only)
+    B = tr.shape[0]
+
+    def K(q: Tensor) -> Tensor:
+        return G({k: v / B for k, v in G.adjoint(q).items()})
+
+    return Operator(tr.shape, K, K, "K")
+
+
+def hidden_ntk(tr: Trajectory) -> Operator:
+    r""":math:`\frac1B J_ZJ_Z^\top` with :math:`J_Z=dZ/d\theta` through the whole rollout."""
+    B = tr.shape[0]
+    f = lambda th: rollout(tr.cell, th, tr.x, tr.h0)  # noqa: E731
+    leaves = {k: v.detach().requires_grad_(True) for k, v in tr.theta.items()}
+    with torch.enable_grad():
+        Z = f(leaves)
+
+    def ntk(q: Tensor) -> Tensor:
+        grads = _grad(Z, list(leaves.values()), q, True)
+        g = {k: (torch.zeros_like(v) if gi is None else gi) / B for (k, v), gi in zip(leaves.items(), grads)}
+        return jvp(f, (tr.theta,), (g,))[1]
+
+    return Operator(tr.shape, ntk, ntk, "NTK")
+
+
+@dataclass
+class KPFlow:
+    """The three operators of a trajectory and their compositions.
+
+    Attributes
+    ----------
+    P : Propagation
+    K : Operator
+    """
+
+    tr: Trajectory
+    P: Propagation
+    K: Operator
+
+    @classmethod
+    def build(cls, tr: Trajectory, mode: str = "stored") -> "KPFlow":
+        return cls(tr, Propagation(tr, mode), parameter_operator(tr))
+
+    @property
+    def PKP(self) -> Operator:
+        r""":math:`\mathcal P\mathcal K\mathcal P^*` (self-adjoint, PSD)."""
+        op = self.P @ self.K @ self.P.T
+        return Operator(op.shape, op, op, "PKP*")
+
+    @property
+    def PP(self) -> Operator:
+        r""":math:`\mathcal P\mathcal P^*` ("optimise-then-discretise")."""
+        op = self.P @ self.P.T
+        return Operator(op.shape, op, op, "PP*")
+
+    def gd_flow(self, err: Tensor) -> Tensor:
+        r""":math:`\partial_sz=-\mathcal P\mathcal K\mathcal P^*\mathrm{Err}` (Proposition 1)."""
+        return -self.P(self.K(self.P.adjoint(err)))
+
+
+def readout_error(Z: Tensor, W_out: Tensor, b_out: Tensor, y: Tensor) -> Tensor:
+    r""":math:`\mathrm{Err}=\nabla_z\ell` for :math:`\ell=\tfrac12\|W_{out}z+b_{out}-y^*\|^2`, shape [B,T,H]."""
+    return (Z @ W_out.T + b_out - y) @ W_out
+
+
+def loss(Z: Tensor, W_out: Tensor, b_out: Tensor, y: Tensor) -> Tensor:
+    r""":math:`L=\frac1B\sum_{b,t}\tfrac12\|W_{out}z_t^b+b_{out}-y_t^{*b}\|^2`."""
+    return 0.5 * ((Z @ W_out.T + b_out - y) ** 2).sum() / Z.shape[0]
+
+
+def task_blocks(kp: KPFlow, err: Tensor, tasks: Sequence[Tensor]) -> list[list[Tensor]]:
+    r"""Multi-task blocks :math:`\delta z_{ij}=-\mathcal P_i\mathcal K_{ij}\mathcal P_j^*\mathrm{Err}_j` (eq. 11, corrected).
+
+    ``tasks[i]`` holds the trial indices of task i (disjoint). :math:`K_{ij}` keeps the 1/B of
+    the whole batch, so :math:`\sum_j\delta z_{ij}=(-\mathcal P\mathcal K\mathcal P^*\mathrm{Err})|_i`.
+    Returns ``out[i][j]`` of shape [|task i|, T, H].
+    """
+    out: list[list[Tensor]] = [[None] * len(tasks) for _ in tasks]  # type: ignore[list-item]
+    for j, idx_j in enumerate(tasks):
+        e = torch.zeros_like(err)
+        e[idx_j] = err[idx_j]
+        dz = -kp.P(kp.K(kp.P.adjoint(e)))
+        for i, idx_i in enumerate(tasks):
+            out[i][j] = dz[idx_i]
+    return out
+
+
+def interference_matrix(blocks: list[list[Tensor]]) -> Tensor:
+    r""":math:`M_{ij}=\langle\delta z_{ii},\delta z_{ij}\rangle/(\|\delta z_{ii}\|\|\delta z_{ij}\|)` (§2.6)."""
+    n = len(blocks)
+    M = torch.zeros(n, n, dtype=blocks[0][0].dtype)
+    for i in range(n):
+        for j in range(n):
+            a, b = blocks[i][i].reshape(-1), blocks[i][j].reshape(-1)
+            M[i, j] = (a @ b) / (a.norm() * b.norm()).clamp_min(1e-300)
+    return M

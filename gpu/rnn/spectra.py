@@ -1,0 +1,265 @@
+r"""Spectral tools for the KPFlow operators: partial trace, effective rank, Hutch++, Theorem 2.
+
+**Partial trace.** For :math:`M` acting on :math:`\mathbb R^{B}\otimes\mathbb R^{T}\otimes\mathbb R^{H}`
+and a set S of axes, :math:`\operatorname{tr}_S(M)_{k,k'}=\sum_{s}M_{(k,s),(k',s)}` (kept index k,
+traced index s). In particular :math:`\operatorname{tr}_C(B\otimes C)=\operatorname{tr}(C)\,B`.
+(The public ``kpflow`` package's ``partial_trace`` is a block sum, not this.)
+
+**Effective rank** (one definition, used for K, P and PKP* alike):
+
+.. math:: \operatorname{effrank}_{0.95}(A)=\min\Big\{k:\ \sum_{i\le k}\sigma_i^2\ \ge\ 0.95\sum_i\sigma_i^2\Big\},
+
+:math:`\sigma_i` the singular values of A on the whole space :math:`\mathbb R^{BTH}` (Euclidean
+inner product), i.e. the eigenvalues of the Gram :math:`A^\top A`. Exact (dense SVD) at small
+sizes; at large sizes the top singular values come from Lanczos (``scipy.sparse.linalg.svds``) and
+the total :math:`\|A\|_F^2=\operatorname{tr}(A^\top A)` from Hutch++ (Meyer et al. 2021).
+
+**Theorem 2** (corrected, note §2.4): :math:`\mathcal P=\mathcal U\mathcal V\mathcal U^{-1}` with
+:math:`(\mathcal Uq)_t=U_tq_t`, :math:`U_t=A_t\cdots A_1`, and :math:`\mathcal V` the cumulative
+sum over time. The Volterra operator :math:`(Vq)(t)=\int_0^tq` on :math:`L^2[0,T]` has
+:math:`\sigma_j=2T/((2j-1)\pi)`; its discretisation :math:`\Delta t\,\mathrm{tril}(1_N)` has
+:math:`\sigma_j=\Delta t/(2\sin((2j-1)\pi/(2(2N+1))))`. Lyapunov exponents by QR,
+:math:`\lambda_i=\frac1T\sum_t\log|R_t[i,i]|`, and the Kaplan–Yorke dimension
+:math:`D=k+\sum_{i\le k}\lambda_i/|\lambda_{k+1}|`, k the largest index with
+:math:`\sum_{i\le k}\lambda_i\ge0`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+
+from .operators import Operator, Propagation
+
+AXES = ("B", "T", "H")
+DEFINITION = ("effrank95: smallest k with sum_{i<=k} sigma_i^2 >= 0.95 sum_i sigma_i^2, sigma_i the singular "
+              "values of the operator on R^{B*T*H} (Euclidean inner product), i.e. eigenvalues of its Gram")
+
+
+def _axes(trace: Sequence[str | int]) -> list[int]:
+    out = []
+    for a in trace:
+        i = AXES.index(a) if isinstance(a, str) else int(a)
+        if i not in (0, 1, 2):
+            raise ValueError(f"axis {a!r} is not one of B, T, H")
+        out.append(i)
+    return sorted(set(out))
+
+
+def partial_trace_dense(M: torch.Tensor, dims: Sequence[int], trace: Sequence[str | int]) -> torch.Tensor:
+    """True partial trace of a dense matrix over the listed axes of ``dims`` (any number of axes)."""
+    dims = [int(d) for d in dims]
+    n = len(dims)
+    tr = _axes(trace) if n == 3 else sorted(set(int(a) for a in trace))
+    X = M.reshape(dims + dims)
+    letters = "abcdefghijklmnop"
+    rows = [letters[i] for i in range(n)]
+    cols = [letters[n + i] if i not in tr else letters[i] for i in range(n)]
+    keep = [i for i in range(n) if i not in tr]
+    out = "".join(rows[i] for i in keep) + "".join(cols[i] for i in keep)
+    R = torch.einsum("".join(rows) + "".join(cols) + "->" + out, X)
+    k = int(np.prod([dims[i] for i in keep])) if keep else 1
+    return R.reshape(k, k)
+
+
+def partial_trace(op: Operator, trace: Sequence[str | int]) -> torch.Tensor:
+    r"""True partial trace of a matrix-free operator on [B, T, H] over the listed axes.
+
+    Applies ``op`` to every basis vector :math:`e_{k}\otimes e_s` (B·T·H applications) and keeps
+    the entries :math:`(k', s)`; returns the kept×kept matrix (axes in B, T, H order).
+    """
+    dims = list(op.shape)
+    tr = _axes(trace)
+    keep = [i for i in range(3) if i not in tr]
+    kdims = [dims[i] for i in keep]
+    sdims = [dims[i] for i in tr]
+    nk, ns = int(np.prod(kdims)) if keep else 1, int(np.prod(sdims)) if tr else 1
+    out = torch.zeros(nk, nk, dtype=torch.float64)
+    perm = keep + tr
+    inv = list(np.argsort(perm))
+    for k in range(nk):
+        for s in range(ns):
+            e = torch.zeros(nk, ns, dtype=torch.float64)
+            e[k, s] = 1.0
+            full = e.reshape(kdims + sdims).permute(*inv).contiguous()
+            y = op(full).permute(*perm).reshape(nk, ns)
+            out[:, k] += y[:, s]
+    return out
+
+
+def effrank_from(values: np.ndarray, frac: float = 0.95) -> int:
+    """Smallest k with the top-k of the (nonnegative) ``values`` carrying ``frac`` of their sum."""
+    v = np.sort(np.clip(np.asarray(values, dtype=float), 0.0, None))[::-1]
+    total = v.sum()
+    if total <= 0:
+        return 0
+    return int(np.searchsorted(np.cumsum(v), frac * total * (1 - 1e-12)) + 1)
+
+
+def hutchpp(matvec: Callable[[np.ndarray], np.ndarray], n: int, m: int = 60, seed: int = 0) -> float:
+    r"""Hutch++ estimate of :math:`\operatorname{tr}(M)` for PSD M with m mat-vecs (m/3 each stage)."""
+    rng = np.random.default_rng(seed)
+    k = max(1, m // 3)
+    S = rng.choice([-1.0, 1.0], size=(n, k))
+    G = rng.choice([-1.0, 1.0], size=(n, k))
+    MS = np.column_stack([matvec(S[:, i]) for i in range(k)])
+    Q, _ = np.linalg.qr(MS)
+    MQ = np.column_stack([matvec(Q[:, i]) for i in range(Q.shape[1])])
+    G2 = G - Q @ (Q.T @ G)
+    MG = np.column_stack([matvec(G2[:, i]) for i in range(k)])
+    return float(np.trace(Q.T @ MQ) + np.trace(G2.T @ MG) / k)
+
+
+def singular_values_squared(op: Operator) -> np.ndarray:
+    """All :math:`\\sigma_i^2` of ``op`` by dense SVD (small sizes)."""
+    s = torch.linalg.svdvals(op.dense())
+    return (s**2).numpy()
+
+
+def effective_rank(op: Operator, *, exact_max: int = 2000, k: int = 60, frac: float = 0.95,
+                   seed: int = 0) -> dict[str, Any]:
+    r"""Effective rank of ``op`` (see module docstring), exact or Lanczos + Hutch++.
+
+    Returns
+    -------
+    dict
+        ``value`` (int), ``method``, ``exact`` (bool), ``lower_bound`` (True if the top-k
+        singular values did not reach ``frac`` of the estimated total, so the rank is > k),
+        ``participation_ratio`` :math:`(\sum\sigma^2)^2/\sum\sigma^4` where exact.
+    """
+    n = op.size
+    if n <= exact_max:
+        v = singular_values_squared(op)
+        pr = float(v.sum() ** 2 / max((v**2).sum(), 1e-300))
+        return {"value": effrank_from(v, frac), "method": "dense SVD", "exact": True, "lower_bound": False,
+                "participation_ratio": pr, "size": n}
+    from scipy.sparse.linalg import svds
+
+    L = op.to_scipy()
+    kk = min(k, n - 2)
+    s = svds(L, k=kk, return_singular_vectors=False, random_state=seed)
+    v = np.sort(s**2)[::-1]
+    total = hutchpp(lambda u: L.rmatvec(L.matvec(u)), n, m=3 * kk, seed=seed)
+    total = max(total, float(v.sum()))
+    c = np.cumsum(v)
+    hit = np.nonzero(c >= frac * total)[0]
+    value = int(hit[0] + 1) if hit.size else kk
+    return {"value": value, "method": f"Lanczos top-{kk} (svds) + Hutch++ total ({3 * kk} mat-vecs)",
+            "exact": False, "lower_bound": not bool(hit.size), "participation_ratio": None, "size": n}
+
+
+def numerical_rank(M: np.ndarray | torch.Tensor) -> tuple[int, float]:
+    """Rank with tolerance :math:`\\max(m,n)\\,\\epsilon\\,\\sigma_1`, and the gap ratio σ_r/σ_{r+1}."""
+    s = np.linalg.svd(np.asarray(M, dtype=float), compute_uv=False)
+    if s.size == 0 or s[0] == 0:
+        return 0, math.inf
+    tol = max(np.shape(M)) * np.finfo(float).eps * s[0]
+    r = int((s > tol).sum())
+    gap = float(s[r - 1] / s[r]) if 0 < r < s.size and s[r] > 0 else math.inf
+    return r, gap
+
+
+# ------------------------------------------------------------------------------- Theorem 2
+
+
+def fundamental(P: Propagation) -> torch.Tensor:
+    """:math:`U_t=A_t\\cdots A_1` for every trial and t, shape [B, T, H, H] (needs stored Jacobians)."""
+    J = P.J if P.J is not None else Propagation(P.tr, "stored").J
+    assert J is not None
+    U, out = J[:, 0], [J[:, 0]]
+    for t in range(1, J.shape[1]):
+        U = torch.bmm(J[:, t], U)
+        out.append(U)
+    return torch.stack(out, 1)
+
+
+def uvu_operator(P: Propagation) -> Operator:
+    r""":math:`\mathcal U\mathcal V\mathcal U^{-1}` (Theorem 2), for comparison with :math:`\mathcal P`."""
+    U = fundamental(P)
+
+    def mv(q: torch.Tensor) -> torch.Tensor:
+        w = torch.linalg.solve(U, q[..., None])[..., 0]
+        return torch.einsum("btij,btj->bti", U, torch.cumsum(w, 1))
+
+    def rmv(r: torch.Tensor) -> torch.Tensor:
+        w = torch.einsum("btji,btj->bti", U, r)
+        w = torch.flip(torch.cumsum(torch.flip(w, [1]), 1), [1])
+        return torch.linalg.solve(U.transpose(-1, -2), w[..., None])[..., 0]
+
+    return Operator(P.shape, mv, rmv, "UVU^-1")
+
+
+def volterra_singular_values(N: int, dt: float) -> tuple[np.ndarray, np.ndarray]:
+    """Closed forms: discrete :math:`\\Delta t\\,\\mathrm{tril}(1_N)` and continuous on [0, NΔt]."""
+    j = np.arange(1, N + 1)
+    disc = dt / (2 * np.sin((2 * j - 1) * np.pi / (2 * (2 * N + 1))))
+    cont = 2 * (N * dt) / ((2 * j - 1) * np.pi)
+    return disc, cont
+
+
+def lyapunov_qr(J: torch.Tensor) -> np.ndarray:
+    r"""Lyapunov exponents per step of a Jacobian sequence [T, H, H] by QR, descending."""
+    H = J.shape[-1]
+    Q = torch.eye(H, dtype=J.dtype)
+    acc = torch.zeros(H, dtype=J.dtype)
+    for t in range(J.shape[0]):
+        Q, R = torch.linalg.qr(J[t] @ Q)
+        d = torch.diagonal(R)
+        sign = torch.sign(d)
+        sign[sign == 0] = 1.0
+        Q, d = Q * sign, d * sign
+        acc += torch.log(d.abs().clamp_min(1e-300))
+    return np.sort((acc / J.shape[0]).numpy())[::-1]
+
+
+def kaplan_yorke(lams: np.ndarray) -> float:
+    """Kaplan–Yorke dimension of a descending Lyapunov spectrum."""
+    lams = np.sort(np.asarray(lams, dtype=float))[::-1]
+    c = np.cumsum(lams)
+    if c[0] < 0:
+        return 0.0
+    k = int(np.nonzero(c >= 0)[0][-1]) + 1
+    if k >= lams.size:
+        return float(lams.size)
+    return float(k + c[k - 1] / abs(lams[k]))
+
+
+# ------------------------------------------------------------------ exact spectra via factors
+
+
+def parameter_jacobian_dense(tr: Any) -> torch.Tensor:
+    """Explicit :math:`G=\partial F/\partial\theta` at every (b, t), shape [B, T, H, m] (small m only)."""
+    B, T, H = tr.shape
+    zp, xf = tr._flat()
+    one = lambda th, z, x: tr.cell.step(th, z[None], x[None])[0]  # noqa: E731
+    J = torch.func.vmap(torch.func.jacrev(one), in_dims=(None, 0, 0))(tr.theta, zp, xf)  # per sample [H, ...]
+    return torch.cat([J[k].reshape(B, T, H, -1) for k in tr.theta], -1)
+
+
+def factor_spectra(P: Propagation) -> dict[str, np.ndarray]:
+    r"""Exact :math:`\sigma^2` of K, P and PKP* on the whole space, through their factors.
+
+    :math:`\mathcal K=\frac1BGG^\top` and :math:`\mathcal P\mathcal K\mathcal P^\top=\frac1B(\mathcal PG)(\mathcal PG)^\top`
+    share their nonzero eigenvalues with the m×m Grams :math:`\frac1BG^\top G`,
+    :math:`\frac1B(\mathcal PG)^\top\mathcal PG`; P is block-diagonal over trials, so its singular
+    values are those of the B dense (TH)×(TH) blocks. Cost: m + TH applications of the recurrence.
+    ``K_trH`` is the spectrum of the true partial trace :math:`\operatorname{tr}_H\mathcal K` (BT×BT).
+    """
+    tr = P.tr
+    B, T, H = tr.shape
+    G = parameter_jacobian_dense(tr)
+    m = G.shape[-1]
+    PG = P.apply_many(G)
+    lam_K = torch.linalg.eigvalsh(torch.einsum("btha,bthc->ac", G, G) / B).clamp_min(0)
+    lam_PKP = torch.linalg.eigvalsh(torch.einsum("btha,bthc->ac", PG, PG) / B).clamp_min(0)
+    E = torch.eye(T * H, dtype=G.dtype).reshape(T, H, T * H).expand(B, T, H, T * H)
+    Pb = P.apply_many(E.contiguous())  # [B, T, H, TH]: the dense block of every trial
+    sP = torch.linalg.svdvals(Pb.reshape(B, T * H, T * H)).reshape(-1)
+    Gf = G.reshape(B * T, H, m)
+    K_hc = torch.einsum("iha,jha->ij", Gf, Gf) / B  # tr_H K, the hidden-consensus kernel (BT x BT)
+    lam_hc = torch.linalg.eigvalsh(K_hc).clamp_min(0)
+    return {"K": (lam_K**2).numpy(), "P": (sP**2).numpy(), "PKP": (lam_PKP**2).numpy(),
+            "K_trH": (lam_hc**2).numpy(), "m": np.array([m])}
