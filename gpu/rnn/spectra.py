@@ -231,7 +231,7 @@ def kaplan_yorke(lams: np.ndarray) -> float:
 
 
 def parameter_jacobian_dense(tr: Any) -> torch.Tensor:
-    """Explicit :math:`G=\partial F/\partial\theta` at every (b, t), shape [B, T, H, m] (small m only)."""
+    r"""Explicit :math:`G=\partial F/\partial\theta` at every (b, t), shape [B, T, H, m] (small m only)."""
     B, T, H = tr.shape
     zp, xf = tr._flat()
     one = lambda th, z, x: tr.cell.step(th, z[None], x[None])[0]  # noqa: E731
