@@ -141,6 +141,13 @@ def cmd_reach(args: argparse.Namespace) -> None:
     _emit(doc, True, summary) if args.json else sys.stdout.write(summary)
 
 
+def cmd_pretrained(args: argparse.Namespace) -> None:
+    from .pretrained.command import run
+
+    doc, summary = run(args)
+    _emit(doc, args.json, summary)
+
+
 def cmd_report(args: argparse.Namespace) -> None:
     from .reports.build import build_report
 
@@ -188,6 +195,10 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--backend", choices=("numpy", "torch", "c"), required=True)
     gen.add_argument("--out", default=None, help="write the source here instead of stdout")
     gen.set_defaults(func=cmd_codegen)
+
+    from .pretrained.command import add_parser as _pretrained_parser
+
+    _pretrained_parser(sub).set_defaults(func=cmd_pretrained)
     return parser
 
 

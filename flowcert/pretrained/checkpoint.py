@@ -30,7 +30,12 @@ import numpy as np
 
 from ..params import ParamError
 
-__all__ = ["LayerWeights", "Checkpoint", "load_checkpoint", "find_minilm"]
+__all__ = ["LayerWeights", "Checkpoint", "load_checkpoint", "from_tensors", "find_minilm", "bad"]
+
+
+def bad(message: str) -> ParamError:
+    """Bad input as a one-line :class:`~flowcert.params.ParamError` (exit code 2 in the CLI)."""
+    return ParamError(None, message)
 
 
 @dataclass
@@ -99,17 +104,17 @@ def _cfg_int(cfg: Mapping[str, Any], key: str, default: int | None = None) -> in
     if key not in cfg or cfg[key] is None:
         if default is not None:
             return default
-        raise ParamError(f"config.json: missing required key '{key}'")
+        raise bad(f"config.json: missing required key '{key}'")
     v = cfg[key]
     if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-        raise ParamError(f"config.json: key '{key}' must be a positive integer, got {v!r}")
+        raise bad(f"config.json: key '{key}' must be a positive integer, got {v!r}")
     return v
 
 
 def _cfg_float(cfg: Mapping[str, Any], key: str, default: float) -> float:
     v = cfg.get(key, default)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0 and np.isfinite(v)):
-        raise ParamError(f"config.json: key '{key}' must be a positive number, got {v!r}")
+        raise bad(f"config.json: key '{key}' must be a positive number, got {v!r}")
     return float(v)
 
 
@@ -127,15 +132,15 @@ class _Tensors:
     def get(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
         key = self.prefix + name
         if key not in self.t:
-            raise ParamError(f"model.safetensors: missing tensor '{key}'")
+            raise bad(f"model.safetensors: missing tensor '{key}'")
         a = self.t[key]
         if tuple(a.shape) != shape:
-            raise ParamError(f"model.safetensors: tensor '{key}' has shape {tuple(a.shape)}, expected {shape}")
+            raise bad(f"model.safetensors: tensor '{key}' has shape {tuple(a.shape)}, expected {shape}")
         if a.dtype.kind != "f":
-            raise ParamError(f"model.safetensors: tensor '{key}' has dtype {a.dtype}, expected floating point")
+            raise bad(f"model.safetensors: tensor '{key}' has dtype {a.dtype}, expected floating point")
         out = np.asarray(a, dtype=np.float64)
         if not np.all(np.isfinite(out)):
-            raise ParamError(f"model.safetensors: tensor '{key}' has non-finite entries")
+            raise bad(f"model.safetensors: tensor '{key}' has non-finite entries")
         return out
 
 
@@ -143,11 +148,11 @@ def _read_tensors(path: Path) -> dict[str, np.ndarray]:
     try:
         from safetensors.numpy import load_file
     except ImportError:  # pragma: no cover - a declared dependency
-        raise ParamError("the 'safetensors' package is required to read model.safetensors") from None
+        raise bad("the 'safetensors' package is required to read model.safetensors") from None
     try:
         return dict(load_file(str(path)))
     except Exception as exc:  # noqa: BLE001 - any reader failure is bad input
-        raise ParamError(f"model.safetensors: cannot be read ({type(exc).__name__}: {exc})") from None
+        raise bad(f"model.safetensors: cannot be read ({type(exc).__name__}: {exc})") from None
 
 
 def load_checkpoint(directory: str | os.PathLike[str]) -> Checkpoint:
@@ -170,22 +175,31 @@ def load_checkpoint(directory: str | os.PathLike[str]) -> Checkpoint:
     """
     root = Path(directory)
     if not root.is_dir():
-        raise ParamError(f"--model: '{directory}' is not a directory")
+        raise bad(f"--model: '{directory}' is not a directory")
     cfg_path, st_path = root / "config.json", root / "model.safetensors"
     if not cfg_path.is_file():
-        raise ParamError(f"--model: '{directory}' has no config.json")
+        raise bad(f"--model: '{directory}' has no config.json")
     if not st_path.is_file():
-        raise ParamError(f"--model: '{directory}' has no model.safetensors")
+        raise bad(f"--model: '{directory}' has no model.safetensors")
     try:
         cfg = json.loads(cfg_path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ParamError(f"config.json: not valid JSON ({exc})") from None
+        raise bad(f"config.json: not valid JSON ({exc})") from None
     if not isinstance(cfg, dict):
-        raise ParamError("config.json: expected an object at the top level")
+        raise bad("config.json: expected an object at the top level")
     kind = cfg.get("model_type")
     if kind not in ("bert", "gpt2"):
-        raise ParamError(f"config.json: key 'model_type' must be 'bert' or 'gpt2', got {kind!r}")
-    tensors = _read_tensors(st_path)
+        raise bad(f"config.json: key 'model_type' must be 'bert' or 'gpt2', got {kind!r}")
+    return from_tensors(cfg, _read_tensors(st_path), root)
+
+
+def from_tensors(cfg: dict[str, Any], tensors: Mapping[str, np.ndarray], root: Path | None = None) -> Checkpoint:
+    """Build a :class:`Checkpoint` from a config mapping and HF-named tensors (what
+    :func:`load_checkpoint` does after reading the files; also used for in-memory models)."""
+    kind = cfg.get("model_type")
+    if kind not in ("bert", "gpt2"):
+        raise bad(f"config.json: key 'model_type' must be 'bert' or 'gpt2', got {kind!r}")
+    root = root if root is not None else Path(".")
     if kind == "bert":
         return _load_bert(root, cfg, _Tensors(tensors, ("bert.",)))
     return _load_gpt2(root, cfg, _Tensors(tensors, ("transformer.",)))
@@ -193,7 +207,7 @@ def load_checkpoint(directory: str | os.PathLike[str]) -> Checkpoint:
 
 def _heads_ok(d: int, h: int) -> None:
     if d % h:
-        raise ParamError(f"config.json: hidden size {d} is not divisible by the number of heads {h}")
+        raise bad(f"config.json: hidden size {d} is not divisible by the number of heads {h}")
 
 
 def _load_bert(root: Path, cfg: dict[str, Any], T: _Tensors) -> Checkpoint:
@@ -203,7 +217,7 @@ def _load_bert(root: Path, cfg: dict[str, Any], T: _Tensors) -> Checkpoint:
     npos, ntype = _cfg_int(cfg, "max_position_embeddings"), _cfg_int(cfg, "type_vocab_size", 2)
     act = cfg.get("hidden_act", "gelu")
     if act not in ("gelu", "gelu_new", "relu"):
-        raise ParamError(f"config.json: key 'hidden_act' {act!r} is not supported (gelu, gelu_new, relu)")
+        raise bad(f"config.json: key 'hidden_act' {act!r} is not supported (gelu, gelu_new, relu)")
     layers = []
     for i in range(L):
         p = f"encoder.layer.{i}."
@@ -236,7 +250,7 @@ def _load_gpt2(root: Path, cfg: dict[str, Any], T: _Tensors) -> Checkpoint:
     V, npos = _cfg_int(cfg, "vocab_size"), _cfg_int(cfg, "n_positions")
     act = cfg.get("activation_function", "gelu_new")
     if act not in ("gelu", "gelu_new", "relu"):
-        raise ParamError(f"config.json: key 'activation_function' {act!r} is not supported (gelu, gelu_new, relu)")
+        raise bad(f"config.json: key 'activation_function' {act!r} is not supported (gelu, gelu_new, relu)")
     layers = []
     for i in range(L):
         p = f"h.{i}."

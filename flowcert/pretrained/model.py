@@ -34,15 +34,15 @@ def load_tokenizer(directory: str | Path) -> Any:
     """The ``tokenizers.Tokenizer`` of a checkpoint's ``tokenizer.json`` (no padding)."""
     from tokenizers import Tokenizer
 
-    from ..params import ParamError
+    from .checkpoint import bad
 
     path = Path(directory) / "tokenizer.json"
     if not path.is_file():
-        raise ParamError(f"--model: '{directory}' has no tokenizer.json")
+        raise bad(f"--model: '{directory}' has no tokenizer.json")
     try:
         tok = Tokenizer.from_file(str(path))
     except Exception as exc:  # noqa: BLE001 - a reader failure is bad input
-        raise ParamError(f"tokenizer.json: cannot be read ({exc})") from None
+        raise bad(f"tokenizer.json: cannot be read ({exc})") from None
     tok.no_padding()
     return tok
 
@@ -162,16 +162,16 @@ class Transformer:
         """Input embeddings of token ids (BERT: word + position + type, then LN; GPT-2: wte + wpe)."""
         import torch
 
-        from ..params import ParamError
+        from .checkpoint import bad
 
         ids_t = torch.as_tensor(list(ids), dtype=torch.long)
         if ids_t.numel() == 0:
-            raise ParamError("tokens: empty input")
+            raise bad("tokens: empty input")
         if int(ids_t.max()) >= self.ckpt.vocab_size or int(ids_t.min()) < 0:
-            raise ParamError(f"tokens: id out of range 0..{self.ckpt.vocab_size - 1}")
+            raise bad(f"tokens: id out of range 0..{self.ckpt.vocab_size - 1}")
         n = ids_t.numel()
         if n > self.ckpt.max_positions:
-            raise ParamError(f"tokens: {n} tokens exceed max positions {self.ckpt.max_positions}")
+            raise bad(f"tokens: {n} tokens exceed max positions {self.ckpt.max_positions}")
         X = self.word_emb[ids_t] + self.pos_emb[:n]
         if self.ckpt.kind == "bert":
             tt = torch.zeros(n, dtype=torch.long) if token_type is None else torch.as_tensor(list(token_type))
