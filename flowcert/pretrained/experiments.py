@@ -114,7 +114,7 @@ def gaussianity(model: Any, *, quick: bool = True, seed: int = 0, n: int | None 
 
 def covariance_growth(model: Any, *, quick: bool = True, seed: int = 0, n: int | None = None, passes: int = 2,
                       v: float | None = None, b: float | None = None) -> dict[str, Any]:
-    """Experiment 2 (gaussian §5.3): tr of the empirical covariance per layer for V = -vI (with B = bI:
+    r"""Experiment 2 (gaussian §5.3): tr of the empirical covariance per layer for V = -vI (with B = bI:
     Thm 4.7 signs) and V = +vI (Thm 4.8 signs), with the pretrained feed-forward blocks and without
     them (attention-only control). Defaults b = 1/d (mean-field regime: self-logit b|x|^2 ~ 1) and
     v = 1/2 (the residual map's mean factor 1 -+ v must stay inside (-1, 1) for the opposing case).
