@@ -404,3 +404,15 @@ def test_minilm_equals_transformers():
     with torch.no_grad():
         want = ref(input_ids=torch.tensor([ids])).last_hidden_state[0].numpy()
     np.testing.assert_allclose(m.hidden_states("Flows of tokens converge to consensus.").numpy(), want, atol=1e-5)
+
+
+@needs_minilm
+@pytest.mark.slow
+def test_report_section_quick(tmp_path):
+    from flowcert.reports.pretrained import section
+
+    s = section(tmp_path, quick=True)
+    assert set(s) == {"title", "markdown", "theorems", "figures"}
+    assert all((tmp_path / f).is_file() for f in s["figures"])
+    assert s["markdown"].count("\n| ") >= 72 + 1  # the heads table lists every head
+    assert all(f"]({f})" in s["markdown"] for f in s["figures"])
