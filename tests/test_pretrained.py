@@ -416,3 +416,14 @@ def test_report_section_quick(tmp_path):
     assert all((tmp_path / f).is_file() for f in s["figures"])
     assert s["markdown"].count("\n| ") >= 72 + 1  # the heads table lists every head
     assert all(f"]({f})" in s["markdown"] for f in s["figures"])
+
+
+def test_tiny_gpt2_and_bert_equal_transformers(gpt2, bert):
+    transformers = pytest.importorskip("transformers")
+    for (root, cfg, T), cls in ((gpt2, "GPT2Model"), (bert, "BertModel")):
+        ref = getattr(transformers, cls).from_pretrained(str(root), torch_dtype=torch.float64).eval()
+        m = Transformer(load_checkpoint(root))
+        ids = [1, 2, 3, 4, 1, 5, 11]
+        with torch.no_grad():
+            want = ref(input_ids=torch.tensor([ids])).last_hidden_state[0].numpy()
+        np.testing.assert_allclose(m.final(m.run(m.embed(ids))).numpy(), want, atol=1e-5)
