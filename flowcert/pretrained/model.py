@@ -44,6 +44,7 @@ def load_tokenizer(directory: str | Path) -> Any:
     except Exception as exc:  # noqa: BLE001 - a reader failure is bad input
         raise bad(f"tokenizer.json: cannot be read ({exc})") from None
     tok.no_padding()
+    tok.no_truncation()  # a text longer than the position table is refused by embed(), not cut
     return tok
 
 
