@@ -86,6 +86,17 @@ class _Evidence:
         cert = lowrank.minor_certificate(A, B, [(m, s) for m, s in mins], name)  # type: ignore[misc]
         return core.certified(hyp, "holds", cert, None, "exact rational principal minors (minor_not_psd)")
 
+    def no_semidefinite_multiple(self, name: str, hyp: str) -> core.HypothesisResult:
+        r""":math:`\eta(N+N^\top)\preceq0` for some :math:`\eta\ne0` refuted by indefiniteness of sym(N)."""
+        mins = [(self.minors[name][s], s) for s in (1, -1)]
+        if any(m is None for m, _ in mins):
+            return core.HypothesisResult(hyp, "unknown", None, "none", None,
+                                         f"no principal minor certificate for both signs of sym({name})")
+        A, B = self.factors[name]
+        cert = lowrank.minor_certificate(A, B, [(m, s) for m, s in mins], name)  # type: ignore[misc]
+        return core.certified(hyp, "fails", cert, None, "exact rational principal minors (minor_not_psd)",
+                              f"sym({name}) is indefinite, so no nonzero multiple of it is negative semidefinite")
+
     def identity(self, hyp: str) -> core.HypothesisResult:
         r = self.not_symmetric("U", hyp)
         if r.status == "fails":
@@ -114,7 +125,8 @@ def head_theorems(h: Head, causal: bool, ev: _Evidence | None = None) -> list[Th
         TheoremResult("multistability:thm-2", "Theorem 2 (Assumption 1)", r"V=V^\top,\ \lambda_1>\lambda_2,\ \lambda_1>0",
                       [ev.not_symmetric("U", "V = W_O W_V symmetric")], {"stable": "consensus at the top eigenvector"}),
         TheoremResult("gaussian:thm-4.1", "Theorem 4.1", r"V=\eta I,\ \eta(B+B^\top)\preceq0",
-                      [ev.identity("V = eta I")], {"Sigma": "Riccati limit"}),
+                      [ev.identity("V = eta I"), ev.no_semidefinite_multiple("P", "eta (B + B^T) <= 0 (eta != 0)")],
+                      {"Sigma": "Riccati limit"}),
         TheoremResult("gaussian:thm-4.7", "Theorem 4.7", r"V\prec0,\ B\succ0\Rightarrow\Sigma\ \text{bounded}",
                       [ev.not_definite("U", "V < 0", -1), ev.not_definite("P", "B > 0", 1)], {"Sigma": "bounded"}),
         TheoremResult("gaussian:thm-4.8", "Theorem 4.8", r"V\succ0,\ B\succ0\Rightarrow\text{finite-time blow-up}",
