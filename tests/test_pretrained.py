@@ -427,3 +427,15 @@ def test_tiny_gpt2_and_bert_equal_transformers(gpt2, bert):
         with torch.no_grad():
             want = ref(input_ids=torch.tensor([ids])).last_hidden_state[0].numpy()
         np.testing.assert_allclose(m.final(m.run(m.embed(ids))).numpy(), want, atol=1e-5)
+
+
+def test_causal_stack_first_token_ignores_the_rest(gpt2):
+    """Causal mask through the whole repeated stack: token i's output depends only on tokens <= i."""
+    m = Transformer(load_checkpoint(gpt2[0]))
+    X = _x(6)
+    Y = X.copy()
+    Y[3:] += np.random.default_rng(9).standard_normal((3, 8))
+    a = m.run(torch.as_tensor(X), repeat=2).numpy()
+    b = m.run(torch.as_tensor(Y), repeat=2).numpy()
+    np.testing.assert_allclose(a[:3], b[:3], atol=1e-13)
+    assert np.abs(a[3:] - b[3:]).max() > 1e-3
