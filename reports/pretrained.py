@@ -278,9 +278,11 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
         + ("the tokens move towards consensus with FF blocks" if cons_pre_ff else "consensus is not reached with FF blocks")
         + (" and without them" if cons_pre_noff else ", but not without them")
         + ".** "
-        + ("Without FF blocks, MiniLM's $E$ becomes small while $\\bar c$ stays near 0, so $E$ (blind to sign) signals "
-           "consensus where the tokens have not merged. This is the note's pitfall 3, seen on a real model. "
-           if E_small_pre_noff and not cons_pre_noff else "")
+        + ("Without FF blocks, MiniLM's $E$ becomes small while $\\bar c$ stays near 0: the tokens split into two nearly "
+           "antipodal groups (fraction of tokens opposite to $y_1$ at the end: "
+           + ", ".join(f"{r['final_fraction_opposite_y1']:.2f}" for r in pre_runs if not r["ffn"])
+           + "). $E$ is blind to sign and scores this bipolar state as consensus. This is the note's pitfall 3, seen on "
+           "a real model. " if E_small_pre_noff and not cons_pre_noff else "")
         + "MiniLM is bidirectional and post-LN, and its heads violate every hypothesis above, so no theorem covers this run. "
         "The random causal model is the one setting where the auto-regressive theorem's qualitative prediction can be compared.",
         "",

@@ -169,7 +169,8 @@ def _cos_stats(Y: np.ndarray) -> tuple[float, float]:
     return E, cbar
 
 
-def _iterate(m: Any, X: Any, passes: int, ffn: bool) -> tuple[list[float], list[float]]:
+def _iterate(m: Any, X: Any, passes: int, ffn: bool) -> tuple[list[float], list[float], float]:
+    """E and mean cosine after every pass, and the final fraction of tokens with cos(y_1, y_i) < 0."""
     Es, cs = [], []
     E, c = _cos_stats(m.final(X).numpy())
     Es.append(E)
@@ -179,8 +180,8 @@ def _iterate(m: Any, X: Any, passes: int, ffn: bool) -> tuple[list[float], list[
         E, c = _cos_stats(m.final(Y).numpy())
         Es.append(E)
         cs.append(c)
-    m.run(X, repeat=passes, ffn=ffn, callback=cb)
-    return Es, cs
+    Y = m.final(m.run(X, repeat=passes, ffn=ffn, callback=cb)).numpy()
+    return Es, cs, float(np.mean(Y @ Y[0] < 0))
 
 
 def gpt2_random(seed: int = 0, d: int = 128, n_heads: int = 4, n_layers: int = 12) -> Any:
@@ -207,11 +208,13 @@ def consensus(model: Any, *, quick: bool = True, seed: int = 0, passes: int | No
     for p in prompts:
         ids = m.tokenize(p)
         for ffn in (True, False):
-            E, c = _iterate(m, m.embed(ids), passes, ffn)
-            res["pretrained"]["runs"].append({"prompt": p, "n_tokens": len(ids), "ffn": ffn, "E": E, "mean_cos": c})
+            E, c, neg = _iterate(m, m.embed(ids), passes, ffn)
+            res["pretrained"]["runs"].append({"prompt": p, "n_tokens": len(ids), "ffn": ffn, "E": E, "mean_cos": c,
+                                              "final_fraction_opposite_y1": neg})
             ids_g = [i % g.ckpt.vocab_size for i in ids]
-            E, c = _iterate(g, g.embed(ids_g), gpt2_passes, ffn)
-            res["gpt2_random"]["runs"].append({"prompt": p, "n_tokens": len(ids), "ffn": ffn, "E": E, "mean_cos": c})
+            E, c, neg = _iterate(g, g.embed(ids_g), gpt2_passes, ffn)
+            res["gpt2_random"]["runs"].append({"prompt": p, "n_tokens": len(ids), "ffn": ffn, "E": E, "mean_cos": c,
+                                               "final_fraction_opposite_y1": neg})
     res["protocol"] = {"E": "1 - mean_i |cos(y_1, y_i)| (consensus paper eq. 25; 0 also for +-y_1 configurations)",
                        "mean_cos": "mean over i != j of cos(y_i, y_j) (1 iff consensus)",
                        "feedback": "hidden state of the last block fed back as the next pass's input (no re-embedding); "
