@@ -379,6 +379,7 @@ def test_minilm_heads_and_certificate():
     rec = head_record(heads[40], ck.causal)
     certs = [x["certificate"] for t in rec["theorems"] for x in t["hypotheses"] if x["certificate"]]
     assert certs and all(core.recheck(c) for c in certs)
+    assert rec["M"]["sym_part"]["inertia_proved"]["inertia"] == [32, 32, 320]
 
 
 @needs_minilm
@@ -439,3 +440,31 @@ def test_causal_stack_first_token_ignores_the_rest(gpt2):
     b = m.run(torch.as_tensor(Y), repeat=2).numpy()
     np.testing.assert_allclose(a[:3], b[:3], atol=1e-13)
     assert np.abs(a[3:] - b[3:]).max() > 1e-3
+
+
+def test_symmetric_part_inertia_proved(bert):
+    """Sylvester: sym(AB) = F J F^T has inertia (k, k, d-2k) when F = [A, B^T] has full column rank."""
+    ck = load_checkpoint(bert[0])
+    for h in extract_heads(ck):
+        rec = head_record(h, ck.causal)
+        for name, N in (("M", h.M), ("U", h.U)):
+            ev = np.linalg.eigvalsh(N + N.T)
+            tol = 1e-12 * np.abs(ev).max()
+            proved = rec[name]["sym_part"]["inertia_proved"]["inertia"]
+            assert proved == [int((ev > tol).sum()), int((ev < -tol).sum()), int((np.abs(ev) <= tol).sum())]
+    # float path (2kd > 4096) on a random tall factor, and a rank-deficient one
+    rng = np.random.default_rng(4)
+    F = rng.standard_normal((300, 40)).astype(np.float32).astype(np.float64)
+    assert lowrank.full_column_rank(F)
+    from flowcert.certificates.exact import is_pd_rounded
+    assert is_pd_rounded(lowrank.exact_gram(F))  # the exact path agrees
+    G = F.copy()
+    G[:, 7] = G[:, 3]
+    assert not lowrank.full_column_rank(G)
+    assert lowrank.symmetric_part_inertia(G[:, :20], G[:, 20:].T) is None
+    # the exact Gram is exact: compare with Fractions on a small block
+    from fractions import Fraction
+    small = F[:5, :3]
+    e = max(Fraction(float(x)).denominator.bit_length() - 1 for x in small.ravel())
+    want = [[sum(Fraction(float(small[r, i])) * Fraction(float(small[r, j])) for r in range(5)) * 4 ** e for j in range(3)] for i in range(3)]
+    assert lowrank.exact_gram(small) == want

@@ -53,7 +53,7 @@ def sliced_w2(X: np.ndarray, Y: np.ndarray, thetas: np.ndarray) -> float:
 
 
 def _gauss_like(X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """A same-size sample of :math:`\\mathcal N(\\hat\\mu,\\hat\\Sigma)` (eigenvalues clipped at 0)."""
+    r"""A same-size sample of :math:`\mathcal N(\hat\mu,\hat\Sigma)` (eigenvalues clipped at 0)."""
     mu = X.mean(0)
     lam, E = np.linalg.eigh(np.cov(X, rowvar=False))
     return mu + (rng.standard_normal(X.shape) * np.sqrt(np.clip(lam, 0, None))) @ E.T

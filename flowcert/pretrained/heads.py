@@ -63,17 +63,17 @@ class Head:
 
     @property
     def beta(self) -> float:
-        """Inverse temperature :math:`1/\\sqrt{d_h}`."""
+        r"""Inverse temperature :math:`1/\sqrt{d_h}`."""
         return 1.0 / math.sqrt(self.d_head)
 
     @property
     def M(self) -> np.ndarray:
-        """:math:`Q^\\top K/\\sqrt{d_h}` (d x d, float64 product)."""
+        r""":math:`Q^\top K/\sqrt{d_h}` (d x d, float64 product)."""
         return (self.Q.T @ self.K) * self.beta
 
     @property
     def B(self) -> np.ndarray:
-        """Gaussian paper's :math:`B=M^\\top`."""
+        r"""Gaussian paper's :math:`B=M^\top`."""
         return self.M.T
 
     @property
@@ -82,7 +82,7 @@ class Head:
         return self.O @ self.V
 
     def eig_M(self) -> np.ndarray:
-        """Nonzero-part spectrum of M: eigenvalues of :math:`KQ^\\top/\\sqrt{d_h}`, by descending real part."""
+        r"""Nonzero-part spectrum of M: eigenvalues of :math:`KQ^\top/\sqrt{d_h}`, by descending real part."""
         return _sorted(np.linalg.eigvals(self.K @ self.Q.T * self.beta))
 
     def eig_U(self) -> np.ndarray:

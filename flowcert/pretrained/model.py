@@ -117,7 +117,7 @@ class Transformer:
         return z @ W["Wo"].T + W["bo"]
 
     def feed_forward(self, X: Any, layer: int) -> Any:
-        """:math:`W_2\\,\\mathrm{act}(W_1X+b_1)+b_2` (no skip, no LN)."""
+        r""":math:`W_2\,\mathrm{act}(W_1X+b_1)+b_2` (no skip, no LN)."""
         W = self.layers[layer]
         return self._act(X @ W["W1"].T + W["b1"]) @ W["W2"].T + W["b2"]
 
