@@ -468,3 +468,13 @@ def test_symmetric_part_inertia_proved(bert):
     e = max(Fraction(float(x)).denominator.bit_length() - 1 for x in small.ravel())
     want = [[sum(Fraction(float(small[r, i])) * Fraction(float(small[r, j])) for r in range(5)) * 4 ** e for j in range(3)] for i in range(3)]
     assert lowrank.exact_gram(small) == want
+
+
+def test_cli_experiment_and_embed_json(bert, capsys):
+    assert main(["pretrained", "experiment", "covariance", "--model", str(bert[0]), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["experiment"]["runs"]) == 4
+    assert main(["pretrained", "embed", "--model", str(bert[0]), "--text", "the cat sat", "--text", "a dog ran", "--json"]) == 0
+    C = np.array(json.loads(capsys.readouterr().out)["cosine_similarity"])
+    np.testing.assert_allclose(np.diag(C), 1.0, atol=1e-12)
+    np.testing.assert_allclose(C, C.T, atol=1e-15)
