@@ -179,6 +179,13 @@ def cmd_reach(args: argparse.Namespace) -> None:
     _emit(doc, True, summary) if args.json else sys.stdout.write(summary)
 
 
+def cmd_pretrained(args: argparse.Namespace) -> None:
+    from .pretrained.command import run
+
+    doc, summary = run(args)
+    _emit(doc, args.json, summary)
+
+
 def cmd_report(args: argparse.Namespace) -> None:
     from .reports.build import build_report
 
@@ -259,6 +266,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="P: store the Jacobians (default) or recompute them by jvp/vjp")
     kpf.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     kpf.set_defaults(func=cmd_kpflow)
+
+    from .pretrained.command import add_parser as _pretrained_parser
+
+    _pretrained_parser(sub).set_defaults(func=cmd_pretrained)
     return parser
 
 

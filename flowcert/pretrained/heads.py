@@ -1,0 +1,164 @@
+r"""Every head of a checkpoint in the papers' conventions, and parameter files for ``flowcert verify``.
+
+Head :math:`h` of block :math:`\ell` has :math:`Q=W_Q^h, K=W_K^h, V=W_V^h\in\mathbb R^{d_h\times d}`
+(row blocks of the ``nn.Linear`` weights) and :math:`O=W_O^h\in\mathbb R^{d\times d_h}` (column block).
+
+* Attention form (consensus paper eq. (7), multistability eq. (1)): score
+  :math:`s_{ij}=x_i^\top M x_j` with
+
+  .. math:: M = \frac{1}{\sqrt{d_h}}\,Q^\top K\qquad(\text{query } i \text{ left, key } j \text{ right}),
+
+  so :math:`P=Q^\top K` with inverse temperature :math:`\beta=1/\sqrt{d_h}`.
+* Gaussian paper eq. (2) writes the logit as :math:`x_j^\top B x_i` (key left), so
+  :math:`B = M^\top = K^\top Q/\sqrt{d_h}`.
+* Value map :math:`V=W_V^h` (:math:`d_h\times d`) and the combined value–output map
+  :math:`U = W_O^h W_V^h\in\mathbb R^{d\times d}` (the consensus paper's :math:`U_\eta=W_\eta V_\eta'`,
+  the gaussian and multistability papers' :math:`V`).
+
+Both :math:`M` and :math:`U` have rank :math:`\le d_h`; their nonzero eigenvalues are those of the
+:math:`d_h\times d_h` matrices :math:`KQ^\top/\sqrt{d_h}` and :math:`W_V^hW_O^h`
+(:math:`\operatorname{spec}(AB)\setminus\{0\}=\operatorname{spec}(BA)\setminus\{0\}`), and those of the
+symmetric part :math:`\tfrac12(M+M^\top)=Z\,(RJR^\top/2)\,Z^\top` with :math:`[Q^\top\,K^\top]=ZR`
+(thin QR) and :math:`J=\begin{pmatrix}0&I\\I&0\end{pmatrix}/\sqrt{d_h}` are those of
+:math:`RJR^\top/2`. The biases :math:`b_Q,b_K,b_V` are outside this linear reading (reported, not used).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .checkpoint import bad
+from .checkpoint import Checkpoint
+
+__all__ = ["Head", "extract_heads", "gaussian_params", "attention_params", "write_params"]
+
+
+@dataclass
+class Head:
+    """One head's factors (exact stored values, float64)."""
+
+    layer: int
+    head: int
+    Q: np.ndarray  # (d_h, d)
+    K: np.ndarray  # (d_h, d)
+    V: np.ndarray  # (d_h, d)
+    O: np.ndarray  # (d, d_h)
+    bq: np.ndarray
+    bk: np.ndarray
+    bv: np.ndarray
+
+    @property
+    def d(self) -> int:
+        return self.Q.shape[1]
+
+    @property
+    def d_head(self) -> int:
+        return self.Q.shape[0]
+
+    @property
+    def beta(self) -> float:
+        r"""Inverse temperature :math:`1/\sqrt{d_h}`."""
+        return 1.0 / math.sqrt(self.d_head)
+
+    @property
+    def M(self) -> np.ndarray:
+        r""":math:`Q^\top K/\sqrt{d_h}` (d x d, float64 product)."""
+        return (self.Q.T @ self.K) * self.beta
+
+    @property
+    def B(self) -> np.ndarray:
+        r"""Gaussian paper's :math:`B=M^\top`."""
+        return self.M.T
+
+    @property
+    def U(self) -> np.ndarray:
+        """Value–output map :math:`W_OW_V` (d x d)."""
+        return self.O @ self.V
+
+    def eig_M(self) -> np.ndarray:
+        r"""Nonzero-part spectrum of M: eigenvalues of :math:`KQ^\top/\sqrt{d_h}`, by descending real part."""
+        return _sorted(np.linalg.eigvals(self.K @ self.Q.T * self.beta))
+
+    def eig_U(self) -> np.ndarray:
+        """Nonzero-part spectrum of U: eigenvalues of :math:`W_VW_O`, by descending real part."""
+        return _sorted(np.linalg.eigvals(self.V @ self.O))
+
+    def eig_sym(self, which: str) -> np.ndarray:
+        """Nonzero-part spectrum (descending) of the symmetric part of M or U (see module docstring)."""
+        if which == "M":
+            left, right, s = self.Q.T, self.K, self.beta
+        else:
+            left, right, s = self.O, self.V, 1.0
+        Z, R = np.linalg.qr(np.hstack([left, right.T]))
+        k = left.shape[1]
+        J = np.zeros((2 * k, 2 * k))
+        J[:k, k:] = np.eye(k)
+        J[k:, :k] = np.eye(k)
+        return np.sort(np.linalg.eigvalsh(R @ J @ R.T * (s / 2)))[::-1]
+
+
+def _sorted(ev: np.ndarray) -> np.ndarray:
+    return ev[np.lexsort((-ev.imag, -ev.real))]
+
+
+def extract_heads(ckpt: Checkpoint) -> list[Head]:
+    """All heads, layer-major (72 for MiniLM: 6 layers x 12 heads)."""
+    out = []
+    dh = ckpt.d_head
+    for li, lw in enumerate(ckpt.layers):
+        for h in range(ckpt.n_heads):
+            r = slice(h * dh, (h + 1) * dh)
+            out.append(Head(li, h, lw.Wq[r].copy(), lw.Wk[r].copy(), lw.Wv[r].copy(), lw.Wo[:, r].copy(),
+                            lw.bq[r].copy(), lw.bk[r].copy(), lw.bv[r].copy()))
+    return out
+
+
+def _pick(ckpt: Checkpoint, layer: int, head: int | None) -> list[Head]:
+    if not 0 <= layer < ckpt.n_layers:
+        raise bad(f"--layer: must be in 0..{ckpt.n_layers - 1}, got {layer}")
+    if head is not None and not 0 <= head < ckpt.n_heads:
+        raise bad(f"--head: must be in 0..{ckpt.n_heads - 1}, got {head}")
+    hs = [h for h in extract_heads(ckpt) if h.layer == layer]
+    return hs if head is None else [hs[head]]
+
+
+def gaussian_params(ckpt: Checkpoint, layer: int, head: int) -> dict[str, Any]:
+    """A ``gaussian`` parameter mapping for one head (attention only: A = 0, b = 0;
+    B = K^T Q / sqrt(d_h), V = W_O W_V; mu0 = 0, Sigma0 = I), validated by ``parse_gaussian``."""
+    from ..params import parse_gaussian
+
+    h = _pick(ckpt, layer, head)[0]
+    d = h.d
+    raw = {"A": np.zeros((d, d)), "B": h.B, "V": h.U, "b": np.zeros(d), "mu0": np.zeros(d), "Sigma0": np.eye(d)}
+    parse_gaussian({k: v.tolist() for k, v in raw.items()})
+    return raw
+
+
+def attention_params(ckpt: Checkpoint, layer: int, head: int | None = None) -> dict[str, Any]:
+    """An ``attention`` parameter mapping (DESIGN.md keys): ``heads: [{Q, K, V}]`` with Q, K the
+    raw (d_h x d) projections, V the value–output map W_O W_V (d x d), ``beta = 1/sqrt(d_h)``,
+    ``causal`` for GPT-2, ``normalization: "unit"`` (rows of the attention matrix sum to 1)."""
+    hs = _pick(ckpt, layer, head)
+    return {"heads": [{"Q": h.Q.tolist(), "K": h.K.tolist(), "V": h.U.tolist()} for h in hs],
+            "beta": hs[0].beta, "causal": ckpt.causal, "normalization": "unit"}
+
+
+def write_params(raw: dict[str, Any], path: str | Path) -> Path:
+    """Write a parameter mapping as ``.json`` (nested lists) or ``.npz`` (flat arrays only)."""
+    p = Path(path)
+    if p.suffix == ".npz":
+        if any(not isinstance(v, (np.ndarray, list, float, int, bool, str)) or isinstance(v, list) and v
+               and isinstance(v[0], dict) for v in raw.values()):
+            raise bad(f"--out: '{p}': .npz holds flat arrays only (use .json for 'heads')")
+        np.savez(p, **{k: np.asarray(v) for k, v in raw.items()})
+    elif p.suffix == ".json":
+        p.write_text(json.dumps({k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in raw.items()}))
+    else:
+        raise bad(f"--out: '{p}' must end in .json or .npz")
+    return p

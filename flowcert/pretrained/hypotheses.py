@@ -1,0 +1,188 @@
+r"""The papers' hypotheses decided on one pretrained head (matrices from :mod:`.heads`).
+
+With :math:`P=Q^\top K` (scaled by :math:`\beta=1/\sqrt{d_h}>0`, which changes no sign, symmetry or
+inertia) and :math:`U=W_OW_V`, read as one residual layer = one Euler step of the papers' flows:
+
+* consensus Thm 3.2: :math:`P=P^\top\succ0`, :math:`U=I`; Thm 4.1: :math:`U=I`, :math:`P` bounded;
+  Thm 5.1 (causal): :math:`U=I`, :math:`P` bounded; Thm 6.1 (causal): :math:`U=U^\top` with a simple
+  positive top eigenvalue, :math:`P` bounded;
+* multistability Assumption 1 (Thm 2): :math:`V=U` symmetric with a simple positive top eigenvalue;
+* gaussian Thm 4.1: :math:`V=\eta I`; Thm 4.7: :math:`V\prec0`, :math:`B\succ0`; Thm 4.8:
+  :math:`V\succ0`, :math:`B\succ0` (:math:`\succ,\prec` denote *symmetric* definite matrices, note 000
+  §1.2), with :math:`B=P^\top/\sqrt{d_h}`, :math:`V=U`.
+
+``fails`` verdicts carry exact certificates from :mod:`flowcert.certificates.lowrank`
+(an asymmetric entry pair, or a 1x1/2x2 principal minor of the symmetric part of the wrong sign),
+re-checked in exact rational arithmetic by :func:`flowcert.certificates.core.certified`. Where no
+small certificate exists, the rank bound :math:`\operatorname{rank}\le d_h<d` refutes definiteness
+and :math:`U=\eta I` (:math:`\eta\ne0`) structurally. A constant matrix is bounded (holds by type).
+No verdict here needs a floating-point eigenvalue: float64 spectra are reported beside the verdicts
+as information only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..catalogue import TheoremResult
+from ..certificates import core, lowrank
+from ..hypotheses import holds_by
+from .heads import Head
+
+__all__ = ["head_record", "head_theorems"]
+
+_STRUCT = "structural: rank <= d_head < d"
+
+
+class _Evidence:
+    """Certificates for one head, computed once and shared by the hypotheses."""
+
+    def __init__(self, h: Head) -> None:
+        self.h = h
+        P, U = h.Q.T @ h.K, h.O @ h.V
+        self.lowrank = h.d_head < h.d
+        self.asym: dict[str, core.Certificate | None] = {}
+        self.minors: dict[str, dict[int, list[int] | None]] = {}
+        for name, (A, B, N) in {"P": (h.Q.T, h.K, P), "U": (h.O, h.V, U)}.items():
+            ij = lowrank.find_asymmetric_entry(N)
+            self.asym[name] = None if ij is None else lowrank.asymmetry_certificate(A, B, ij, name)
+            S = N + N.T
+            self.minors[name] = {s: lowrank.find_minors(S, s) for s in (1, -1)}
+        self.factors = {"P": (h.Q.T, h.K), "U": (h.O, h.V)}
+
+    def not_symmetric(self, name: str, hyp: str) -> core.HypothesisResult:
+        cert = self.asym[name]
+        if cert is None:
+            return core.HypothesisResult(hyp, "unknown", None, "float64 search", None,
+                                         f"no asymmetric entry of {name} found in float64; exact symmetry not checked")
+        return core.certified(hyp, "fails", cert, None, "exact rational entry pair (entry_asymmetry)")
+
+    def not_definite(self, name: str, hyp: str, sign: int) -> core.HypothesisResult:
+        """``sign * name`` succ 0 refuted: first by asymmetry, then a minor, then the rank bound."""
+        if self.asym[name] is not None:
+            r = self.not_symmetric(name, hyp)
+            if r.status == "fails":
+                r.detail = f"{name} is not symmetric, so not {'positive' if sign > 0 else 'negative'} definite"
+                return r
+        idx = self.minors[name][sign]
+        if idx is not None:
+            A, B = self.factors[name]
+            cert = lowrank.minor_certificate(A, B, [(idx, sign)], name)
+            return core.certified(hyp, "fails", cert, None, "exact rational principal minor (minor_not_psd)")
+        if self.lowrank:
+            return core.HypothesisResult(hyp, "fails", None, _STRUCT, None,
+                                         f"{name} is d x d of rank <= {self.h.d_head} < {self.h.d}: singular")
+        return core.HypothesisResult(hyp, "unknown", None, "none", None, "no small certificate found")
+
+    def indefinite_sym(self, name: str) -> core.HypothesisResult:
+        hyp = f"sym({name}) indefinite"
+        mins = [(self.minors[name][s], s) for s in (1, -1)]
+        if any(m is None for m, _ in mins):
+            return core.HypothesisResult(hyp, "unknown", None, "none", None,
+                                         "no 1x1/2x2 principal minor of one of the signs")
+        A, B = self.factors[name]
+        cert = lowrank.minor_certificate(A, B, [(m, s) for m, s in mins], name)  # type: ignore[misc]
+        return core.certified(hyp, "holds", cert, None, "exact rational principal minors (minor_not_psd)")
+
+    def no_semidefinite_multiple(self, name: str, hyp: str) -> core.HypothesisResult:
+        r""":math:`\eta(N+N^\top)\preceq0` for some :math:`\eta\ne0` refuted by indefiniteness of sym(N)."""
+        mins = [(self.minors[name][s], s) for s in (1, -1)]
+        if any(m is None for m, _ in mins):
+            return core.HypothesisResult(hyp, "unknown", None, "none", None,
+                                         f"no principal minor certificate for both signs of sym({name})")
+        A, B = self.factors[name]
+        cert = lowrank.minor_certificate(A, B, [(m, s) for m, s in mins], name)  # type: ignore[misc]
+        return core.certified(hyp, "fails", cert, None, "exact rational principal minors (minor_not_psd)",
+                              f"sym({name}) is indefinite, so no nonzero multiple of it is negative semidefinite")
+
+    def identity(self, hyp: str) -> core.HypothesisResult:
+        r = self.not_symmetric("U", hyp)
+        if r.status == "fails":
+            r.detail = "U is not symmetric, hence not eta*I"
+            return r
+        if self.lowrank:
+            return core.HypothesisResult(hyp, "fails", None, _STRUCT, None,
+                                         "eta*I with eta != 0 has full rank; eta = 0 is not the identity")
+        return r
+
+
+def _bounded() -> core.HypothesisResult:
+    return holds_by("P(t) bounded", "by type", "a constant matrix (one layer, or a periodic stack) is bounded")
+
+
+def head_theorems(h: Head, causal: bool, ev: _Evidence | None = None) -> list[TheoremResult]:
+    """The theorem records of the consensus, multistability and gaussian papers on one head."""
+    ev = ev or _Evidence(h)
+    pred_c = {"consensus": "tokens converge to consensus"}
+    th = [
+        TheoremResult("consensus:thm-3.2", "Theorem 3.2", r"P=P^\top\succ0,\ U=I,\ W=P\Rightarrow\text{every trajectory converges}",
+                      [ev.not_symmetric("P", "P symmetric"), ev.not_definite("P", "P > 0", 1), ev.identity("U = I")],
+                      {"converges_to_equilibrium": True}),
+        TheoremResult("consensus:thm-4.1", "Theorem 4.1", r"U_\eta=I,\ P_\eta(t)\ \text{bounded, u.c.}\Rightarrow\text{consensus from a hemisphere}",
+                      [ev.identity("U = I"), _bounded()], pred_c),
+        TheoremResult("multistability:thm-2", "Theorem 2 (Assumption 1)", r"V=V^\top,\ \lambda_1>\lambda_2,\ \lambda_1>0",
+                      [ev.not_symmetric("U", "V = W_O W_V symmetric")], {"stable": "consensus at the top eigenvector"}),
+        TheoremResult("gaussian:thm-4.1", "Theorem 4.1", r"V=\eta I,\ \eta(B+B^\top)\preceq0",
+                      [ev.identity("V = eta I"), ev.no_semidefinite_multiple("P", "eta (B + B^T) <= 0 (eta != 0)")],
+                      {"Sigma": "Riccati limit"}),
+        TheoremResult("gaussian:thm-4.7", "Theorem 4.7", r"V\prec0,\ B\succ0\Rightarrow\Sigma\ \text{bounded}",
+                      [ev.not_definite("U", "V < 0", -1), ev.not_definite("P", "B > 0", 1)], {"Sigma": "bounded"}),
+        TheoremResult("gaussian:thm-4.8", "Theorem 4.8", r"V\succ0,\ B\succ0\Rightarrow\text{finite-time blow-up}",
+                      [ev.not_definite("U", "V > 0", 1), ev.not_definite("P", "B > 0", 1)], {"Sigma": "blows_up"}),
+    ]
+    if causal:
+        th += [
+            TheoremResult("consensus:thm-5.1", "Theorem 5.1", r"\text{causal},\ U_\eta=I,\ P_\eta\ \text{bounded}",
+                          [ev.identity("U = I"), _bounded()], pred_c),
+            TheoremResult("consensus:thm-6.1", "Theorem 6.1", r"\text{causal},\ U=U^\top,\ \lambda_{\max}(U)\ \text{simple},>0",
+                          [ev.not_symmetric("U", "U symmetric"), _bounded()], pred_c),
+        ]
+    return th
+
+
+def _inertia(A: np.ndarray, B: np.ndarray) -> dict[str, Any]:
+    inert = lowrank.symmetric_part_inertia(A, B)
+    return {"inertia": None if inert is None else list(inert),
+            "method": "F = [A, B^T] has full column rank (F^T F > 0: exact integer Gram + is_pd_rounded when "
+                      "2kd <= 4096, else float64 Gram with an entrywise rounding bound + is_pd_float_rigorous), "
+                      "then Sylvester's law of inertia for F J F^T",
+            "detail": "recomputed from the stored weights on every run; the Gram matrix is not serialised"
+            if inert is not None else "F^T F > 0 not proved (F may be rank deficient)"}
+
+
+def _c(z: complex) -> list[float]:
+    return [float(z.real), float(z.imag)]
+
+
+def head_record(h: Head, causal: bool) -> dict[str, Any]:
+    """JSON record of one head: float64 spectra (information) and certified theorem verdicts."""
+    ev = _Evidence(h)
+    M, U = h.M, h.U
+    eM, eU, sM, sU = h.eig_M(), h.eig_U(), h.eig_sym("M"), h.eig_sym("U")
+    tol = lambda ev_: 1e-12 * max(1.0, float(np.max(np.abs(ev_))))  # noqa: E731
+    info = {}
+    for name, N, e, s in (("M", M, eM, sM), ("U", U, eU, sU)):
+        nrm = float(np.linalg.norm(N))
+        info[name] = {
+            "asymmetry": float(np.linalg.norm(N - N.T) / nrm) if nrm else 0.0,
+            "eigenvalues_nonzero_part": [_c(z) for z in e],
+            "spectral_abscissa": float(e.real.max()), "trace": float(np.trace(N)),
+            "sym_part": {"lambda_max": float(s[0]), "lambda_min": float(s[-1]),
+                         "inertia_float": [int((s > tol(s)).sum()), int((s < -tol(s)).sum()),
+                                           int(h.d - (s > tol(s)).sum() - (s < -tol(s)).sum())],
+                         "inertia_proved": _inertia(*ev.factors["P" if name == "M" else "U"])},
+        }
+    theorems = head_theorems(h, causal, ev)
+    return {
+        "layer": h.layer, "head": h.head, "d": h.d, "d_head": h.d_head,
+        "conventions": {"M": "Q^T K / sqrt(d_head), score s_ij = x_i^T M x_j", "B": "M^T (gaussian paper)",
+                        "U": "W_O W_V (value-output map; gaussian/multistability V, consensus U)",
+                        "value_map": "W_V (d_head x d)", "beta": h.beta},
+        "M": info["M"], "U": info["U"],
+        "value_map_singular_values": np.linalg.svd(h.V, compute_uv=False).tolist(),
+        "sym_M_indefinite": ev.indefinite_sym("P").to_json(),
+        "sym_U_indefinite": ev.indefinite_sym("U").to_json(),
+        "theorems": [t.to_json() for t in theorems],
+    }
