@@ -116,6 +116,7 @@ def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None
 
     from ..gpu import attention as ga
 
+    explicit = t_end is not None
     t_end = p.t_end if t_end is None else t_end
     dt = default_dt(p) if dt is None else dt
     seed = p.seed if seed is None else seed
@@ -123,7 +124,9 @@ def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None
     if samples:
         from . import multistability
 
-        return multistability.basins(p, samples, seed=seed, device=dev, dt=dt, t_max=t_end)
+        # runs go to rest: the horizon is at least 400 unless --t-end says otherwise
+        return multistability.basins(p, samples, seed=seed, device=dev, dt=0.05 if dt == 1e-2 else dt,
+                                     t_max=t_end if explicit or "t_end" in p.given else max(t_end, 400.0))
     X0 = p.initial_tokens() if p.X0 is not None else p.initial_tokens(None, np.random.default_rng(seed))
     steps = max(1, int(np.ceil(t_end / dt)))
     W = None if p.W is None else torch.as_tensor(np.array(p.W), device=dev)
