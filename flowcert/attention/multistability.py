@@ -70,6 +70,7 @@ class Data:
     lam: np.ndarray
     U: np.ndarray
     Mq: sp.Matrix
+    Vq: sp.Matrix
 
     @property
     def variant(self) -> str:
@@ -92,7 +93,7 @@ def _data(p: AttentionParams) -> Data:
     symmetric = Vq == Vq.T
     enc = cm.eigen_enclosure(Vq) if symmetric else None
     lam, U = nm.eigen_desc((V + V.T) / 2)
-    return Data(p, V, Mb, c, symmetric, enc, lam, U, Mq)
+    return Data(p, V, Mb, c, symmetric, enc, lam, U, Mq, Vq)
 
 
 def _applicable_structure(p: AttentionParams) -> core.HypothesisResult:
@@ -169,14 +170,15 @@ def _ok(hyps: list[core.HypothesisResult]) -> bool:
 # ---------------------------------------------------------------------------------------
 
 
-def class_result(D: Data, k: int, n1: int, n2: int, variant: str | None = None) -> dict[str, Any]:
-    """Certified verdict, certificate and closed-form spectra at the class (k, n1, n2) (0-based k)."""
+def class_result(D: Data, k: int, n1: int, n2: int, variant: str | None = None, certify: bool = True) -> dict[str, Any]:
+    """Certified verdict, certificate and closed-form spectra at the class (k, n1, n2) (0-based k).
+    With ``certify=False`` the (equally rigorous) verdict is returned without the certificate object."""
     variant = variant or D.variant
     assert D.enc is not None
-    Vq = core.rational_matrix(D.V)
+    Vq = D.Vq
     status, reason = cm.verdict_from_data(Vq, D.Mq, D.enc, k, n1, n2, variant)
     cert = None
-    if status in ("stable", "unstable"):
+    if certify and status in ("stable", "unstable"):
         cert = cm.verdict_certificate(Vq, D.Mq, D.enc, k, n1, n2, variant, status)
         if not core.recheck(cert):
             status, reason, cert = "unknown", "certificate re-check failed", None
@@ -321,7 +323,18 @@ def _run_to_rest(p: AttentionParams, samples: int, seed: int, t_max: float = 400
 
 
 def _label(D: Data, X: np.ndarray) -> tuple[str, dict[str, Any]]:
-    """Newton-refine a settled state and name its equilibrium."""
+    """Name the equilibrium a settled state converged to: if it lies within 1e-6 of an exact
+    consensus/bipartite point :math:`x_i=s_iv_k` (closed form, an exact zero of the field) that
+    point is the limit; otherwise Newton refines the state to a zero of the field, which is then
+    classified."""
+    proj = X @ D.U
+    k = int(np.argmax(np.abs(proj).min(0)))
+    s = np.sign(proj[:, k])
+    if np.all(s != 0) and np.abs(X - nm.bipartite_point(D.U[:, k], s)).max() <= 1e-6:
+        n1, n2 = int((s > 0).sum()), int((s < 0).sum())
+        lo, hi = max(n1, n2), min(n1, n2)
+        name = f"consensus v{k + 1}" if hi == 0 else f"bipartite v{k + 1} ({lo}:{hi})"
+        return name, {"k": k, "n1": lo, "n2": hi, "labels": ["consensus" if hi == 0 else "bipartite"]}
     nr = nm.newton(X, D.Mb, D.V, D.c, variant=D.variant)
     if not nr.converged:
         return "newton_failed", {"residual": nr.residual}
@@ -365,8 +378,10 @@ def basins(p: AttentionParams, samples: int, seed: int = 0, device: Any = "cpu",
             name, info = "unclassified", {}
         else:
             name, info = _label(D, X)
+            if name == "newton_failed":
+                name = "not converged (Newton did not converge)"
             if "k" in info and D.symmetric and D.enc.separated and name not in verdicts:
-                verdicts[name] = class_result(D, info["k"], info["n1"], info["n2"])["verdict"]
+                verdicts[name] = class_result(D, info["k"], info["n1"], info["n2"], certify=False)["verdict"]
         counts[name] = counts.get(name, 0) + 1
     outcomes = [{"label": name, "count": c, "fraction": c / samples, "wilson": list(wilson(c, samples)),
                  "verdict": verdicts.get(name, "unknown" if name[:9] in ("consensus", "bipartite") else None)}
