@@ -312,7 +312,9 @@ def test_cli_equilibria_verify_and_bad_input(tmp_path, capsys):
     assert doc["skipped"]["skipped_patterns"] == 3 * (8 - 4)
     cons = [e for e in doc["equilibria"] if e["class"] == ["consensus"]]
     assert [e["stable"] for e in cons] == [True, False, False]
-    for e in doc["equilibria"]:
+    V, P = np.array(MULTI["V"], float), np.array(MULTI["P"], float)
+    for e in doc["equilibria"]:  # every listed point is a zero of the field
+        assert np.abs(nm.field_one_head(np.array(e["X"]), P, V)).max() < 1e-12
         if e["certificate"] is not None:
             assert core.recheck(doc["classes"][e["certificate"]["class"]]["certificate"])
     assert cli.main(["verify", "attention", "--params", str(f), "--json"]) == 0
@@ -328,3 +330,21 @@ def test_cli_equilibria_verify_and_bad_input(tmp_path, capsys):
     assert cli.main(["verify", "attention", "--params", str(bad), "--json"]) == 0
     th = {t["id"]: t for t in json.loads(capsys.readouterr().out)["theorems"]}
     assert th["multistability:thm-2"]["applies"] is False
+
+
+def test_single_run_is_classified_only_once_settled(tmp_path, capsys):
+    p = ap.parse_attention(MULTI)
+    D = fm._data(p)
+    X = nm.bipartite_point(D.U[:, 0], np.array([1, 1, -1, -1.0]))
+    assert fm.classify_run(p, X)["limit_verdict"] == "stable"
+    moved = nf.project(X + 1e-3 * np.random.default_rng(0).normal(size=X.shape))
+    r = fm.classify_run(p, moved)
+    assert r["limit_class"] is None and "not settled" in r["limit_class_reason"]
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps({**MULTI, "t_end": 200}))
+    assert cli.main(["verify", "attention", "--params", str(f), "--simulate", "--json"]) == 0
+    sim = json.loads(capsys.readouterr().out)["simulation"]
+    assert sim["limit_verdict"] == "stable" and sim["agrees"] is True and sim["max_drift"] < 1e-8
+    assert cli.main(["simulate", "attention", "--params", str(f), "--samples", "8", "--json", "--t-end", "200"]) == 0
+    b = json.loads(capsys.readouterr().out)["simulation"]["basins"]
+    assert sum(o["count"] for o in b["outcomes"]) == 8 and not b["reached_certified_unstable"]

@@ -23,7 +23,10 @@ Public API
     -> the ``verify`` JSON document; ``theorems`` collects ``theorems(p, simulate=, seed=)`` of
     every module named in :data:`CATALOGUES` that exists (``flowcert.attention.multistability``,
     ``flowcert.attention.consensus``); each returns a list of
-    :class:`~flowcert.catalogue.TheoremResult`.
+    :class:`~flowcert.catalogue.TheoremResult`. With ``simulate`` the document also has
+    ``simulation`` (one run, :func:`simulate`; ``limit_class`` from the multistability classifier
+    once the run has settled, ``agrees`` from its certified verdict, else None — a catalogue
+    module may set it).
 ``equilibria(p)``
     -> the ``equilibria attention`` JSON document (multistability module).
 ``codegen_source(structure, backend)``
@@ -133,7 +136,7 @@ def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None
     traj = ga.simulate(p.structure, torch.as_tensor(X0, device=dev)[None], _tensor_args(p, p.n, dev), t_end, steps, W=W)
     X = traj.X[0].cpu().numpy()
     speed = float(np.abs(field(p)(t_end, X)).max())
-    out: dict[str, Any] = {"t_end": t_end, "dt": t_end / steps, "integrator": "RK4 + retraction (torch)",
+    out: dict[str, Any] = {"t_end": t_end, "blowup_time": None, "dt": t_end / steps, "integrator": "RK4 + retraction (torch)",
                            "device": str(dev), "X0": X0.tolist(), "X_final": X.tolist(), "max_drift": traj.max_drift,
                            "final_speed": speed, "limit_class": None, "agrees": None}
     try:
@@ -159,8 +162,15 @@ def verify(p: AttentionParams, simulate: bool = False, seed: int | None = None) 
                 raise
             continue
         theorems += module.theorems(p, simulate=simulate, seed=seed)
-    return {"flowcert": __version__, "system": "attention", "params": p.to_json(),
-            "theorems": [th.to_json() for th in theorems]}
+    doc = {"flowcert": __version__, "system": "attention", "params": p.to_json(),
+           "theorems": [th.to_json() for th in theorems]}
+    if simulate:
+        sim = globals()["simulate"](p, seed=seed)
+        if sim.get("limit_verdict") in ("stable", "unstable"):
+            # a settled run at a certified-unstable equilibrium contradicts the verdicts
+            sim["agrees"] = sim["limit_verdict"] == "stable"
+        doc["simulation"] = sim
+    return doc
 
 
 def equilibria(p: AttentionParams, cap: int | None = None) -> dict[str, Any]:
