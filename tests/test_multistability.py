@@ -179,6 +179,10 @@ def test_repeated_eigenvalue_is_not_separated_and_lambda1_simple_fails_exactly()
     D = fm._data(p)
     hyp = {h.name: h for h in fm._assumption1(D)}
     assert hyp["Assumption 1: lambda_1 simple"].status == "fails"
+    # a repeated lower eigenvalue does not hide a simple top one (exact inertia of V - tI)
+    D = fm._data(ap.parse_attention({"V": np.diag([2.0, 1.0, 1.0]).tolist(), "P": np.eye(3).tolist(), "n": 3}))
+    h = {h.name: h for h in fm._assumption1(D)}["Assumption 1: lambda_1 simple"]
+    assert h.status == "holds" and core.recheck(h.certificate)
 
 
 @SETTINGS

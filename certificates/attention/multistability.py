@@ -122,7 +122,8 @@ class Enclosure:
         return [m + r for m, r in zip(self.mu, self.radius)]
 
     def isolated(self, k: int) -> bool:
-        """Interval k is disjoint from all others (lambda_k simple, vector bound valid)."""
+        """All intervals are pairwise disjoint (so each holds exactly one eigenvalue and the
+        eigenvector bound of interval k is valid)."""
         return self.sin_theta[k] is not None
 
     def interval(self, k: int) -> Any:
@@ -159,16 +160,17 @@ def eigen_enclosure(V: Any, U: list[list[Fraction]] | None = None) -> Enclosure:
         rads.append(sqrt_up(sum(x * x for x in res) / uu))
     lo = [m - r for m, r in zip(mus, rads)]
     hi = [m + r for m, r in zip(mus, rads)]
+    # Each interval holds at least one eigenvalue; only if all d are pairwise disjoint does each
+    # hold exactly one, and only then is the distance to the other intervals a spectral gap.
+    disjoint = all(hi[j] < lo[k] or lo[j] > hi[k] for k in range(d) for j in range(k + 1, d))
     sins: list[Fraction | None] = []
     for k in range(d):
-        dist = [min(abs(mus[k] - lo[j]), abs(mus[k] - hi[j])) if not (lo[j] <= mus[k] <= hi[j]) else Fraction(0)
-                for j in range(d) if j != k]
-        overlaps = any(not (hi[j] < lo[k] or lo[j] > hi[k]) for j in range(d) if j != k)
-        delta = min(dist) if dist else None
-        if overlaps or (delta is not None and delta <= 0):
+        if not disjoint:
             sins.append(None)
-        else:
-            sins.append(min(Fraction(1), rads[k] / delta) if delta is not None else Fraction(0))
+            continue
+        gaps = [lo[j] - mus[k] if lo[j] > mus[k] else mus[k] - hi[j] for j in range(d) if j != k]
+        delta = min(gaps) if gaps else None
+        sins.append(Fraction(0) if delta is None else min(Fraction(1), rads[k] / delta))
     ordered = all(lo[k] > hi[k + 1] for k in range(d - 1))
     return Enclosure(mus, rads, sins, ordered and all(s is not None for s in sins), U)
 

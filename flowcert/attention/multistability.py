@@ -128,11 +128,8 @@ def _assumption1(D: Data, need_positive: bool = True) -> list[core.HypothesisRes
         gap = float(enc.lo[0] - enc.hi[1]) if len(enc.mu) > 1 else float("inf")
         out.append(core.certified("Assumption 1: lambda_1 simple", "holds", cert, gap,
                                   "exact eigen-enclosures (Krylov-Weinstein residual bounds)"))
-    elif len(enc.mu) > 1 and enc.lo[0] > enc.hi[1]:
-        out.append(core.HypothesisResult("Assumption 1: lambda_1 simple", "holds", float(enc.lo[0] - enc.hi[1]),
-                                         "exact eigen-enclosures", None, "top interval isolated; lower ones overlap"))
     else:
-        out.append(_top_multiplicity(D))
+        out.append(_top_simple_by_inertia(D) or _top_multiplicity(D))
     if need_positive:
         lo, hi = enc.lo[0], enc.hi[0]
         if lo > 0:
@@ -145,6 +142,22 @@ def _assumption1(D: Data, need_positive: bool = True) -> list[core.HypothesisRes
             out.append(core.HypothesisResult("Assumption 1: lambda_1 > 0", "unknown", float(D.lam[0]),
                                              "exact eigen-enclosure", None, "the enclosure of lambda_1 contains 0"))
     return out
+
+
+def _top_simple_by_inertia(D: Data) -> core.HypothesisResult | None:
+    """lambda_1 > t > lambda_2 for a rational t, from the exact inertia (1, d-1, 0) of V - tI."""
+    enc = D.enc
+    if enc is None or len(enc.mu) < 2:
+        return None
+    t = (enc.lo[0] + max(enc.hi[1:])) / 2
+    if not t < enc.lo[0]:
+        return None
+    cert = core.inertia_certificate(D.Vq - sp.Rational(t.numerator, t.denominator) * sp.eye(D.Vq.rows), "V - tI")
+    if cert.data["inertia"] != [1, D.Vq.rows - 1, 0]:
+        return None
+    cert.data["t"] = str(t)
+    return core.certified("Assumption 1: lambda_1 simple", "holds", cert, float(enc.lo[0] - t),
+                          "exact inertia of V - tI (LDL^T): one eigenvalue above t", f"t = {float(t):.6g}")
 
 
 def _top_multiplicity(D: Data) -> core.HypothesisResult:
