@@ -73,6 +73,13 @@ class Data:
     Vq: sp.Matrix
 
     @property
+    def encoded(self) -> dict[str, Any]:
+        """Rational V, U, beta M as certificate strings (computed once)."""
+        if not hasattr(self, "_encoded"):
+            self._encoded = cm.encode_data(self.Vq, self.Mq, self.enc)
+        return self._encoded
+
+    @property
     def variant(self) -> str:
         return self.p.variant
 
@@ -189,10 +196,10 @@ def class_result(D: Data, k: int, n1: int, n2: int, variant: str | None = None, 
     variant = variant or D.variant
     assert D.enc is not None
     Vq = D.Vq
-    status, reason = cm.verdict_from_data(Vq, D.Mq, D.enc, k, n1, n2, variant)
+    status, reason = cm.verdict_from_data(Vq, D.Mq, D.enc, k, n1, n2, variant, D.encoded)
     cert = None
     if certify and status in ("stable", "unstable"):
-        cert = cm.verdict_certificate(Vq, D.Mq, D.enc, k, n1, n2, variant, status)
+        cert = cm.verdict_certificate(Vq, D.Mq, D.enc, k, n1, n2, variant, status, D.encoded)
         if not core.recheck(cert):
             status, reason, cert = "unknown", "certificate re-check failed", None
     tang, normal = nm.bipartite_spectra(D.lam, D.a(k) if variant == "self_attention" else 0.0, k, n1, n2, D.c, variant)
@@ -520,7 +527,7 @@ def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> li
     pred: dict[str, Any] = {"equilibria": "+-v_k", "stable": "+-v_1 only",
                             "tangent_spectrum_at_v_k": "lambda_j - lambda_k (j != k); ambient adds -2 lambda_k"}
     if can:
-        pred["oja_verdicts"] = [{"k": k + 1, "verdict": cm.verdict_from_data(core.rational_matrix(D.V), D.Mq, D.enc, k, 1, 0, "oja")[0]}
+        pred["oja_verdicts"] = [{"k": k + 1, "verdict": cm.verdict_from_data(D.Vq, D.Mq, D.enc, k, 1, 0, "oja", D.encoded)[0]}
                                 for k in range(p.d)]
     out.append(_th("multistability:lemma-1", "Lemma 1 (Oja flow (2))",
                    r"$\dot x=(I-xx^\top)Vx$: equilibria $\pm v_k$; $W=\tfrac12(\lambda_1-x^\top Vx)$ has "
