@@ -352,3 +352,19 @@ def test_single_run_is_classified_only_once_settled(tmp_path, capsys):
     assert cli.main(["simulate", "attention", "--params", str(f), "--samples", "8", "--json", "--t-end", "200"]) == 0
     b = json.loads(capsys.readouterr().out)["simulation"]["basins"]
     assert sum(o["count"] for o in b["outcomes"]) == 8 and not b["reached_certified_unstable"]
+
+
+@pytest.mark.slow
+def test_clustering_equilibria_are_found_by_newton_from_simulation_limits():
+    """A d = 3, n = 10 instance whose random runs reach consensus v1 or a 2-clustering: the
+    clustering is located by Newton (a zero of the field), labelled, and gets no verdict."""
+    p = ap.load_attention("tests/data/attention/clustering_d3.json")
+    D = fm._data(p)
+    doc = fm.equilibria(p, cap=2, samples=24)
+    found = [e for e in doc["equilibria"] if e["eigvec_index"] is None]
+    assert found and all(e["class"] == ["clustering"] and e["stable"] is None for e in found)
+    for e in found:
+        X = np.array(e["X"])
+        assert np.abs(nm.field_one_head(X, D.Mb, D.V)).max() < 1e-12
+        assert e["clusters"] >= 2  # a 1-clustering is never an equilibrium (Remark 4 corrected)
+        assert len(e["tangent_spectrum"]) == p.n * (p.d - 1)

@@ -294,7 +294,7 @@ def _newton_limits(D: Data, samples: int, seed: int) -> list[dict[str, Any]]:
     """Non-eigenvector equilibria (clustering, polygonal) from simulation limits + Newton."""
     if samples <= 0 or D.variant != "self_attention":
         return []
-    rest = _run_to_rest(D.p, samples, seed, t_max=200.0)
+    rest = _run_to_rest(D.p, samples, seed, t_max=D.p.t_end if "t_end" in D.p.given else 400.0)
     out: list[dict[str, Any]] = []
     seen: list[np.ndarray] = []
     for X, settled in zip(rest["X"], rest["settled"]):
