@@ -516,7 +516,6 @@ def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> li
     A1s = A1[:2] if len(A1) > 1 else A1  # symmetric + simple (Lemma 1 does not need lambda_1 > 0)
     out: list[TheoremResult] = []
     sa_ok = _ok([structure]) and p.variant == "self_attention"
-    oja_p = replace(p, variant="oja", heads=(replace(p.heads[0], Q=None, K=None),)) if _ok([structure]) else None
     mao_p = replace(p, variant="multiagent_oja", heads=(replace(p.heads[0], Q=None, K=None),)) if _ok([structure]) else None
     can = _ok([structure]) and D.symmetric and D.enc is not None and D.enc.separated
 
