@@ -367,3 +367,16 @@ def test_clustering_equilibria_are_found_by_newton_from_simulation_limits():
         assert np.abs(nm.field_one_head(X, D.Mb, D.V)).max() < 1e-12
         assert e["clusters"] >= 2  # a 1-clustering is never an equilibrium (Remark 4 corrected)
         assert len(e["tangent_spectrum"]) == p.n * (p.d - 1)
+
+
+def test_more_bad_input_exits_2_with_one_line(tmp_path, capsys):
+    tv = tmp_path / "tv.json"
+    tv.write_text(json.dumps({"P": [["cos(t)", 0], [0, 1]], "V": [[1, 0], [0, 1]], "n": 3}))
+    assert cli.main(["simulate", "attention", "--params", str(tv), "--samples", "4"]) == 2
+    assert cli.main(["equilibria", "attention", "--params", str(tv)]) == 2  # time-varying head
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"V": np.eye(70).tolist(), "P": np.zeros((70, 70)).tolist(), "n": 3}))
+    assert cli.main(["equilibria", "attention", "--params", str(big)]) == 2
+    assert cli.main(["simulate", "attention", "--params", str(tv), "--device", "nosuchdevice"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 4 and "too large" in err and "time-varying" in err

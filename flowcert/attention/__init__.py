@@ -125,7 +125,12 @@ def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None
     seed = p.seed if seed is None else seed
     dev = torch.device(device)
     if samples:
+        from ..cli import InputError
         from . import multistability
+
+        if p.time_varying:
+            raise InputError("--samples: basin statistics need constant heads (runs go to rest); "
+                             "the parameters have time-varying entries")
 
         # runs go to rest: the horizon is at least 400 unless --t-end says otherwise
         return multistability.basins(p, samples, seed=seed, device=dev, dt=0.05 if dt == 1e-2 else dt,

@@ -13,8 +13,14 @@ decides. Equilibria found by Newton from simulation limits (clustering, polygona
 class and a floating tangent spectrum, and ``stable: null`` (no certificate at a numerically
 located point).
 
+``equilibria`` document: ``classes`` holds one record per (k, n1, n2) (n1 >= n2; antipodal
+patterns share it) with ``verdict``, ``reason``, closed-form spectra and the full certificate
+(kind ``attention_bipartite_spectrum``, re-checkable with :func:`flowcert.certificates.core.recheck`);
+each listed equilibrium's ``certificate`` is ``{"kind", "claim", "class": i}`` pointing at
+``classes[i]`` (the same proof serves every permutation of the signs).
+
 Public API: :func:`theorems` (catalogue), :func:`equilibria`, :func:`basins`,
-:func:`classify_run`, :func:`wilson`, :data:`THEOREM_IDS`.
+:func:`classify_run`, :func:`class_result`, :func:`wilson`, :data:`THEOREM_IDS`.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ THEOREM_IDS = ("multistability:lemma-1", "multistability:lemma-2", "multistabili
                "multistability:lemma-9", "multistability:lemma-10", "multistability:lemma-11", "multistability:prop-2",
                "multistability:obs-D2", "multistability:obs-D3")
 DEFAULT_CAP = 64
+MAX_D, MAX_N = 64, 5000
 
 
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
@@ -223,6 +230,9 @@ def _require_enumerable(p: AttentionParams) -> Data:
     h = _applicable_structure(p)
     if h.status != "holds":
         raise InputError(f"equilibria attention: {h.detail} is not covered (the enumeration is for model (1)/(2)/(5))")
+    if p.d > MAX_D or p.n > MAX_N:
+        raise InputError(f"equilibria attention: n = {p.n}, d = {p.d} is too large for the exact enumeration "
+                         f"(limits n <= {MAX_N}, d <= {MAX_D}: exact eigen-enclosures and one class per (k, n1))")
     D = _data(p)
     if not D.symmetric:
         raise InputError("params: key 'V': equilibria attention needs a symmetric V (Assumption 1); "
