@@ -94,15 +94,14 @@ def default_dt(p: AttentionParams) -> float:
     return 1e-3 if p.time_varying else 1e-2
 
 
-def _tensor_args(p: AttentionParams, n: int, device: Any) -> Callable[[float], list]:
+def _tensor_args(p: AttentionParams, n: int, device: Any) -> Any:
     import torch
 
     def at(t: float) -> list:
         return [torch.as_tensor(np.array(a), dtype=torch.float64, device=device) for a in p.kernel_args(t, n)]
 
     if not p.time_varying:
-        fixed = at(0.0)
-        return lambda t: fixed
+        return at(0.0)  # a sequence: no per-stage time evaluation (and no device sync)
     return at
 
 
