@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -76,8 +77,8 @@ class Data:
     enc: cm.Enclosure | None
     lam: np.ndarray
     U: np.ndarray
-    Mq: sp.Matrix
-    Vq: sp.Matrix
+    Mq: sp.Matrix | None
+    Vq: sp.Matrix | None
 
     @property
     def encoded(self) -> dict[str, Any]:
@@ -98,14 +99,15 @@ def _data(p: AttentionParams) -> Data:
     q, k, V = p.head_matrices(0.0)[0]
     V = np.asarray(V, float)
     Mb = np.zeros_like(V) if q is None else p.beta * (np.asarray(q).T @ np.asarray(k))
-    if q is not None:  # exact beta Q^T K
+    small = p.d <= MAX_D  # exact rational work (enclosures, Q^T K) only up to MAX_D
+    if q is not None and small:  # exact beta Q^T K
         Mq = sp.Rational(Fraction(p.beta)) * core.rational_matrix(q).T * core.rational_matrix(k)
     else:
-        Mq = sp.zeros(*V.shape)
+        Mq = sp.zeros(*V.shape) if small else None
     c = 1.0 if p.normalization == "unit" else 1.0 / math.sqrt(p.d)
-    Vq = core.rational_matrix(V)
-    symmetric = Vq == Vq.T
-    enc = cm.eigen_enclosure(Vq) if symmetric else None
+    Vq = core.rational_matrix(V) if small else None
+    symmetric = bool(Vq == Vq.T) if small else bool(np.array_equal(V, V.T))
+    enc = cm.eigen_enclosure(Vq) if symmetric and small else None
     lam, U = nm.eigen_desc((V + V.T) / 2)
     return Data(p, V, Mb, c, symmetric, enc, lam, U, Mq, Vq)
 
@@ -136,7 +138,14 @@ def _assumption1(D: Data, need_positive: bool = True) -> list[core.HypothesisRes
         return out
     out.append(core.HypothesisResult("Assumption 1: V symmetric", "holds", 0.0, "exact rational comparison"))
     enc = D.enc
-    assert enc is not None
+    if enc is None:
+        reason = f"d = {D.p.d} > {MAX_D}: exact eigen-enclosures not attempted"
+        out.append(core.HypothesisResult("Assumption 1: lambda_1 simple", "unknown", float(D.lam[0] - D.lam[1]),
+                                         "exact eigen-enclosures", None, reason))
+        if need_positive:
+            out.append(core.HypothesisResult("Assumption 1: lambda_1 > 0", "unknown", float(D.lam[0]),
+                                             "exact eigen-enclosure", None, reason))
+        return out
     if enc.separated:
         cert = cm.enclosure_certificate(core.rational_matrix(D.V), enc)
         gap = float(enc.lo[0] - enc.hi[1]) if len(enc.mu) > 1 else float("inf")
@@ -515,9 +524,16 @@ def _basin_check(p: AttentionParams, seed: int, samples: int, classes: list[dict
                        "max_drift": b["max_drift"]})
 
 
+@lru_cache(maxsize=None)
+def _symbolic_proofs(d: int) -> tuple[bool, bool]:
+    """(Lemma 1 identity, Lemma 5 identity) proved in SymPy (once per process)."""
+    from ..symbolic.attention import multistability as sm
+
+    return (sm.oja_lyapunov_identity(d)["residual"] == 0, sm.multiagent_lyapunov_identity(3, 2)["residual"] == 0)
+
+
 def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> list[TheoremResult]:
     """Every multistability catalogue entry on ``p`` (see :data:`THEOREM_IDS`)."""
-    from ..symbolic.attention import multistability as sm
     from dataclasses import replace
 
     structure = _applicable_structure(p)
@@ -530,9 +546,9 @@ def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> li
     can = _ok([structure]) and D.symmetric and D.enc is not None and D.enc.separated
 
     # Lemma 1 --------------------------------------------------------------------------
-    sym = sm.oja_lyapunov_identity(min(p.d, 4))
-    h_sym = core.HypothesisResult("SymPy: Wdot + |(I-xx^T)Vx|^2 = -(x^T V x)^2 (1 - x^T x)", "holds" if sym["residual"] == 0
-                                  else "fails", 0.0, "sympy.expand (polynomial identity)")
+    proofs = _symbolic_proofs(min(p.d, 4))
+    h_sym = core.HypothesisResult("SymPy: Wdot + |(I-xx^T)Vx|^2 = -(x^T V x)^2 (1 - x^T x)", "holds" if proofs[0]
+                                  else "fails", 0.0, f"sympy.expand (polynomial identity, d = {min(p.d, 4)})")
     pred: dict[str, Any] = {"equilibria": "+-v_k", "stable": "+-v_1 only",
                             "tangent_spectrum_at_v_k": "lambda_j - lambda_k (j != k); ambient adds -2 lambda_k"}
     if can:
@@ -582,9 +598,8 @@ def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> li
                    [*A1, structure], pred4, cross4,
                    correction="The paper's bipartite argument uses normal (ambient) eigenvalues; the verdict is re-derived on "
                               "the tangent space (note 001 Lemma 4 [C]); eigenvector class 3 is {z^i _|_ v_k, sum z^i = 0}."))
-    symL5 = sm.multiagent_lyapunov_identity(3, 2)
     h5 = core.HypothesisResult("SymPy: Wdot + (1/n) sum|xdot_i|^2 = -(1/n) sum (x_i^T y)^2 (1 - |x_i|^2)",
-                               "holds" if symL5["residual"] == 0 else "fails", 0.0, "sympy.expand (polynomial identity)")
+                               "holds" if proofs[1] else "fails", 0.0, "sympy.expand (polynomial identity, n = 3, d = 2)")
     out.append(_th("multistability:lemma-5", "Lemma 5 (Lyapunov function for (5))",
                    r"$W=\tfrac12(\lambda_1-\bar x^\top V\bar x)\ge0$, $\dot W=-\frac1n\sum_i\|\dot x_i\|^2\le0$ on "
                    r"$(\mathbb S^{d-1})^n$; $\dot W=0$ iff equilibrium.",
