@@ -1,0 +1,426 @@
+r"""Equilibria of the self-attention flow on the sphere (multistability paper, note 001): the
+consensus and bipartite classes at each eigenvector of :math:`V`, their certified verdicts, points
+found by Newton from simulation limits, and Monte Carlo basins with Wilson intervals.
+
+Consensus/bipartite points :math:`x_i=\pm v_k` are equilibria of
+:math:`\dot x_i=(I-x_ix_i^\top)V\sum_jA_{ij}x_j`; their tangent linearisation splits into
+invariant blocks whose spectra are in closed form (note D2–D4), decided in interval arithmetic by
+:mod:`flowcert.certificates.attention.multistability`. A run is classified only once it has
+settled (the field's norm below a tolerance), by Newton on the equilibrium equations.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from ..certificates import core
+from ..certificates.attention import multistability as cm
+from ..cli import InputError
+from ..numeric.attention import multistability as nm
+from .params import AttentionParams
+
+DEFAULT_CAP = 64
+MAX_D, MAX_N = 64, 5000
+
+
+def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion ``k / n`` (95% by default)."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    den = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+# ---------------------------------------------------------------------------------------
+# the data of a parameter set, once
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Data:
+    """Float and rational data of one constant head (V, beta M), the certified enclosures."""
+
+    p: AttentionParams
+    V: np.ndarray
+    Mb: np.ndarray  # beta Q^T K (zero for the Oja variants)
+    c: float
+    symmetric: bool
+    enc: cm.Enclosure | None
+    lam: np.ndarray
+    U: np.ndarray
+    Mq: sp.Matrix | None
+    Vq: sp.Matrix | None
+
+    @property
+    def encoded(self) -> dict[str, Any]:
+        """Rational V, U, beta M as certificate strings (computed once)."""
+        if not hasattr(self, "_encoded"):
+            self._encoded = cm.encode_data(self.Vq, self.Mq, self.enc)
+        return self._encoded
+
+    @property
+    def variant(self) -> str:
+        return self.p.variant
+
+    def a(self, k: int) -> float:
+        return float(self.U[:, k] @ self.Mb @ self.U[:, k])
+
+
+def _data(p: AttentionParams) -> Data:
+    q, k, V = p.head_matrices(0.0)[0]
+    V = np.asarray(V, float)
+    Mb = np.zeros_like(V) if q is None else p.beta * (np.asarray(q).T @ np.asarray(k))
+    small = p.d <= MAX_D  # exact rational work (enclosures, Q^T K) only up to MAX_D
+    if q is not None and small:  # exact beta Q^T K
+        Mq = sp.Rational(Fraction(p.beta)) * core.rational_matrix(q).T * core.rational_matrix(k)
+    else:
+        Mq = sp.zeros(*V.shape) if small else None
+    c = 1.0 if p.normalization == "unit" else 1.0 / math.sqrt(p.d)
+    Vq = core.rational_matrix(V) if small else None
+    symmetric = bool(Vq == Vq.T) if small else bool(np.array_equal(V, V.T))
+    enc = cm.eigen_enclosure(Vq) if symmetric and small else None
+    lam, U = nm.eigen_desc((V + V.T) / 2)
+    return Data(p, V, Mb, c, symmetric, enc, lam, U, Mq, Vq)
+
+
+def _applicable_structure(p: AttentionParams) -> core.HypothesisResult:
+    bad = []
+    if len(p.heads) != 1:
+        bad.append(f"{len(p.heads)} heads (the paper has one)")
+    if p.time_varying:
+        bad.append("time-varying head")
+    if p.causal:
+        bad.append("causal attention")
+    if p.W is not None:
+        bad.append("ellipsoid W != I")
+    if bad:
+        return core.HypothesisResult("model (1): one constant head, full attention, unit sphere", "fails", None,
+                                     "parameter structure", None, "; ".join(bad))
+    return core.HypothesisResult("model (1): one constant head, full attention, unit sphere", "holds", None,
+                                 "parameter structure", None, "")
+
+
+def _assumption1(D: Data, need_positive: bool = True) -> list[core.HypothesisResult]:
+    out = []
+    if not D.symmetric:
+        asym = float(np.abs(D.V - D.V.T).max())
+        out.append(core.HypothesisResult("Assumption 1: V symmetric", "fails", asym, "exact rational comparison", None,
+                                         f"max |V - V^T| = {asym:.3e}"))
+        return out
+    out.append(core.HypothesisResult("Assumption 1: V symmetric", "holds", 0.0, "exact rational comparison"))
+    enc = D.enc
+    if enc is None:
+        reason = f"d = {D.p.d} > {MAX_D}: exact eigen-enclosures not attempted"
+        out.append(core.HypothesisResult("Assumption 1: lambda_1 simple", "unknown", float(D.lam[0] - D.lam[1]),
+                                         "exact eigen-enclosures", None, reason))
+        if need_positive:
+            out.append(core.HypothesisResult("Assumption 1: lambda_1 > 0", "unknown", float(D.lam[0]),
+                                             "exact eigen-enclosure", None, reason))
+        return out
+    if enc.separated:
+        cert = cm.enclosure_certificate(core.rational_matrix(D.V), enc)
+        gap = float(enc.lo[0] - enc.hi[1]) if len(enc.mu) > 1 else float("inf")
+        out.append(core.certified("Assumption 1: lambda_1 simple", "holds", cert, gap,
+                                  "exact eigen-enclosures (Krylov-Weinstein residual bounds)"))
+    else:
+        out.append(_top_simple_by_inertia(D) or _top_multiplicity(D))
+    if need_positive:
+        lo, hi = enc.lo[0], enc.hi[0]
+        if lo > 0:
+            out.append(core.HypothesisResult("Assumption 1: lambda_1 > 0", "holds", float(lo), "exact eigen-enclosure",
+                                             None, f"lambda_1 >= {float(lo):.6g}"))
+        elif hi <= 0:
+            out.append(core.HypothesisResult("Assumption 1: lambda_1 > 0", "fails", float(hi), "exact eigen-enclosure",
+                                             None, f"lambda_1 <= {float(hi):.6g}"))
+        else:
+            out.append(core.HypothesisResult("Assumption 1: lambda_1 > 0", "unknown", float(D.lam[0]),
+                                             "exact eigen-enclosure", None, "the enclosure of lambda_1 contains 0"))
+    return out
+
+
+def _top_simple_by_inertia(D: Data) -> core.HypothesisResult | None:
+    """lambda_1 > t > lambda_2 for a rational t, from the exact inertia (1, d-1, 0) of V - tI."""
+    enc = D.enc
+    if enc is None or len(enc.mu) < 2:
+        return None
+    t = (enc.lo[0] + max(enc.hi[1:])) / 2
+    if not t < enc.lo[0]:
+        return None
+    cert = core.inertia_certificate(D.Vq - sp.Rational(t.numerator, t.denominator) * sp.eye(D.Vq.rows), "V - tI")
+    if cert.data["inertia"] != [1, D.Vq.rows - 1, 0]:
+        return None
+    cert.data["t"] = str(t)
+    return core.certified("Assumption 1: lambda_1 simple", "holds", cert, float(enc.lo[0] - t),
+                          "exact inertia of V - tI (LDL^T): one eigenvalue above t", f"t = {float(t):.6g}")
+
+
+def _top_multiplicity(D: Data) -> core.HypothesisResult:
+    """Exact test of a repeated top eigenvalue at a rational candidate; else unknown."""
+    Vq = core.rational_matrix(D.V)
+    r = sp.nsimplify(D.lam[0], rational=True, tolerance=1e-12)
+    rank = (Vq - r * sp.eye(Vq.rows)).rank()
+    if Vq.rows - rank >= 2:
+        # r is an eigenvalue of multiplicity >= 2; it is the top one if V - r I <= 0
+        if core.is_psd(r * sp.eye(Vq.rows) - Vq):
+            return core.HypothesisResult("Assumption 1: lambda_1 simple", "fails", 0.0, "exact rank and LDL^T", None,
+                                         f"lambda_1 = {r} has multiplicity {Vq.rows - rank} (exact)")
+    return core.HypothesisResult("Assumption 1: lambda_1 simple", "unknown", float(D.lam[0] - D.lam[1]),
+                                 "exact eigen-enclosures", None, "lambda_1 and lambda_2 could not be separated")
+
+
+def _ok(hyps: list[core.HypothesisResult]) -> bool:
+    return all(h.status == "holds" for h in hyps)
+
+
+# ---------------------------------------------------------------------------------------
+# verdicts on classes (k, n1, n2)
+# ---------------------------------------------------------------------------------------
+
+
+def class_result(D: Data, k: int, n1: int, n2: int, variant: str | None = None, certify: bool = True) -> dict[str, Any]:
+    """Certified verdict, certificate and closed-form spectra at the class (k, n1, n2) (0-based k).
+    With ``certify=False`` the (equally rigorous) verdict is returned without the certificate object."""
+    variant = variant or D.variant
+    assert D.enc is not None
+    Vq = D.Vq
+    status, reason = cm.verdict_from_data(Vq, D.Mq, D.enc, k, n1, n2, variant, D.encoded)
+    cert = None
+    if certify and status in ("stable", "unstable"):
+        cert = cm.verdict_certificate(Vq, D.Mq, D.enc, k, n1, n2, variant, status, D.encoded)
+        if not core.recheck(cert):
+            status, reason, cert = "unknown", "certificate re-check failed", None
+    tang, normal = nm.bipartite_spectra(D.lam, D.a(k) if variant == "self_attention" else 0.0, k, n1, n2, D.c, variant)
+    return {"k": k + 1, "n1": n1, "n2": n2, "stable": {"stable": True, "unstable": False}.get(status),
+            "verdict": status, "reason": reason, "certificate": cert.to_json() if cert else None,
+            "tangent_spectrum": [[float(z.real), float(z.imag)] for z in tang],
+            "ambient_spectrum": [[float(z.real), float(z.imag)] for z in np.concatenate([tang, normal])]}
+
+
+def _classes(D: Data, variant: str | None = None) -> list[dict[str, Any]]:
+    n, d = D.p.n, D.p.d
+    return [class_result(D, k, n1, n - n1, variant) for k in range(d) for n1 in range(n, (n - 1) // 2, -1)]
+
+
+# ---------------------------------------------------------------------------------------
+# equilibria attention
+# ---------------------------------------------------------------------------------------
+
+
+def _require_enumerable(p: AttentionParams) -> Data:
+    h = _applicable_structure(p)
+    if h.status != "holds":
+        raise InputError(f"equilibria attention: {h.detail} is not covered (the enumeration is for model (1)/(2)/(5))")
+    if p.d > MAX_D or p.n > MAX_N:
+        raise InputError(f"equilibria attention: n = {p.n}, d = {p.d} is too large for the exact enumeration "
+                         f"(limits n <= {MAX_N}, d <= {MAX_D}: exact eigen-enclosures and one class per (k, n1))")
+    D = _data(p)
+    if not D.symmetric:
+        raise InputError("params: key 'V': equilibria attention needs a symmetric V (Assumption 1); "
+                         f"max |V - V^T| = {float(np.abs(D.V - D.V.T).max()):.3e}")
+    if not D.enc.separated:
+        raise InputError("params: key 'V': the eigenvalues of V could not be certified simple; with a repeated "
+                         "eigenvalue the consensus/bipartite equilibria form continua and are not enumerable")
+    return D
+
+
+def _patterns(n: int, cap: int) -> tuple[list[np.ndarray], int]:
+    """Sign patterns with s_1 = +1 (one per antipodal pair), ordered by number of minus signs."""
+    from itertools import combinations
+
+    total = 2 ** (n - 1)
+    out: list[np.ndarray] = []
+    for m in range(0, n):
+        for minus in combinations(range(1, n), m):
+            if len(out) >= cap:
+                return out, total
+            s = np.ones(n)
+            s[list(minus)] = -1
+            out.append(s)
+    return out, total
+
+
+def equilibria(p: AttentionParams, cap: int | None = None, samples: int = 16, seed: int | None = None) -> dict[str, Any]:
+    """The ``equilibria attention`` document body: ``classes`` (one certified verdict per
+    (k, n1, n2), which by permutation symmetry covers every sign pattern), ``equilibria`` (listed
+    patterns, up to ``cap`` per eigenvector, plus Newton-refined simulation limits that are not
+    consensus/bipartite) and ``skipped``."""
+    cap = DEFAULT_CAP if cap is None else cap
+    if cap < 1:
+        raise InputError(f"--cap: must be a positive integer, got {cap}")
+    D = _require_enumerable(p)
+    n, d = p.n, p.d
+    classes = _classes(D)
+    index = {(c["k"], c["n1"], c["n2"]): i for i, c in enumerate(classes)}
+    pats, total = _patterns(n, cap)
+    eqs = []
+    for k in range(d):
+        for s in pats:
+            n1, n2 = int((s > 0).sum()), int((s < 0).sum())
+            key = (k + 1, n1, n2) if (k + 1, n1, n2) in index else (k + 1, n2, n1)
+            cl = classes[index[key]]
+            labels = ["consensus"] if n2 == 0 else ["bipartite"]
+            if n1 == n2 and D.variant == "multiagent_oja":
+                labels.append("polygonal")
+            eqs.append({"class": labels, "eigvec_index": k + 1, "signs": s.astype(int).tolist(), "n1": n1, "n2": n2,
+                        "X": nm.bipartite_point(D.U[:, k], s).tolist(),
+                        "tangent_spectrum": cl["tangent_spectrum"], "ambient_spectrum": cl["ambient_spectrum"],
+                        "stable": cl["stable"], "certificate": None if cl["certificate"] is None else
+                        {"kind": cl["certificate"]["kind"], "claim": cl["certificate"]["claim"], "class": index[key]}})
+    found = _newton_limits(D, samples, p.seed if seed is None else seed)
+    eqs += found
+    skipped = {"patterns_per_eigenvector": total, "listed_per_eigenvector": len(pats),
+               "skipped_patterns": d * (total - len(pats)),
+               "reason": (f"sign patterns beyond the cap of {cap} per eigenvector are not listed; each has the "
+                          "verdict of its (k, n1, n2) class in 'classes' (tokens are exchangeable). Patterns are "
+                          "listed up to the global sign x -> -x (Remark 6: same stability)."),
+               "clustering_search": f"{samples} simulations to rest + Newton; equilibria not reached from these "
+                                    "initial conditions are not found"}
+    return {"classes": classes, "equilibria": eqs, "skipped": skipped,
+            "eigenvalues": D.lam.tolist(),
+            "eigenvalue_enclosures": [[float(a), float(b)] for a, b in zip(D.enc.lo, D.enc.hi)]}
+
+
+def _newton_limits(D: Data, samples: int, seed: int) -> list[dict[str, Any]]:
+    """Non-eigenvector equilibria (clustering, polygonal) from simulation limits + Newton."""
+    if samples <= 0 or D.variant != "self_attention":
+        return []
+    rest = _run_to_rest(D.p, samples, seed, t_max=D.p.t_end if "t_end" in D.p.given else 400.0)
+    out: list[dict[str, Any]] = []
+    seen: list[np.ndarray] = []
+    for X, settled in zip(rest["X"], rest["settled"]):
+        if not settled:
+            continue
+        nr = nm.newton(X, D.Mb, D.V, D.c)
+        if not nr.converged:
+            continue
+        cl = nm.classify(nr.X, D.V, D.Mb, D.c)
+        if cl.k is not None:
+            continue
+        key = np.array(sorted(map(tuple, np.round(nr.X, 6))))
+        if any(key.shape == s.shape and np.abs(key - s).max() < 1e-5 for s in seen):
+            continue
+        seen.append(key)
+        F = nm.ambient_jacobian(nr.X, D.Mb, D.V, D.c)
+        sp_ = nm.spectra(F, nr.X)
+        out.append({"class": cl.labels, "eigvec_index": None, "X": nr.X.tolist(), "clusters": cl.clusters,
+                    "tangent_spectrum": [[float(z.real), float(z.imag)] for z in sp_.tangent],
+                    "ambient_spectrum": [[float(z.real), float(z.imag)] for z in sp_.ambient],
+                    "stable": None, "certificate": None,
+                    "reason": ("located by Newton (residual %.1e); no certificate at a numerically located point; "
+                               "floating max Re(tangent) = %.3e" % (nr.residual, float(sp_.tangent.real.max())))})
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# simulation: runs to rest, classification, basins
+# ---------------------------------------------------------------------------------------
+
+
+def _run_to_rest(p: AttentionParams, samples: int, seed: int, t_max: float = 400.0, dt: float = 0.05,
+                 device: Any = "cpu") -> dict[str, Any]:
+    import torch
+
+    from ..gpu import attention as ga
+
+    rng = np.random.default_rng(seed)
+    X0 = p.initial_tokens(samples, rng)
+    dev = torch.device(device)
+    args = [torch.as_tensor(np.array(a), dtype=torch.float64, device=dev) for a in p.kernel_args(0.0)]
+    W = None if p.W is None else torch.as_tensor(np.array(p.W), device=dev)
+    r = ga.simulate_to_rest(p.structure, torch.as_tensor(X0, device=dev), args, dt=dt, t_max=t_max, tol=1e-7, W=W)
+    return {"X0": X0, "X": r.X.cpu().numpy(), "settled": r.settled.cpu().numpy(), "speed": r.speed.cpu().numpy(),
+            "t_settled": r.t_settled.cpu().numpy(), "drift": r.max_drift.cpu().numpy()}
+
+
+def _label(D: Data, X: np.ndarray) -> tuple[str, dict[str, Any]]:
+    """Name the equilibrium a settled state converged to: if it lies within 1e-6 of an exact
+    consensus/bipartite point :math:`x_i=s_iv_k` (closed form, an exact zero of the field) that
+    point is the limit; otherwise Newton refines the state to a zero of the field, which is then
+    classified."""
+    proj = X @ D.U
+    k = int(np.argmax(np.abs(proj).min(0)))
+    s = np.sign(proj[:, k])
+    if np.all(s != 0) and np.abs(X - nm.bipartite_point(D.U[:, k], s)).max() <= 1e-6:
+        n1, n2 = int((s > 0).sum()), int((s < 0).sum())
+        lo, hi = max(n1, n2), min(n1, n2)
+        name = f"consensus v{k + 1}" if hi == 0 else f"bipartite v{k + 1} ({lo}:{hi})"
+        return name, {"k": k, "n1": lo, "n2": hi, "labels": ["consensus" if hi == 0 else "bipartite"]}
+    nr = nm.newton(X, D.Mb, D.V, D.c, variant=D.variant)
+    if not nr.converged:
+        return "newton_failed", {"residual": nr.residual}
+    cl = nm.classify(nr.X, D.V, D.Mb, D.c, variant=D.variant)
+    if cl.k is not None:
+        n1, n2 = int((cl.signs > 0).sum()), int((cl.signs < 0).sum())
+        lo, hi = max(n1, n2), min(n1, n2)
+        name = f"consensus v{cl.k + 1}" if hi == 0 else f"bipartite v{cl.k + 1} ({lo}:{hi})"
+        return name, {"k": cl.k, "n1": lo, "n2": hi, "labels": cl.labels}
+    return f"{'/'.join(cl.labels)} (m={cl.clusters})", {"labels": cl.labels, "clusters": cl.clusters}
+
+
+def classify_run(p: AttentionParams, X: np.ndarray, settle_tol: float = 1e-7) -> dict[str, Any]:
+    """``limit_class`` of one simulated final state, only once the run has settled (speed
+    :math:`\max_i|f_i|<` ``settle_tol``): the limit is identified in closed form or by Newton and
+    its class verdict (certified) is returned as ``limit_verdict``; otherwise None with the reason."""
+    if _applicable_structure(p).status != "holds":
+        return {"limit_class": None, "limit_class_reason": "structure outside the multistability classifier"}
+    D = _data(p)
+    speed = float(np.abs(nm.field_one_head(X, D.Mb, D.V, D.c, variant=D.variant)).max())
+    if not speed < settle_tol:
+        return {"limit_class": None, "limit_class_reason": f"not settled: speed {speed:.2e} >= {settle_tol:g}"}
+    name, info = _label(D, X)
+    if name == "newton_failed":
+        return {"limit_class": None, "limit_class_reason": f"Newton did not converge ({info['residual']:.2e})"}
+    out: dict[str, Any] = {"limit_class": info["labels"], "limit_label": name}
+    if "k" in info and D.symmetric and D.enc.separated:
+        out["limit_verdict"] = class_result(D, info["k"], info["n1"], info["n2"], certify=False)["verdict"]
+    return out
+
+
+def basins(p: AttentionParams, samples: int, seed: int = 0, device: Any = "cpu", dt: float = 0.05,
+           t_max: float = 400.0) -> dict[str, Any]:
+    """``samples`` random initial conditions to rest (batched torch RK4), each limit refined by
+    Newton and classified; fractions with 95% Wilson intervals and the certified verdict of each
+    outcome. ``agrees`` is False if any sample reached a certified-unstable point."""
+    rest = _run_to_rest(p, samples, seed, t_max=t_max, dt=dt, device=device)
+    applicable = _applicable_structure(p).status == "holds"
+    D = _data(p) if applicable else None
+    verdicts: dict[str, Any] = {}
+    counts: dict[str, int] = {}
+    for X, settled, drift in zip(rest["X"], rest["settled"], rest["drift"]):
+        if drift > 1e-6:
+            name, info = "failed (left the manifold)", {}
+        elif not settled:
+            name, info = "not converged", {}
+        elif D is None:
+            name, info = "unclassified", {}
+        else:
+            name, info = _label(D, X)
+            if name == "newton_failed":
+                name = "not converged (Newton did not converge)"
+            if "k" in info and D.symmetric and D.enc.separated and name not in verdicts:
+                verdicts[name] = class_result(D, info["k"], info["n1"], info["n2"], certify=False)["verdict"]
+        counts[name] = counts.get(name, 0) + 1
+    outcomes = [{"label": name, "count": c, "fraction": c / samples, "wilson": list(wilson(c, samples)),
+                 "verdict": verdicts.get(name, "unknown" if name[:9] in ("consensus", "bipartite") else None)}
+                for name, c in sorted(counts.items(), key=lambda kv: -kv[1])]
+    bad = [o["label"] for o in outcomes if o["verdict"] == "unstable"]
+    X_final = rest["X"][0]
+    return {"t_end": t_max, "blowup_time": None, "samples": samples, "seed": seed, "integrator": f"RK4 dt={dt} + retraction (torch), "
+            "to speed < 1e-7 or t_max; limits refined by Newton", "device": str(device),
+            "max_drift": float(rest["drift"].max()), "X_final": X_final.tolist(),
+            "limit_class": None, "basins": {"outcomes": outcomes, "reached_certified_unstable": bad},
+            "agrees": (not bad) if applicable else None}
+
+
+# ---------------------------------------------------------------------------------------
+# catalogue
+# ---------------------------------------------------------------------------------------
