@@ -6,7 +6,7 @@ r"""Strategies for states: Gaussian moments :math:`(\mu,\Sigma)` and token confi
   :math:`(y^\top Wy)^{-1/2}` (on the manifold to a few ulps, within the parameter files'
   tolerance :math:`10^{-9}`).
 * Open hemisphere with margin :math:`m`: :math:`x_i=c_i v+\sqrt{1-c_i^2}\,u_i`, :math:`u_i\perp v`,
-  :math:`c_i\ge m+10^{-6}`, so :math:`v^\top x_i\ge m` holds in exact arithmetic on the floats.
+  :math:`c_i\ge m+10^{-3}`, so :math:`v^\top x_i\ge m` holds in exact arithmetic on the floats.
 * In no open hemisphere: the configuration holds an exactly antipodal pair :math:`x,-x`, so
   :math:`0=\tfrac12x+\tfrac12(-x)` lies in the convex hull (Gordan's alternative).
 """
@@ -86,15 +86,17 @@ def ellipsoid_tokens(draw: st.DrawFn, n: int, d: int, W: np.ndarray | None = Non
 
 
 @st.composite
-def hemisphere_tokens(draw: st.DrawFn, n: int, d: int, margin: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
+def hemisphere_tokens(draw: st.DrawFn, n: int, d: int, margin: float = 0.1,
+                      v: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     r"""``(X, v)``: unit tokens and a unit ``v`` with :math:`v^\top x_i\ge` ``margin`` for every i.
 
-    ``d >= 2``; ``0 < margin < 1``. The inequality holds for the exact rationals the floats denote.
+    ``d >= 2``; ``0 < margin < 1``; ``v`` is drawn unless given (it is normalised). The
+    inequality holds for the exact rationals the floats denote.
     """
     _check_n(n), _check_dim(d)
     if d < 2 or not 0 < margin < 1 - 1e-3:
         raise ValueError(f"hemisphere_tokens: need d >= 2 and 0 < margin < 0.999, got d={d}, margin={margin!r}")
-    v = _on(np.eye(d), draw(_directions(1, d)))[0]
+    v = _on(np.eye(d), draw(_directions(1, d)) if v is None else np.asarray(v, float)[None, :])[0]
     rows = []
     for u in draw(_directions(n, d)):
         u = u - (u @ v) * v
@@ -103,7 +105,7 @@ def hemisphere_tokens(draw: st.DrawFn, n: int, d: int, margin: float = 0.1) -> t
             if np.linalg.norm(u) < 1e-3:
                 u = np.eye(d)[0] - v[0] * v
         u = u / np.linalg.norm(u)
-        c = draw(st.floats(min(1.0, margin + 1e-3), 1.0, allow_nan=False))
+        c = draw(st.floats(min(1.0, margin + 1e-3), 1.0, allow_nan=False))  # exact dot >= margin + 1e-3 - O(eps)
         x = c * v + np.sqrt(max(0.0, 1 - c * c)) * u
         rows.append(x / np.linalg.norm(x))
     return np.array(rows), v
