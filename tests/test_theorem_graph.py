@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import re
 import subprocess
 import sys
@@ -41,10 +42,13 @@ def gaussian_doc():
 
 
 def _static_ids(module_name: str) -> set[str]:
-    mod = importlib.import_module(module_name)
-    if hasattr(mod, "THEOREM_IDS"):
-        return set(mod.THEOREM_IDS)
-    tree = ast.parse(Path(mod.__file__).read_text(encoding="utf-8"))
+    spec = importlib.util.find_spec(module_name)
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError(module_name)
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    for node in tree.body:  # a THEOREM_IDS tuple of literals is the module's own list
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "THEOREM_IDS" for t in node.targets):
+            return set(ast.literal_eval(node.value))
     return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and ID.match(n.value)}
 
 

@@ -158,7 +158,9 @@ def _multistability_cases() -> list[Case]:
     # model (1) is one constant head with full attention on the sphere: a causal mask or a second head violates it
     viol = st.one_of(attention_params(heads=2, value="assumption-1", t_end=5.0),
                      attention_params(heads=1, causal=True, value="assumption-1", t_end=5.0))
-    return [Case(f"multistability:{i}", "attention", sat, viol) for i in _MS_IDS]
+    # D2 is the equal split n1 = n2: an even number of tokens
+    even = st.sampled_from((2, 4)).flatmap(lambda n: attention_params(n=n, heads=1, value="assumption-1", t_end=5.0))
+    return [Case(f"multistability:{i}", "attention", even if i == "obs-D2" else sat, viol) for i in _MS_IDS]
 
 
 def _consensus_cases() -> list[Case]:
