@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import sympy as sp
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from flowcert.certificates import core, spectrum
@@ -122,21 +122,47 @@ def test_anti_hurwitz_is_certified(A):
     assert spectrum.hurwitz("-A", -A).status == "holds"
 
 
+def certified_unstable_count(A: np.ndarray, margin: float) -> int | None:
+    """``spectrum.unstable_count`` of A, or of A - s I for a shift s < margin (same count, since every
+    |Re lambda| >= margin), which avoids the singular Lyapunov equation of spectra symmetric about iR."""
+    for s in (0.0, margin / 2, margin / 3, margin / 5):
+        count, cert = spectrum.unstable_count(A - s * np.eye(A.shape[0]))
+        if count is not None:
+            assert core.recheck(cert)
+            return count
+    return None
+
+
+# found by this test: eigenvalues +-a make the Lyapunov equation A^T P + P A = -I singular
+SYMMETRIC_PAIR = np.array([[0.1015625, 0.00390625], [0.0, -0.1015625]])
+
+
 @FAST
 @given(st.data())
 def test_with_spectrum_counts_unstable_eigenvalues(data):
     d = data.draw(st.integers(1, MAX_DIM))
     k = data.draw(st.integers(0, d))
     A = data.draw(with_spectrum(d, k, margin=0.1, bound=2.0))
-    count, cert = spectrum.unstable_count(A)
-    assert count == k and core.recheck(cert)
+    assert certified_unstable_count(A, 0.1) == k
+
+
+def test_symmetric_pair_counted_with_a_shift():
+    assert certified_unstable_count(SYMMETRIC_PAIR, 0.1) == 1
+
+
+@pytest.mark.xfail(strict=True, reason="certificates.spectrum.unstable_count: when the Lyapunov equation is singular "
+                                       "(eigenvalues lambda, -lambda) it does not fall back to the inertia LMI")
+def test_unstable_count_symmetric_pair_regression():
+    count, _ = spectrum.unstable_count(SYMMETRIC_PAIR)
+    assert count == 1
 
 
 @FAST
 @given(mixed_spectrum(margin=0.1))
+@example(SYMMETRIC_PAIR)
 def test_mixed_spectrum(A):
-    count, cert = spectrum.unstable_count(A)
-    assert 1 <= count <= A.shape[0] - 1 and core.recheck(cert)
+    count = certified_unstable_count(A, 0.1)
+    assert count is not None and 1 <= count <= A.shape[0] - 1
 
 
 @FAST
@@ -148,11 +174,11 @@ def test_near_marginal_distance(data):
     n = A.shape[0]
     if side == "stable":
         assert spectrum.hurwitz("A", A).status == "holds"
-        count, cert = spectrum.unstable_count(A + 2 * delta * np.eye(n))  # abscissa in [-delta(1+2^-16), -delta]
-        assert count >= 1 and core.recheck(cert)
+        # abscissa in [-delta(1+2^-16), -delta]: A + 2 delta I has an eigenvalue with Re > 0
+        count = certified_unstable_count(A + 2 * delta * np.eye(n), delta / 2)
+        assert count is not None and count >= 1
     else:
-        count, cert = spectrum.unstable_count(A)
-        assert count == 1 and core.recheck(cert)
+        assert certified_unstable_count(A, delta) == 1
         assert spectrum.hurwitz("A - 2 delta I", A - 2 * delta * np.eye(n)).status == "holds"
     top = np.linalg.eigvals(A).real.max()
     assert abs(abs(top) - delta) <= 2.0**-15 * delta + 1e-12
