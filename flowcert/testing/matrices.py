@@ -244,8 +244,8 @@ def with_spectrum(
             i += 1
         reals.append(signs[i - 1] * draw(st.integers(lo, hi)))
     if abscissa is not None:
-        if abscissa == 0 or not abs(abscissa) <= bound:
-            raise ValueError(f"abscissa: must be non-zero with |abscissa| <= bound, got {abscissa!r}")
+        if not bound * 2.0**-24 <= abs(abscissa) <= bound:
+            raise ValueError(f"abscissa: need bound * 2**-24 <= |abscissa| <= bound (exact construction), got {abscissa!r}")
         target = int(math.ceil(abs(abscissa) * 2**e)) * (1 if abscissa > 0 else -1)
         if (abscissa > 0 and n_unstable == 0) or (abscissa < 0 and n_unstable > 0):
             raise ValueError("abscissa: its sign contradicts n_unstable")
@@ -303,8 +303,8 @@ def near_marginal(d: int | None = None, distance: float = 1e-3, side: str = "sta
     """
     if side not in ("stable", "unstable"):
         raise ValueError(f"side: must be 'stable' or 'unstable', got {side!r}")
-    if not 0 < distance <= bound / 4:
-        raise ValueError(f"distance: must be in (0, bound/4], got {distance!r}")
+    if not bound * 2.0**-24 <= distance <= bound / 4:
+        raise ValueError(f"distance: must be in [bound * 2**-24, bound/4] (exact construction), got {distance!r}")
     dims = st.integers(1, MAX_DIM) if d is None else st.just(_check_dim(d))
     margin = max(distance, bound * 2.0**-_GRID_BITS)
     if side == "stable":
