@@ -231,3 +231,42 @@ def test_for_theorem_unknown_and_impossible_sides():
         for_theorem("gaussian:thm-9.9")
     with pytest.raises(ValueError, match="Sigma0 >= 0"):
         for_theorem("gaussian:thm-3.3", satisfied=False)
+
+
+CAPPED = {
+    "symmetric": (symmetric(), 10.0),
+    "positive_definite": (positive_definite(), 10.0),
+    "indefinite": (indefinite(), 10.0),
+    "hurwitz": (hurwitz(), 4.0 * 2**6),  # S T S^-1 with three mixing layers: entries grow by at most 2^6
+    "anti_hurwitz": (anti_hurwitz(), 4.0 * 2**6),
+    "mixed_spectrum": (mixed_spectrum(), 4.0 * 2**6),
+    "near_marginal": (near_marginal(), 4.0 * 2**6),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CAPPED))
+def test_matrix_strategies_are_capped(name):
+    strategy, bound = CAPPED[name]
+
+    @settings(max_examples=10, deadline=None)
+    @given(strategy)
+    def run(M):
+        assert_capped(M, bound)
+
+    run()
+
+
+@FAST
+@given(st.data())
+def test_state_and_parameter_strategies_are_capped(data):
+    from flowcert.testing import attention_params
+
+    mu, S = data.draw(gaussian_state())
+    assert mu.shape[0] == S.shape[0] <= MAX_DIM and np.abs(S).max(initial=0) <= MAX_DIM * 4.0
+    doc = data.draw(attention_params(heads=data.draw(st.integers(1, 3))))
+    X = np.array(doc["X0"])
+    assert X.shape[0] == doc["n"] <= MAX_TOKENS and X.shape[1] <= MAX_DIM and len(doc["heads"]) <= 3
+    for h in doc["heads"]:
+        for key in ("Q", "K", "V"):
+            M = np.array(h[key])
+            assert M.shape == (X.shape[1],) * 2 and np.isfinite(M).all() and np.abs(M).max() <= 4.0 * MAX_DIM
