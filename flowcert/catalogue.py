@@ -2,7 +2,8 @@
 
 A record is ``id`` (``<paper>:<kind>-<number>[.<item>]``), ``source``, ``statement`` (LaTeX, as
 corrected where the notes found errata), checked ``hypotheses``, a ``prediction`` and a
-``cross_check`` by simulation (``agrees`` / ``disagrees`` / ``skipped``).
+``cross_check`` by simulation (``agrees`` / ``disagrees`` / ``skipped``), and ``rests_on``: the
+chain of results and assumptions the proof uses, erratum links marked (:mod:`flowcert.graph`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .certificates.core import HypothesisResult
+from .graph import rests_on
 
 PAPERS = {
     "gaussian": "000_c5dbab8f62abe14d.txt",
@@ -62,4 +64,5 @@ class TheoremResult:
             "hypotheses": [h.to_json() for h in self.hypotheses],
             "prediction": self.prediction,
             "cross_check": self.cross_check.to_json(),
+            "rests_on": rests_on(self.id),
         }

@@ -272,6 +272,30 @@ def cmd_kpflow(args: argparse.Namespace) -> None:
     _emit(doc, args.json, "\n".join(lines) + "\n")
 
 
+def cmd_graph(args: argparse.Namespace) -> None:
+    """``flowcert graph [--paper KEY] [--out FILE]``: draw the theorem graph (one file per paper)."""
+    from . import graph
+
+    papers = [args.paper] if args.paper else list(graph.PAPER_KEYS)
+    if args.paper and args.paper not in graph.PAPER_KEYS:
+        raise InputError(f"--paper: unknown paper '{args.paper}' (choose from {', '.join(graph.PAPER_KEYS)})")
+    out = Path(args.out) if args.out else None
+    suffixes = (".svg", ".png", ".pdf")
+    if out is not None and out.suffix.lower() not in suffixes:
+        raise InputError(f"--out: '{args.out}' must end in {', '.join(suffixes)}")
+    if out is not None and not out.parent.is_dir():
+        raise InputError(f"--out: folder '{out.parent}' does not exist")
+    for paper in papers:
+        if out is None:
+            target = Path(f"graph-{paper}.svg")
+        elif len(papers) == 1:
+            target = out
+        else:
+            target = out.with_name(f"{out.stem}-{paper}{out.suffix}")
+        graph.draw(paper, target)
+        sys.stdout.write(f"wrote {target}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="flowcert", description="Verify the mathematics of transformer and RNN dynamics.")
     parser.add_argument("--version", action="version", version=f"flowcert {__version__}")
@@ -321,6 +345,12 @@ def build_parser() -> argparse.ArgumentParser:
     rea.add_argument("--out", default=None, help="save the controls (.npz or .json)")
     rea.add_argument("--json", action="store_true")
     rea.set_defaults(func=cmd_reach)
+
+    gra = sub.add_parser("graph", help="draw the theorem graph: what each result rests on, false statements coloured")
+    gra.add_argument("--paper", default=None, metavar="KEY", help="one paper (gaussian, multistability, consensus, kpflow)")
+    gra.add_argument("--out", default=None, metavar="FILE.svg",
+                     help="output file (.svg/.png/.pdf); with several papers, -<paper> is added to the name")
+    gra.set_defaults(func=cmd_graph)
 
     gen = sub.add_parser("codegen", help="print kernels generated from the symbolic model")
     gen.add_argument("system", choices=SYSTEMS)

@@ -367,7 +367,7 @@ def _label(D: Data, X: np.ndarray) -> tuple[str, dict[str, Any]]:
 
 
 def classify_run(p: AttentionParams, X: np.ndarray, settle_tol: float = 1e-7) -> dict[str, Any]:
-    """``limit_class`` of one simulated final state, only once the run has settled (speed
+    r"""``limit_class`` of one simulated final state, only once the run has settled (speed
     :math:`\max_i|f_i|<` ``settle_tol``): the limit is identified in closed form or by Newton and
     its class verdict (certified) is returned as ``limit_verdict``; otherwise None with the reason."""
     if _applicable_structure(p).status != "holds":
