@@ -535,3 +535,83 @@ def hurwitz(name: str, A: np.ndarray, exact_A: sp.Matrix | None = None) -> core.
     """
     A = np.asarray(A, float)
     return spectrum.spectrum_verdict(name, A, exact_A if exact_A is not None else core.rational_matrix(A))
+
+
+def full_transverse_matrix(ell: int) -> sp.Matrix:
+    r"""Full attention, :math:`U=I`: in the differences :math:`d_i=\delta_i-\delta_\ell` the linearisation
+    :math:`\dot\delta_i=\frac{h}{\ell\sqrt d}\sum_j(\delta_j-\delta_i)` reads :math:`\dot d=\frac{h}{\sqrt d}A\,d` with
+    :math:`A=-I_{\ell-1}` (per tangent coordinate)."""
+    return -sp.eye(ell - 1)
+
+
+def causal_transverse_matrix(ell: int) -> sp.Matrix:
+    r"""Causal, :math:`U=I`: with :math:`e_i=\delta_i-\delta_1` (:math:`i\ge2`; token 1 is fixed),
+    :math:`\dot e_i=\frac{h}{i\sqrt d}\big(\sum_{j=2}^{i}e_j-ie_i\big)`; returns the rational matrix
+    :math:`A` with :math:`\dot e=\frac h{\sqrt d}Ae` (lower triangular, diagonal :math:`-(i-1)/i`)."""
+    A = sp.zeros(ell - 1, ell - 1)
+    for r, i in enumerate(range(2, ell + 1)):
+        for c, j in enumerate(range(2, i + 1)):
+            A[r, c] = sp.Rational(1, i) if j < i else sp.Rational(1 - i, i)
+    return A
+
+
+def consensus_stability(causal: bool, ell: int, h: int, d: int, name: str = "consensus_locally_stable") -> core.HypothesisResult:
+    r"""Lyapunov certificate (exact) for the transverse linearisation at consensus (:math:`U=I`).
+
+    The linearisation is :math:`(h/\sqrt d)\,A\otimes I_{d-1}` with :math:`A` rational
+    (:func:`full_transverse_matrix`, :func:`causal_transverse_matrix`); a positive factor and the
+    Kronecker product with the identity do not change Hurwitz stability, so :math:`A` is certified.
+    """
+    if ell < 2:
+        return core.HypothesisResult(name, "holds", None, "one token: consensus trivially", None)
+    A = causal_transverse_matrix(ell) if causal else full_transverse_matrix(ell)
+    res = spectrum.spectrum_verdict(name, as_float(A), A, stable_claim="transverse linearisation at consensus is Hurwitz")
+    rate = [float(-sp.Integer(h) * (i - 1) / (i * sp.sqrt(d))) for i in range(2, ell + 1)] if causal else [-h / math.sqrt(d)]
+    res.detail = f"{res.detail}; transverse eigenvalues {sorted(set(round(r, 12) for r in rate))} (closed form)"
+    return res
+
+
+def theorem_6_1_stability(top: core.HypothesisResult, name: str = "consensus_locally_stable") -> core.HypothesisResult:
+    r"""Local exponential stability of :math:`(v,\dots,v)` (Thm 6.1) from the certified separator.
+
+    The linearisation :math:`\dot\delta_i=\frac1{i\sqrt d}(U\sum_{j<i}\delta_j+(U-i\lambda)\delta_i)` on
+    :math:`v^\perp` is block lower triangular; its diagonal blocks :math:`(U-i\lambda I)|_{v^\perp}` are
+    symmetric with eigenvalues :math:`\mu_k-i\lambda\le\lambda_2-\lambda_1<0`, which the certificate
+    :math:`\operatorname{In}(U-cI)=(1,d-1,0)` proves (:math:`\lambda_2<c<\lambda_1`, :math:`\lambda_1>0`)."""
+    if top.status != "holds":
+        return core.HypothesisResult(name, "unknown" if top.status == "unknown" else "fails", None,
+                                     "needs a simple positive top eigenvalue", None, top.detail)
+    return core.certified(name, "holds", top.certificate, top.margin,
+                          "block-triangular linearisation; diagonal blocks negative definite by the certified separator",
+                          "eigenvalues (mu_k - i lambda)/(i sqrt(d)) < 0")
+
+
+def tetrahedron_stability(beta: Fraction | float, name: str = "tetrahedron_locally_stable") -> core.HypothesisResult:
+    r"""Exact verdict on the local stability (modulo rotations) of the regular tetrahedron for
+    :math:`P=-\beta I`, from the closed-form tangent spectrum of
+    :func:`flowcert.symbolic.attention.consensus.tetrahedron_spectrum`: :math:`\lambda_E<0\iff\beta>0`,
+    :math:`\lambda_T<0\iff\beta>3/2` (the factor :math:`p>0`). ``holds``: the rotation orbit is a normally
+    hyperbolic attracting manifold of equilibria; ``fails``: an eigenvalue is positive."""
+    from ...symbolic.attention import consensus as sym
+
+    b = sp.Rational(Fraction(beta))
+    spec = {k: float(v) for k, v in sym.tetrahedron_spectrum(b).items()}
+    cert = core.Certificate("tetrahedron_spectrum_sign", "lambda_E, lambda_T < 0 (stable) or max > 0 (unstable), exact sign",
+                            {"beta": str(b), "stable": bool(b > sym.TETRAHEDRON_THRESHOLD)}, "exact-rational")
+    detail = f"lambda_E = {spec['E']:.6g} (x2), lambda_T = {spec['T']:.6g} (x3), 0 (x3, rotations)"
+    if b > sym.TETRAHEDRON_THRESHOLD:
+        return core.certified(name, "holds", cert, min(-spec["E"], -spec["T"]), "closed-form tangent spectrum, exact sign", detail)
+    if b < sym.TETRAHEDRON_THRESHOLD:
+        return core.certified(name, "fails", cert, max(spec["E"], spec["T"]), "closed-form tangent spectrum, exact sign", detail)
+    return core.HypothesisResult(name, "unknown", 0.0, "closed-form tangent spectrum", None, f"beta = 3/2 is marginal; {detail}")
+
+
+def _check_tetra(data: dict[str, Any]) -> bool:
+    # closed form: lambda_E = -8 beta p / (3 sqrt 3), lambda_T = 8 (3 - 2 beta) p / (9 sqrt 3), p > 0
+    b = sp.Rational(data["beta"])
+    stable = b > 0 and 3 - 2 * b < 0
+    unstable = b < 0 or 3 - 2 * b > 0
+    return bool(data["stable"]) == stable and (stable or unstable)
+
+
+core.register("tetrahedron_spectrum_sign", _check_tetra)
