@@ -167,3 +167,25 @@ def quotient_matrix(J: Array, T: Array, S: Array | None = None) -> Array:
     U, s, _ = np.linalg.svd(Pc, full_matrices=False)
     C = U[:, s > 1e-8]
     return C.T @ J @ C
+
+
+def attention_weights(X: Array, P: Array, *, causal: bool = False, row_sum: float | None = None) -> Array:
+    r"""Attention matrix :math:`\alpha_{ij}=c\,e^{y_i^\top Py_j}/\sum_ke^{y_i^\top Py_k}` (Lemma 4.1's
+    quantity), rows summing to ``row_sum`` (default :math:`c=1/\sqrt d`, the paper's convention)."""
+    X = np.asarray(X, float)
+    ell, d = X.shape[-2:]
+    S = np.einsum("...id,de,...je->...ij", X, P, X)
+    if causal:
+        S = np.where(np.tril(np.ones((ell, ell), bool)), S, -np.inf)
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    c = 1.0 / np.sqrt(d) if row_sum is None else row_sum
+    return c * E / E.sum(axis=-1, keepdims=True)
+
+
+def oja_token(y0: Array, U: Array, t: Array, rate: float) -> Array:
+    r"""Token 1 of a causal model (or one token) with symmetric :math:`U`:
+    :math:`y(t)=e^{rUt}y_0/|e^{rUt}y_0|` (:math:`r` the row sum, :math:`1/\sqrt d` in the paper)."""
+    w, Q = np.linalg.eigh(U)
+    c = Q.T @ y0
+    Y = (Q[None] * (np.exp(rate * np.outer(np.asarray(t, float), w)) * c)[:, None, :]).sum(-1)
+    return Y / np.linalg.norm(Y, axis=-1, keepdims=True)
