@@ -140,12 +140,14 @@ def symmetric_matrix(name: str, dim: int) -> sp.Matrix:
 
 
 @lru_cache(maxsize=None)
-def theorem_3_2_proofs(ell: int = 2, dim: int = 2) -> tuple[Proof, ...]:
+def theorem_3_2_proofs(ell: int = 3, dim: int = 3) -> tuple[Proof, ...]:
     r"""The gradient identity and the closed form of :math:`\dot V_P` for symbolic symmetric :math:`P`.
 
-    Exponentials :math:`e^{y_i^\top Py_j}` are replaced by positive symbols :math:`E_{ij}=E_{ji}`
-    after differentiation (chain rule done by SymPy on the true exponentials), so the residuals
-    are rational functions that cancel exactly.
+    1. ``gradient``: :math:`\partial V/\partial y_k+P\sum_je^{y_k^\top Py_j}y_j=0` (SymPy differentiates the
+       true exponentials; they are then named :math:`E_{kj}=E_{jk}`), i.e. :math:`\partial V/\partial y_k=-Z_kPX_k`.
+    2. ``field_form``: the right-hand side of (8) (:math:`W=P`) is :math:`\dot y_k=X_k-\langle y_k,X_k\rangle_Py_k`.
+    3. ``V_dot``: :math:`(PX)^\top(X-\langle y,X\rangle_Py)=|X-\langle y,X\rangle_Py|_P^2+\langle y,X\rangle_P^2(1-|y|_P^2)`
+       for all :math:`X,y`; with 1 and 2, :math:`\dot V_P=\sum_k\partial_kV^\top\dot y_k=-\sum_kZ_k(|\dot y_k|_P^2+\langle y_k,X_k\rangle_P^2(1-|y_k|_P^2))`.
     """
     P = symmetric_matrix("p", dim)
     Y = [vector(f"y{i}", dim) for i in range(ell)]
@@ -153,20 +155,20 @@ def theorem_3_2_proofs(ell: int = 2, dim: int = 2) -> tuple[Proof, ...]:
     s = {(i, j): _dot(Y[i], Y[j], P) for i in range(ell) for j in range(ell)}
     V = -sp.Rational(1, 2) * sum(sp.exp(s[i, j]) for i in range(ell) for j in range(ell))
     back = {sp.exp(s[i, j]): E[i, j] for i in range(ell) for j in range(ell)}
-    sq = sp.sqrt(dim)
-    Z = [sq * sum(E[k, j] for j in range(ell)) for k in range(ell)]
-    X = [sum((E[k, j] * Y[j] for j in range(ell)), sp.zeros(dim, 1)) / Z[k] for k in range(ell)]
-    grad = [sp.Matrix([sp.diff(V, c) for c in Y[k]]).xreplace(back) for k in range(ell)]
-    weights = [[[E[i, j] / Z[i] for j in range(ell)] for i in range(ell)]]
-    F = field(Y, [(P, None)], W=P, weights=weights)
-    proofs = []
-    res = sum(((grad[k] + Z[k] * P * X[k]).T * (grad[k] + Z[k] * P * X[k]))[0, 0] for k in range(ell))
-    proofs.append(Proof("gradient", r"\partial V/\partial y_k=-Z_kPX_k", _zero(res)))
-    Vdot = sum((grad[k].T * F[k])[0, 0] for k in range(ell))
-    closed = -sum(Z[k] * (_dot(F[k], F[k], P) + _dot(Y[k], X[k], P) ** 2 * (1 - _dot(Y[k], Y[k], P)))
-                  for k in range(ell))
+    res = sp.Integer(0)
+    for k in range(ell):
+        g = sp.Matrix([sp.diff(V, c) for c in Y[k]]).xreplace(back) + P * sum((E[k, j] * Y[j] for j in range(ell)), sp.zeros(dim, 1))
+        res += sum(abs(sp.expand(e)) for e in g)
+    proofs = [Proof("gradient", r"\partial V/\partial y_k=-Z_kPX_k", res)]
+    a = [sp.Symbol(f"a_{j}", positive=True) for j in range(ell)]
+    F = field(Y, [(P, None)], W=P, weights=[[a] * ell])[0]
+    X = sum((a[j] * Y[j] for j in range(ell)), sp.zeros(dim, 1))
+    proofs.append(Proof("field_form", r"\dot y_k=X_k-\langle y_k,X_k\rangle_Py_k",
+                        sum(abs(sp.expand(e)) for e in F - (X - _dot(Y[0], X, P) * Y[0]))))
+    Xg, y = vector("x", dim), vector("y", dim)
+    c = _dot(y, Xg, P)
     proofs.append(Proof("V_dot", r"\dot V_P=-\sum_kZ_k\big(|\dot y_k|_P^2+\langle y_k,X_k\rangle_P^2(1-|y_k|_P^2)\big)",
-                        _zero(Vdot - closed)))
+                        sp.expand(_dot(Xg, Xg - c * y, P) - _dot(Xg - c * y, Xg - c * y, P) - c**2 * (1 - _dot(y, y, P)))))
     # on E_P (|y_k|_P = 1) the second term vanishes: Vdot = -sum Z_k |ydot_k|_P^2 <= 0 (Z_k > 0, P > 0)
     return tuple(proofs)
 
