@@ -140,3 +140,11 @@ def test_cli_verify_json():
         assert k in ids
     th = next(t for t in doc["theorems"] if t["id"] == "consensus:thm-4.1")
     assert th["applies"] is True and th["prediction"]["hemisphere_witness"] is not None
+
+
+def test_parameter_files_are_the_paper_examples():
+    for key, raw in cat.paper_examples().items():
+        on_disk = json.loads((DATA / f"consensus_{key}.json").read_text())
+        assert json.loads(json.dumps(raw)) == on_disk, key
+    # the printed matrices: U of §7.3 has the eigenvalues quoted in the note
+    assert np.allclose(np.linalg.eigvalsh(np.array(cat.U_7_3)), [-1.41849, -0.02148, 0.43888], atol=1e-5)
