@@ -758,7 +758,7 @@ def _tokens(seed: int, n: int, d: int, W: Any = None, v: Any = None) -> list[lis
 
 @dataclass
 class Fig5:
-    """§7.4: causal, h heads, :math:`P_\eta(t)=D_\eta(t)P'_\eta`, :math:`(D_\eta)_{jj}=|2\sin(w_jt+\phi_j)|`,
+    r"""§7.4: causal, h heads, :math:`P_\eta(t)=D_\eta(t)P'_\eta`, :math:`(D_\eta)_{jj}=|2\sin(w_jt+\phi_j)|`,
     :math:`P'\sim U[-\tfrac12,\tfrac12]`, :math:`w\sim U(0,1)`, :math:`\phi\sim U(0,2\pi)` drawn per diagonal entry."""
 
     Pp: list[np.ndarray]
