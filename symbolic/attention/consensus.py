@@ -374,7 +374,8 @@ def two_token_proofs(dim: int = 3, h: int = 2) -> tuple[Proof, ...]:
     for causal in (False, True):
         F = field([y1, y2], heads, causal=causal)
         k = two_token_rate(h, dim, causal)
-        out.append(Proof(f"a_dot_{'causal' if causal else 'full'}", r"\dot a=k(1-a^2)",
+        kind = "causal" if causal else "full"
+        out.append(Proof(f"a_dot_{kind}", rf"\dot a=k(1-a^2),\ k=h/({'2' if causal else ''}\sqrt d)\ \text{{({kind})}}",
                          on_spheres(_dot(F[0], y2) + _dot(y1, F[1]) - k * (1 - a**2), y1, y2)))
     a0, k = sp.Symbol("a_0", real=True), sp.Symbol("k", positive=True)
     sol = two_token_closed_form(a0, k)
