@@ -14,7 +14,7 @@ from typing import Any, NoReturn, Sequence
 
 from . import __version__
 
-SYSTEMS = ("gaussian",)
+SYSTEMS = ("gaussian", "attention")
 
 
 class InputError(Exception):
@@ -30,6 +30,10 @@ class _Parser(argparse.ArgumentParser):
 def _load(system: str, path: str) -> Any:
     from .params import load_gaussian
 
+    if system == "attention":
+        from .attention import load
+
+        return load(path)
     if system != "gaussian":
         raise InputError(f"system '{system}' is not available yet (available: {', '.join(SYSTEMS)})")
     return load_gaussian(path)
@@ -83,6 +87,11 @@ def cmd_verify(args: argparse.Namespace) -> None:
     from . import gaussian
 
     p = _load(args.system, args.params)
+    if args.system == "attention":
+        from . import attention
+
+        doc = attention.verify(p, simulate=args.simulate, seed=args.seed)
+        return _emit(doc, args.json, _summary(doc))
     doc = gaussian.verify(p, simulate=args.simulate)
     _emit(doc, args.json, _summary(doc))
 
@@ -97,6 +106,8 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     t_end = p.t_end if args.t_end is None else args.t_end
     if not (t_end > 0 and np.isfinite(t_end)):
         raise InputError(f"--t-end: must be a positive finite number, got {t_end}")
+    if args.system == "attention":
+        return _simulate_attention(args, p, t_end)
     sol = ng.integrate_moments(gaussian.coefficients(p), p.mu0, p.Sigma0, t_end)
     doc = {
         "flowcert": __version__, "system": args.system, "params": p.to_json(),
@@ -114,10 +125,56 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     _emit(doc, args.json, summary)
 
 
+def _simulate_attention(args: argparse.Namespace, p: Any, t_end: float) -> None:
+    from . import attention
+
+    if args.samples is not None and args.samples < 1:
+        raise InputError(f"--samples: must be a positive integer, got {args.samples}")
+    if args.device != "cpu":
+        import torch
+
+        try:
+            torch.empty(0, device=args.device)
+        except (RuntimeError, AssertionError) as exc:
+            raise InputError(f"--device: {args.device!r} is not available ({str(exc).splitlines()[0]})") from None
+    sim = attention.simulate(p, t_end=t_end, samples=args.samples, device=args.device, seed=args.seed)
+    doc = {"flowcert": __version__, "system": "attention", "params": p.to_json(), "simulation": sim}
+    if args.plot:
+        from .reports.multistability import plot_simulation
+
+        plot_simulation(sim, Path(args.plot))
+        sim["plot"] = args.plot
+    lines = [f"t_end {sim['t_end']:.6g}  limit_class {sim.get('limit_class')}  max drift {sim.get('max_drift')}"]
+    for row in sim.get("basins", {}).get("outcomes", []):
+        lines.append(f"  {row['fraction']:.3f} [{row['wilson'][0]:.3f}, {row['wilson'][1]:.3f}]  {row['label']}")
+    _emit(doc, args.json, "\n".join(lines) + "\n")
+
+
+def cmd_equilibria(args: argparse.Namespace) -> None:
+    from . import attention
+
+    p = _load("attention", args.params)
+    doc = attention.equilibria(p, cap=args.cap)
+    lines = [f"{len(doc['equilibria'])} equilibria; skipped: {doc['skipped']}"]
+    for e in doc["equilibria"]:
+        lines.append(f"  {'/'.join(e['class']):<22} k={e['eigvec_index']}  stable={e['stable']}  {e.get('label', '')}")
+    _emit(doc, args.json, "\n".join(lines) + "\n")
+
+
 def cmd_codegen(args: argparse.Namespace) -> None:
     from .numeric import gaussian as ng
     from .symbolic import codegen
 
+    if args.system == "attention":
+        from . import attention
+        from .symbolic.attention import Structure
+
+        structure = _load("attention", args.params).structure if args.params else Structure()
+        source = attention.codegen_source(structure, args.backend)
+        if args.out:
+            Path(args.out).write_text(source)
+            return sys.stdout.write(f"wrote {args.out}\n") and None
+        return sys.stdout.write(source) and None
     programs = [ng.moment_program(), ng.linearisation_program()]
     printer = {"numpy": codegen.NumpyPrinter(), "torch": codegen.TorchPrinter(), "c": codegen.ShapedCPrinter()}[args.backend]
     header = {"numpy": "import numpy as np\n\n\n", "torch": "import torch\n\n\n", "c": ""}[args.backend]
@@ -164,7 +221,15 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--params", required=True, help="parameter file (.json or .npz)")
     ver.add_argument("--simulate", action="store_true", help="cross-validate by simulation")
     ver.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    ver.add_argument("--seed", type=int, default=None, help="seed of random initial conditions (attention)")
     ver.set_defaults(func=cmd_verify)
+
+    eq = sub.add_parser("equilibria", help="enumerate and classify equilibria (attention)")
+    eq.add_argument("system", choices=("attention",))
+    eq.add_argument("--params", required=True)
+    eq.add_argument("--cap", type=int, default=None, help="largest number of sign patterns per eigenvector")
+    eq.add_argument("--json", action="store_true")
+    eq.set_defaults(func=cmd_equilibria)
 
     sim = sub.add_parser("simulate", help="integrate the system")
     sim.add_argument("system", choices=SYSTEMS)
@@ -172,6 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--t-end", type=float, default=None, dest="t_end")
     sim.add_argument("--plot", default=None, help="write a PNG figure here")
     sim.add_argument("--json", action="store_true")
+    sim.add_argument("--samples", type=int, default=None, help="attention: random initial conditions (basins)")
+    sim.add_argument("--device", default="cpu", help="attention: torch device (cpu, cuda, ...)")
+    sim.add_argument("--seed", type=int, default=None, help="attention: seed of random initial conditions")
     sim.set_defaults(func=cmd_simulate)
 
     rea = sub.add_parser("reach", help="steer (mu0, Sigma0) to a target in time T (Theorem 3.3)")
@@ -187,6 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("system", choices=SYSTEMS)
     gen.add_argument("--backend", choices=("numpy", "torch", "c"), required=True)
     gen.add_argument("--out", default=None, help="write the source here instead of stdout")
+    gen.add_argument("--params", default=None, help="attention: take the kernel structure from this file")
     gen.set_defaults(func=cmd_codegen)
     return parser
 

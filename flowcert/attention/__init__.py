@@ -1,2 +1,179 @@
-"""The ``attention`` system's public face: parameters, catalogue entries (one module per paper),
-verify / simulate / equilibria."""
+r"""The ``attention`` system's public face: parameters, simulation, the theorem catalogue (one
+module per paper) and equilibria (multistability paper; consensus paper).
+
+The model (see :mod:`flowcert.symbolic.attention.field`):
+
+.. math::
+
+    \dot x_i = (I - x_i x_i^\top W)\sum_{\eta=1}^h V_\eta \sum_j A^\eta_{ij}(t, X)\, x_j,\qquad
+    A^\eta_{ij} = c\,\operatorname{softmax}_{j\in\mathcal N_i}\big(\beta\, x_i^\top Q_\eta(t)^\top K_\eta(t) x_j\big).
+
+Public API
+----------
+``load(path)`` / ``parse(raw)``
+    -> :class:`~flowcert.attention.params.AttentionParams` (``ParamError`` on bad input).
+``field(p, backend="numpy")``
+    -> ``f(t, X) -> F`` for one or a batch of configurations (numpy or torch kernels).
+``simulate(p, t_end=None, samples=None, device="cpu", dt=None, seed=None)``
+    -> the ``simulation`` JSON dict: one batched torch RK4 run from ``X0`` (or ``samples`` random
+    initial conditions, with basin statistics when the multistability module can classify).
+``integrate(p, t_end=None, X0=None)``
+    -> :class:`~flowcert.numeric.attention.integrate.Trajectory` (scipy DOP853 on the manifold).
+``verify(p, simulate=False, seed=None)``
+    -> the ``verify`` JSON document; ``theorems`` collects ``theorems(p, simulate=, seed=)`` of
+    every module named in :data:`CATALOGUES` that exists (``flowcert.attention.multistability``,
+    ``flowcert.attention.consensus``); each returns a list of
+    :class:`~flowcert.catalogue.TheoremResult`.
+``equilibria(p)``
+    -> the ``equilibria attention`` JSON document (multistability module).
+``codegen_source(structure, backend)``
+    -> source of the generated kernel (``numpy``, ``torch`` or ``c``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+import numpy as np
+
+from .params import AttentionParams, load_attention, parse_attention
+
+__all__ = ["CATALOGUES", "AttentionParams", "codegen_source", "equilibria", "field", "integrate", "load", "parse",
+           "simulate", "verify"]
+
+#: Catalogue modules (``flowcert.attention.<name>``), each exposing ``theorems(p, *, simulate, seed)``.
+CATALOGUES = ("multistability", "consensus")
+
+
+def load(path: str) -> AttentionParams:
+    """Read and validate a parameter file (see :mod:`flowcert.attention.params`)."""
+    return load_attention(path)
+
+
+def parse(raw: dict[str, Any]) -> AttentionParams:
+    """Validate a mapping (see :mod:`flowcert.attention.params`)."""
+    return parse_attention(raw)
+
+
+def field(p: AttentionParams, backend: str = "numpy") -> Callable[[float, Any], Any]:
+    """``f(t, X) -> F`` from the generated kernel; ``X`` of shape (n, d) or (batch, n, d) (numpy
+    arrays for ``numpy``, tensors for ``torch``)."""
+    from ..numeric.attention.field import structure_kernel
+
+    kernel = structure_kernel(p.structure, backend)
+    if backend == "torch":
+        import torch
+
+        def f_torch(t: float, X: Any) -> Any:
+            args = [torch.as_tensor(np.array(a), dtype=X.dtype, device=X.device) for a in p.kernel_args(t, X.shape[-2])]
+            return kernel(X, *args)[0]
+
+        return f_torch
+
+    def f(t: float, X: np.ndarray) -> np.ndarray:
+        out = kernel(X, *p.kernel_args(t, X.shape[-2]))[0]
+        return out[0] if backend == "c" and X.ndim == 2 else out
+
+    return f
+
+
+def integrate(p: AttentionParams, t_end: float | None = None, X0: np.ndarray | None = None, **kw: Any):
+    """scipy integration on the manifold (:func:`flowcert.numeric.attention.integrate.integrate`)."""
+    from ..numeric.attention.integrate import integrate as _integrate
+
+    X0 = p.initial_tokens() if X0 is None else X0
+    return _integrate(field(p), X0, p.t_end if t_end is None else t_end, W=p.W, **kw)
+
+
+def default_dt(p: AttentionParams) -> float:
+    """RK4 step: 0.01, or 0.001 for time-varying heads (the consensus paper's 5 Hz D(t))."""
+    return 1e-3 if p.time_varying else 1e-2
+
+
+def _tensor_args(p: AttentionParams, n: int, device: Any) -> Callable[[float], list]:
+    import torch
+
+    def at(t: float) -> list:
+        return [torch.as_tensor(np.array(a), dtype=torch.float64, device=device) for a in p.kernel_args(t, n)]
+
+    if not p.time_varying:
+        fixed = at(0.0)
+        return lambda t: fixed
+    return at
+
+
+def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None = None, device: str = "cpu",
+             dt: float | None = None, seed: int | None = None) -> dict[str, Any]:
+    """Batched torch RK4 with retraction (:func:`flowcert.gpu.attention.simulate`).
+
+    Without ``samples``: one run from ``X0`` (random tokens from ``seed`` if the file has none).
+    With ``samples``: ``samples`` random initial conditions to rest, classified by the
+    multistability module (Newton on the equilibrium equations + certificate), with Wilson
+    intervals (``basins``).
+    """
+    import torch
+
+    from ..gpu import attention as ga
+
+    t_end = p.t_end if t_end is None else t_end
+    dt = default_dt(p) if dt is None else dt
+    seed = p.seed if seed is None else seed
+    dev = torch.device(device)
+    if samples:
+        from . import multistability
+
+        return multistability.basins(p, samples, seed=seed, device=dev, dt=dt, t_max=t_end)
+    X0 = p.initial_tokens() if p.X0 is not None else p.initial_tokens(None, np.random.default_rng(seed))
+    steps = max(1, int(np.ceil(t_end / dt)))
+    W = None if p.W is None else torch.as_tensor(np.array(p.W), device=dev)
+    traj = ga.simulate(p.structure, torch.as_tensor(X0, device=dev)[None], _tensor_args(p, p.n, dev), t_end, steps, W=W)
+    X = traj.X[0].cpu().numpy()
+    speed = float(np.abs(field(p)(t_end, X)).max())
+    out: dict[str, Any] = {"t_end": t_end, "dt": t_end / steps, "integrator": "RK4 + retraction (torch)",
+                           "device": str(dev), "X0": X0.tolist(), "X_final": X.tolist(), "max_drift": traj.max_drift,
+                           "final_speed": speed, "limit_class": None, "agrees": None}
+    try:
+        from . import multistability
+
+        out.update(multistability.classify_run(p, X))
+    except (ImportError, AttributeError):
+        out["limit_class_reason"] = "no classifier available"
+    return out
+
+
+def verify(p: AttentionParams, simulate: bool = False, seed: int | None = None) -> dict[str, Any]:
+    """The ``verify attention`` document: ``theorems`` from every catalogue module."""
+    from .. import __version__
+
+    seed = p.seed if seed is None else seed
+    theorems = []
+    for name in CATALOGUES:
+        try:
+            module = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            continue
+        theorems += module.theorems(p, simulate=simulate, seed=seed)
+    return {"flowcert": __version__, "system": "attention", "params": p.to_json(),
+            "theorems": [th.to_json() for th in theorems]}
+
+
+def equilibria(p: AttentionParams, cap: int | None = None) -> dict[str, Any]:
+    """The ``equilibria attention`` document (see :func:`flowcert.attention.multistability.equilibria`)."""
+    from .. import __version__
+    from . import multistability
+
+    doc = multistability.equilibria(p, cap=cap)
+    return {"flowcert": __version__, "system": "attention", "params": p.to_json(), **doc}
+
+
+def codegen_source(structure: Any, backend: str) -> str:
+    """Source of the generated field kernel of ``structure`` for ``backend``."""
+    from ..symbolic import codegen
+    from ..symbolic.attention import structure_program
+
+    printer = {"numpy": codegen.NumpyPrinter(), "torch": codegen.TorchPrinter(), "c": codegen.ShapedCPrinter()}[backend]
+    header = {"numpy": "import numpy as np\n\n\n", "torch": "import torch\n\n\n", "c": ""}[backend]
+    return header + printer.print(structure_program(structure))

@@ -1,6 +1,8 @@
-"""The ``attention`` system in numpy: generated field kernels, integrators that keep tokens on
-their manifold, equilibria (multistability and consensus papers)."""
+"""The ``attention`` system in numpy: generated field kernels (``field``), integrators that keep
+tokens on their manifold (``integrate``), Jacobians, spectra and equilibria (``multistability``)."""
 
-from .field import attention_field, c_field_kernel, field_kernel
+from .field import (attention_field, c_field_kernel, causal_mask, field_kernel, manifold_drift, project,
+                    structure_kernel, tangent_projection, w_norms)
 
-__all__ = ["attention_field", "c_field_kernel", "field_kernel"]
+__all__ = ["attention_field", "c_field_kernel", "causal_mask", "field_kernel", "manifold_drift", "project",
+           "structure_kernel", "tangent_projection", "w_norms"]

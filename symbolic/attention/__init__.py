@@ -2,8 +2,10 @@
 (multistability paper, eq. (1); consensus paper, eq. (7)). ``field`` holds the model; each paper's
 derivations live in a module named after the paper."""
 
-from .field import (NORMALIZATIONS, K, Q, V, X, attention_field, attention_matrix, attention_program, d,
-                    influence, n, scalarised_field, scores)
+from .field import (NORMALIZATIONS, ONE, VARIANTS, C, K, Q, Structure, V, W, X, attention_field,
+                    attention_matrix, attention_program, d, explicit_field, head_symbols, influence, n,
+                    program_inputs, scalarised_field, scores, structure_program)
 
-__all__ = ["NORMALIZATIONS", "K", "Q", "V", "X", "attention_field", "attention_matrix", "attention_program",
-           "d", "influence", "n", "scalarised_field", "scores"]
+__all__ = ["NORMALIZATIONS", "ONE", "VARIANTS", "C", "K", "Q", "Structure", "V", "W", "X", "attention_field",
+           "attention_matrix", "attention_program", "d", "explicit_field", "head_symbols", "influence", "n",
+           "program_inputs", "scalarised_field", "scores", "structure_program"]
