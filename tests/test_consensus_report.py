@@ -16,7 +16,7 @@ def test_section_contract(tmp_path):
     assert set(sec) == {"title", "markdown", "theorems", "figures"}
     for name in sec["figures"]:
         assert (tmp_path / name).is_file() and (tmp_path / name).stat().st_size > 1000
-    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", sec["markdown"])
+    images = re.findall(r"\]\(([^)\s]+\.png)\)", sec["markdown"])
     assert sorted(images) == sorted(sec["figures"])
     ids = [t["id"] for t in sec["theorems"]]
     assert len(ids) == len(set(ids)) == 10 and all(i.startswith("consensus:") for i in ids)
