@@ -449,7 +449,7 @@ def _as_symbolic(M: Any) -> tuple[sp.Matrix, sp.Symbol]:
     if Ms.free_symbols - {t}:
         raise ValueError(f"P(t) may depend on t only, got symbols {Ms.free_symbols - {t}}")
     # floats in parameter files are float64: make them exact rationals
-    Ms = Ms.applyfunc(lambda e: sp.sympify(e).xreplace({f: sp.Rational(float(f)) for f in sp.sympify(e).atoms(sp.Float)}))
+    Ms = Ms.applyfunc(lambda e: sp.sympify(e).xreplace({f: sp.Rational(f) for f in sp.sympify(e).atoms(sp.Float)}))  # exact
     return Ms, t
 
 

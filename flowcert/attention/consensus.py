@@ -253,12 +253,18 @@ def consensus_limit(s: Setting, run: Run) -> dict[str, Any]:
     out = {"spread_final": spread, "E_paper_final": float(num.paper_measure(X)), "E_signed_final": float(num.signed_measure(X)),
            "final_speed": run.speed}
     if spread <= CONSENSUS_SPREAD:
-        if s.p.causal and not _exact_equal(s.U[0], np.eye(s.d)):
-            st = "holds"  # Thm 6.1 setting: certified by the separator in its own entry
-        else:
+        if all(_exact_equal(U, np.eye(s.d)) for U in s.U):
             st = cert.consensus_stability(s.p.causal, s.ell, s.h, s.d).status
+        elif s.p.causal and s.h == 1 and not isinstance(s.U[0], sp.MatrixBase):
+            # Thm 6.1 setting: consensus points are (+-v, ..., +-v); certified by the separator
+            top, te = cert.simple_positive_top_eigenvalue(np.asarray(s.U[0], float))
+            near = te is not None and min(np.abs(X - sg * te.v).max() for sg in (1, -1)) <= CONSENSUS_SPREAD
+            st = cert.theorem_6_1_stability(top).status if near else "unknown"
+        else:
+            st = "unknown"
         out["limit_class"] = "consensus" if st == "holds" else "unknown"
-        out["basis"] = "spread below %.0e with a certified exponentially stable transverse linearisation" % CONSENSUS_SPREAD
+        out["basis"] = ("spread below %.0e with a certified exponentially stable transverse linearisation" % CONSENSUS_SPREAD
+                        if st == "holds" else "spread below %.0e but no certified linearisation at this consensus point" % CONSENSUS_SPREAD)
     elif run.speed <= SETTLED_SPEED:
         out["limit_class"] = "non_consensus"
         out["basis"] = "settled (max |F| = %.2e) at spread %.3g" % (run.speed, spread)
