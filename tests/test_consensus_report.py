@@ -29,3 +29,15 @@ def test_section_contract(tmp_path):
     for line in sec["markdown"].splitlines():
         if "$$" in line:
             assert line.startswith("$$") and line.endswith("$$")
+
+
+@pytest.mark.slow
+def test_fig5_full_size(tmp_path):
+    """§7.4 at the paper's size: 50 tokens in R^500, two heads, causal, T = 300 (minutes of CPU)."""
+    lines, names = rep._fig5_full(tmp_path, quick=False, full=True)
+    text = "\n".join(lines)
+    assert (tmp_path / names[0]).is_file()
+    m = re.search(r"(\d+) of (\d+) runs completed", text)
+    assert m and m.group(1) == m.group(2)
+    finals = [float(x) for x in re.search(r"final \$E\$: ([^;]+);", text).group(1).split(", ")]
+    assert max(finals) < 1e-6
