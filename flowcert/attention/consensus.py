@@ -274,6 +274,19 @@ def consensus_limit(s: Setting, run: Run) -> dict[str, Any]:
     return out
 
 
+def _verdict(checks_ok: bool, limit_ok: bool, settled: bool, details: dict[str, Any]) -> CrossCheck:
+    """``disagrees`` when a Lyapunov/invariance check fails or a settled run contradicts the
+    prediction; ``skipped`` when the run has not settled by t_end (the limit is undecided)."""
+    if not checks_ok:
+        return CrossCheck("disagrees", details)
+    if limit_ok:
+        return CrossCheck("agrees", details)
+    if not settled:
+        return CrossCheck("skipped", {"reason": "the run has not settled by t_end (Lyapunov and invariance checks passed); "
+                                                "increase t_end", **details})
+    return CrossCheck("disagrees", details)
+
+
 def _lyapunov(values: np.ndarray) -> dict[str, Any]:
     inc = num.largest_increase(values)
     scale = num.scale_of(values)
@@ -380,8 +393,9 @@ def theorem_3_2(s: Setting, simulate_: bool, run: Run | None) -> TheoremResult:
             Vs = num.V_P(run.X, P)
             ly = _lyapunov(Vs)
             lim = consensus_limit(s, run)
-            ok = ly["non_increasing"] and Vs.min() >= pred["V_P_lower_bound"] - 1e-9 * abs(pred["V_P_lower_bound"]) and lim["limit_class"] != "not_settled"
-            r.cross_check = CrossCheck("agrees" if ok else "disagrees",
+            checks = ly["non_increasing"] and Vs.min() >= pred["V_P_lower_bound"] - 1e-9 * abs(pred["V_P_lower_bound"])
+            settled = lim["limit_class"] != "not_settled"
+            r.cross_check = _verdict(checks, settled, settled,
                                        {"V_P": ly, "V_P_initial": float(Vs[0]), "V_P_final": float(Vs[-1]), **lim, **run.summary(),
                                         "criterion": "V_P never increases beyond round-off, stays above -l^2 e/2, and the run settles"})
     return r
@@ -483,8 +497,8 @@ def theorem_4_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.
             ly = _lyapunov(Vs)
             lim = consensus_limit(s, run)
             inside = float(num.hemisphere_min(run.X, v).min())
-            ok = ly["non_increasing"] and inside > 0 and lim["limit_class"] == "consensus" and dini <= 1e-10
-            r.cross_check = CrossCheck("agrees" if ok else "disagrees",
+            checks = ly["non_increasing"] and inside > 0 and dini <= 1e-10
+            r.cross_check = _verdict(checks, lim["limit_class"] == "consensus", lim["limit_class"] != "not_settled",
                                        {"V_max": ly, "max_dini_derivative": dini, "min_v_y": inside, **lim, **run.summary(),
                                         "criterion": "V never increases beyond round-off, D+V <= 1e-10, tokens stay in the hemisphere, limit classified consensus"})
     return r
@@ -576,8 +590,8 @@ def lemma_5_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hy
             V2 = num.V_causal(run.X[:, 1], y0)
             ly = _lyapunov(V2)
             a_end = float(run.X[-1, 1] @ y0)
-            ok = ly["non_increasing"] and (a_end > 1 - 1e-6 or float(run.X[0, 1] @ y0) <= -1 + 1e-12)
-            r.cross_check = CrossCheck("agrees" if ok else "disagrees",
+            reached = a_end > 1 - 1e-6 or float(run.X[0, 1] @ y0) <= -1 + 1e-12
+            r.cross_check = _verdict(ly["non_increasing"], reached, run.speed <= SETTLED_SPEED,
                                        {"V_token2": ly, "a2_initial": float(run.X[0, 1] @ y0), "a2_final": a_end,
                                         "criterion": "V(a_2) never increases beyond round-off and a_2 -> 1 (unless a_2(0) = -1)"})
     return r
@@ -605,8 +619,8 @@ def theorem_5_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.
             moved = float(np.abs(run.X[:, 0] - run.X[0, 0]).max())
             err = float(np.linalg.norm(run.X[-1] - run.X[0, 0], axis=1).max())
             lim = consensus_limit(s, run)
-            ok = moved <= 1e-12 and lim["limit_class"] == "consensus" and err < 1e-4
-            r.cross_check = CrossCheck("agrees" if ok else "disagrees",
+            r.cross_check = _verdict(moved <= 1e-12, lim["limit_class"] == "consensus" and err < 1e-4,
+                                     lim["limit_class"] != "not_settled",
                                        {"token_1_motion": moved, "max_distance_to_y1_0": err, **lim, **run.summary(),
                                         "criterion": "token 1 moves at most 1e-12, limit classified consensus at y_1(0)"})
     return r
@@ -694,8 +708,7 @@ def theorem_6_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.
             target = sign * te.v
             err = float(np.linalg.norm(run.X[-1] - target, axis=1).max())
             ly1 = _lyapunov(num.V_plus(run.X[:, 0], target))
-            ok = err < 1e-4 and ly1["non_increasing"] and run.speed <= SETTLED_SPEED
-            r.cross_check = CrossCheck("agrees" if ok else "disagrees",
+            r.cross_check = _verdict(ly1["non_increasing"], err < 1e-4 and run.speed <= SETTLED_SPEED, run.speed <= SETTLED_SPEED,
                                        {"max_distance_to_limit": err, "V_plus_token1": ly1,
                                         "V_plus_token2_largest_increase": num.largest_increase(num.V_plus(run.X[:, 1], target)) if s.ell > 1 else None,
                                         "E_signed_final": float(num.signed_measure(run.X[-1])), **run.summary(),
