@@ -164,3 +164,13 @@ def test_tetrahedron_threshold():
     assert cc.tetrahedron_stability(1.4).status == "fails"
     assert cc.tetrahedron_stability(-1.0).status == "fails"
     assert cc.tetrahedron_stability(1.5).status == "unknown"
+
+
+def test_abs_is_lipschitz_but_sign_is_not_continuous():
+    # |2 sin(w t + phi)| (Figure 5) is Lipschitz: its a.e. derivative is bounded
+    P = sp.Matrix([[sp.Abs(2 * sp.sin(sp.Rational(3, 10) * t + 1)) * sp.Rational(1, 7)]])
+    uc = cc.uniformly_continuous([P])
+    assert uc.status == "holds" and uc.margin >= 2 * 0.3 / 7
+    # a jump is never certified uniformly continuous
+    assert cc.uniformly_continuous([sp.Matrix([[sp.sign(sp.sin(t))]])]).status == "unknown"
+    assert cc.bounded([sp.Matrix([[sp.sign(t - 1)]])])[0].status == "unknown"

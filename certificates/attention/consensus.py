@@ -360,13 +360,17 @@ def _exp(e: Any) -> Any:
     return sp.N(sp.exp(e), 45)
 
 
-def interval(expr: sp.Expr, t: sp.Symbol, domain: Interval = (Fraction(0), INF)) -> Interval:
+def interval(expr: sp.Expr, t: sp.Symbol, domain: Interval = (Fraction(0), INF), allow_sign: bool = False) -> Interval:
     r"""Rigorous enclosure of :math:`\{e(t): t\in\text{domain}\}` for an elementary expression.
 
     Supported: rationals, float64 constants, :math:`\pi`, :math:`e`, ``t``, ``+``, ``*``,
-    integer powers, ``exp``, ``sin``, ``cos``, ``tanh``, ``atan``, ``Abs``. Anything else (or an
-    unbounded enclosure) raises :class:`Unbounded`.
+    integer powers, ``exp``, ``sin``, ``cos``, ``tanh``, ``atan``, ``Abs`` (and ``sign``, in
+    :math:`[-1,1]`, only with ``allow_sign``: it appears in the a.e. derivative of ``Abs``). Anything
+    else (or an unbounded enclosure) raises :class:`Unbounded`.
     """
+    def sub(e: sp.Expr) -> Interval:
+        return interval(e, t, domain, allow_sign)
+
     if expr == t:
         return domain
     if not expr.free_symbols:
@@ -376,24 +380,26 @@ def interval(expr: sp.Expr, t: sp.Symbol, domain: Interval = (Fraction(0), INF))
     if isinstance(expr, sp.Add):
         lo, hi = Fraction(0), Fraction(0)
         for a in expr.args:
-            x = interval(a, t, domain)
+            x = sub(a)
             lo, hi = lo + x[0], hi + x[1]
         return lo, hi
     if isinstance(expr, sp.Mul):
         acc: Interval = (Fraction(1), Fraction(1))
         for a in expr.args:
-            acc = _imul(acc, interval(a, t, domain))
+            acc = _imul(acc, sub(a))
         return acc
     if isinstance(expr, sp.Pow) and expr.exp.is_Integer:
-        return _ipow_int(interval(expr.base, t, domain), int(expr.exp))
+        return _ipow_int(sub(expr.base), int(expr.exp))
     if isinstance(expr, (sp.sin, sp.cos, sp.tanh)):
+        return Fraction(-1), Fraction(1)
+    if allow_sign and isinstance(expr, sp.sign):
         return Fraction(-1), Fraction(1)
     if isinstance(expr, sp.atan):
         return Fraction(-2), Fraction(2)
     if isinstance(expr, sp.exp):
-        return _monotone(_exp, interval(expr.args[0], t, domain))
+        return _monotone(_exp, sub(expr.args[0]))
     if isinstance(expr, sp.Abs):
-        lo, hi = interval(expr.args[0], t, domain)
+        lo, hi = sub(expr.args[0])
         if lo >= 0:
             return lo, hi
         if hi <= 0:
@@ -414,13 +420,13 @@ def sqrt_upper(q: Fraction) -> Fraction:
     return b
 
 
-def frobenius_sup_bound(M: sp.Matrix, t: sp.Symbol) -> tuple[Fraction | None, str]:
+def frobenius_sup_bound(M: sp.Matrix, t: sp.Symbol, allow_sign: bool = False) -> tuple[Fraction | None, str]:
     r"""Rational :math:`b\ge\sup_{t\ge0}\|M(t)\|_F` by interval evaluation of every entry, or (None, reason)."""
     total = Fraction(0)
     for e in M:
         e = sp.sympify(e)
         try:
-            lo, hi = interval(e, t)
+            lo, hi = interval(e, t, allow_sign=allow_sign)
         except Unbounded as exc:
             return None, f"entry {e}: {exc}"
         if not _finite((lo, hi)):
@@ -434,8 +440,10 @@ def _check_sup_bound(data: dict[str, Any]) -> bool:
     t = sp.Symbol(data.get("t", "t"), real=True)
     M = sp.Matrix([[sp.sympify(e, locals={"t": t}) for e in row] for row in data["M"]])
     if data.get("derivative"):
+        if frobenius_sup_bound(M, t)[0] is None:  # P itself must be built from continuous functions
+            return False
         M = M.diff(t)
-    b, _ = frobenius_sup_bound(M, t)
+    b, _ = frobenius_sup_bound(M, t, allow_sign=bool(data.get("derivative")))
     return b is not None and b <= Fraction(data["bound"])
 
 
@@ -472,7 +480,8 @@ def sup_bounds(heads_P: Sequence[Any]) -> tuple[SupBounds, list[str]]:
     for k, P in enumerate(heads_P):
         Ms, t = _as_symbolic(P)
         b, why = frobenius_sup_bound(Ms, t)
-        db, why_d = frobenius_sup_bound(Ms.diff(t), t)
+        # sign() only from differentiating Abs: |f| is Lipschitz with constant sup|f'| (a.e. derivative)
+        db, why_d = frobenius_sup_bound(Ms.diff(t), t, allow_sign=True) if b is not None else (None, "P(t) not bounded")
         out.P.append(b)
         out.dP.append(db)
         notes.append(f"head {k + 1}: {why if b is None else 'sup|P| <= %.6g' % float(b)}; "
