@@ -298,6 +298,44 @@ def _tetrahedron_section(out: Path) -> tuple[list[str], str]:
     return lines, name
 
 
+def _thm51_section(out: Path) -> tuple[list[str], str]:
+    """Note 003's S^1 counterexample to Thm 5.1's domain: a separatrix initial angle and its neighbours."""
+    from ..attention import integrate
+
+    raw = cat.paper_examples()["thm51_counterexample"]
+    p = parse(raw)
+    res = {r.id: r for r in cat.theorems(p, simulate=True, seed=0)}["consensus:thm-5.1"]
+    ts = np.linspace(0.0, p.t_end, 301)
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    gaps = {}
+    for eps in (0.0, 1e-3, -1e-3):
+        ang = list(cat.THM51_ANGLES)
+        ang[2] += eps
+        X0 = np.array([[math.cos(a), math.sin(a)] for a in ang])
+        tr = integrate(p, p.t_end, X0, t_eval=ts)
+        th = np.unwrap(np.arctan2(tr.X[:, 2, 1], tr.X[:, 2, 0]))
+        gaps[eps] = abs(th[-1] - math.pi)
+        ax.plot(ts, th, label=f"$\\theta_3(0)=\\theta_3^*{'+' if eps > 0 else ('-' if eps < 0 else '')}{abs(eps) if eps else ''}$")
+    ax.axhline(math.pi, color="k", ls=":", lw=1)
+    ax.set_xlabel("t")
+    ax.set_ylabel(r"$\theta_3$")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    name = "consensus_thm51_domain.png"
+    fig.savefig(out / name, dpi=100)
+    plt.close(fig)
+    cap = (f"Token 3's angle on the circle, causal attention, h = 1, P = I, U = I, rows sum to $1/\\sqrt2$, "
+           f"$\\theta=(0,-0.3,\\theta_3)$ with $\\theta_3^*={cat.THM51_ANGLES[2]!r}$ and $\\theta_3^*\\pm10^{{-3}}$; horizon {p.t_end:g}, {INTEGRATOR}.")
+    lines = ["### Theorem 5.1's domain of attraction (correction)", "",
+             "The initial tokens lie in $\\{y_j\\ne-y_1\\}$ and every hypothesis of Thm 5.1 holds "
+             f"(applies: **{res.applies}**), yet token 3 approaches $-y_1$: $|\\theta_3(30)-\\pi|$ = {_fmt(gaps[0.0], 3)} "
+             f"(neighbours: {_fmt(gaps[1e-3], 3)}, {_fmt(gaps[-1e-3], 3)}, leaving towards consensus on either side). "
+             f"The catalogue's cross-check on this input is **{res.cross_check.status}** "
+             f"({res.cross_check.details.get('reason', res.cross_check.details.get('criterion', ''))[:90]}…).", "",
+             f"![{cap}]({name})", ""]
+    return lines, name
+
+
 def _errata() -> list[str]:
     return ["### Errata implemented", "",
             "- Attention rows sum to $1/\\sqrt{n+1}$ (eq. (6), not (4)/(5)); all rates carry this factor.",
@@ -354,6 +392,9 @@ def section(out: Path, *, quick: bool, full: bool = False) -> dict:
     md += ["#### §7.4, Figure 5: the consensus measure over several draws", ""] + lines
     figures += names
     lines, name = _tetrahedron_section(out)
+    md += lines
+    figures.append(name)
+    lines, name = _thm51_section(out)
     md += lines
     figures.append(name)
     theorems = [next(r for r in by_key[key] if r["id"] == tid) for tid, key in HOME.items()]

@@ -148,3 +148,16 @@ def test_parameter_files_are_the_paper_examples():
         assert json.loads(json.dumps(raw)) == on_disk, key
     # the printed matrices: U of §7.3 has the eigenvalues quoted in the note
     assert np.allclose(np.linalg.eigvalsh(np.array(cat.U_7_3)), [-1.41849, -0.02148, 0.43888], atol=1e-5)
+
+
+def test_theorem_5_1_domain_correction():
+    """Inside {y_j != -y_1}, token 3 heads for -y_1 (note 003's S^1 counterexample): the hypotheses
+    hold, the corrected statement does not promise convergence from there, and the cross-check never
+    reports 'agrees' for a run that approaches the non-consensus equilibrium (y_1, y_1, -y_1)."""
+    p = load(DATA / "consensus_thm51_counterexample.json")
+    results, run = cat.theorems_with_run(p, simulate=True, seed=0)
+    r = _by_id(results)["consensus:thm-5.1"]
+    assert r.applies is True and "too strong" in r.prediction["domain"]
+    y1, y3 = run.X[-1, 0], run.X[-1, 2]
+    assert y1 @ y3 < -1 + 1e-9  # within 1e-4 rad of the antipode at t = 30
+    assert r.cross_check.status != "agrees"

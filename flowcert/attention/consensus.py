@@ -775,6 +775,10 @@ def _tokens(seed: int, n: int, d: int, W: Any = None, v: Any = None) -> list[lis
     return (Y / np.sqrt(np.einsum("id,de,ie->i", Y, Wm, Y))[:, None]).tolist()
 
 
+#: angles on S^1 of the counterexample to Thm 5.1's domain (note 003 §2.3): theta_3 is on the separatrix
+THM51_ANGLES = (0.0, -0.3, 3.095984385753381)
+
+
 @dataclass
 class Fig5:
     r"""§7.4: causal, h heads, :math:`P_\eta(t)=D_\eta(t)P'_\eta`, :math:`(D_\eta)_{jj}=|2\sin(w_jt+\phi_j)|`,
@@ -817,6 +821,9 @@ def paper_examples() -> dict[str, dict[str, Any]]:
                  "X0": _tokens(0, 10, 3, v=[-0.57806, 0.10208, -0.80958]), "t_end": 200.0, "seed": 0},
         "fig5_reduced": {"heads": heads5, "causal": True, "normalization": "sqrt", "X0": f5.X0.tolist(), "t_end": 150.0, "seed": 5},
         "tetrahedron": {"P": (-2.0 * np.eye(3)).tolist(), "V": I3, "normalization": "sqrt", "X0": tet.tolist(), "t_end": 60.0, "seed": 0},
+        # note 003 §2.3: inside {y_j != -y_1} yet token 3 converges to -y_1 (Thm 5.1's domain claim fails for l >= 3)
+        "thm51_counterexample": {"P": np.eye(2).tolist(), "V": np.eye(2).tolist(), "causal": True, "normalization": "sqrt",
+                                 "X0": [[math.cos(a), math.sin(a)] for a in THM51_ANGLES], "t_end": 30.0, "seed": 0},
     }
 
 
