@@ -23,7 +23,10 @@ Public API
     -> the ``verify`` JSON document; ``theorems`` collects ``theorems(p, simulate=, seed=)`` of
     every module named in :data:`CATALOGUES` that exists (``flowcert.attention.multistability``,
     ``flowcert.attention.consensus``); each returns a list of
-    :class:`~flowcert.catalogue.TheoremResult`.
+    :class:`~flowcert.catalogue.TheoremResult`. With ``simulate`` the document also has
+    ``simulation`` (one run, :func:`simulate`; ``limit_class`` from the multistability classifier
+    once the run has settled, ``agrees`` from its certified verdict, else None — a catalogue
+    module may set it).
 ``equilibria(p)``
     -> the ``equilibria attention`` JSON document (multistability module).
 ``codegen_source(structure, backend)``
@@ -116,6 +119,7 @@ def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None
 
     from ..gpu import attention as ga
 
+    explicit = t_end is not None
     t_end = p.t_end if t_end is None else t_end
     dt = default_dt(p) if dt is None else dt
     seed = p.seed if seed is None else seed
@@ -123,14 +127,16 @@ def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None
     if samples:
         from . import multistability
 
-        return multistability.basins(p, samples, seed=seed, device=dev, dt=dt, t_max=t_end)
+        # runs go to rest: the horizon is at least 400 unless --t-end says otherwise
+        return multistability.basins(p, samples, seed=seed, device=dev, dt=0.05 if dt == 1e-2 else dt,
+                                     t_max=t_end if explicit or "t_end" in p.given else max(t_end, 400.0))
     X0 = p.initial_tokens() if p.X0 is not None else p.initial_tokens(None, np.random.default_rng(seed))
     steps = max(1, int(np.ceil(t_end / dt)))
     W = None if p.W is None else torch.as_tensor(np.array(p.W), device=dev)
     traj = ga.simulate(p.structure, torch.as_tensor(X0, device=dev)[None], _tensor_args(p, p.n, dev), t_end, steps, W=W)
     X = traj.X[0].cpu().numpy()
     speed = float(np.abs(field(p)(t_end, X)).max())
-    out: dict[str, Any] = {"t_end": t_end, "dt": t_end / steps, "integrator": "RK4 + retraction (torch)",
+    out: dict[str, Any] = {"t_end": t_end, "blowup_time": None, "dt": t_end / steps, "integrator": "RK4 + retraction (torch)",
                            "device": str(dev), "X0": X0.tolist(), "X_final": X.tolist(), "max_drift": traj.max_drift,
                            "final_speed": speed, "limit_class": None, "agrees": None}
     try:
@@ -156,8 +162,15 @@ def verify(p: AttentionParams, simulate: bool = False, seed: int | None = None) 
                 raise
             continue
         theorems += module.theorems(p, simulate=simulate, seed=seed)
-    return {"flowcert": __version__, "system": "attention", "params": p.to_json(),
-            "theorems": [th.to_json() for th in theorems]}
+    doc = {"flowcert": __version__, "system": "attention", "params": p.to_json(),
+           "theorems": [th.to_json() for th in theorems]}
+    if simulate:
+        sim = globals()["simulate"](p, seed=seed)
+        if sim.get("limit_verdict") in ("stable", "unstable"):
+            # a settled run at a certified-unstable equilibrium contradicts the verdicts
+            sim["agrees"] = sim["limit_verdict"] == "stable"
+        doc["simulation"] = sim
+    return doc
 
 
 def equilibria(p: AttentionParams, cap: int | None = None) -> dict[str, Any]:

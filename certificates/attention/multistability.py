@@ -1,0 +1,304 @@
+r"""Certificates for the multistability paper (Altafini; note 001): rigorous spectra of a
+rational symmetric :math:`V`, and stability verdicts for consensus and bipartite equilibria.
+
+**Eigen-enclosures** (kind ``symmetric_eigen_enclosure``). For rational symmetric :math:`V` and
+rational approximate eigenvectors :math:`u_k`, the Rayleigh quotient
+:math:`\mu_k=u_k^\top Vu_k/u_k^\top u_k` and residual :math:`r_k=\|Vu_k-\mu_ku_k\|/\|u_k\|` are
+exact rationals (square roots bounded from above), and each interval :math:`[\mu_k-r_k,\mu_k+r_k]`
+contains an eigenvalue (Krylov–Weinstein). If the :math:`d` intervals are pairwise disjoint they
+contain one eigenvalue each: every eigenvalue is simple and the order
+:math:`\lambda_1>\dots>\lambda_d` is proved. Davis–Kahan then bounds the angle to the true
+eigenvector, :math:`\sin\theta_k\le r_k/\delta_k` with :math:`\delta_k` the distance from
+:math:`\mu_k` to the other intervals, hence
+:math:`|\hat u_k^\top M\hat u_k - v_k^\top Mv_k|\le 2\sqrt2\,\|M\|_F\sin\theta_k`.
+
+**Equilibrium verdicts** (kind ``attention_bipartite_spectrum``). At :math:`x_i=s_iv_k`
+(:math:`n_1` signs :math:`+`, :math:`n_2` signs :math:`-`; consensus when one group is empty) the
+tangent linearisation of (1) decouples along the eigenbasis (note 001, §1.5 and D4): for each
+:math:`j\ne k` the :math:`n\times n` block :math:`J_j=c\,(\lambda_jA-\operatorname{diag}(g))`,
+:math:`g_i=\lambda_ks_i(As)_i`, and with :math:`P=\operatorname{diag}(Z_i)` (row sums of
+:math:`E_{ij}=e^{a_ks_is_j}`, :math:`a_k=\beta v_k^\top Q^\top Kv_k`)
+
+.. math::
+
+    S_j := PJ_j/c = \lambda_j E - \lambda_k\operatorname{diag}(\sigma_i),\qquad
+    \sigma_i = s_i(Es)_i\in\{\sigma_1,\sigma_2\},\quad
+    \sigma_1 = n_1e^{a}-n_2e^{-a},\ \sigma_2 = n_2e^{a}-n_1e^{-a},
+
+is symmetric, so :math:`P` is a Lyapunov matrix for :math:`J_j` iff :math:`S_j\prec0`, and
+:math:`J_j` has a positive eigenvalue iff :math:`S_j` has one (Sylvester). :math:`S_j` leaves
+invariant the vectors that sum to zero within a group (eigenvalue :math:`-\lambda_k\sigma_\ell`,
+multiplicity :math:`n_\ell-1`) and the span of the two group indicators, where (orthonormal basis)
+
+.. math::
+
+    \begin{bmatrix}\lambda_jn_1e^{a}-\lambda_k\sigma_1 & \lambda_j\sqrt{n_1n_2}\,e^{-a}\\
+    \lambda_j\sqrt{n_1n_2}\,e^{-a} & \lambda_jn_2e^{a}-\lambda_k\sigma_2\end{bmatrix}.
+
+Negative definiteness is decided by trace and determinant in outward-rounded interval
+arithmetic (mpmath ``iv``) from the certified enclosures of :math:`\lambda` and :math:`a_k`. The
+multiagent Oja flow is the case :math:`E=\mathbb 1\mathbb 1^\top` (:math:`a=0`); the Oja flow has
+:math:`S_j=(\lambda_j-\lambda_k)I`. The verdict does not depend on the row sum :math:`c>0`.
+
+Public API: :func:`rational_eigenvectors`, :func:`eigen_enclosure`, :class:`Enclosure`,
+:func:`enclosure_certificate`, :func:`a_enclosure`, :func:`class_verdict`,
+:func:`verdict_certificate`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import sympy as sp
+from mpmath import iv
+
+from .. import core
+
+SQRT2_UP = Fraction(14142136, 10**7)
+
+
+def _fr(x: Any) -> Fraction:
+    if isinstance(x, Fraction):
+        return x
+    if isinstance(x, sp.Rational):
+        return Fraction(int(x.p), int(x.q))
+    if isinstance(x, str):
+        return Fraction(x)
+    return Fraction(x)
+
+
+def sqrt_up(q: Fraction) -> Fraction:
+    """A rational :math:`s\\ge\\sqrt q` (exact check :math:`s^2\\ge q`)."""
+    if q <= 0:
+        return Fraction(0)
+    s = Fraction(math.sqrt(float(q))) if float(q) > 0 else Fraction(1, 10**150)
+    s = s * Fraction(2**50 + 1, 2**50) if s else Fraction(1, 10**150)
+    while s * s < q:
+        s *= 2
+    return s
+
+
+def _mat(M: Any) -> list[list[Fraction]]:
+    if isinstance(M, sp.MatrixBase):
+        return [[_fr(e) for e in M.row(i)] for i in range(M.rows)]
+    if isinstance(M, list) and M and isinstance(M[0], list) and M[0] and isinstance(M[0][0], str):
+        return [[Fraction(e) for e in row] for row in M]
+    return [[_fr(e) for e in row] for row in core._to_fractions(core.rational_matrix(M))]
+
+
+def _enc(M: list[list[Fraction]]) -> list[list[str]]:
+    return [[str(e) for e in row] for row in M]
+
+
+def rational_eigenvectors(V: np.ndarray) -> list[list[Fraction]]:
+    """Float eigenvectors of symmetric ``V`` (descending eigenvalues) as exact rationals, columns."""
+    w, U = np.linalg.eigh(np.asarray(V, float))
+    U = U[:, ::-1]
+    return [[Fraction(float(x)) for x in row] for row in U]
+
+
+@dataclass
+class Enclosure:
+    """Rigorous eigen-enclosures: ``lo[k] <= lambda_k <= hi[k]`` (descending), ``mu`` the Rayleigh
+    quotients, ``sin_theta[k]`` bounds the angle between ``u_k`` and ``v_k`` (None if the interval
+    is not isolated), ``separated`` whether all intervals are disjoint (all eigenvalues simple)."""
+
+    mu: list[Fraction]
+    radius: list[Fraction]
+    sin_theta: list[Fraction | None]
+    separated: bool
+    U: list[list[Fraction]]
+
+    @property
+    def lo(self) -> list[Fraction]:
+        return [m - r for m, r in zip(self.mu, self.radius)]
+
+    @property
+    def hi(self) -> list[Fraction]:
+        return [m + r for m, r in zip(self.mu, self.radius)]
+
+    def isolated(self, k: int) -> bool:
+        """Interval k is disjoint from all others (lambda_k simple, vector bound valid)."""
+        return self.sin_theta[k] is not None
+
+    def interval(self, k: int) -> Any:
+        return iv.mpf([_iv_lo(self.lo[k]), _iv_hi(self.hi[k])])
+
+
+def _iv_lo(q: Fraction) -> Any:
+    return (iv.mpf(q.numerator) / iv.mpf(q.denominator)).a
+
+
+def _iv_hi(q: Fraction) -> Any:
+    return (iv.mpf(q.numerator) / iv.mpf(q.denominator)).b
+
+
+def _iv(q: Fraction) -> Any:
+    return iv.mpf(q.numerator) / iv.mpf(q.denominator)
+
+
+def eigen_enclosure(V: Any, U: list[list[Fraction]] | None = None) -> Enclosure:
+    """Enclosures of the eigenvalues of rational symmetric ``V`` from approximate eigenvectors
+    ``U`` (columns; default: numpy's, rationalised), exact arithmetic."""
+    Vq = _mat(V)
+    d = len(Vq)
+    if U is None:
+        U = rational_eigenvectors(np.array([[float(e) for e in row] for row in Vq]))
+    mus, rads = [], []
+    for k in range(d):
+        u = [U[i][k] for i in range(d)]
+        uu = sum(x * x for x in u)
+        Vu = [sum(Vq[i][j] * u[j] for j in range(d)) for i in range(d)]
+        mu = sum(a * b for a, b in zip(u, Vu)) / uu
+        res = [a - mu * b for a, b in zip(Vu, u)]
+        mus.append(mu)
+        rads.append(sqrt_up(sum(x * x for x in res) / uu))
+    lo = [m - r for m, r in zip(mus, rads)]
+    hi = [m + r for m, r in zip(mus, rads)]
+    sins: list[Fraction | None] = []
+    for k in range(d):
+        dist = [min(abs(mus[k] - lo[j]), abs(mus[k] - hi[j])) if not (lo[j] <= mus[k] <= hi[j]) else Fraction(0)
+                for j in range(d) if j != k]
+        overlaps = any(not (hi[j] < lo[k] or lo[j] > hi[k]) for j in range(d) if j != k)
+        delta = min(dist) if dist else None
+        if overlaps or (delta is not None and delta <= 0):
+            sins.append(None)
+        else:
+            sins.append(min(Fraction(1), rads[k] / delta) if delta is not None else Fraction(0))
+    ordered = all(lo[k] > hi[k + 1] for k in range(d - 1))
+    return Enclosure(mus, rads, sins, ordered and all(s is not None for s in sins), U)
+
+
+def enclosure_certificate(V: Any, enc: Enclosure) -> core.Certificate:
+    """Certificate that every eigenvalue of ``V`` is simple, with the stated enclosures."""
+    Vq = _mat(V)
+    data = {"V": _enc(Vq), "U": _enc(enc.U),
+            "lo": [str(x) for x in enc.lo], "hi": [str(x) for x in enc.hi]}
+    return core.Certificate("symmetric_eigen_enclosure",
+                            "V is symmetric; lambda_k in [lo_k, hi_k], pairwise disjoint and descending",
+                            data, "exact rational residuals (Krylov-Weinstein)")
+
+
+def _check_enclosure(data: dict[str, Any]) -> bool:
+    Vq = [[Fraction(e) for e in row] for row in data["V"]]
+    if any(Vq[i][j] != Vq[j][i] for i in range(len(Vq)) for j in range(len(Vq))):
+        return False
+    enc = eigen_enclosure(Vq, [[Fraction(e) for e in row] for row in data["U"]])
+    lo = [Fraction(x) for x in data["lo"]]
+    hi = [Fraction(x) for x in data["hi"]]
+    return enc.separated and all(a <= b for a, b in zip(lo, enc.lo)) and all(a >= b for a, b in zip(hi, enc.hi))
+
+
+core.register("symmetric_eigen_enclosure", _check_enclosure)
+
+
+def a_enclosure(M: Any, enc: Enclosure, k: int) -> tuple[Fraction, Fraction] | None:
+    """Rational bounds on :math:`v_k^\\top Mv_k` (``M`` already includes the temperature), or None
+    if :math:`\\lambda_k` is not isolated."""
+    s = enc.sin_theta[k]
+    if s is None:
+        return None
+    Mq = _mat(M)
+    d = len(Mq)
+    u = [enc.U[i][k] for i in range(d)]
+    uu = sum(x * x for x in u)
+    val = sum(u[i] * Mq[i][j] * u[j] for i in range(d) for j in range(d)) / uu
+    fro = sqrt_up(sum(e * e for row in Mq for e in row))
+    eps = 2 * SQRT2_UP * fro * s
+    return val - eps, val + eps
+
+
+def class_verdict(lam: list[Any], a: Any, k: int, n1: int, n2: int, variant: str = "self_attention") -> tuple[str, str]:
+    """Rigorous verdict ``("stable" | "unstable" | "unknown", reason)`` at the consensus/bipartite
+    class :math:`(k, n_1, n_2)` from interval eigenvalues ``lam`` (descending) and interval
+    :math:`a_k` (see the module docstring)."""
+    lk = lam[k]
+    if variant == "oja":
+        vals = [lam[j] - lk for j in range(len(lam)) if j != k]
+        if all(v.b < 0 for v in vals):
+            return "stable", "S_j = (lambda_j - lambda_k) I < 0 for all j != k"
+        if any(v.a > 0 for v in vals):
+            return "unstable", "lambda_j > lambda_k for some j"
+        return "unknown", "an eigenvalue gap lambda_j - lambda_k is not separated from 0"
+    e1, e2 = (iv.exp(a), iv.exp(-a)) if variant == "self_attention" else (iv.mpf(1), iv.mpf(1))
+    s1 = n1 * e1 - n2 * e2
+    s2 = n2 * e1 - n1 * e2
+    unknown = []
+    unstable = []
+    for n_l, s_l, name in ((n1, s1, "1"), (n2, s2, "2")):
+        if n_l >= 2:
+            v = -lk * s_l
+            if v.a > 0:
+                unstable.append(f"within-group mode of group {name}: -lambda_k sigma_{name} > 0")
+            elif not v.b < 0:
+                unknown.append(f"within-group mode of group {name} not separated from 0")
+    for j in range(len(lam)):
+        if j == k:
+            continue
+        lj = lam[j]
+        if n1 and n2:
+            p = lj * n1 * e1 - lk * s1
+            q = lj * n2 * e1 - lk * s2
+            tr = p + q
+            det = p * q - lj * lj * (n1 * n2) * e2 * e2
+            if det.b < 0 or tr.a > 0:
+                unstable.append(f"j={j + 1}: quotient block has a positive eigenvalue (trace {float(tr.mid):.3g}, det {float(det.mid):.3g})")
+            elif not (tr.b < 0 and det.a > 0):
+                unknown.append(f"j={j + 1}: quotient block trace/det not separated from 0")
+        else:
+            nl, sl = (n1, s1) if n1 else (n2, s2)
+            v = lj * nl * e1 - lk * sl
+            if v.a > 0:
+                unstable.append(f"j={j + 1}: lambda_j > lambda_k (consensus)")
+            elif not v.b < 0:
+                unknown.append(f"j={j + 1}: consensus mode not separated from 0")
+    if unstable:
+        return "unstable", unstable[0]
+    if unknown:
+        return "unknown", unknown[0]
+    return "stable", "P = diag(Z) (x) I is a Lyapunov matrix: every invariant block of S_j is negative definite"
+
+
+def verdict_certificate(V: Any, Mbeta: Any, enc: Enclosure, k: int, n1: int, n2: int, variant: str,
+                        claim: str) -> core.Certificate:
+    """Certificate of a class verdict; :func:`core.recheck` recomputes the enclosures, the
+    interval of :math:`a_k` and the interval trace/determinant tests from the data."""
+    data = {"V": _enc(_mat(V)), "U": _enc(enc.U), "M": _enc(_mat(Mbeta)), "k": k, "n1": n1, "n2": n2,
+            "variant": variant, "claim": claim}
+    what = {"stable": "the tangent linearisation is Hurwitz (Lyapunov matrix diag(Z) (x) I)",
+            "unstable": "the tangent linearisation has a real eigenvalue > 0"}[claim]
+    return core.Certificate("attention_bipartite_spectrum",
+                            f"at x_i = s_i v_{k + 1} with ({n1}, {n2}) signs, {what}", data,
+                            "exact eigen-enclosures + interval arithmetic (mpmath iv)")
+
+
+def verdict_from_data(V: Any, Mbeta: Any, enc: Enclosure, k: int, n1: int, n2: int, variant: str) -> tuple[str, str]:
+    """The verdict from rational data (also the re-check)."""
+    if not enc.isolated(k) or not all(enc.isolated(j) for j in range(len(enc.mu))):
+        return "unknown", "the eigenvalues of V could not be separated (not all simple?)"
+    lam = [enc.interval(j) for j in range(len(enc.mu))]
+    if variant == "self_attention":
+        ab = a_enclosure(Mbeta, enc, k)
+        if ab is None:
+            return "unknown", "v_k not isolated"
+        a = iv.mpf([_iv_lo(ab[0]), _iv_hi(ab[1])])
+    else:
+        a = iv.mpf(0)
+    return class_verdict(lam, a, k, n1, n2, variant)
+
+
+def _check_verdict(data: dict[str, Any]) -> bool:
+    Vq = [[Fraction(e) for e in row] for row in data["V"]]
+    if any(Vq[i][j] != Vq[j][i] for i in range(len(Vq)) for j in range(len(Vq))):
+        return False
+    enc = eigen_enclosure(Vq, [[Fraction(e) for e in row] for row in data["U"]])
+    M = [[Fraction(e) for e in row] for row in data["M"]]
+    got, _ = verdict_from_data(Vq, M, enc, int(data["k"]), int(data["n1"]), int(data["n2"]), data["variant"])
+    return got == data["claim"] and data["claim"] in ("stable", "unstable")
+
+
+core.register("attention_bipartite_spectrum", _check_verdict)

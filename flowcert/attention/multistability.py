@@ -1,0 +1,761 @@
+r"""The multistability paper (Altafini, *Multistability of Self-Attention Dynamics in
+Transformers*; note 001) on given matrices: catalogue entries, equilibria, basins.
+
+Model: :math:`\dot x_i=(I-x_ix_i^\top)V\sum_jA_{ij}x_j`, :math:`A_{ij}=c\operatorname{softmax}_j(\beta x_i^\top Q^\top Kx_j)`
+(eq. (1); Oja (2): :math:`A=I`; multiagent Oja (5): :math:`A=\frac1n\mathbb 1\mathbb 1^\top`).
+Assumption 1: :math:`V=V^\top`, :math:`\lambda_1>\lambda_2\ge\dots` with :math:`\lambda_1>0` simple.
+
+Verdicts on consensus/bipartite points come from
+:mod:`flowcert.certificates.attention.multistability` (exact eigen-enclosures of the rational
+:math:`V` and interval arithmetic on the invariant blocks of the tangent linearisation, with the
+Lyapunov matrix :math:`\operatorname{diag}(Z)\otimes I` of note D4); a solver status never
+decides. Equilibria found by Newton from simulation limits (clustering, polygonal) get their
+class and a floating tangent spectrum, and ``stable: null`` (no certificate at a numerically
+located point).
+
+Public API: :func:`theorems` (catalogue), :func:`equilibria`, :func:`basins`,
+:func:`classify_run`, :func:`wilson`, :data:`THEOREM_IDS`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from ..catalogue import CrossCheck, TheoremResult
+from ..certificates import core
+from ..certificates.attention import multistability as cm
+from ..cli import InputError
+from ..numeric.attention import multistability as nm
+from .params import AttentionParams
+
+THEOREM_IDS = ("multistability:lemma-1", "multistability:lemma-2", "multistability:lemma-4", "multistability:lemma-5",
+               "multistability:thm-1", "multistability:lemma-6", "multistability:lemma-7", "multistability:thm-2",
+               "multistability:lemma-9", "multistability:lemma-10", "multistability:lemma-11", "multistability:prop-2",
+               "multistability:obs-D2", "multistability:obs-D3")
+DEFAULT_CAP = 64
+
+
+def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion ``k / n`` (95% by default)."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    den = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+# ---------------------------------------------------------------------------------------
+# the data of a parameter set, once
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Data:
+    """Float and rational data of one constant head (V, beta M), the certified enclosures."""
+
+    p: AttentionParams
+    V: np.ndarray
+    Mb: np.ndarray  # beta Q^T K (zero for the Oja variants)
+    c: float
+    symmetric: bool
+    enc: cm.Enclosure | None
+    lam: np.ndarray
+    U: np.ndarray
+    Mq: sp.Matrix
+    Vq: sp.Matrix
+
+    @property
+    def variant(self) -> str:
+        return self.p.variant
+
+    def a(self, k: int) -> float:
+        return float(self.U[:, k] @ self.Mb @ self.U[:, k])
+
+
+def _data(p: AttentionParams) -> Data:
+    q, k, V = p.head_matrices(0.0)[0]
+    V = np.asarray(V, float)
+    Mb = np.zeros_like(V) if q is None else p.beta * (np.asarray(q).T @ np.asarray(k))
+    if q is not None:  # exact beta Q^T K
+        Mq = sp.Rational(Fraction(p.beta)) * core.rational_matrix(q).T * core.rational_matrix(k)
+    else:
+        Mq = sp.zeros(*V.shape)
+    c = 1.0 if p.normalization == "unit" else 1.0 / math.sqrt(p.d)
+    Vq = core.rational_matrix(V)
+    symmetric = Vq == Vq.T
+    enc = cm.eigen_enclosure(Vq) if symmetric else None
+    lam, U = nm.eigen_desc((V + V.T) / 2)
+    return Data(p, V, Mb, c, symmetric, enc, lam, U, Mq, Vq)
+
+
+def _applicable_structure(p: AttentionParams) -> core.HypothesisResult:
+    bad = []
+    if len(p.heads) != 1:
+        bad.append(f"{len(p.heads)} heads (the paper has one)")
+    if p.time_varying:
+        bad.append("time-varying head")
+    if p.causal:
+        bad.append("causal attention")
+    if p.W is not None:
+        bad.append("ellipsoid W != I")
+    if bad:
+        return core.HypothesisResult("model (1): one constant head, full attention, unit sphere", "fails", None,
+                                     "parameter structure", None, "; ".join(bad))
+    return core.HypothesisResult("model (1): one constant head, full attention, unit sphere", "holds", None,
+                                 "parameter structure", None, "")
+
+
+def _assumption1(D: Data, need_positive: bool = True) -> list[core.HypothesisResult]:
+    out = []
+    if not D.symmetric:
+        asym = float(np.abs(D.V - D.V.T).max())
+        out.append(core.HypothesisResult("Assumption 1: V symmetric", "fails", asym, "exact rational comparison", None,
+                                         f"max |V - V^T| = {asym:.3e}"))
+        return out
+    out.append(core.HypothesisResult("Assumption 1: V symmetric", "holds", 0.0, "exact rational comparison"))
+    enc = D.enc
+    assert enc is not None
+    if enc.separated:
+        cert = cm.enclosure_certificate(core.rational_matrix(D.V), enc)
+        gap = float(enc.lo[0] - enc.hi[1]) if len(enc.mu) > 1 else float("inf")
+        out.append(core.certified("Assumption 1: lambda_1 simple", "holds", cert, gap,
+                                  "exact eigen-enclosures (Krylov-Weinstein residual bounds)"))
+    elif len(enc.mu) > 1 and enc.lo[0] > enc.hi[1]:
+        out.append(core.HypothesisResult("Assumption 1: lambda_1 simple", "holds", float(enc.lo[0] - enc.hi[1]),
+                                         "exact eigen-enclosures", None, "top interval isolated; lower ones overlap"))
+    else:
+        out.append(_top_multiplicity(D))
+    if need_positive:
+        lo, hi = enc.lo[0], enc.hi[0]
+        if lo > 0:
+            out.append(core.HypothesisResult("Assumption 1: lambda_1 > 0", "holds", float(lo), "exact eigen-enclosure",
+                                             None, f"lambda_1 >= {float(lo):.6g}"))
+        elif hi <= 0:
+            out.append(core.HypothesisResult("Assumption 1: lambda_1 > 0", "fails", float(hi), "exact eigen-enclosure",
+                                             None, f"lambda_1 <= {float(hi):.6g}"))
+        else:
+            out.append(core.HypothesisResult("Assumption 1: lambda_1 > 0", "unknown", float(D.lam[0]),
+                                             "exact eigen-enclosure", None, "the enclosure of lambda_1 contains 0"))
+    return out
+
+
+def _top_multiplicity(D: Data) -> core.HypothesisResult:
+    """Exact test of a repeated top eigenvalue at a rational candidate; else unknown."""
+    Vq = core.rational_matrix(D.V)
+    r = sp.nsimplify(D.lam[0], rational=True, tolerance=1e-12)
+    rank = (Vq - r * sp.eye(Vq.rows)).rank()
+    if Vq.rows - rank >= 2:
+        # r is an eigenvalue of multiplicity >= 2; it is the top one if V - r I <= 0
+        if core.is_psd(r * sp.eye(Vq.rows) - Vq):
+            return core.HypothesisResult("Assumption 1: lambda_1 simple", "fails", 0.0, "exact rank and LDL^T", None,
+                                         f"lambda_1 = {r} has multiplicity {Vq.rows - rank} (exact)")
+    return core.HypothesisResult("Assumption 1: lambda_1 simple", "unknown", float(D.lam[0] - D.lam[1]),
+                                 "exact eigen-enclosures", None, "lambda_1 and lambda_2 could not be separated")
+
+
+def _ok(hyps: list[core.HypothesisResult]) -> bool:
+    return all(h.status == "holds" for h in hyps)
+
+
+# ---------------------------------------------------------------------------------------
+# verdicts on classes (k, n1, n2)
+# ---------------------------------------------------------------------------------------
+
+
+def class_result(D: Data, k: int, n1: int, n2: int, variant: str | None = None, certify: bool = True) -> dict[str, Any]:
+    """Certified verdict, certificate and closed-form spectra at the class (k, n1, n2) (0-based k).
+    With ``certify=False`` the (equally rigorous) verdict is returned without the certificate object."""
+    variant = variant or D.variant
+    assert D.enc is not None
+    Vq = D.Vq
+    status, reason = cm.verdict_from_data(Vq, D.Mq, D.enc, k, n1, n2, variant)
+    cert = None
+    if certify and status in ("stable", "unstable"):
+        cert = cm.verdict_certificate(Vq, D.Mq, D.enc, k, n1, n2, variant, status)
+        if not core.recheck(cert):
+            status, reason, cert = "unknown", "certificate re-check failed", None
+    tang, normal = nm.bipartite_spectra(D.lam, D.a(k) if variant == "self_attention" else 0.0, k, n1, n2, D.c, variant)
+    return {"k": k + 1, "n1": n1, "n2": n2, "stable": {"stable": True, "unstable": False}.get(status),
+            "verdict": status, "reason": reason, "certificate": cert.to_json() if cert else None,
+            "tangent_spectrum": [[float(z.real), float(z.imag)] for z in tang],
+            "ambient_spectrum": [[float(z.real), float(z.imag)] for z in np.concatenate([tang, normal])]}
+
+
+def _classes(D: Data, variant: str | None = None) -> list[dict[str, Any]]:
+    n, d = D.p.n, D.p.d
+    return [class_result(D, k, n1, n - n1, variant) for k in range(d) for n1 in range(n, (n - 1) // 2, -1)]
+
+
+# ---------------------------------------------------------------------------------------
+# equilibria attention
+# ---------------------------------------------------------------------------------------
+
+
+def _require_enumerable(p: AttentionParams) -> Data:
+    h = _applicable_structure(p)
+    if h.status != "holds":
+        raise InputError(f"equilibria attention: {h.detail} is not covered (the enumeration is for model (1)/(2)/(5))")
+    D = _data(p)
+    if not D.symmetric:
+        raise InputError("params: key 'V': equilibria attention needs a symmetric V (Assumption 1); "
+                         f"max |V - V^T| = {float(np.abs(D.V - D.V.T).max()):.3e}")
+    if not D.enc.separated:
+        raise InputError("params: key 'V': the eigenvalues of V could not be certified simple; with a repeated "
+                         "eigenvalue the consensus/bipartite equilibria form continua and are not enumerable")
+    return D
+
+
+def _patterns(n: int, cap: int) -> tuple[list[np.ndarray], int]:
+    """Sign patterns with s_1 = +1 (one per antipodal pair), ordered by number of minus signs."""
+    from itertools import combinations
+
+    total = 2 ** (n - 1)
+    out: list[np.ndarray] = []
+    for m in range(0, n):
+        for minus in combinations(range(1, n), m):
+            if len(out) >= cap:
+                return out, total
+            s = np.ones(n)
+            s[list(minus)] = -1
+            out.append(s)
+    return out, total
+
+
+def equilibria(p: AttentionParams, cap: int | None = None, samples: int = 16, seed: int | None = None) -> dict[str, Any]:
+    """The ``equilibria attention`` document body: ``classes`` (one certified verdict per
+    (k, n1, n2), which by permutation symmetry covers every sign pattern), ``equilibria`` (listed
+    patterns, up to ``cap`` per eigenvector, plus Newton-refined simulation limits that are not
+    consensus/bipartite) and ``skipped``."""
+    cap = DEFAULT_CAP if cap is None else cap
+    if cap < 1:
+        raise InputError(f"--cap: must be a positive integer, got {cap}")
+    D = _require_enumerable(p)
+    n, d = p.n, p.d
+    classes = _classes(D)
+    index = {(c["k"], c["n1"], c["n2"]): i for i, c in enumerate(classes)}
+    pats, total = _patterns(n, cap)
+    eqs = []
+    for k in range(d):
+        for s in pats:
+            n1, n2 = int((s > 0).sum()), int((s < 0).sum())
+            key = (k + 1, n1, n2) if (k + 1, n1, n2) in index else (k + 1, n2, n1)
+            cl = classes[index[key]]
+            labels = ["consensus"] if n2 == 0 else ["bipartite"]
+            if n1 == n2 and D.variant == "multiagent_oja":
+                labels.append("polygonal")
+            eqs.append({"class": labels, "eigvec_index": k + 1, "signs": s.astype(int).tolist(), "n1": n1, "n2": n2,
+                        "X": nm.bipartite_point(D.U[:, k], s).tolist(),
+                        "tangent_spectrum": cl["tangent_spectrum"], "ambient_spectrum": cl["ambient_spectrum"],
+                        "stable": cl["stable"], "certificate": None if cl["certificate"] is None else
+                        {"kind": cl["certificate"]["kind"], "claim": cl["certificate"]["claim"], "class": index[key]}})
+    found = _newton_limits(D, samples, p.seed if seed is None else seed)
+    eqs += found
+    skipped = {"patterns_per_eigenvector": total, "listed_per_eigenvector": len(pats),
+               "skipped_patterns": d * (total - len(pats)),
+               "reason": (f"sign patterns beyond the cap of {cap} per eigenvector are not listed; each has the "
+                          "verdict of its (k, n1, n2) class in 'classes' (tokens are exchangeable). Patterns are "
+                          "listed up to the global sign x -> -x (Remark 6: same stability)."),
+               "clustering_search": f"{samples} simulations to rest + Newton; equilibria not reached from these "
+                                    "initial conditions are not found"}
+    return {"classes": classes, "equilibria": eqs, "skipped": skipped,
+            "eigenvalues": D.lam.tolist(),
+            "eigenvalue_enclosures": [[float(a), float(b)] for a, b in zip(D.enc.lo, D.enc.hi)]}
+
+
+def _newton_limits(D: Data, samples: int, seed: int) -> list[dict[str, Any]]:
+    """Non-eigenvector equilibria (clustering, polygonal) from simulation limits + Newton."""
+    if samples <= 0 or D.variant != "self_attention":
+        return []
+    rest = _run_to_rest(D.p, samples, seed, t_max=200.0)
+    out: list[dict[str, Any]] = []
+    seen: list[np.ndarray] = []
+    for X, settled in zip(rest["X"], rest["settled"]):
+        if not settled:
+            continue
+        nr = nm.newton(X, D.Mb, D.V, D.c)
+        if not nr.converged:
+            continue
+        cl = nm.classify(nr.X, D.V, D.Mb, D.c)
+        if cl.k is not None:
+            continue
+        key = np.array(sorted(map(tuple, np.round(nr.X, 6))))
+        if any(key.shape == s.shape and np.abs(key - s).max() < 1e-5 for s in seen):
+            continue
+        seen.append(key)
+        F = nm.ambient_jacobian(nr.X, D.Mb, D.V, D.c)
+        sp_ = nm.spectra(F, nr.X)
+        out.append({"class": cl.labels, "eigvec_index": None, "X": nr.X.tolist(), "clusters": cl.clusters,
+                    "tangent_spectrum": [[float(z.real), float(z.imag)] for z in sp_.tangent],
+                    "ambient_spectrum": [[float(z.real), float(z.imag)] for z in sp_.ambient],
+                    "stable": None, "certificate": None,
+                    "reason": ("located by Newton (residual %.1e); no certificate at a numerically located point; "
+                               "floating max Re(tangent) = %.3e" % (nr.residual, float(sp_.tangent.real.max())))})
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# simulation: runs to rest, classification, basins
+# ---------------------------------------------------------------------------------------
+
+
+def _run_to_rest(p: AttentionParams, samples: int, seed: int, t_max: float = 400.0, dt: float = 0.05,
+                 device: Any = "cpu") -> dict[str, Any]:
+    import torch
+
+    from ..gpu import attention as ga
+
+    rng = np.random.default_rng(seed)
+    X0 = p.initial_tokens(samples, rng)
+    dev = torch.device(device)
+    args = [torch.as_tensor(np.array(a), dtype=torch.float64, device=dev) for a in p.kernel_args(0.0)]
+    W = None if p.W is None else torch.as_tensor(np.array(p.W), device=dev)
+    r = ga.simulate_to_rest(p.structure, torch.as_tensor(X0, device=dev), args, dt=dt, t_max=t_max, tol=1e-7, W=W)
+    return {"X0": X0, "X": r.X.cpu().numpy(), "settled": r.settled.cpu().numpy(), "speed": r.speed.cpu().numpy(),
+            "t_settled": r.t_settled.cpu().numpy(), "drift": r.max_drift.cpu().numpy()}
+
+
+def _label(D: Data, X: np.ndarray) -> tuple[str, dict[str, Any]]:
+    """Name the equilibrium a settled state converged to: if it lies within 1e-6 of an exact
+    consensus/bipartite point :math:`x_i=s_iv_k` (closed form, an exact zero of the field) that
+    point is the limit; otherwise Newton refines the state to a zero of the field, which is then
+    classified."""
+    proj = X @ D.U
+    k = int(np.argmax(np.abs(proj).min(0)))
+    s = np.sign(proj[:, k])
+    if np.all(s != 0) and np.abs(X - nm.bipartite_point(D.U[:, k], s)).max() <= 1e-6:
+        n1, n2 = int((s > 0).sum()), int((s < 0).sum())
+        lo, hi = max(n1, n2), min(n1, n2)
+        name = f"consensus v{k + 1}" if hi == 0 else f"bipartite v{k + 1} ({lo}:{hi})"
+        return name, {"k": k, "n1": lo, "n2": hi, "labels": ["consensus" if hi == 0 else "bipartite"]}
+    nr = nm.newton(X, D.Mb, D.V, D.c, variant=D.variant)
+    if not nr.converged:
+        return "newton_failed", {"residual": nr.residual}
+    cl = nm.classify(nr.X, D.V, D.Mb, D.c, variant=D.variant)
+    if cl.k is not None:
+        n1, n2 = int((cl.signs > 0).sum()), int((cl.signs < 0).sum())
+        lo, hi = max(n1, n2), min(n1, n2)
+        name = f"consensus v{cl.k + 1}" if hi == 0 else f"bipartite v{cl.k + 1} ({lo}:{hi})"
+        return name, {"k": cl.k, "n1": lo, "n2": hi, "labels": cl.labels}
+    return f"{'/'.join(cl.labels)} (m={cl.clusters})", {"labels": cl.labels, "clusters": cl.clusters}
+
+
+def classify_run(p: AttentionParams, X: np.ndarray, settle_tol: float = 1e-7) -> dict[str, Any]:
+    """``limit_class`` of one simulated final state, only once the run has settled (speed
+    :math:`\max_i|f_i|<` ``settle_tol``): the limit is identified in closed form or by Newton and
+    its class verdict (certified) is returned as ``limit_verdict``; otherwise None with the reason."""
+    if _applicable_structure(p).status != "holds":
+        return {"limit_class": None, "limit_class_reason": "structure outside the multistability classifier"}
+    D = _data(p)
+    speed = float(np.abs(nm.field_one_head(X, D.Mb, D.V, D.c, variant=D.variant)).max())
+    if not speed < settle_tol:
+        return {"limit_class": None, "limit_class_reason": f"not settled: speed {speed:.2e} >= {settle_tol:g}"}
+    name, info = _label(D, X)
+    if name == "newton_failed":
+        return {"limit_class": None, "limit_class_reason": f"Newton did not converge ({info['residual']:.2e})"}
+    out: dict[str, Any] = {"limit_class": info["labels"], "limit_label": name}
+    if "k" in info and D.symmetric and D.enc.separated:
+        out["limit_verdict"] = class_result(D, info["k"], info["n1"], info["n2"], certify=False)["verdict"]
+    return out
+
+
+def basins(p: AttentionParams, samples: int, seed: int = 0, device: Any = "cpu", dt: float = 0.05,
+           t_max: float = 400.0) -> dict[str, Any]:
+    """``samples`` random initial conditions to rest (batched torch RK4), each limit refined by
+    Newton and classified; fractions with 95% Wilson intervals and the certified verdict of each
+    outcome. ``agrees`` is False if any sample reached a certified-unstable point."""
+    rest = _run_to_rest(p, samples, seed, t_max=t_max, dt=dt, device=device)
+    applicable = _applicable_structure(p).status == "holds"
+    D = _data(p) if applicable else None
+    verdicts: dict[str, Any] = {}
+    counts: dict[str, int] = {}
+    for X, settled, drift in zip(rest["X"], rest["settled"], rest["drift"]):
+        if drift > 1e-6:
+            name, info = "failed (left the manifold)", {}
+        elif not settled:
+            name, info = "not converged", {}
+        elif D is None:
+            name, info = "unclassified", {}
+        else:
+            name, info = _label(D, X)
+            if name == "newton_failed":
+                name = "not converged (Newton did not converge)"
+            if "k" in info and D.symmetric and D.enc.separated and name not in verdicts:
+                verdicts[name] = class_result(D, info["k"], info["n1"], info["n2"], certify=False)["verdict"]
+        counts[name] = counts.get(name, 0) + 1
+    outcomes = [{"label": name, "count": c, "fraction": c / samples, "wilson": list(wilson(c, samples)),
+                 "verdict": verdicts.get(name, "unknown" if name[:9] in ("consensus", "bipartite") else None)}
+                for name, c in sorted(counts.items(), key=lambda kv: -kv[1])]
+    bad = [o["label"] for o in outcomes if o["verdict"] == "unstable"]
+    X_final = rest["X"][0]
+    return {"t_end": t_max, "blowup_time": None, "samples": samples, "seed": seed, "integrator": f"RK4 dt={dt} + retraction (torch), "
+            "to speed < 1e-7 or t_max; limits refined by Newton", "device": str(device),
+            "max_drift": float(rest["drift"].max()), "X_final": X_final.tolist(),
+            "limit_class": None, "basins": {"outcomes": outcomes, "reached_certified_unstable": bad},
+            "agrees": (not bad) if applicable else None}
+
+
+# ---------------------------------------------------------------------------------------
+# catalogue
+# ---------------------------------------------------------------------------------------
+
+FILE = "001_206237fe670cef43.txt"
+
+
+def _th(id_: str, label: str, statement: str, hyps: list[core.HypothesisResult], prediction: dict[str, Any],
+        cross: CrossCheck | None = None, correction: str | None = None) -> TheoremResult:
+    return TheoremResult(id_, label, statement, hyps, prediction,
+                         cross or CrossCheck("skipped", {"reason": "not requested (--simulate)"}), correction)
+
+
+def _summ(classes: list[dict[str, Any]]) -> dict[str, Any]:
+    stable = [(c["k"], c["n1"], c["n2"]) for c in classes if c["verdict"] == "stable"]
+    unknown = [(c["k"], c["n1"], c["n2"]) for c in classes if c["verdict"] == "unknown"]
+    return {"stable_classes": [{"k": k, "n1": a, "n2": b} for k, a, b in stable],
+            "unknown_classes": [{"k": k, "n1": a, "n2": b} for k, a, b in unknown],
+            "n_classes": len(classes)}
+
+
+def _oja_trajectory_check(D: Data, seed: int) -> CrossCheck:
+    """Lemma 1 along a trajectory: x(T) -> +-v_1, W non-increasing, Wdot = -|(I-xx^T)Vx|^2."""
+    from ..numeric.attention.integrate import integrate
+
+    rng = np.random.default_rng(seed)
+    x0 = rng.normal(size=(1, D.p.d))
+    x0 /= np.linalg.norm(x0)
+    V = D.V
+    T = 40.0 / max(float(D.lam[0] - D.lam[1]), 1e-3)
+    f = lambda t, X: X @ V.T - np.sum(X * (X @ V.T), 1, keepdims=True) * X  # noqa: E731
+    tr = integrate(f, x0, min(T, 2000.0), rtol=1e-11, atol=1e-13)
+    Wv = 0.5 * (D.lam[0] - np.einsum("tij,jk,tik->t", tr.X, V, tr.X))
+    rise = float(np.max(np.diff(Wv))) if len(Wv) > 1 else 0.0
+    Xs = tr.X[:, 0]
+    Fs = Xs @ V.T - np.sum(Xs * (Xs @ V.T), 1, keepdims=True) * Xs
+    Wdot = -np.sum(Xs @ V.T * Fs, 1)  # -x^T V xdot
+    ident = float(np.abs(Wdot + np.sum(Fs * Fs, 1)).max())
+    align = float(abs(Xs[-1] @ D.U[:, 0]))
+    ok = tr.ok and rise <= 1e-10 * (1 + abs(D.lam).max()) and ident <= 1e-12 * (1 + np.abs(V).max()) ** 2 and align > 1 - 1e-8
+    return CrossCheck("agrees" if ok else "disagrees",
+                      {"t_end": float(tr.t[-1]), "integrator": "DOP853 rtol 1e-11 on the sphere", "seed": seed,
+                       "drift": tr.drift, "max_W_increase": rise, "max_Wdot_identity_residual": ident,
+                       "final_alignment_|x^T v1|": align})
+
+
+def _multiagent_lyapunov_check(D: Data, seed: int) -> CrossCheck:
+    """Lemma 5 along a multiagent Oja trajectory: W = (lambda_1 - xbar^T V xbar)/2 non-increasing,
+    Wdot = -(1/n) sum |xdot_i|^2 on the sphere."""
+    from ..numeric.attention.integrate import integrate
+
+    n = D.p.n
+    rng = np.random.default_rng(seed)
+    X0 = rng.normal(size=(n, D.p.d))
+    X0 /= np.linalg.norm(X0, axis=1, keepdims=True)
+    V = D.V
+
+    def f(t: float, X: np.ndarray) -> np.ndarray:
+        y = V @ X.mean(0)
+        return y[None, :] - (X @ y)[:, None] * X
+
+    tr = integrate(f, X0, 50.0, rtol=1e-11, atol=1e-13)
+    xb = tr.X.mean(1)
+    Wv = 0.5 * (D.lam[0] - np.einsum("ti,ij,tj->t", xb, V, xb))
+    rise = float(np.max(np.diff(Wv)))
+    res = 0.0
+    for X in tr.X:
+        F = f(0, X)
+        res = max(res, abs(-(V @ X.mean(0)) @ F.mean(0) + np.sum(F * F) / n))
+    ok = tr.ok and rise <= 1e-10 * (1 + abs(D.lam).max()) and res <= 1e-12 * (1 + np.abs(V).max()) ** 2
+    return CrossCheck("agrees" if ok else "disagrees", {"t_end": 50.0, "seed": seed, "drift": tr.drift,
+                                                         "max_W_increase": rise, "max_Wdot_identity_residual": res})
+
+
+def _basin_check(p: AttentionParams, seed: int, samples: int, classes: list[dict[str, Any]]) -> CrossCheck:
+    b = basins(p, samples, seed=seed, t_max=300.0)
+    out = b["basins"]
+    return CrossCheck("agrees" if b["agrees"] else "disagrees",
+                      {"samples": samples, "seed": seed, "protocol": b["integrator"], "outcomes": out["outcomes"],
+                       "reached_certified_unstable": out["reached_certified_unstable"],
+                       "max_drift": b["max_drift"]})
+
+
+def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> list[TheoremResult]:
+    """Every multistability catalogue entry on ``p`` (see :data:`THEOREM_IDS`)."""
+    from ..symbolic.attention import multistability as sm
+    from dataclasses import replace
+
+    structure = _applicable_structure(p)
+    D = _data(p)
+    A1 = _assumption1(D)
+    A1s = A1[:2] if len(A1) > 1 else A1  # symmetric + simple (Lemma 1 does not need lambda_1 > 0)
+    out: list[TheoremResult] = []
+    sa_ok = _ok([structure]) and p.variant == "self_attention"
+    oja_p = replace(p, variant="oja", heads=(replace(p.heads[0], Q=None, K=None),)) if _ok([structure]) else None
+    mao_p = replace(p, variant="multiagent_oja", heads=(replace(p.heads[0], Q=None, K=None),)) if _ok([structure]) else None
+    can = _ok([structure]) and D.symmetric and D.enc is not None and D.enc.separated
+
+    # Lemma 1 --------------------------------------------------------------------------
+    sym = sm.oja_lyapunov_identity(min(p.d, 4))
+    h_sym = core.HypothesisResult("SymPy: Wdot + |(I-xx^T)Vx|^2 = -(x^T V x)^2 (1 - x^T x)", "holds" if sym["residual"] == 0
+                                  else "fails", 0.0, "sympy.expand (polynomial identity)")
+    pred: dict[str, Any] = {"equilibria": "+-v_k", "stable": "+-v_1 only",
+                            "tangent_spectrum_at_v_k": "lambda_j - lambda_k (j != k); ambient adds -2 lambda_k"}
+    if can:
+        pred["oja_verdicts"] = [{"k": k + 1, "verdict": cm.verdict_from_data(core.rational_matrix(D.V), D.Mq, D.enc, k, 1, 0, "oja")[0]}
+                                for k in range(p.d)]
+    out.append(_th("multistability:lemma-1", "Lemma 1 (Oja flow (2))",
+                   r"$\dot x=(I-xx^\top)Vx$: equilibria $\pm v_k$; $W=\tfrac12(\lambda_1-x^\top Vx)$ has "
+                   r"$\dot W=-\|(I-xx^\top)Vx\|^2\le0$; $\pm v_1$ asymptotically stable, the others unstable.",
+                   [*A1s, h_sym, structure], pred,
+                   _oja_trajectory_check(D, seed) if simulate and can else None))
+
+    # Lemma 2 --------------------------------------------------------------------------
+    res2 = None
+    if can:
+        res2 = max(float(np.abs(nm.field_one_head(nm.bipartite_point(D.U[:, k], s), D.Mb, D.V, D.c, variant="multiagent_oja")).max())
+                   for k in range(p.d) for s in _patterns(p.n, 16)[0])
+    out.append(_th("multistability:lemma-2", "Lemma 2 (equilibria of (5))",
+                   r"Equilibria of (5): $x_i=s_iv_k$ with $\sum_is_i\ne0$, $\lambda_k\ne0$ (consensus, bipartite), "
+                   r"and the polygonal set $\{V\sum_jx_j=0\}$.",
+                   [*A1s, structure], {"consensus_bipartite_points": f"{p.d} x 2^{p.n} sign patterns",
+                                       "max_field_residual_at_points": res2},
+                   CrossCheck("agrees" if res2 is not None and res2 <= 1e-12 * (1 + np.abs(D.V).max()) else "skipped",
+                              {"checked": "field of (5) at listed points", "max_residual": res2}) if res2 is not None else None,
+                   correction="Precise form (note 001 §2): if y != 0 every x_i = +-y/|y| and V xbar || xbar forces an eigenvector; "
+                              "equal splits are polygonal for (5)."))
+
+    # Lemma 4, Theorem 1 (multiagent Oja) ----------------------------------------------
+    mao = _classes(D, "multiagent_oja") if can else []
+    pred4 = {"consensus_v1": "stable", "consensus_vk_k>=2": "unstable", "bipartite": "unstable", **(_summ(mao) if mao else {})}
+    if mao:
+        pred4["agrees_with_lemma"] = [(c["k"], c["n2"]) for c in mao if c["verdict"] == "stable"] == [(1, 0)]
+    cross4 = None
+    if can:
+        errs = []
+        for k in range(p.d):
+            X = nm.bipartite_point(D.U[:, k], np.ones(p.n))
+            got = np.sort(nm.spectra(nm.ambient_jacobian(X, D.Mb, D.V, variant="multiagent_oja"), X).tangent.real)
+            want = np.sort([D.lam[h] - D.lam[k] for h in range(p.d) if h != k] + [-D.lam[k]] * ((p.n - 1) * (p.d - 1)))
+            errs.append(float(np.abs(got - want).max()))
+        cross4 = CrossCheck("agrees" if max(errs) <= 1e-9 * (1 + np.abs(D.V).max()) else "disagrees",
+                            {"check": "tangent spectrum of the Lemma 3 Jacobian at consensus v_k vs "
+                                      "{lambda_h - lambda_k} + {-lambda_k}^((n-1)(d-1))", "max_difference": max(errs)})
+    out.append(_th("multistability:lemma-4", "Lemma 4 (local stability for (5))",
+                   r"For (5): consensus at $v_1$ is asymptotically stable, consensus at $v_k$ ($k\ge2$), bipartite and "
+                   r"polygonal equilibria are unstable. Tangent spectrum at consensus $v_k$: "
+                   r"$\{\lambda_h-\lambda_k\}_{h\ne k}\cup\{-\lambda_k\}^{(n-1)(d-1)}$.",
+                   [*A1, structure], pred4, cross4,
+                   correction="The paper's bipartite argument uses normal (ambient) eigenvalues; the verdict is re-derived on "
+                              "the tangent space (note 001 Lemma 4 [C]); eigenvector class 3 is {z^i _|_ v_k, sum z^i = 0}."))
+    symL5 = sm.multiagent_lyapunov_identity(3, 2)
+    h5 = core.HypothesisResult("SymPy: Wdot + (1/n) sum|xdot_i|^2 = -(1/n) sum (x_i^T y)^2 (1 - |x_i|^2)",
+                               "holds" if symL5["residual"] == 0 else "fails", 0.0, "sympy.expand (polynomial identity)")
+    out.append(_th("multistability:lemma-5", "Lemma 5 (Lyapunov function for (5))",
+                   r"$W=\tfrac12(\lambda_1-\bar x^\top V\bar x)\ge0$, $\dot W=-\frac1n\sum_i\|\dot x_i\|^2\le0$ on "
+                   r"$(\mathbb S^{d-1})^n$; $\dot W=0$ iff equilibrium.",
+                   [*A1s, h5, structure], {"W_nonincreasing": True},
+                   _multiagent_lyapunov_check(D, seed) if simulate and can else None,
+                   correction="Normalisation corrected to W = (lambda_1 - xbar^T V xbar)/2 (the printed scalings are "
+                              "inconsistent; note 001 Lemma 5 [C])."))
+    out.append(_th("multistability:thm-1", "Theorem 1 (multiagent Oja)",
+                   r"Under Assumption 1, consensus at $\pm v_1$ is the only asymptotically stable equilibrium of (5) and "
+                   r"attracts almost every initial condition.",
+                   [*A1, structure], {"limit": "consensus v1 for almost every initial condition", **(_summ(mao) if mao else {})},
+                   _basin_check(mao_p, seed, 32, mao) if simulate and can and mao_p is not None else None))
+
+    # Lemma 6, 7 (SA equilibria, attention at equilibria) -------------------------------
+    res6, rank_info = None, None
+    if can and sa_ok:
+        res6 = max(float(np.abs(nm.field_one_head(nm.bipartite_point(D.U[:, k], s), D.Mb, D.V, D.c)).max())
+                   for k in range(p.d) for s in _patterns(p.n, 16)[0])
+        rank_info = []
+        for k in range(p.d):
+            ab = cm.a_enclosure(D.Mq, D.enc, k)
+            nz = ab is not None and (ab[0] > 0 or ab[1] < 0)
+            s = np.ones(p.n)
+            s[p.n // 2:] = -1
+            A = nm.attention_weights(nm.bipartite_point(D.U[:, k], s), D.Mb, D.c)
+            a = D.a(k)
+            n1, n2 = int((s > 0).sum()), int((s < 0).sum())
+            b1, b2 = n1 * math.exp(a) + n2 * math.exp(-a), n1 * math.exp(-a) + n2 * math.exp(a)
+            pred8 = D.c * np.block([[np.full((n1, n1), math.exp(a) / b1), np.full((n1, n2), math.exp(-a) / b1)],
+                                    [np.full((n2, n1), math.exp(-a) / b2), np.full((n2, n2), math.exp(a) / b2)]])
+            rank_info.append({"k": k + 1, "a_k": a, "a_k_nonzero_certified": nz,
+                              "bipartite_rank_prediction": 2 if nz else "2 iff a_k != 0 (undecided)",
+                              "eq8_residual": float(np.abs(A - pred8).max())})
+    hyp_sa = [*A1s, structure, core.HypothesisResult("variant self_attention", "holds" if p.variant == "self_attention" else "fails",
+                                                     None, "parameters")]
+    out.append(_th("multistability:lemma-6", "Lemma 6 (equilibria of (1))",
+                   r"Consensus and bipartite points $x_i=\pm v_k$ are equilibria of (1) for every $Q,K$; the other "
+                   r"equilibria are polygonal ($V\sum_jA_{ij}x_j=0$) or clustering.",
+                   hyp_sa, {"max_field_residual_at_points": res6},
+                   CrossCheck("agrees" if res6 is not None and res6 <= 1e-12 * (1 + np.abs(D.V).max()) * p.n else "disagrees",
+                              {"max_residual": res6}) if res6 is not None else None,
+                   correction="Class 4 as printed contains all equilibria; a 1-clustering (all tokens equal, not an "
+                              "eigenvector) is never an equilibrium (note 001 Remark 4 [C])."))
+    out.append(_th("multistability:lemma-7", "Lemma 7 (attention at equilibria)",
+                   r"Consensus: $A=\frac1n\mathbb 1\mathbb 1^\top$; bipartite: eq. (8), rank 2 iff $a_k\ne0$; "
+                   r"$m$-clustering: rank $\le m$ (generically $m$).",
+                   hyp_sa, {"per_eigenvector": rank_info},
+                   CrossCheck("agrees" if rank_info and max(r["eq8_residual"] for r in rank_info) <= 1e-12 else "disagrees",
+                              {"max_eq8_residual": max(r["eq8_residual"] for r in rank_info)}) if rank_info else None,
+                   correction="rank 2 holds iff a_k != 0 (if a_k = 0, A = 11^T/n); rank m only generically."))
+
+    # Theorem 2, Lemmas 9-10 (SA stability) ---------------------------------------------
+    sac = _classes(D) if can and sa_ok else []
+    pred2: dict[str, Any] = {"consensus_v1": "stable (any Q, K)", "consensus_vk_k>=2": "unstable"}
+    if sac:
+        pred2.update(_summ(sac))
+        c1 = next(c for c in sac if c["k"] == 1 and c["n2"] == 0)
+        pred2["consensus_v1_certified"] = c1["verdict"]
+        pred2["consensus_vk_unstable_certified"] = all(c["verdict"] == "unstable" for c in sac if c["k"] > 1 and c["n2"] == 0)
+        pred2["corrected_vs_printed_9"] = _printed9_disagreements(D, sac)
+    out.append(_th("multistability:thm-2", "Theorem 2 (stability of (1))",
+                   r"Under Assumption 1 and any $Q,K$: consensus at $v_1$ is asymptotically stable, at $v_k$ "
+                   r"($k\ge2$) unstable; a bipartite point at $v_k$ with split $(n_1,n_2)$ is asymptotically stable iff "
+                   r"$\delta_\ell\lambda_k>0$ for each group with $n_\ell\ge2$ and, for all $j\ne k$, "
+                   r"$\big(1+\tfrac{\alpha_2(n_1^2+n_2^2)}{2\alpha_1n_1n_2}\big)\lambda_j-\big(1-\tfrac{\alpha_2^2}{\alpha_1^2}\big)\lambda_k<0$ and "
+                   r"$\delta_1\delta_2\lambda_k^2-\big(\delta_2\tfrac{n_1\alpha_1}{\beta_1}+\delta_1\tfrac{n_2\alpha_1}{\beta_2}\big)\lambda_j\lambda_k+"
+                   r"\tfrac{n_1n_2}{\beta_1\beta_2}(\alpha_1^2-\alpha_2^2)\lambda_j^2>0$.",
+                   [*hyp_sa[:-2], *A1[2:], structure, hyp_sa[-1]], pred2,
+                   _basin_check(p, seed, 32, sac) if simulate and sac else None,
+                   correction="Inequality (9) corrected: the sign of the alpha_2 (n1^2+n2^2) term, of the lambda_j lambda_k "
+                              "term and of the whole determinant condition were wrong; delta_l lambda_k > 0 is needed only "
+                              "for groups of >= 2 tokens (the paper uses ambient normal eigenvalues). Note 001 §3."))
+    lemma9 = None
+    if can and sa_ok:
+        errs = []
+        for k in range(p.d):
+            v = D.U[:, k]
+            X = nm.bipartite_point(v, np.ones(p.n))
+            F = nm.ambient_jacobian(X, D.Mb, D.V, D.c)
+            P = np.eye(p.d) - np.outer(v, v)
+            L = D.lam[k] * (np.eye(p.d) + np.outer(v, v))
+            F7 = D.c * (np.kron(np.full((p.n, p.n), 1 / p.n), P @ D.V) - np.kron(np.eye(p.n), L))
+            errs.append(float(np.abs(F - F7).max()))
+        lemma9 = max(errs)
+    out.append(_th("multistability:lemma-9", "Lemma 9 (Jacobian at consensus of (1))",
+                   r"$F(v_k)=\tfrac1n\mathbb 1\mathbb 1^\top\otimes(I-v_kv_k^\top)V-I_n\otimes\lambda_k(I+v_kv_k^\top)$ for "
+                   r"every $Q,K$ (eq. (7), identical to (5)).",
+                   hyp_sa, {"independent_of_QK": True, "max_|F_lemma8 - F_eq7|": lemma9},
+                   CrossCheck("agrees" if lemma9 is not None and lemma9 <= 1e-12 * (1 + np.abs(D.V).max()) else "disagrees",
+                              {"max_difference": lemma9}) if lemma9 is not None else None))
+    l10 = None
+    if can and sa_ok:
+        rng = np.random.default_rng(seed)
+        errs = []
+        for _ in range(4):
+            k = int(rng.integers(p.d))
+            s = rng.choice([-1.0, 1.0], size=p.n)
+            n1, n2 = int((s > 0).sum()), int((s < 0).sum())
+            X = nm.bipartite_point(D.U[:, k], s)
+            spn = nm.spectra(nm.ambient_jacobian(X, D.Mb, D.V, D.c), X)
+            tang, _ = nm.bipartite_spectra(D.lam, D.a(k), k, n1, n2, D.c)
+            errs.append(float(np.abs(np.sort(spn.tangent.real) - np.sort(tang.real)).max()))
+        l10 = max(errs)
+    out.append(_th("multistability:lemma-10", "Lemma 10 (bipartite Jacobian and spectrum)",
+                   r"$F=A(\mathbf x^*)\otimes PV-D_\delta\otimes L$; tangent eigenvalues $-\delta_\ell\lambda_k$ "
+                   r"(multiplicity $(n_\ell-1)(d-1)$) and $\gamma_{j,\pm}$ of $\begin{bmatrix}a_j&b_j\\c_j&d_j\end{bmatrix}$; "
+                   r"normal eigenvalues $-2\delta_\ell\lambda_k$.",
+                   hyp_sa, {"max_|closed form - numeric tangent spectrum|": l10},
+                   CrossCheck("agrees" if l10 is not None and l10 <= 1e-9 * (1 + np.abs(D.V).max()) else "disagrees",
+                              {"max_difference": l10, "random patterns": 4, "seed": seed}) if l10 is not None else None,
+                   correction="The paper's eigenvalue list is ambient; the n normal eigenvalues -2 delta_l lambda_k do not "
+                              "decide stability on the manifold."))
+    out.append(_th("multistability:lemma-11", "Lemma 11 (polygonal equilibria of (1))",
+                   r"Polygonal equilibria ($V\sum_jA_{ij}x_j=0\ \forall i$) are not asymptotically stable.",
+                   hyp_sa, {"polygonal": "not asymptotically stable (heuristic proof in the paper; may be non-hyperbolic)"},
+                   CrossCheck("skipped", {"reason": "the paper's proof is heuristic (note 001 Lemma 11); linearisations "
+                                                    "can be inconclusive (zero tangent eigenvalues)"}),
+                   correction="Proof not rigorous (stray 1/n, uncontrolled Xi zeta_1 term); the claim is kept as "
+                              "'not asymptotically stable', not 'has a positive eigenvalue'."))
+    prop2 = None
+    if _ok([structure]) and p.variant == "self_attention":
+        rng = np.random.default_rng(seed)
+        X = rng.normal(size=(p.n, p.d))
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+        M0 = D.Mb / p.beta if p.beta else D.Mb
+        f0 = nm.field_one_head(X, M0, D.V, D.c, variant="multiagent_oja")
+        ratios = [float(np.abs(nm.field_one_head(X, b * M0, D.V, D.c) - f0).max() / b) for b in (1e-2, 1e-3, 1e-4)]
+        prop2 = ratios
+    out.append(_th("multistability:prop-2", "Proposition 2 (beta -> 0)",
+                   r"As $\beta\to0$, (1) with $A_{ij}=\operatorname{softmax}_j(\beta x_i^\top Q^\top Kx_j)$ tends to (5); "
+                   r"$\|f^\beta_{SA}-f_{MAOja}\|=O(\beta)$.",
+                   [structure, hyp_sa[-1]], {"|f_beta - f_0|/beta at beta = 1e-2, 1e-3, 1e-4": prop2},
+                   CrossCheck("agrees" if prop2 and prop2[-1] > 0 and abs(prop2[1] / prop2[2] - 1) < 0.05 else
+                              ("agrees" if prop2 is not None and max(prop2) < 1e-12 else "disagrees"),
+                              {"ratios": prop2, "seed": seed}) if prop2 is not None else None))
+
+    # derived closed forms ----------------------------------------------------------------
+    d2 = None
+    if sac and p.n % 2 == 0:
+        d2 = []
+        for k in range(p.d):
+            t = math.tanh(D.a(k))
+            cl = next(c for c in sac if c["k"] == k + 1 and c["n1"] == p.n // 2)
+            pred_vals = sorted([-t * D.lam[k] * D.c] * ((p.n - 2) * (p.d - 1))
+                               + [D.c * (D.lam[j] - t * D.lam[k]) for j in range(p.d) if j != k]
+                               + [D.c * t * (D.lam[j] - D.lam[k]) for j in range(p.d) if j != k])
+            got = sorted(z[0] for z in cl["tangent_spectrum"])
+            pred_stable = (k == 0 and t > 0 and D.lam[1] < t * D.lam[0]) or \
+                          (k == p.d - 1 and t < 0 and D.lam[-1] < 0 and D.lam[0] < t * D.lam[-1])
+            d2.append({"k": k + 1, "tanh_a": t, "spectrum_error": float(np.abs(np.array(pred_vals) - np.array(got)).max()),
+                       "closed_form_stable": bool(pred_stable), "certified": cl["verdict"]})
+    out.append(_th("multistability:obs-D2", "Note 001, D2 (equal split)",
+                   r"At an equal-split bipartite point ($n_1=n_2$) the tangent spectrum is "
+                   r"$\{-\tanh(a_k)\lambda_k\}^{(n-2)(d-1)}\cup\{\lambda_j-\tanh(a_k)\lambda_k,\ \tanh(a_k)(\lambda_j-\lambda_k)\}_{j\ne k}$.",
+                   [*hyp_sa, core.HypothesisResult("n even", "holds" if p.n % 2 == 0 else "fails", None, "parameters")],
+                   {"per_eigenvector": d2},
+                   CrossCheck("agrees" if d2 and all(r["spectrum_error"] <= 1e-9 and
+                              (r["certified"] == "unknown" or (r["certified"] == "stable") == r["closed_form_stable"]) for r in d2)
+                              else "disagrees", {"rows": d2}) if d2 else None))
+    d3 = None
+    if sac:
+        bad = [c for c in sac if c["verdict"] == "stable" and c["n2"] >= 1 and 1 < c["k"] < p.d]
+        bad_d = [c for c in sac if c["verdict"] == "stable" and c["n2"] >= 2 and c["k"] == p.d and not abs(D.lam[-1]) > D.lam[0]]
+        d3 = {"stable_bipartite_at_interior_k": len(bad), "stable_at_v_d_without_|lambda_d|>lambda_1": len(bad_d)}
+    out.append(_th("multistability:obs-D3", "Note 001, D3 (alignment)",
+                   r"A stable bipartite point with both groups of size $\ge2$ lies at $v_1$ or $v_d$; at $v_d$ it "
+                   r"requires $|\lambda_d|>\lambda_1$.",
+                   hyp_sa, {"counts": d3},
+                   CrossCheck("agrees" if d3 is not None and d3["stable_at_v_d_without_|lambda_d|>lambda_1"] == 0 and
+                              all(c["n1"] < 2 or c["n2"] < 2 for c in sac if c["verdict"] == "stable" and 1 < c["k"] < p.d)
+                              else "disagrees", {"counts": d3}) if d3 is not None else None))
+    return out
+
+
+def _printed9_disagreements(D: Data, classes: list[dict[str, Any]]) -> dict[str, int]:
+    """How often the printed (9) and the corrected (9) disagree with the certified verdicts on the
+    2x2 blocks of the classes with both groups >= 2."""
+    wrong_printed = wrong_corrected = total = 0
+    for c in classes:
+        n1, n2, k = c["n1"], c["n2"], c["k"] - 1
+        if n1 < 2 or n2 < 2 or c["verdict"] == "unknown":
+            continue
+        a = D.a(k)
+        al1, al2 = math.exp(a), math.exp(-a)
+        b1, b2 = n1 * al1 + n2 * al2, n1 * al2 + n2 * al1
+        d1, d2 = (n1 * al1 - n2 * al2) / b1, (n2 * al1 - n1 * al2) / b2
+        lk = D.lam[k]
+        group_ok = d1 * lk > 0 and d2 * lk > 0
+        corr, prin = group_ok, group_ok
+        for j in range(len(D.lam)):
+            if j == k:
+                continue
+            lj = D.lam[j]
+            tr_c = (1 + al2 * (n1**2 + n2**2) / (2 * al1 * n1 * n2)) * lj - (1 - al2**2 / al1**2) * lk
+            det_c = d1 * d2 * lk**2 - (d2 * n1 * al1 / b1 + d1 * n2 * al1 / b2) * lj * lk + n1 * n2 / (b1 * b2) * (al1**2 - al2**2) * lj**2
+            tr_p = (1 - al2 * (n1**2 + n2**2) / (2 * al1 * n1 * n2)) * lj - (1 - al2**2 / al1**2) * lk
+            det_p = d1 * d2 * lk**2 + (d2 * n1 * al1 / b1 + d1 * n2 * al1 / b2) * lj * lk + n1 * n2 / (b1 * b2) * (al2**2 - al1**2) * lj**2
+            corr = corr and tr_c < 0 and det_c > 0
+            prin = prin and tr_p < 0 and det_p < 0
+        total += 1
+        wrong_corrected += corr != (c["verdict"] == "stable")
+        wrong_printed += prin != (c["verdict"] == "stable")
+    return {"classes_checked": total, "printed_wrong": wrong_printed, "corrected_wrong": wrong_corrected}
