@@ -107,13 +107,14 @@ def simulate(structure: Structure, X0: torch.Tensor, args: Args, t_end: float, s
     """
     kernel = structure_field(structure)
     at = _args_at(args)
+    varying = callable(args)
     h = t_end / steps
     X, drift, path, times = X0, [], [X0], [t0]
     for s in range(steps):
         start = t0 + s * h
 
         def field(tt: torch.Tensor, y: integrators.State, start: float = start) -> integrators.State:
-            return kernel(y[0], *at(start + float(tt.reshape(-1)[0]) if callable(args) else start))
+            return kernel(y[0], *at(start + float(tt.reshape(-1)[0]) if varying else start))
 
         (X,) = integrators.rk4(field, (X,), h, 1)
         norms = w_norms(X, W)

@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 
 from flowcert import cli
 from flowcert.attention import params as ap
-from flowcert.gpu import attention as ga
 from flowcert.numeric.attention import field as nf
 from flowcert.numeric.attention.integrate import integrate
 from flowcert.params import ParamError

@@ -41,14 +41,15 @@ multiagent Oja flow is the case :math:`E=\mathbb 1\mathbb 1^\top` (:math:`a=0`);
 :math:`S_j=(\lambda_j-\lambda_k)I`. The verdict does not depend on the row sum :math:`c>0`.
 
 Public API: :func:`rational_eigenvectors`, :func:`eigen_enclosure`, :class:`Enclosure`,
-:func:`enclosure_certificate`, :func:`a_enclosure`, :func:`class_verdict`,
-:func:`verdict_certificate`.
+:func:`enclosure_certificate`, :func:`a_enclosure`, :func:`class_verdict`, :func:`encode_data`,
+:func:`verdict_from_data`, :func:`verdict_from_strings`, :func:`verdict_certificate`.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from fractions import Fraction
 from typing import Any
 
@@ -122,7 +123,8 @@ class Enclosure:
         return [m + r for m, r in zip(self.mu, self.radius)]
 
     def isolated(self, k: int) -> bool:
-        """Interval k is disjoint from all others (lambda_k simple, vector bound valid)."""
+        """All intervals are pairwise disjoint (so each holds exactly one eigenvalue and the
+        eigenvector bound of interval k is valid)."""
         return self.sin_theta[k] is not None
 
     def interval(self, k: int) -> Any:
@@ -159,16 +161,17 @@ def eigen_enclosure(V: Any, U: list[list[Fraction]] | None = None) -> Enclosure:
         rads.append(sqrt_up(sum(x * x for x in res) / uu))
     lo = [m - r for m, r in zip(mus, rads)]
     hi = [m + r for m, r in zip(mus, rads)]
+    # Each interval holds at least one eigenvalue; only if all d are pairwise disjoint does each
+    # hold exactly one, and only then is the distance to the other intervals a spectral gap.
+    disjoint = all(hi[j] < lo[k] or lo[j] > hi[k] for k in range(d) for j in range(k + 1, d))
     sins: list[Fraction | None] = []
     for k in range(d):
-        dist = [min(abs(mus[k] - lo[j]), abs(mus[k] - hi[j])) if not (lo[j] <= mus[k] <= hi[j]) else Fraction(0)
-                for j in range(d) if j != k]
-        overlaps = any(not (hi[j] < lo[k] or lo[j] > hi[k]) for j in range(d) if j != k)
-        delta = min(dist) if dist else None
-        if overlaps or (delta is not None and delta <= 0):
+        if not disjoint:
             sins.append(None)
-        else:
-            sins.append(min(Fraction(1), rads[k] / delta) if delta is not None else Fraction(0))
+            continue
+        gaps = [lo[j] - mus[k] if lo[j] > mus[k] else mus[k] - hi[j] for j in range(d) if j != k]
+        delta = min(gaps) if gaps else None
+        sins.append(Fraction(0) if delta is None else min(Fraction(1), rads[k] / delta))
     ordered = all(lo[k] > hi[k + 1] for k in range(d - 1))
     return Enclosure(mus, rads, sins, ordered and all(s is not None for s in sins), U)
 
@@ -263,12 +266,16 @@ def class_verdict(lam: list[Any], a: Any, k: int, n1: int, n2: int, variant: str
     return "stable", "P = diag(Z) (x) I is a Lyapunov matrix: every invariant block of S_j is negative definite"
 
 
+def encode_data(V: Any, Mbeta: Any, enc: Enclosure) -> dict[str, Any]:
+    """``{"V", "U", "M"}`` as rational strings (shared by the certificates of one parameter set)."""
+    return {"V": _enc(_mat(V)), "U": _enc(enc.U), "M": _enc(_mat(Mbeta))}
+
+
 def verdict_certificate(V: Any, Mbeta: Any, enc: Enclosure, k: int, n1: int, n2: int, variant: str,
-                        claim: str) -> core.Certificate:
+                        claim: str, encoded: dict[str, Any] | None = None) -> core.Certificate:
     """Certificate of a class verdict; :func:`core.recheck` recomputes the enclosures, the
     interval of :math:`a_k` and the interval trace/determinant tests from the data."""
-    data = {"V": _enc(_mat(V)), "U": _enc(enc.U), "M": _enc(_mat(Mbeta)), "k": k, "n1": n1, "n2": n2,
-            "variant": variant, "claim": claim}
+    data = {**(encoded or encode_data(V, Mbeta, enc)), "k": k, "n1": n1, "n2": n2, "variant": variant, "claim": claim}
     what = {"stable": "the tangent linearisation is Hurwitz (Lyapunov matrix diag(Z) (x) I)",
             "unstable": "the tangent linearisation has a real eigenvalue > 0"}[claim]
     return core.Certificate("attention_bipartite_spectrum",
@@ -276,28 +283,54 @@ def verdict_certificate(V: Any, Mbeta: Any, enc: Enclosure, k: int, n1: int, n2:
                             "exact eigen-enclosures + interval arithmetic (mpmath iv)")
 
 
-def verdict_from_data(V: Any, Mbeta: Any, enc: Enclosure, k: int, n1: int, n2: int, variant: str) -> tuple[str, str]:
-    """The verdict from rational data (also the re-check)."""
-    if not enc.isolated(k) or not all(enc.isolated(j) for j in range(len(enc.mu))):
-        return "unknown", "the eigenvalues of V could not be separated (not all simple?)"
-    lam = [enc.interval(j) for j in range(len(enc.mu))]
-    if variant == "self_attention":
-        ab = a_enclosure(Mbeta, enc, k)
-        if ab is None:
-            return "unknown", "v_k not isolated"
-        a = iv.mpf([_iv_lo(ab[0]), _iv_hi(ab[1])])
-    else:
-        a = iv.mpf(0)
+Strings = tuple[tuple[str, ...], ...]
+
+
+def _strings(M: list[list[str]]) -> Strings:
+    return tuple(tuple(row) for row in M)
+
+
+@lru_cache(maxsize=64)
+def _intervals(V: Strings, U: Strings, M: Strings) -> tuple[list[Any], list[Any]] | None:
+    """Interval eigenvalues and interval :math:`a_k` (all k) from certificate strings, or None if
+    V is not symmetric or the enclosures are not pairwise disjoint. Memoised on the strings: equal
+    data give equal results, so a re-check of the same data reuses the computation."""
+    Vq = [[Fraction(e) for e in row] for row in V]
+    d = len(Vq)
+    if any(Vq[i][j] != Vq[j][i] for i in range(d) for j in range(d)):
+        return None
+    enc = eigen_enclosure(Vq, [[Fraction(e) for e in row] for row in U])
+    if not all(enc.isolated(j) for j in range(d)):
+        return None
+    Mq = [[Fraction(e) for e in row] for row in M]
+    lam = [enc.interval(j) for j in range(d)]
+    avals = []
+    for k in range(d):
+        ab = a_enclosure(Mq, enc, k)
+        avals.append(iv.mpf([_iv_lo(ab[0]), _iv_hi(ab[1])]))
+    return lam, avals
+
+
+def verdict_from_strings(V: Strings, U: Strings, M: Strings, k: int, n1: int, n2: int, variant: str) -> tuple[str, str]:
+    """The verdict from rational data given as strings (also the re-check)."""
+    got = _intervals(V, U, M)
+    if got is None:
+        return "unknown", "V is not symmetric or its eigenvalues could not be separated (not all simple?)"
+    lam, avals = got
+    a = avals[k] if variant == "self_attention" else iv.mpf(0)
     return class_verdict(lam, a, k, n1, n2, variant)
 
 
+def verdict_from_data(V: Any, Mbeta: Any, enc: Enclosure, k: int, n1: int, n2: int, variant: str,
+                      encoded: dict[str, Any] | None = None) -> tuple[str, str]:
+    """The verdict from rational data (``encoded`` = :func:`encode_data`, computed if absent)."""
+    e = encoded or encode_data(V, Mbeta, enc)
+    return verdict_from_strings(_strings(e["V"]), _strings(e["U"]), _strings(e["M"]), k, n1, n2, variant)
+
+
 def _check_verdict(data: dict[str, Any]) -> bool:
-    Vq = [[Fraction(e) for e in row] for row in data["V"]]
-    if any(Vq[i][j] != Vq[j][i] for i in range(len(Vq)) for j in range(len(Vq))):
-        return False
-    enc = eigen_enclosure(Vq, [[Fraction(e) for e in row] for row in data["U"]])
-    M = [[Fraction(e) for e in row] for row in data["M"]]
-    got, _ = verdict_from_data(Vq, M, enc, int(data["k"]), int(data["n1"]), int(data["n2"]), data["variant"])
+    got, _ = verdict_from_strings(_strings(data["V"]), _strings(data["U"]), _strings(data["M"]), int(data["k"]),
+                                  int(data["n1"]), int(data["n2"]), data["variant"])
     return got == data["claim"] and data["claim"] in ("stable", "unstable")
 
 

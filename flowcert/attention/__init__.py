@@ -94,15 +94,14 @@ def default_dt(p: AttentionParams) -> float:
     return 1e-3 if p.time_varying else 1e-2
 
 
-def _tensor_args(p: AttentionParams, n: int, device: Any) -> Callable[[float], list]:
+def _tensor_args(p: AttentionParams, n: int, device: Any) -> Any:
     import torch
 
     def at(t: float) -> list:
         return [torch.as_tensor(np.array(a), dtype=torch.float64, device=device) for a in p.kernel_args(t, n)]
 
     if not p.time_varying:
-        fixed = at(0.0)
-        return lambda t: fixed
+        return at(0.0)  # a sequence: no per-stage time evaluation (and no device sync)
     return at
 
 
@@ -125,7 +124,12 @@ def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None
     seed = p.seed if seed is None else seed
     dev = torch.device(device)
     if samples:
+        from ..cli import InputError
         from . import multistability
+
+        if p.time_varying:
+            raise InputError("--samples: basin statistics need constant heads (runs go to rest); "
+                             "the parameters have time-varying entries")
 
         # runs go to rest: the horizon is at least 400 unless --t-end says otherwise
         return multistability.basins(p, samples, seed=seed, device=dev, dt=0.05 if dt == 1e-2 else dt,

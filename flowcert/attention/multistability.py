@@ -13,8 +13,14 @@ decides. Equilibria found by Newton from simulation limits (clustering, polygona
 class and a floating tangent spectrum, and ``stable: null`` (no certificate at a numerically
 located point).
 
+``equilibria`` document: ``classes`` holds one record per (k, n1, n2) (n1 >= n2; antipodal
+patterns share it) with ``verdict``, ``reason``, closed-form spectra and the full certificate
+(kind ``attention_bipartite_spectrum``, re-checkable with :func:`flowcert.certificates.core.recheck`);
+each listed equilibrium's ``certificate`` is ``{"kind", "claim", "class": i}`` pointing at
+``classes[i]`` (the same proof serves every permutation of the signs).
+
 Public API: :func:`theorems` (catalogue), :func:`equilibria`, :func:`basins`,
-:func:`classify_run`, :func:`wilson`, :data:`THEOREM_IDS`.
+:func:`classify_run`, :func:`class_result`, :func:`wilson`, :data:`THEOREM_IDS`.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -39,6 +46,7 @@ THEOREM_IDS = ("multistability:lemma-1", "multistability:lemma-2", "multistabili
                "multistability:lemma-9", "multistability:lemma-10", "multistability:lemma-11", "multistability:prop-2",
                "multistability:obs-D2", "multistability:obs-D3")
 DEFAULT_CAP = 64
+MAX_D, MAX_N = 64, 5000
 
 
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
@@ -69,8 +77,15 @@ class Data:
     enc: cm.Enclosure | None
     lam: np.ndarray
     U: np.ndarray
-    Mq: sp.Matrix
-    Vq: sp.Matrix
+    Mq: sp.Matrix | None
+    Vq: sp.Matrix | None
+
+    @property
+    def encoded(self) -> dict[str, Any]:
+        """Rational V, U, beta M as certificate strings (computed once)."""
+        if not hasattr(self, "_encoded"):
+            self._encoded = cm.encode_data(self.Vq, self.Mq, self.enc)
+        return self._encoded
 
     @property
     def variant(self) -> str:
@@ -84,14 +99,15 @@ def _data(p: AttentionParams) -> Data:
     q, k, V = p.head_matrices(0.0)[0]
     V = np.asarray(V, float)
     Mb = np.zeros_like(V) if q is None else p.beta * (np.asarray(q).T @ np.asarray(k))
-    if q is not None:  # exact beta Q^T K
+    small = p.d <= MAX_D  # exact rational work (enclosures, Q^T K) only up to MAX_D
+    if q is not None and small:  # exact beta Q^T K
         Mq = sp.Rational(Fraction(p.beta)) * core.rational_matrix(q).T * core.rational_matrix(k)
     else:
-        Mq = sp.zeros(*V.shape)
+        Mq = sp.zeros(*V.shape) if small else None
     c = 1.0 if p.normalization == "unit" else 1.0 / math.sqrt(p.d)
-    Vq = core.rational_matrix(V)
-    symmetric = Vq == Vq.T
-    enc = cm.eigen_enclosure(Vq) if symmetric else None
+    Vq = core.rational_matrix(V) if small else None
+    symmetric = bool(Vq == Vq.T) if small else bool(np.array_equal(V, V.T))
+    enc = cm.eigen_enclosure(Vq) if symmetric and small else None
     lam, U = nm.eigen_desc((V + V.T) / 2)
     return Data(p, V, Mb, c, symmetric, enc, lam, U, Mq, Vq)
 
@@ -122,17 +138,21 @@ def _assumption1(D: Data, need_positive: bool = True) -> list[core.HypothesisRes
         return out
     out.append(core.HypothesisResult("Assumption 1: V symmetric", "holds", 0.0, "exact rational comparison"))
     enc = D.enc
-    assert enc is not None
+    if enc is None:
+        reason = f"d = {D.p.d} > {MAX_D}: exact eigen-enclosures not attempted"
+        out.append(core.HypothesisResult("Assumption 1: lambda_1 simple", "unknown", float(D.lam[0] - D.lam[1]),
+                                         "exact eigen-enclosures", None, reason))
+        if need_positive:
+            out.append(core.HypothesisResult("Assumption 1: lambda_1 > 0", "unknown", float(D.lam[0]),
+                                             "exact eigen-enclosure", None, reason))
+        return out
     if enc.separated:
         cert = cm.enclosure_certificate(core.rational_matrix(D.V), enc)
         gap = float(enc.lo[0] - enc.hi[1]) if len(enc.mu) > 1 else float("inf")
         out.append(core.certified("Assumption 1: lambda_1 simple", "holds", cert, gap,
                                   "exact eigen-enclosures (Krylov-Weinstein residual bounds)"))
-    elif len(enc.mu) > 1 and enc.lo[0] > enc.hi[1]:
-        out.append(core.HypothesisResult("Assumption 1: lambda_1 simple", "holds", float(enc.lo[0] - enc.hi[1]),
-                                         "exact eigen-enclosures", None, "top interval isolated; lower ones overlap"))
     else:
-        out.append(_top_multiplicity(D))
+        out.append(_top_simple_by_inertia(D) or _top_multiplicity(D))
     if need_positive:
         lo, hi = enc.lo[0], enc.hi[0]
         if lo > 0:
@@ -145,6 +165,22 @@ def _assumption1(D: Data, need_positive: bool = True) -> list[core.HypothesisRes
             out.append(core.HypothesisResult("Assumption 1: lambda_1 > 0", "unknown", float(D.lam[0]),
                                              "exact eigen-enclosure", None, "the enclosure of lambda_1 contains 0"))
     return out
+
+
+def _top_simple_by_inertia(D: Data) -> core.HypothesisResult | None:
+    """lambda_1 > t > lambda_2 for a rational t, from the exact inertia (1, d-1, 0) of V - tI."""
+    enc = D.enc
+    if enc is None or len(enc.mu) < 2:
+        return None
+    t = (enc.lo[0] + max(enc.hi[1:])) / 2
+    if not t < enc.lo[0]:
+        return None
+    cert = core.inertia_certificate(D.Vq - sp.Rational(t.numerator, t.denominator) * sp.eye(D.Vq.rows), "V - tI")
+    if cert.data["inertia"] != [1, D.Vq.rows - 1, 0]:
+        return None
+    cert.data["t"] = str(t)
+    return core.certified("Assumption 1: lambda_1 simple", "holds", cert, float(enc.lo[0] - t),
+                          "exact inertia of V - tI (LDL^T): one eigenvalue above t", f"t = {float(t):.6g}")
 
 
 def _top_multiplicity(D: Data) -> core.HypothesisResult:
@@ -176,10 +212,10 @@ def class_result(D: Data, k: int, n1: int, n2: int, variant: str | None = None, 
     variant = variant or D.variant
     assert D.enc is not None
     Vq = D.Vq
-    status, reason = cm.verdict_from_data(Vq, D.Mq, D.enc, k, n1, n2, variant)
+    status, reason = cm.verdict_from_data(Vq, D.Mq, D.enc, k, n1, n2, variant, D.encoded)
     cert = None
     if certify and status in ("stable", "unstable"):
-        cert = cm.verdict_certificate(Vq, D.Mq, D.enc, k, n1, n2, variant, status)
+        cert = cm.verdict_certificate(Vq, D.Mq, D.enc, k, n1, n2, variant, status, D.encoded)
         if not core.recheck(cert):
             status, reason, cert = "unknown", "certificate re-check failed", None
     tang, normal = nm.bipartite_spectra(D.lam, D.a(k) if variant == "self_attention" else 0.0, k, n1, n2, D.c, variant)
@@ -203,6 +239,9 @@ def _require_enumerable(p: AttentionParams) -> Data:
     h = _applicable_structure(p)
     if h.status != "holds":
         raise InputError(f"equilibria attention: {h.detail} is not covered (the enumeration is for model (1)/(2)/(5))")
+    if p.d > MAX_D or p.n > MAX_N:
+        raise InputError(f"equilibria attention: n = {p.n}, d = {p.d} is too large for the exact enumeration "
+                         f"(limits n <= {MAX_N}, d <= {MAX_D}: exact eigen-enclosures and one class per (k, n1))")
     D = _data(p)
     if not D.symmetric:
         raise InputError("params: key 'V': equilibria attention needs a symmetric V (Assumption 1); "
@@ -274,7 +313,7 @@ def _newton_limits(D: Data, samples: int, seed: int) -> list[dict[str, Any]]:
     """Non-eigenvector equilibria (clustering, polygonal) from simulation limits + Newton."""
     if samples <= 0 or D.variant != "self_attention":
         return []
-    rest = _run_to_rest(D.p, samples, seed, t_max=200.0)
+    rest = _run_to_rest(D.p, samples, seed, t_max=D.p.t_end if "t_end" in D.p.given else 400.0)
     out: list[dict[str, Any]] = []
     seen: list[np.ndarray] = []
     for X, settled in zip(rest["X"], rest["settled"]):
@@ -485,9 +524,16 @@ def _basin_check(p: AttentionParams, seed: int, samples: int, classes: list[dict
                        "max_drift": b["max_drift"]})
 
 
+@lru_cache(maxsize=None)
+def _symbolic_proofs(d: int) -> tuple[bool, bool]:
+    """(Lemma 1 identity, Lemma 5 identity) proved in SymPy (once per process)."""
+    from ..symbolic.attention import multistability as sm
+
+    return (sm.oja_lyapunov_identity(d)["residual"] == 0, sm.multiagent_lyapunov_identity(3, 2)["residual"] == 0)
+
+
 def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> list[TheoremResult]:
     """Every multistability catalogue entry on ``p`` (see :data:`THEOREM_IDS`)."""
-    from ..symbolic.attention import multistability as sm
     from dataclasses import replace
 
     structure = _applicable_structure(p)
@@ -496,18 +542,17 @@ def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> li
     A1s = A1[:2] if len(A1) > 1 else A1  # symmetric + simple (Lemma 1 does not need lambda_1 > 0)
     out: list[TheoremResult] = []
     sa_ok = _ok([structure]) and p.variant == "self_attention"
-    oja_p = replace(p, variant="oja", heads=(replace(p.heads[0], Q=None, K=None),)) if _ok([structure]) else None
     mao_p = replace(p, variant="multiagent_oja", heads=(replace(p.heads[0], Q=None, K=None),)) if _ok([structure]) else None
     can = _ok([structure]) and D.symmetric and D.enc is not None and D.enc.separated
 
     # Lemma 1 --------------------------------------------------------------------------
-    sym = sm.oja_lyapunov_identity(min(p.d, 4))
-    h_sym = core.HypothesisResult("SymPy: Wdot + |(I-xx^T)Vx|^2 = -(x^T V x)^2 (1 - x^T x)", "holds" if sym["residual"] == 0
-                                  else "fails", 0.0, "sympy.expand (polynomial identity)")
+    proofs = _symbolic_proofs(min(p.d, 4))
+    h_sym = core.HypothesisResult("SymPy: Wdot + |(I-xx^T)Vx|^2 = -(x^T V x)^2 (1 - x^T x)", "holds" if proofs[0]
+                                  else "fails", 0.0, f"sympy.expand (polynomial identity, d = {min(p.d, 4)})")
     pred: dict[str, Any] = {"equilibria": "+-v_k", "stable": "+-v_1 only",
                             "tangent_spectrum_at_v_k": "lambda_j - lambda_k (j != k); ambient adds -2 lambda_k"}
     if can:
-        pred["oja_verdicts"] = [{"k": k + 1, "verdict": cm.verdict_from_data(core.rational_matrix(D.V), D.Mq, D.enc, k, 1, 0, "oja")[0]}
+        pred["oja_verdicts"] = [{"k": k + 1, "verdict": cm.verdict_from_data(D.Vq, D.Mq, D.enc, k, 1, 0, "oja", D.encoded)[0]}
                                 for k in range(p.d)]
     out.append(_th("multistability:lemma-1", "Lemma 1 (Oja flow (2))",
                    r"$\dot x=(I-xx^\top)Vx$: equilibria $\pm v_k$; $W=\tfrac12(\lambda_1-x^\top Vx)$ has "
@@ -553,9 +598,8 @@ def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> li
                    [*A1, structure], pred4, cross4,
                    correction="The paper's bipartite argument uses normal (ambient) eigenvalues; the verdict is re-derived on "
                               "the tangent space (note 001 Lemma 4 [C]); eigenvector class 3 is {z^i _|_ v_k, sum z^i = 0}."))
-    symL5 = sm.multiagent_lyapunov_identity(3, 2)
     h5 = core.HypothesisResult("SymPy: Wdot + (1/n) sum|xdot_i|^2 = -(1/n) sum (x_i^T y)^2 (1 - |x_i|^2)",
-                               "holds" if symL5["residual"] == 0 else "fails", 0.0, "sympy.expand (polynomial identity)")
+                               "holds" if proofs[1] else "fails", 0.0, "sympy.expand (polynomial identity, n = 3, d = 2)")
     out.append(_th("multistability:lemma-5", "Lemma 5 (Lyapunov function for (5))",
                    r"$W=\tfrac12(\lambda_1-\bar x^\top V\bar x)\ge0$, $\dot W=-\frac1n\sum_i\|\dot x_i\|^2\le0$ on "
                    r"$(\mathbb S^{d-1})^n$; $\dot W=0$ iff equilibrium.",

@@ -47,7 +47,7 @@ from typing import Any, Callable
 import numpy as np
 import sympy as sp
 
-from ..params import ParamError, as_choice, as_matrix, as_positive_float, check_finite, check_symmetric, load_file, t
+from ..params import ParamError, as_choice, as_matrix, as_positive_float, check_symmetric, load_file, t
 from ..symbolic.attention import Structure
 
 __all__ = ["ATTENTION_KEYS", "AttentionParams", "Head", "load_attention", "parse_attention"]
@@ -199,6 +199,8 @@ class AttentionParams:
         args: list[np.ndarray] = []
         for q, k, v in self.head_matrices(time):
             if self.variant == "self_attention":
+                if q.shape[0] != self.d:  # m x d query/key: the kernels take square (I, Q^T K)
+                    q, k = np.eye(self.d), q.T @ k
                 args += [self.beta * q, k, v]
             elif self.variant == "multiagent_oja":
                 args += [np.ones(n), v]
@@ -266,7 +268,7 @@ def _head(raw: Mapping[str, object], where: str, d: int | None, variant: str) ->
     if "P" in raw:
         for key in ("Q", "K"):
             if key in raw:
-                raise ParamError(f"{prefix}{key}", f"give either P or Q and K in a head, not both")
+                raise ParamError(f"{prefix}{key}", "give either P or Q and K in a head, not both")
         P = as_matrix(raw["P"], f"{prefix}P", (d, d), allow_expr=True)
         return Head(_identity(d), P, V, from_P=True)
     for key in ("Q", "K"):
