@@ -1,0 +1,626 @@
+r"""Certified hypotheses of the consensus paper (Rodríguez Abella, Silvestre, Tabuada,
+*The asymptotic behavior of attention in transformers*, ``003_951a97dfacf88740.txt``).
+
+Each predicate returns a :class:`~flowcert.certificates.core.HypothesisResult`; ``holds`` and
+``fails`` only after the certificate has been re-checked in exact rational arithmetic.
+
+* **Symmetric positive definite** :math:`P=P^\top\succ0` (Thm 3.2): exact symmetry and exact
+  :math:`LDL^\top` of the given float data.
+* **Open hemisphere** (Thms 4.1, 6.1): the SOCP
+
+  .. math:: \max_{v,s}\ s\quad\text{s.t.}\quad y_i^\top v\ge s\ (i=1..\ell),\ \ \|v\|_2\le1,
+
+  whose witness :math:`v` is rounded to rationals and re-checked, :math:`y_i^\top v>0` for all
+  :math:`i`, in exact arithmetic. Refutation (Gordan): rationals :math:`\lambda\ge0`,
+  :math:`\sum\lambda_i=1`, :math:`\sum_i\lambda_iy_i=0` exactly, i.e. :math:`0\in\operatorname{conv}\{y_i\}`.
+* **Simple positive top eigenvalue** of a symmetric :math:`U` (Thm 6.1): a rational
+  :math:`c\ge0` with :math:`\operatorname{In}(U-cI)=(1,d-1,0)` (Sylvester), so that
+  :math:`\lambda_1>c\ge0` and :math:`\lambda_2<c`: a certified eigenvalue gap.
+* **Bounded, uniformly continuous** :math:`P(t)` on :math:`t\ge0` (Lemma 4.1, Thms 4.1, 5.1, 6.1):
+  rigorous interval evaluation of every entry of :math:`P(t)` and of :math:`\dot P(t)`
+  (SymPy derivative) over :math:`t\in[0,\infty)`, with rational endpoints rounded outward, gives
+
+  .. math:: \sup_{t\ge0}\|P(t)\|_2\le\sup_{t\ge0}\|P(t)\|_F\le b,\qquad
+            \sup_{t\ge0}\|\dot P(t)\|_2\le b' \ \Rightarrow\ P \text{ Lipschitz, hence uniformly continuous.}
+
+  No proven bound gives ``unknown``.
+* **Local stability** of an equilibrium from a linearisation: a Lyapunov certificate for the
+  transverse matrix (:mod:`flowcert.certificates.spectrum`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Sequence
+
+import numpy as np
+import sympy as sp
+
+from ...hypotheses import as_float, definite
+from .. import core, exact, spectrum
+
+# ---------------------------------------------------------------------------------------------
+# P symmetric positive definite
+# ---------------------------------------------------------------------------------------------
+
+
+def symmetric_positive_definite(P: np.ndarray, name: str = "P") -> core.HypothesisResult:
+    r"""Exact verdict on :math:`P=P^\top\succ0` (symmetry and :math:`LDL^\top` in rationals)."""
+    return definite(np.asarray(P, dtype=float), name, +1)
+
+
+# ---------------------------------------------------------------------------------------------
+# open hemisphere
+# ---------------------------------------------------------------------------------------------
+
+
+def _frac_rows(Y: Any) -> list[list[Fraction]]:
+    return exact.to_rational(np.asarray(Y, dtype=float))
+
+
+def _check_hemisphere(data: dict[str, Any]) -> bool:
+    Y = [[Fraction(x) for x in row] for row in data["Y"]]
+    v = [Fraction(x) for x in data["v"]]
+    return bool(Y) and all(len(r) == len(v) for r in Y) and all(sum(a * b for a, b in zip(r, v)) > 0 for r in Y)
+
+
+def _check_no_hemisphere(data: dict[str, Any]) -> bool:
+    Y = [[Fraction(x) for x in row] for row in data["Y"]]
+    lam = [Fraction(x) for x in data["lambda"]]
+    if len(lam) != len(Y) or any(x < 0 for x in lam) or sum(lam) != 1:
+        return False
+    d = len(Y[0])
+    return all(sum(lam[i] * Y[i][k] for i in range(len(Y))) == 0 for k in range(d))
+
+
+core.register("open_hemisphere", _check_hemisphere)
+core.register("no_open_hemisphere", _check_no_hemisphere)
+
+
+def _encode_rows(Y: list[list[Fraction]]) -> list[list[str]]:
+    return [[str(x) for x in r] for r in Y]
+
+
+def hemisphere_socp(Y: np.ndarray) -> tuple[float, np.ndarray | None, str]:
+    r"""Solve :math:`\max s` s.t. :math:`Yv\ge s`, :math:`\|v\|\le1` (cvxpy, CLARABEL).
+
+    Returns
+    -------
+    s, v, status
+        The optimal margin, the witness (None unless the status is optimal) and the status.
+    """
+    import cvxpy as cp  # lazy
+
+    Y = np.asarray(Y, dtype=float)
+    scale = np.linalg.norm(Y, axis=1)
+    Yn = Y / np.where(scale > 0, scale, 1.0)[:, None]
+    v, s = cp.Variable(Y.shape[1]), cp.Variable()
+    prob = cp.Problem(cp.Maximize(s), [Yn @ v >= s, cp.norm(v, 2) <= 1])
+    try:
+        prob.solve(solver="CLARABEL")
+    except cp.SolverError as exc:
+        return float("nan"), None, f"solver_error: {exc}"
+    if prob.status != cp.OPTIMAL or v.value is None:
+        return float("nan"), None, str(prob.status)
+    return float(s.value), np.asarray(v.value, dtype=float), prob.status
+
+
+def _rational_vector(v: np.ndarray, bits: int) -> list[Fraction]:
+    scale = float(np.abs(v).max()) or 1.0
+    return [Fraction(round(x / scale * 2**bits), 2**bits) for x in v]
+
+
+def _gordan_witness(Y: list[list[Fraction]], Yf: np.ndarray) -> list[Fraction] | None:
+    """Exact :math:`\\lambda\\ge0`, :math:`\\sum\\lambda=1`, :math:`Y^\\top\\lambda=0`, from the support of an LP."""
+    from scipy.optimize import linprog
+
+    ell, d = Yf.shape
+    norms = np.linalg.norm(Yf, axis=1)
+    # min sum|Y^T lam| via slack; lam >= 0, sum lam = 1
+    c = np.concatenate([np.zeros(ell), np.ones(d)])
+    A_ub = np.block([[Yf.T / norms.max(), -np.eye(d)], [-Yf.T / norms.max(), -np.eye(d)]])
+    res = linprog(c, A_ub=A_ub, b_ub=np.zeros(2 * d), A_eq=np.concatenate([np.ones(ell), np.zeros(d)])[None],
+                  b_eq=[1.0], bounds=[(0, None)] * (ell + d), method="highs")
+    if res.status != 0:
+        return None
+    lam = res.x[:ell]
+    for tol in (1e-9, 1e-7, 1e-5):
+        support = [i for i in range(ell) if lam[i] > tol]
+        if not support:
+            continue
+        # exact null space of [Y_S^T; 1^T] lam_S = [0; 1]
+        A = sp.Matrix([[sp.Rational(Y[i][k].numerator, Y[i][k].denominator) for i in support] for k in range(d)]
+                      + [[1] * len(support)])
+        rhs = sp.Matrix([0] * d + [1])
+        try:
+            sol, params = A.gauss_jordan_solve(rhs)
+        except ValueError:
+            continue
+        if params.shape[0]:
+            guess = {p: sp.Rational(0) for p in params}
+            sol = sol.subs(guess)
+        full = [Fraction(0)] * ell
+        for i, x in zip(support, sol):
+            full[i] = Fraction(int(sp.Rational(x).p), int(sp.Rational(x).q))
+        if all(x >= 0 for x in full):
+            return full
+    return None
+
+
+def open_hemisphere(Y: np.ndarray, name: str = "open_hemisphere") -> tuple[core.HypothesisResult, np.ndarray | None]:
+    r"""Certified verdict on :math:`\exists v:\ v^\top y_i>0\ \forall i` (Euclidean, also on ellipsoids).
+
+    Parameters
+    ----------
+    Y : array, shape (ell, d)
+        Tokens as rows.
+
+    Returns
+    -------
+    result, v
+        The verdict and, when it holds, the re-checked witness :math:`v` (floats, unit norm; the
+        exact rational witness is in the certificate). The margin is the SOCP optimum on the
+        normalised tokens, :math:`\min_i v^\top y_i/|y_i|` for the rational witness.
+    """
+    Yf = np.asarray(Y, dtype=float)
+    Yq = _frac_rows(Yf)
+    s, v, status = hemisphere_socp(Yf)
+    method = f"SOCP max s s.t. Yv >= s, |v| <= 1 (cvxpy CLARABEL, {status}); exact rational re-check"
+    if v is not None and s > 0:
+        for bits in (30, 45, 52):
+            vq = _rational_vector(v, bits)
+            cert = core.Certificate("open_hemisphere", "v^T y_i > 0 for every token",
+                                    {"Y": _encode_rows(Yq), "v": [str(x) for x in vq]}, "exact-rational")
+            vf = np.array([float(x) for x in vq])
+            vf = vf / np.linalg.norm(vf)
+            margin = float(np.min(Yf @ vf / np.linalg.norm(Yf, axis=1)))
+            res = core.certified(name, "holds", cert, margin, method, f"SOCP margin s* = {s:.6g}")
+            if res.status == "holds":
+                return res, vf
+    if v is not None and s <= 1e-6:
+        lam = _gordan_witness(Yq, Yf)
+        if lam is not None:
+            cert = core.Certificate("no_open_hemisphere", "0 is a convex combination of the tokens (Gordan)",
+                                    {"Y": _encode_rows(Yq), "lambda": [str(x) for x in lam]}, "exact-rational")
+            return core.certified(name, "fails", cert, s, "LP support + exact rational null vector (Gordan)",
+                                  f"SOCP margin s* = {s:.3g}"), None
+    return core.HypothesisResult(name, "unknown", None if s != s else s, method, None,
+                                 f"no certificate passed its exact re-check (SOCP status {status}, s* = {s:.3g})"), None
+
+
+# ---------------------------------------------------------------------------------------------
+# simple positive top eigenvalue
+# ---------------------------------------------------------------------------------------------
+
+
+def _inertia(M: sp.Matrix) -> tuple[int, int, int]:
+    r = exact.ldl_inertia([[Fraction(int(e.p), int(e.q)) for e in M.row(i)] for i in range(M.rows)])
+    return r.n_pos, r.n_neg, r.n_zero
+
+
+def _check_simple_top(data: dict[str, Any]) -> bool:
+    U = core.decode(data["U"])
+    c = sp.Rational(data["c"])
+    return U == U.T and c >= 0 and _inertia(U - c * sp.eye(U.rows)) == (1, U.rows - 1, 0)
+
+
+def _check_repeated_top(data: dict[str, Any]) -> bool:
+    U = core.decode(data["U"])
+    lam = sp.Rational(data["lambda"])
+    n_pos, n_neg, n_zero = _inertia(U - lam * sp.eye(U.rows))
+    return U == U.T and n_pos == 0 and n_zero >= 2
+
+
+def _check_nonpositive_top(data: dict[str, Any]) -> bool:
+    U = core.decode(data["U"])
+    return U == U.T and _inertia(U)[0] == 0
+
+
+core.register("simple_positive_top_eigenvalue", _check_simple_top)
+core.register("repeated_top_eigenvalue", _check_repeated_top)
+core.register("nonpositive_top_eigenvalue", _check_nonpositive_top)
+
+
+@dataclass
+class TopEigen:
+    """Numerical top eigenpair of a symmetric matrix and the certified separator ``c``."""
+
+    lam: float
+    v: np.ndarray
+    gap: float
+    c: Fraction | None
+
+
+def top_eigen(U: np.ndarray) -> TopEigen:
+    """Top eigenvalue, unit eigenvector (sign: first nonzero entry positive) and gap of symmetric U."""
+    w, Q = np.linalg.eigh(np.asarray(U, float))
+    v = Q[:, -1]
+    k = int(np.argmax(np.abs(v) > 1e-12))
+    v = v if v[k] > 0 else -v
+    gap = float(w[-1] - w[-2]) if len(w) > 1 else float("inf")
+    return TopEigen(float(w[-1]), v, gap, None)
+
+
+def simple_positive_top_eigenvalue(U: np.ndarray, name: str = "top_eigenvalue_simple_positive") -> tuple[core.HypothesisResult, TopEigen | None]:
+    r"""Certified verdict on ":math:`U=U^\top`, :math:`\lambda_1(U)>0` and simple".
+
+    The certificate is a rational :math:`c\ge0` with :math:`\operatorname{In}(U-cI)=(1,d-1,0)`;
+    the margin is :math:`\min(\lambda_1-c,\,c-\lambda_2)` (numerical, for information).
+    """
+    Uq = core.rational_matrix(np.asarray(U, float))
+    if Uq != Uq.T:
+        return core.HypothesisResult(name, "fails", None, "exact symmetry", None, "U is not symmetric"), None
+    te = top_eigen(as_float(Uq))
+    w = np.linalg.eigvalsh(as_float(Uq))
+    lam2 = float(w[-2]) if len(w) > 1 else -math.inf
+    method = "exact inertia of U - cI (Sylvester, rational LDL^T)"
+    if te.lam > 0 and te.gap > 0:
+        mid = 0.5 * (te.lam + lam2) if math.isfinite(lam2) else 0.5 * te.lam
+        for cand in (max(mid, 0.0), max(te.lam - 0.25 * te.gap, 0.0), 0.0):
+            c = Fraction(cand).limit_denominator(2**40) if cand > 0 else Fraction(0)
+            cert = core.Certificate("simple_positive_top_eigenvalue", f"lambda_1(U) > {float(c):.6g} >= 0 > ... and lambda_2(U) < {float(c):.6g}",
+                                    {"U": core.encode(Uq), "c": str(c)}, "exact-ldl")
+            res = core.certified(name, "holds", cert, min(te.lam - float(c), float(c) - lam2), method,
+                                 f"lambda_1 = {te.lam:.6g}, lambda_2 = {lam2:.6g}, separator c = {float(c):.6g}")
+            if res.status == "holds":
+                te.c = c
+                return res, te
+    if te.lam <= 0:
+        cert = core.Certificate("nonpositive_top_eigenvalue", "U is negative semidefinite", {"U": core.encode(Uq)})
+        res = core.certified(name, "fails", cert, te.lam, method, f"lambda_1 = {te.lam:.6g} <= 0")
+        if res.status == "fails":
+            return res, None
+    else:
+        lam = Fraction(te.lam).limit_denominator(2**40)
+        cert = core.Certificate("repeated_top_eigenvalue", f"lambda_1(U) = {lam} has multiplicity >= 2",
+                                {"U": core.encode(Uq), "lambda": str(lam)})
+        res = core.certified(name, "fails", cert, te.gap, method, f"lambda_1 = {te.lam:.6g} is repeated")
+        if res.status == "fails":
+            return res, None
+    return core.HypothesisResult(name, "unknown", te.gap, method, None,
+                                 f"lambda_1 = {te.lam:.6g}, gap {te.gap:.3g}: no certificate passed its exact re-check"), None
+
+
+# ---------------------------------------------------------------------------------------------
+# bounded and uniformly continuous P(t) on t >= 0
+# ---------------------------------------------------------------------------------------------
+
+INF = math.inf
+
+
+class Unbounded(Exception):
+    """The interval evaluation cannot bound an expression."""
+
+
+Interval = tuple[Any, Any]  # Fraction or +-inf endpoints
+
+
+def _bracket(x: sp.Expr) -> Interval:
+    """Rational interval containing a real constant (exact for rationals, outward-padded otherwise)."""
+    if x.is_Rational:
+        q = Fraction(int(x.p), int(x.q))
+        return q, q
+    if x.is_Float:
+        q = Fraction(float(x))  # parameter-file floats are float64: exact
+        if sp.Float(q.numerator) / q.denominator == x:
+            return q, q
+    val = sp.N(x, 40)
+    if not (val.is_real and val.is_finite):
+        raise Unbounded(f"constant {x} is not a finite real")
+    q = Fraction(str(sp.Float(val, 40)))
+    pad = abs(q) * Fraction(1, 10**30) + Fraction(1, 10**300)
+    return q - pad, q + pad
+
+
+def _mul(a: Any, b: Any) -> Any:
+    if a == 0 or b == 0:
+        return Fraction(0)
+    return a * b
+
+
+def _imul(x: Interval, y: Interval) -> Interval:
+    p = [_mul(a, b) for a in x for b in y]
+    return min(p), max(p)
+
+
+def _ipow_int(x: Interval, n: int) -> Interval:
+    lo, hi = x
+    if n == 0:
+        return Fraction(1), Fraction(1)
+    if n < 0:
+        if lo <= 0 <= hi:
+            raise Unbounded("negative power of an interval containing 0")
+        r = _ipow_int(x, -n)
+        return Fraction(1) / r[1] if r[1] != INF else Fraction(0), Fraction(1) / r[0]
+    cands = [lo**n if lo not in (INF, -INF) else (INF if n % 2 == 0 or lo > 0 else -INF),
+             hi**n if hi not in (INF, -INF) else (INF if n % 2 == 0 or hi > 0 else -INF)]
+    if n % 2 == 0 and lo <= 0 <= hi:
+        return Fraction(0), max(cands)
+    return min(cands), max(cands)
+
+
+def _monotone(f: Any, x: Interval) -> Interval:
+    """Image of an increasing function f (mpmath-evaluated, padded outward) on x."""
+    def bound(e: Any, side: int) -> Any:
+        if e in (INF, -INF):
+            return f(e)
+        q = Fraction(str(sp.Float(f(sp.Rational(e.numerator, e.denominator)), 40)))
+        pad = abs(q) * Fraction(1, 10**30) + Fraction(1, 10**300)
+        return q - pad if side < 0 else q + pad
+    return bound(x[0], -1), bound(x[1], +1)
+
+
+def _exp(e: Any) -> Any:
+    if e == -INF:
+        return Fraction(0)
+    if e == INF:
+        return INF
+    return sp.N(sp.exp(e), 45)
+
+
+def interval(expr: sp.Expr, t: sp.Symbol, domain: Interval = (Fraction(0), INF), allow_sign: bool = False) -> Interval:
+    r"""Rigorous enclosure of :math:`\{e(t): t\in\text{domain}\}` for an elementary expression.
+
+    Supported: rationals, float64 constants, :math:`\pi`, :math:`e`, ``t``, ``+``, ``*``,
+    integer powers, ``exp``, ``sin``, ``cos``, ``tanh``, ``atan``, ``Abs`` (and ``sign``, in
+    :math:`[-1,1]`, only with ``allow_sign``: it appears in the a.e. derivative of ``Abs``). Anything
+    else (or an unbounded enclosure) raises :class:`Unbounded`.
+    """
+    def sub(e: sp.Expr) -> Interval:
+        return interval(e, t, domain, allow_sign)
+
+    if expr == t:
+        return domain
+    if not expr.free_symbols:
+        return _bracket(expr)
+    if expr.free_symbols - {t}:
+        raise Unbounded(f"symbols other than t in {expr}")
+    if isinstance(expr, sp.Add):
+        lo, hi = Fraction(0), Fraction(0)
+        for a in expr.args:
+            x = sub(a)
+            lo, hi = lo + x[0], hi + x[1]
+        return lo, hi
+    if isinstance(expr, sp.Mul):
+        acc: Interval = (Fraction(1), Fraction(1))
+        for a in expr.args:
+            acc = _imul(acc, sub(a))
+        return acc
+    if isinstance(expr, sp.Pow) and expr.exp.is_Integer:
+        return _ipow_int(sub(expr.base), int(expr.exp))
+    if isinstance(expr, (sp.sin, sp.cos, sp.tanh)):
+        return Fraction(-1), Fraction(1)
+    if allow_sign and isinstance(expr, sp.sign):
+        return Fraction(-1), Fraction(1)
+    if isinstance(expr, sp.atan):
+        return Fraction(-2), Fraction(2)
+    if isinstance(expr, sp.exp):
+        return _monotone(_exp, sub(expr.args[0]))
+    if isinstance(expr, sp.Abs):
+        lo, hi = sub(expr.args[0])
+        if lo >= 0:
+            return lo, hi
+        if hi <= 0:
+            return -hi, -lo
+        return Fraction(0), max(-lo, hi)
+    raise Unbounded(f"no interval rule for {type(expr).__name__} in {expr}")
+
+
+def _finite(x: Interval) -> bool:
+    return x[0] not in (INF, -INF) and x[1] not in (INF, -INF)
+
+
+def sqrt_upper(q: Fraction) -> Fraction:
+    """A rational :math:`b\\ge\\sqrt q` (checked exactly: :math:`b^2\\ge q`)."""
+    b = Fraction(math.sqrt(float(q)) * (1 + 1e-12) + 1e-300).limit_denominator(2**40)
+    while b * b < q:
+        b = b * Fraction(1000001, 1000000) + Fraction(1, 2**40)
+    return b
+
+
+def frobenius_sup_bound(M: sp.Matrix, t: sp.Symbol, allow_sign: bool = False) -> tuple[Fraction | None, str]:
+    r"""Rational :math:`b\ge\sup_{t\ge0}\|M(t)\|_F` by interval evaluation of every entry, or (None, reason)."""
+    total = Fraction(0)
+    for e in M:
+        e = sp.sympify(e)
+        try:
+            lo, hi = interval(e, t, allow_sign=allow_sign)
+        except Unbounded as exc:
+            return None, f"entry {e}: {exc}"
+        if not _finite((lo, hi)):
+            return None, f"entry {e} is not bounded on t >= 0 by interval evaluation"
+        m = max(abs(lo), abs(hi))
+        total += m * m
+    return sqrt_upper(total), "interval evaluation of each entry over t in [0, oo), Frobenius norm"
+
+
+def _check_sup_bound(data: dict[str, Any]) -> bool:
+    t = sp.Symbol(data.get("t", "t"), real=True)
+    M = sp.Matrix([[sp.sympify(e, locals={"t": t}) for e in row] for row in data["M"]])
+    if data.get("derivative"):
+        if frobenius_sup_bound(M, t)[0] is None:  # P itself must be built from continuous functions
+            return False
+        M = M.diff(t)
+    b, _ = frobenius_sup_bound(M, t, allow_sign=bool(data.get("derivative")))
+    return b is not None and b <= Fraction(data["bound"])
+
+
+core.register("sup_norm_bound", _check_sup_bound)
+
+
+def _as_symbolic(M: Any) -> tuple[sp.Matrix, sp.Symbol]:
+    Ms = sp.Matrix(M) if not isinstance(M, sp.MatrixBase) else M
+    ts = sorted((s for s in Ms.free_symbols if s.name == "t"), key=str)
+    t = ts[0] if ts else sp.Symbol("t", real=True)
+    if Ms.free_symbols - {t}:
+        raise ValueError(f"P(t) may depend on t only, got symbols {Ms.free_symbols - {t}}")
+    # floats in parameter files are float64: make them exact rationals
+    Ms = Ms.applyfunc(lambda e: sp.sympify(e).xreplace({f: sp.Rational(f) for f in sp.sympify(e).atoms(sp.Float)}))  # exact
+    return Ms, t
+
+
+def _srepr_rows(M: sp.Matrix) -> list[list[str]]:
+    return [[str(M[i, j]) for j in range(M.cols)] for i in range(M.rows)]
+
+
+@dataclass
+class SupBounds:
+    """Per head: bound on :math:`\\sup\\|P(t)\\|` and on :math:`\\sup\\|\\dot P(t)\\|` (None = unproven)."""
+
+    P: list[Fraction | None]
+    dP: list[Fraction | None]
+
+
+def sup_bounds(heads_P: Sequence[Any]) -> tuple[SupBounds, list[str]]:
+    """Interval bounds for every head's :math:`P_\\eta(t)` and :math:`\\dot P_\\eta(t)` (see :func:`frobenius_sup_bound`)."""
+    out = SupBounds([], [])
+    notes = []
+    for k, P in enumerate(heads_P):
+        Ms, t = _as_symbolic(P)
+        b, why = frobenius_sup_bound(Ms, t)
+        # sign() only from differentiating Abs: |f| is Lipschitz with constant sup|f'| (a.e. derivative)
+        db, why_d = frobenius_sup_bound(Ms.diff(t), t, allow_sign=True) if b is not None else (None, "P(t) not bounded")
+        out.P.append(b)
+        out.dP.append(db)
+        notes.append(f"head {k + 1}: {why if b is None else 'sup|P| <= %.6g' % float(b)}; "
+                     f"{why_d if db is None else 'sup|dP/dt| <= %.6g' % float(db)}")
+    return out, notes
+
+
+def _bound_certificate(M: sp.Matrix, t: sp.Symbol, bound: Fraction, derivative: bool) -> core.Certificate:
+    return core.Certificate("sup_norm_bound", f"sup_(t>=0) |{'dP/dt' if derivative else 'P'}(t)|_F <= {bound}",
+                            {"M": _srepr_rows(M), "t": t.name, "bound": str(bound), "derivative": derivative},
+                            "interval-arithmetic")
+
+
+def bounded(heads_P: Sequence[Any], name: str = "P_bounded") -> tuple[core.HypothesisResult, Fraction | None]:
+    r"""``holds`` with a proven :math:`b\ge\max_\eta\sup_{t\ge0}\|P_\eta(t)\|_2`; ``unknown`` otherwise."""
+    bounds, notes = sup_bounds(heads_P)
+    if any(b is None for b in bounds.P):
+        return core.HypothesisResult(name, "unknown", None, "interval arithmetic on t >= 0", None, "; ".join(notes)), None
+    k = max(range(len(bounds.P)), key=lambda i: bounds.P[i])
+    Ms, t = _as_symbolic(heads_P[k])
+    b = bounds.P[k]
+    res = core.certified(name, "holds", _bound_certificate(Ms, t, b, False), float(b),
+                         "interval arithmetic on t >= 0 (sup |P|_2 <= sup |P|_F); re-evaluated", "; ".join(notes))
+    return res, (b if res.status == "holds" else None)
+
+
+def uniformly_continuous(heads_P: Sequence[Any], name: str = "P_uniformly_continuous") -> core.HypothesisResult:
+    r"""``holds`` with a proven bound on :math:`\sup_{t\ge0}\|\dot P_\eta(t)\|` (Lipschitz in t); ``unknown`` otherwise.
+
+    The interval rules only admit expressions built from continuous elementary functions, so a
+    finite derivative bound proves Lipschitz continuity on :math:`[0,\infty)`.
+    """
+    bounds, notes = sup_bounds(heads_P)
+    if any(b is None for b in bounds.dP):
+        return core.HypothesisResult(name, "unknown", None, "interval arithmetic on dP/dt, t >= 0", None, "; ".join(notes))
+    k = max(range(len(bounds.dP)), key=lambda i: bounds.dP[i])
+    Ms, t = _as_symbolic(heads_P[k])
+    b = bounds.dP[k]
+    return core.certified(name, "holds", _bound_certificate(Ms, t, b, True), float(b),
+                          "Lipschitz: interval arithmetic on dP/dt over t >= 0; re-evaluated", "; ".join(notes))
+
+
+def lemma_4_1_constants(b: float, W_min_eig: float, ell: int, d: int) -> tuple[float, float]:
+    r"""Lemma 4.1: :math:`c_1=1/(\sqrt{d}\,\ell\,e^{2K^2b})`, :math:`c_2=e^{2K^2b}`, :math:`K=\lambda_{\min}(W)^{-1/2}`."""
+    K2 = 1.0 / W_min_eig
+    return 1.0 / (math.sqrt(d) * ell * math.exp(2 * K2 * b)), math.exp(2 * K2 * b)
+
+
+# ---------------------------------------------------------------------------------------------
+# local stability from a linearisation
+# ---------------------------------------------------------------------------------------------
+
+
+def hurwitz(name: str, A: np.ndarray, exact_A: sp.Matrix | None = None) -> core.HypothesisResult:
+    r"""Lyapunov certificate (exactly re-checked) that every eigenvalue of ``A`` has negative real part.
+
+    ``exact_A`` is the exact matrix when it is known in rationals (e.g. the consensus
+    linearisations up to their positive factor :math:`h/\sqrt{n+1}`); otherwise the float data
+    are certified as given.
+    """
+    A = np.asarray(A, float)
+    return spectrum.spectrum_verdict(name, A, exact_A if exact_A is not None else core.rational_matrix(A))
+
+
+def full_transverse_matrix(ell: int) -> sp.Matrix:
+    r"""Full attention, :math:`U=I`: in the differences :math:`d_i=\delta_i-\delta_\ell` the linearisation
+    :math:`\dot\delta_i=\frac{h}{\ell\sqrt d}\sum_j(\delta_j-\delta_i)` reads :math:`\dot d=\frac{h}{\sqrt d}A\,d` with
+    :math:`A=-I_{\ell-1}` (per tangent coordinate)."""
+    return -sp.eye(ell - 1)
+
+
+def causal_transverse_matrix(ell: int) -> sp.Matrix:
+    r"""Causal, :math:`U=I`: with :math:`e_i=\delta_i-\delta_1` (:math:`i\ge2`; token 1 is fixed),
+    :math:`\dot e_i=\frac{h}{i\sqrt d}\big(\sum_{j=2}^{i}e_j-ie_i\big)`; returns the rational matrix
+    :math:`A` with :math:`\dot e=\frac h{\sqrt d}Ae` (lower triangular, diagonal :math:`-(i-1)/i`)."""
+    A = sp.zeros(ell - 1, ell - 1)
+    for r, i in enumerate(range(2, ell + 1)):
+        for c, j in enumerate(range(2, i + 1)):
+            A[r, c] = sp.Rational(1, i) if j < i else sp.Rational(1 - i, i)
+    return A
+
+
+def consensus_stability(causal: bool, ell: int, h: int, d: int, name: str = "consensus_locally_stable") -> core.HypothesisResult:
+    r"""Lyapunov certificate (exact) for the transverse linearisation at consensus (:math:`U=I`).
+
+    The linearisation is :math:`(h/\sqrt d)\,A\otimes I_{d-1}` with :math:`A` rational
+    (:func:`full_transverse_matrix`, :func:`causal_transverse_matrix`); a positive factor and the
+    Kronecker product with the identity do not change Hurwitz stability, so :math:`A` is certified.
+    """
+    if ell < 2:
+        return core.HypothesisResult(name, "holds", None, "one token: consensus trivially", None)
+    A = causal_transverse_matrix(ell) if causal else full_transverse_matrix(ell)
+    res = spectrum.spectrum_verdict(name, as_float(A), A, stable_claim="transverse linearisation at consensus is Hurwitz")
+    rate = [float(-sp.Integer(h) * (i - 1) / (i * sp.sqrt(d))) for i in range(2, ell + 1)] if causal else [-h / math.sqrt(d)]
+    res.detail = f"{res.detail}; transverse eigenvalues {sorted(set(round(r, 12) for r in rate))} (closed form)"
+    return res
+
+
+def theorem_6_1_stability(top: core.HypothesisResult, name: str = "consensus_locally_stable") -> core.HypothesisResult:
+    r"""Local exponential stability of :math:`(v,\dots,v)` (Thm 6.1) from the certified separator.
+
+    The linearisation :math:`\dot\delta_i=\frac1{i\sqrt d}(U\sum_{j<i}\delta_j+(U-i\lambda)\delta_i)` on
+    :math:`v^\perp` is block lower triangular; its diagonal blocks :math:`(U-i\lambda I)|_{v^\perp}` are
+    symmetric with eigenvalues :math:`\mu_k-i\lambda\le\lambda_2-\lambda_1<0`, which the certificate
+    :math:`\operatorname{In}(U-cI)=(1,d-1,0)` proves (:math:`\lambda_2<c<\lambda_1`, :math:`\lambda_1>0`)."""
+    if top.status != "holds":
+        return core.HypothesisResult(name, "unknown" if top.status == "unknown" else "fails", None,
+                                     "needs a simple positive top eigenvalue", None, top.detail)
+    return core.certified(name, "holds", top.certificate, top.margin,
+                          "block-triangular linearisation; diagonal blocks negative definite by the certified separator",
+                          "eigenvalues (mu_k - i lambda)/(i sqrt(d)) < 0")
+
+
+def tetrahedron_stability(beta: Fraction | float, name: str = "tetrahedron_locally_stable") -> core.HypothesisResult:
+    r"""Exact verdict on the local stability (modulo rotations) of the regular tetrahedron for
+    :math:`P=-\beta I`, from the closed-form tangent spectrum of
+    :func:`flowcert.symbolic.attention.consensus.tetrahedron_spectrum`: :math:`\lambda_E<0\iff\beta>0`,
+    :math:`\lambda_T<0\iff\beta>3/2` (the factor :math:`p>0`). ``holds``: the rotation orbit is a normally
+    hyperbolic attracting manifold of equilibria; ``fails``: an eigenvalue is positive."""
+    from ...symbolic.attention import consensus as sym
+
+    b = sp.Rational(Fraction(beta))
+    spec = {k: float(v) for k, v in sym.tetrahedron_spectrum(b).items()}
+    cert = core.Certificate("tetrahedron_spectrum_sign", "lambda_E, lambda_T < 0 (stable) or max > 0 (unstable), exact sign",
+                            {"beta": str(b), "stable": bool(b > sym.TETRAHEDRON_THRESHOLD)}, "exact-rational")
+    detail = f"lambda_E = {spec['E']:.6g} (x2), lambda_T = {spec['T']:.6g} (x3), 0 (x3, rotations)"
+    if b > sym.TETRAHEDRON_THRESHOLD:
+        return core.certified(name, "holds", cert, min(-spec["E"], -spec["T"]), "closed-form tangent spectrum, exact sign", detail)
+    if b < sym.TETRAHEDRON_THRESHOLD:
+        return core.certified(name, "fails", cert, max(spec["E"], spec["T"]), "closed-form tangent spectrum, exact sign", detail)
+    return core.HypothesisResult(name, "unknown", 0.0, "closed-form tangent spectrum", None, f"beta = 3/2 is marginal; {detail}")
+
+
+def _check_tetra(data: dict[str, Any]) -> bool:
+    # closed form: lambda_E = -8 beta p / (3 sqrt 3), lambda_T = 8 (3 - 2 beta) p / (9 sqrt 3), p > 0
+    b = sp.Rational(data["beta"])
+    stable = b > 0 and 3 - 2 * b < 0
+    unstable = b < 0 or 3 - 2 * b > 0
+    return bool(data["stable"]) == stable and (stable or unstable)
+
+
+core.register("tetrahedron_spectrum_sign", _check_tetra)

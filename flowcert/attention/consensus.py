@@ -1,0 +1,831 @@
+r"""Catalogue entries of the consensus paper (Rodríguez Abella, Silvestre, Tabuada, *The asymptotic
+behavior of attention in transformers*, ``003_951a97dfacf88740.txt``) on the ``attention`` system:
+``consensus:lemma-3.1``, ``thm-3.1``, ``thm-3.2``, ``lemma-4.1``, ``lemma-4.2``, ``thm-4.1``,
+``lemma-5.1``, ``thm-5.1``, ``lemma-6.1``, ``thm-6.1``.
+
+Model (7), :math:`d=n+1`, rows of each head's attention matrix summing to :math:`c` (:math:`1/\sqrt d`
+for ``normalization="sqrt"``, the paper's convention; 1 for ``"unit"``, a time rescaling):
+
+.. math::
+
+    \dot y_i=\sum_{\eta=1}^h\sum_j\alpha^\eta_{ij}(t,y)\big(U_\eta y_j-(y_i^\top WU_\eta y_j)\,y_i\big),\qquad
+    \alpha^\eta_{ij}=c\,\frac{e^{y_i^\top P_\eta y_j}}{\sum_ke^{y_i^\top P_\eta y_k}},\quad P_\eta=\beta Q_\eta^\top K_\eta .
+
+Hypotheses are certified predicates (:mod:`flowcert.certificates.attention.consensus`); derivations
+are SymPy identities (:mod:`flowcert.symbolic.attention.consensus`); the cross-checks integrate the
+model on its manifold (:func:`flowcert.attention.integrate`) and evaluate each Lyapunov function
+along the run (:mod:`flowcert.numeric.attention.consensus`). A run that leaves its manifold is a
+failed run (cross-check ``skipped``). Limits are classified once the run has settled, by the
+certified transverse linearisation at consensus (a consensus point is then an exponentially
+attracting limit), never by a threshold crossing alone.
+
+Corrections (note 003): Thm 3.2 needs tokens on :math:`\mathcal E_P` (:math:`W=P`) and only gives
+convergence to *an* equilibrium; Thm 4.1 gives attractivity only; Thm 5.1's domain
+:math:`\{y_j\ne-y_1\}` is too strong for :math:`\ell\ge3`; Lemma 4.1's :math:`c_2` is loose
+(:math:`\alpha\le c`); Lemma 6.1's great sphere :math:`v^\perp` is invariant; the paper's measure
+:math:`E` is blind to bipolar configurations.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from ..catalogue import CrossCheck, TheoremResult
+from ..certificates import core
+from ..certificates.attention import consensus as cert
+from ..hypotheses import holds_by
+from ..numeric.attention import consensus as num
+from ..symbolic.attention import consensus as sym
+from .params import AttentionParams
+
+#: Tolerance on a Lyapunov function's step increase, relative to its size (integration round-off).
+LYAPUNOV_RTOL = 1e-8
+#: A run has settled when max |F| at t_end is below this.
+SETTLED_SPEED = 1e-6
+#: Consensus is read once the spread is below this and the transverse linearisation is certified.
+CONSENSUS_SPREAD = 1e-5
+SAMPLES = 1501
+
+
+def _fails(name: str, method: str, detail: str) -> core.HypothesisResult:
+    return core.HypothesisResult(name, "fails", None, method, None, detail)
+
+
+# ---------------------------------------------------------------------------------------------
+# the setting as the consensus paper writes it
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Setting:
+    """Heads :math:`(P_\\eta, U_\\eta)`, manifold and initial tokens read from :class:`AttentionParams`."""
+
+    p: AttentionParams
+    X0: np.ndarray
+
+    @property
+    def h(self) -> int:
+        return len(self.p.heads)
+
+    @property
+    def ell(self) -> int:
+        return int(self.X0.shape[0])
+
+    @property
+    def d(self) -> int:
+        return self.p.d
+
+    @property
+    def row_sum(self) -> float:
+        return 1.0 / math.sqrt(self.d) if self.p.normalization == "sqrt" else 1.0
+
+    @cached_property
+    def P(self) -> list[Any]:
+        """:math:`P_\\eta=\\beta Q_\\eta^\\top K_\\eta` (numpy, or a SymPy matrix in t)."""
+        out = []
+        for hd in self.p.heads:
+            if isinstance(hd.Q, sp.MatrixBase) or isinstance(hd.K, sp.MatrixBase):
+                Q = sp.Matrix(hd.Q) if not isinstance(hd.Q, sp.MatrixBase) else hd.Q
+                K = sp.Matrix(hd.K) if not isinstance(hd.K, sp.MatrixBase) else hd.K
+                M = K if hd.from_P else Q.T * K
+                out.append(M if self.p.beta == 1 else sp.Float(self.p.beta) * M)
+            else:
+                M = np.asarray(hd.K, float) if hd.from_P else np.asarray(hd.Q, float).T @ np.asarray(hd.K, float)
+                out.append(M if self.p.beta == 1 else self.p.beta * M)
+        return out
+
+    @property
+    def U(self) -> list[Any]:
+        return [hd.V for hd in self.p.heads]
+
+    @property
+    def P_constant(self) -> bool:
+        return not any(isinstance(P, sp.MatrixBase) for P in self.P)
+
+    def P_at(self, eta: int, t: float) -> np.ndarray:
+        return self.p.M(eta, t)
+
+    @property
+    def W(self) -> np.ndarray:
+        return np.eye(self.d) if self.p.W is None else self.p.W
+
+
+def setting(p: AttentionParams, seed: int | None = None) -> Setting:
+    """The consensus setting of ``p``; random initial tokens from ``seed`` when ``X0`` is absent."""
+    X0 = p.initial_tokens() if p.X0 is not None else p.initial_tokens(None, np.random.default_rng(p.seed if seed is None else seed))
+    return Setting(p, X0)
+
+
+# ---------------------------------------------------------------------------------------------
+# structural hypotheses (decided exactly on the given data)
+# ---------------------------------------------------------------------------------------------
+
+
+def _exact_equal(A: Any, B: Any) -> bool:
+    if isinstance(A, sp.MatrixBase) or isinstance(B, sp.MatrixBase):
+        return sp.simplify(sp.Matrix(A) - sp.Matrix(B)) == sp.zeros(*sp.Matrix(A).shape)
+    return bool(np.array_equal(np.asarray(A, float), np.asarray(B, float)))
+
+
+def value_identity(s: Setting) -> core.HypothesisResult:
+    bad = [k + 1 for k, U in enumerate(s.U) if not _exact_equal(U, np.eye(s.d))]
+    if bad:
+        return _fails("U_eta = I", "exact comparison", f"value matrix of head(s) {bad} is not the identity")
+    return holds_by("U_eta = I", "exact comparison", "every head's value matrix is the identity")
+
+
+def full_attention(s: Setting) -> core.HypothesisResult:
+    return _fails("full attention", "parameter", "causal = true") if s.p.causal else holds_by("full attention", "parameter")
+
+
+def causal_attention(s: Setting) -> core.HypothesisResult:
+    return holds_by("causal attention", "parameter") if s.p.causal else _fails("causal attention", "parameter", "causal = false")
+
+
+def single_head(s: Setting) -> core.HypothesisResult:
+    return holds_by("h = 1", "parameter") if s.h == 1 else _fails("h = 1", "parameter", f"h = {s.h}")
+
+
+def sphere(s: Setting) -> core.HypothesisResult:
+    if s.p.W is None or _exact_equal(s.p.W, np.eye(s.d)):
+        return holds_by("tokens on the unit sphere (W = I)", "parameter")
+    return _fails("tokens on the unit sphere (W = I)", "exact comparison", "W is not the identity")
+
+
+def ellipsoid(s: Setting) -> core.HypothesisResult:
+    return holds_by("W = W^T > 0", "validated by the loader (exact rational LDL^T)")
+
+
+def constant_P(s: Setting) -> core.HypothesisResult:
+    if s.P_constant:
+        return holds_by("P constant", "parameter")
+    return _fails("P constant", "parameter", "P(t) depends on t")
+
+
+def W_equals_P(s: Setting) -> core.HypothesisResult:
+    name = "tokens on E_P (W = P; erratum)"
+    if not s.P_constant:
+        return _fails(name, "parameter", "P depends on t")
+    if s.p.W is not None and _exact_equal(s.p.W, s.P[0]):
+        return holds_by(name, "exact comparison")
+    if s.p.W is None and _exact_equal(s.P[0], np.eye(s.d)):
+        return holds_by(name, "exact comparison", "P = I and tokens on the sphere")
+    return _fails(name, "exact comparison", "the ellipsoid matrix W differs from P (Thm 3.2 needs tokens on E_P)")
+
+
+def P_spd(s: Setting) -> core.HypothesisResult:
+    if not s.P_constant:
+        return _fails("P = P^T > 0", "parameter", "P depends on t")
+    return cert.symmetric_positive_definite(np.asarray(s.P[0], float), "P")
+
+
+def P_bounded(s: Setting) -> tuple[core.HypothesisResult, Fraction | None]:
+    return cert.bounded([sp.Matrix(P) if not isinstance(P, sp.MatrixBase) else P for P in s.P],
+                        "sup_t |P_eta(t)| <= b")
+
+
+def P_uniformly_continuous(s: Setting) -> core.HypothesisResult:
+    return cert.uniformly_continuous([sp.Matrix(P) if not isinstance(P, sp.MatrixBase) else P for P in s.P],
+                                     "P_eta uniformly continuous on t >= 0")
+
+
+def U_constant(s: Setting) -> core.HypothesisResult:
+    if any(isinstance(U, sp.MatrixBase) for U in s.U):
+        return _fails("U constant", "parameter", "U depends on t")
+    return holds_by("U constant", "parameter")
+
+
+def proofs_hypothesis(name: str, proofs: Any) -> core.HypothesisResult:
+    ok = all(q.proved for q in proofs)
+    return core.HypothesisResult(name, "holds" if ok else "unknown", None, "SymPy identities (residual 0)", None,
+                                 ", ".join(f"{q.name}: {'0' if q.proved else 'nonzero'}" for q in proofs))
+
+
+# ---------------------------------------------------------------------------------------------
+# simulation shared by the cross-checks
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    t: np.ndarray
+    X: np.ndarray
+    ok: bool
+    message: str
+    drift: float
+    speed: float
+
+    def summary(self) -> dict[str, Any]:
+        return {"t_end": float(self.t[-1]), "samples": int(self.t.size), "integrator": "scipy DOP853 + retraction (rtol 1e-9)",
+                "manifold_drift": self.drift, "final_speed": self.speed, "ok": self.ok, "message": self.message}
+
+
+def run_simulation(s: Setting, X0: np.ndarray | None = None, t_end: float | None = None, samples: int = SAMPLES) -> Run:
+    """Integrate (7) from ``X0`` on the manifold of ``s.p`` (:func:`flowcert.attention.integrate`)."""
+    from . import field, integrate
+
+    t_end = s.p.t_end if t_end is None else t_end
+    X0 = s.X0 if X0 is None else X0
+    tr = integrate(s.p, t_end, X0, t_eval=np.linspace(0.0, t_end, samples))
+    speed = float(np.abs(field(s.p)(float(tr.t[-1]), tr.X[-1])).max()) if tr.X.size else float("nan")
+    return Run(tr.t, tr.X, bool(tr.ok), tr.message, float(tr.drift), speed)
+
+
+def _failed(run: Run) -> CrossCheck | None:
+    if not run.ok:
+        return CrossCheck("skipped", {"reason": f"failed run: {run.message}", **run.summary()})
+    return None
+
+
+def consensus_limit(s: Setting, run: Run) -> dict[str, Any]:
+    """Classify the end of a run: ``consensus`` once settled with spread below
+    :data:`CONSENSUS_SPREAD` and the transverse linearisation at consensus certified; otherwise
+    ``not_settled`` or ``non_consensus`` (a settled equilibrium with spread away from 0)."""
+    X = run.X[-1]
+    spread = float(num.spread(X))
+    out = {"spread_final": spread, "E_paper_final": float(num.paper_measure(X)), "E_signed_final": float(num.signed_measure(X)),
+           "final_speed": run.speed}
+    if spread <= CONSENSUS_SPREAD:
+        if all(_exact_equal(U, np.eye(s.d)) for U in s.U):
+            st = cert.consensus_stability(s.p.causal, s.ell, s.h, s.d).status
+        elif s.p.causal and s.h == 1 and not isinstance(s.U[0], sp.MatrixBase):
+            # Thm 6.1 setting: consensus points are (+-v, ..., +-v); certified by the separator
+            top, te = cert.simple_positive_top_eigenvalue(np.asarray(s.U[0], float))
+            near = te is not None and min(np.abs(X - sg * te.v).max() for sg in (1, -1)) <= CONSENSUS_SPREAD
+            st = cert.theorem_6_1_stability(top).status if near else "unknown"
+        else:
+            st = "unknown"
+        out["limit_class"] = "consensus" if st == "holds" else "unknown"
+        out["basis"] = ("spread below %.0e with a certified exponentially stable transverse linearisation" % CONSENSUS_SPREAD
+                        if st == "holds" else "spread below %.0e but no certified linearisation at this consensus point" % CONSENSUS_SPREAD)
+    elif run.speed <= SETTLED_SPEED:
+        out["limit_class"] = "non_consensus"
+        out["basis"] = "settled (max |F| = %.2e) at spread %.3g" % (run.speed, spread)
+    else:
+        out["limit_class"] = "not_settled"
+        out["basis"] = "max |F| = %.2e at t_end" % run.speed
+    return out
+
+
+def _verdict(checks_ok: bool, limit_ok: bool, settled: bool, details: dict[str, Any]) -> CrossCheck:
+    """``disagrees`` when a Lyapunov/invariance check fails or a settled run contradicts the
+    prediction; ``skipped`` when the run has not settled by t_end (the limit is undecided)."""
+    if not checks_ok:
+        return CrossCheck("disagrees", details)
+    if limit_ok:
+        return CrossCheck("agrees", details)
+    if not settled:
+        return CrossCheck("skipped", {"reason": "the run has not settled by t_end (Lyapunov and invariance checks passed); "
+                                                "increase t_end", **details})
+    return CrossCheck("disagrees", details)
+
+
+def _lyapunov(values: np.ndarray) -> dict[str, Any]:
+    inc = num.largest_increase(values)
+    scale = num.scale_of(values)
+    return {"largest_increase": inc, "scale": scale, "tolerance": LYAPUNOV_RTOL * max(1.0, scale),
+            "non_increasing": bool(inc <= LYAPUNOV_RTOL * max(1.0, scale))}
+
+
+# ---------------------------------------------------------------------------------------------
+# §3: gradient structure
+# ---------------------------------------------------------------------------------------------
+
+SOURCE = "003_951a97dfacf88740.txt"
+
+
+def lemma_3_1(s: Setting, simulate_: bool) -> TheoremResult:
+    hyps = [P_spd(s), constant_P(s)]
+    r = TheoremResult(
+        "consensus:lemma-3.1", "Lemma 3.1",
+        r"\text{The }g\text{-orthogonal projection onto }T(\mathcal E_P^n)^\ell\text{ is }X_i\mapsto(I-y_iy_i^\top P)X_i=T_{y_i}\pi_P X_i,"
+        r"\quad\langle X,Y\rangle_{g}=\sum_iZ_iX_i^\top PY_i",
+        hyps, {"projection": "X_i -> (I - y_i y_i^T P) X_i", "metric": "sum_i Z_i X_i^T P Y_i, Z_i = sqrt(n+1) sum_j exp(y_i^T P y_j)"})
+    if simulate_:
+        if r.applies is not True:
+            r.cross_check = CrossCheck("skipped", {"reason": "P is not certified symmetric positive definite"})
+        else:
+            r.cross_check = _projection_check(s)
+    return r
+
+
+def _projection_check(s: Setting) -> CrossCheck:
+    P = np.asarray(s.P[0], float)
+    rng = np.random.default_rng(0)
+    Y = s.X0 / np.sqrt(np.einsum("id,de,ie->i", s.X0, P, s.X0))[:, None]  # pi_P
+    Z = np.sqrt(s.d) * np.exp(Y @ P @ Y.T).sum(1)
+    worst_t, worst_o = 0.0, 0.0
+    for _ in range(20):
+        X = rng.normal(size=Y.shape)
+        PX = X - np.einsum("id,de,ie->i", Y, P, X)[:, None] * Y
+        worst_t = max(worst_t, float(np.abs(np.einsum("id,de,ie->i", Y, P, PX)).max()))
+        T = rng.normal(size=Y.shape)
+        T = T - np.einsum("id,de,ie->i", Y, P, T)[:, None] * Y  # a tangent vector
+        g = float((Z * np.einsum("id,de,ie->i", X - PX, P, T)).sum())
+        worst_o = max(worst_o, abs(g) / (np.linalg.norm(X) * np.linalg.norm(T) * Z.max()))
+    ok = worst_t < 1e-12 and worst_o < 1e-12
+    return CrossCheck("agrees" if ok else "disagrees",
+                      {"tangency_residual": worst_t, "g_orthogonality_residual": worst_o, "trials": 20,
+                       "criterion": "y_i^T P (Pi X)_i = 0 and g(X - Pi X, T) = 0 for tangent T, both below 1e-12 (relative)"})
+
+
+def theorem_3_1(s: Setting, simulate_: bool) -> TheoremResult:
+    hyps = [P_spd(s), constant_P(s), single_head(s), value_identity(s), full_attention(s),
+            proofs_hypothesis("gradient identity dV/dy_k = -Z_k P X_k proved", sym.theorem_3_2_proofs())]
+    r = TheoremResult("consensus:thm-3.1", "Theorem 3.1",
+                      r"\operatorname{grad}_{g_P}V_P=-Y_P,\quad V_P=-\tfrac12\sum_{i,j}e^{y_i^\top Py_j}\ \text{on}\ (\mathcal E_P^n)^\ell",
+                      hyps, {"V_P": "-1/2 sum_ij exp(y_i^T P y_j)", "gradient": "grad V_P = -(right-hand side of (8))"})
+    if simulate_:
+        if r.applies is not True:
+            r.cross_check = CrossCheck("skipped", {"reason": "hypotheses not certified"})
+        else:
+            r.cross_check = _gradient_check(s)
+    return r
+
+
+def _gradient_check(s: Setting) -> CrossCheck:
+    P = np.asarray(s.P[0], float)
+    Y = s.X0 / np.sqrt(np.einsum("id,de,ie->i", s.X0, P, s.X0))[:, None]
+    V = lambda X: float(num.V_P(X, P))  # noqa: E731
+    grad = np.zeros_like(Y)
+    for idx in np.ndindex(*Y.shape):
+        E = np.zeros_like(Y)
+        E[idx] = 1e-6
+        grad[idx] = (V(Y + E) - V(Y - E)) / 2e-6
+    Z = np.sqrt(s.d) * np.exp(Y @ P @ Y.T).sum(1)
+    Pinv = np.linalg.inv(P)
+    R = (grad @ Pinv.T) / Z[:, None]  # g^{-1} dV
+    R = R - np.einsum("id,de,ie->i", Y, P, R)[:, None] * Y  # project on T E_P
+    A = num.attention_weights(Y, P, row_sum=s.row_sum)
+    M = A @ Y
+    F = M - np.einsum("id,de,ie->i", Y, P, M)[:, None] * Y  # (8) with W = P
+    scale = 1.0 if s.p.normalization == "sqrt" else math.sqrt(s.d)  # "unit" rows: V_P's gradient flow is rescaled
+    err = float(np.abs(R * scale + F).max() / max(1.0, np.abs(F).max()))
+    return CrossCheck("agrees" if err < 1e-6 else "disagrees",
+                      {"relative_error": err, "criterion": "central differences (h = 1e-6) of V_P, Riemannian gradient vs -Y_P below 1e-6"})
+
+
+def theorem_3_2(s: Setting, simulate_: bool, run: Run | None) -> TheoremResult:
+    hyps = [P_spd(s), W_equals_P(s), constant_P(s), single_head(s), value_identity(s), full_attention(s),
+            proofs_hypothesis("Vdot_P = -sum_k Z_k |ydot_k|_P^2 on E_P proved", sym.theorem_3_2_proofs())]
+    pred = {"V_P_non_increasing": True, "limit": "an equilibrium (Lojasiewicz); consensus not guaranteed",
+            "V_P_lower_bound": float(sym.V_P_lower_bound(s.ell)),
+            "V_P_minimum_iff_consensus": True}
+    r = TheoremResult("consensus:thm-3.2", "Theorem 3.2",
+                      r"P=P^\top\succ0,\ y_i\in\mathcal E_P^n,\ U=I,\ h=1:\ \dot V_P=-\sum_kZ_k|\dot y_k|_P^2\le0\ \text{and every trajectory converges to an equilibrium}",
+                      hyps, pred,
+                      correction="tokens must lie on the ellipsoid E_P of P itself (W = P); with W != P, V_P is not monotone. "
+                                 "The conclusion is convergence to an equilibrium, not consensus; the Lojasiewicz inequality is misstated in the paper.")
+    if simulate_:
+        if r.applies is not True or run is None:
+            r.cross_check = CrossCheck("skipped", {"reason": "hypotheses not certified"})
+        elif (f := _failed(run)) is not None:
+            r.cross_check = f
+        else:
+            P = np.asarray(s.P[0], float)
+            Vs = num.V_P(run.X, P)
+            ly = _lyapunov(Vs)
+            lim = consensus_limit(s, run)
+            checks = ly["non_increasing"] and Vs.min() >= pred["V_P_lower_bound"] - 1e-9 * abs(pred["V_P_lower_bound"])
+            settled = lim["limit_class"] != "not_settled"
+            r.cross_check = _verdict(checks, settled, settled,
+                                       {"V_P": ly, "V_P_initial": float(Vs[0]), "V_P_final": float(Vs[-1]), **lim, **run.summary(),
+                                        "criterion": "V_P never increases beyond round-off, stays above -l^2 e/2, and the run settles"})
+    return r
+
+
+# ---------------------------------------------------------------------------------------------
+# §4: hemisphere
+# ---------------------------------------------------------------------------------------------
+
+
+def lemma_4_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None]) -> TheoremResult:
+    hb, b = bound
+    hyps = [hb, ellipsoid(s)]
+    pred: dict[str, Any] = {}
+    if b is not None:
+        lam_min = float(np.linalg.eigvalsh(s.W).min())
+        c1, c2 = cert.lemma_4_1_constants(float(b), lam_min, s.ell, s.d)
+        scale = s.row_sum * math.sqrt(s.d)
+        pred = {"b": float(b), "K": lam_min ** -0.5, "c1": c1 * scale, "c2_paper": c2, "c2_sharp": s.row_sum,
+                "statement": "c1 <= alpha_ij <= c2 along every trajectory (c2 = row sum suffices)"}
+    r = TheoremResult("consensus:lemma-4.1", "Lemma 4.1",
+                      r"\sup_t\|P_\eta(t)\|\le b\Rightarrow c_1\le\alpha^\eta_{ij}\le c_2,\ c_1=\frac1{\sqrt{n+1}\,\ell\,e^{2K^2b}},\ K=\lambda_{\min}(W)^{-1/2};\ \alpha^\eta_{ij}\le\tfrac1{\sqrt{n+1}}",
+                      hyps, pred, correction="K = lambda_min(W)^(-1/2); the paper's c2 = exp(2K^2 b) is valid but loose: alpha <= 1/sqrt(n+1) always")
+    if simulate_:
+        if r.applies is not True or run is None:
+            r.cross_check = CrossCheck("skipped", {"reason": "no proven bound on P(t)"})
+        elif (f := _failed(run)) is not None:
+            r.cross_check = f
+        else:
+            lo, hi = math.inf, -math.inf
+            idx = np.linspace(0, run.t.size - 1, min(run.t.size, 301)).astype(int)
+            for k in idx:
+                for eta in range(s.h):
+                    A = num.attention_weights(run.X[k], s.P_at(eta, float(run.t[k])), causal=s.p.causal, row_sum=s.row_sum)
+                    vals = A[np.tril(np.ones_like(A, bool))] if s.p.causal else A.ravel()
+                    lo, hi = min(lo, float(vals.min())), max(hi, float(vals.max()))
+            ok = lo >= pred["c1"] * (1 - 1e-12) and hi <= pred["c2_sharp"] * (1 + 1e-12)
+            r.cross_check = CrossCheck("agrees" if ok else "disagrees",
+                                       {"min_alpha": lo, "max_alpha": hi, "samples": int(idx.size), "c1": pred["c1"], "c2_sharp": pred["c2_sharp"],
+                                        "criterion": "c1 <= alpha_ij <= row sum at every sampled time"})
+    return r
+
+
+def lemma_4_2(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None],
+              uc: core.HypothesisResult, v: np.ndarray | None) -> TheoremResult:
+    hyps = [bound[0], uc, value_identity(s), full_attention(s)]
+    v = np.eye(s.d)[0] if v is None else v  # the lemma holds for every fixed v
+    K = float(np.linalg.eigvalsh(s.W).min()) ** -0.5
+    pred = {"f_i_bounded": True, "f_i_uniformly_continuous": True,
+            "v": v.tolist(), "sup_f_bound": 2 * s.h * s.row_sum * K * float(np.linalg.norm(v)) * max(1.0, K)}
+    r = TheoremResult("consensus:lemma-4.2", "Lemma 4.2",
+                      r"P_\eta\ \text{bounded, uniformly continuous}\Rightarrow f_i(t)=\sum_\eta\sum_j\alpha^\eta_{ij}\big(v^\top y_j-y_i^\top Wy_j\,v^\top y_i\big)\ \text{bounded and uniformly continuous}",
+                      hyps, pred)
+    if simulate_:
+        if r.applies is not True or run is None:
+            r.cross_check = CrossCheck("skipped", {"reason": "hypotheses not certified"})
+        elif (f := _failed(run)) is not None:
+            r.cross_check = f
+        else:
+            from . import field
+
+            F = field(s.p)
+            vals = np.array([F(float(tk), Xk) @ v for tk, Xk in zip(run.t, run.X)])
+            sup = float(np.abs(vals).max())
+            lip = float((np.abs(np.diff(vals, axis=0)) / np.diff(run.t)[:, None]).max())
+            ok = sup <= pred["sup_f_bound"] * (1 + 1e-9) and math.isfinite(lip)
+            r.cross_check = CrossCheck("agrees" if ok else "disagrees",
+                                       {"sup_f": sup, "bound": pred["sup_f_bound"], "max_difference_quotient": lip,
+                                        "criterion": "sup |f_i| below 2 h c K |v| max(1,K) and finite difference quotients"})
+    return r
+
+
+def theorem_4_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None],
+                uc: core.HypothesisResult, hemi: core.HypothesisResult, v: np.ndarray | None) -> TheoremResult:
+    hyps = [value_identity(s), full_attention(s), ellipsoid(s), bound[0], uc, hemi,
+            proofs_hypothesis("Dini derivative of max_i(1 - v^T y_i) <= 0 (per-term decomposition proved)", sym.theorem_4_1_proofs())]
+    pred: dict[str, Any] = {"hemisphere_witness": None if v is None else v.tolist(),
+                            "hemisphere_invariant": True, "V_max_non_increasing": True,
+                            "limit": "consensus set attractive (spread -> 0); which point is not predicted"}
+    r = TheoremResult("consensus:thm-4.1", "Theorem 4.1",
+                      r"U_\eta=I,\ \sup_t\|P_\eta\|\le b,\ P_\eta\ \text{uniformly continuous},\ v^\top y_i(0)>0\ \forall i\ \Rightarrow\ "
+                      r"\mathcal C^+_\ell(v)\ \text{is attractive; } V=\max_i(1-v^\top y_i),\ D^+V\le0",
+                      hyps, pred, correction="attractivity only (no stability, no rate, no particular point); the hemisphere is Euclidean v^T y > 0 even on ellipsoids")
+    if r.applies is not True:
+        r.prediction = {**pred, **non_consensus_prediction(s, hemi)}
+    if simulate_:
+        if run is None:
+            r.cross_check = CrossCheck("skipped", {"reason": "no run"})
+        elif (f := _failed(run)) is not None:
+            r.cross_check = f
+        elif r.applies is not True:
+            r.cross_check = non_consensus_check(s, run, r.prediction)
+        else:
+            from . import field
+
+            Vs = num.V_max(run.X, v)
+            F = field(s.p)
+            dini = max(num.dini_max(Xk, F(float(tk), Xk), v) for tk, Xk in zip(run.t, run.X))
+            ly = _lyapunov(Vs)
+            lim = consensus_limit(s, run)
+            inside = float(num.hemisphere_min(run.X, v).min())
+            checks = ly["non_increasing"] and inside > 0 and dini <= 1e-10
+            r.cross_check = _verdict(checks, lim["limit_class"] == "consensus", lim["limit_class"] != "not_settled",
+                                       {"V_max": ly, "max_dini_derivative": dini, "min_v_y": inside, **lim, **run.summary(),
+                                        "criterion": "V never increases beyond round-off, D+V <= 1e-10, tokens stay in the hemisphere, limit classified consensus"})
+    return r
+
+
+def non_consensus_prediction(s: Setting, hemi: core.HypothesisResult) -> dict[str, Any]:
+    """Where the hemisphere fails: is X0 an equilibrium, and is it a certified stable non-consensus one?"""
+    from . import field
+
+    out: dict[str, Any] = {"consensus_predicted": None, "reason": f"hypotheses fail ({hemi.name}: {hemi.status})"}
+    if s.p.time_varying:
+        return out
+    F = field(s.p)(0.0, s.X0)
+    speed = float(np.abs(F).max())
+    out["X0_speed"] = speed
+    tet = _tetrahedron_beta(s)
+    if tet is not None:
+        res = cert.tetrahedron_stability(Fraction(tet))
+        out["equilibrium"] = {"kind": "regular tetrahedron", "beta": tet, "stability": res.to_json(),
+                              "spectrum": {k: float(v) for k, v in sym.tetrahedron_spectrum(sp.Rational(Fraction(tet))).items()}}
+        if res.status == "holds":
+            out["prediction"] = "stable non-consensus equilibrium (rotation orbit normally attracting)"
+            out["consensus_predicted"] = False
+        elif res.status == "fails":
+            out["prediction"] = "unstable non-consensus equilibrium"
+    return out
+
+
+def _tetrahedron_beta(s: Setting) -> float | None:
+    """beta when the setting is the note's example: full, h = 1, U = I, sphere, P = -beta I, X0 a regular tetrahedron."""
+    if s.p.causal or s.h != 1 or s.ell != 4 or s.d != 3 or not s.P_constant or s.p.W is not None:
+        return None
+    P = np.asarray(s.P[0], float)
+    if not _exact_equal(s.U[0], np.eye(3)) or not np.array_equal(P, P[0, 0] * np.eye(3)) or P[0, 0] >= 0:
+        return None
+    G = s.X0 @ s.X0.T
+    if np.abs(G - (4 / 3 * np.eye(4) - 1 / 3)).max() > 1e-12:
+        return None
+    return float(-P[0, 0])
+
+
+def non_consensus_check(s: Setting, run: Run, pred: dict[str, Any]) -> CrossCheck:
+    """Start 1e-6 away from X0 (seeded) and check the run stays at the non-consensus equilibrium when it is certified stable."""
+    if pred.get("consensus_predicted") is not False:
+        lim = consensus_limit(s, run)
+        return CrossCheck("skipped", {"reason": "no prediction when the hypotheses fail", **lim})
+    from ..numeric.attention.field import project
+
+    rng = np.random.default_rng(s.p.seed)
+    X1 = project(s.X0 + 1e-6 * rng.normal(size=s.X0.shape), s.p.W)
+    pert = run_simulation(s, X1)
+    if (f := _failed(pert)) is not None:
+        return f
+    dist = float(np.abs(pert.X[-1] @ pert.X[-1].T - s.X0 @ s.X0.T).max())
+    lim = consensus_limit(s, pert)
+    ok = lim["limit_class"] == "non_consensus" and dist < 1e-4
+    return CrossCheck("agrees" if ok else "disagrees",
+                      {"perturbation": 1e-6, "gram_distance_final": dist, **lim, **pert.summary(),
+                       "criterion": "a 1e-6 perturbation settles back onto the rotation orbit of X0 (Gram matrix within 1e-4); not consensus"})
+
+
+# ---------------------------------------------------------------------------------------------
+# §5: causal, U = I
+# ---------------------------------------------------------------------------------------------
+
+
+def _membership_D1(s: Setting) -> core.HypothesisResult:
+    Y = core.rational_matrix(s.X0)
+    bad = [j + 1 for j in range(1, s.ell) if Y.row(j) == -Y.row(0)]
+    if bad:
+        return _fails("y_j(0) != -y_1(0) (j >= 2)", "exact comparison", f"tokens {bad} are antipodal to token 1")
+    return holds_by("y_j(0) != -y_1(0) (j >= 2)", "exact comparison")
+
+
+def lemma_5_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None]) -> TheoremResult:
+    hyps = [causal_attention(s), value_identity(s), sphere(s), bound[0],
+            proofs_hypothesis("adot = alpha (1 - a^2), V = (a-1)^2(a+2)/3, Vdot = -alpha (1-a^2)^2 proved", sym.lemma_5_1_proofs())]
+    r = TheoremResult("consensus:lemma-5.1", "Lemma 5.1",
+                      r"\dot y=\tilde\alpha(t)(y^0-y^\top y^0\,y),\ \tilde\alpha\ge c>0:\ y^0\ \text{asymptotically stable with domain}\ \mathbb S^n\setminus\{-y^0\};\ V(a)=\tfrac23-a+\tfrac{a^3}3",
+                      hyps, {"applied_to": "token 2 of the causal model (driven by the fixed token 1)",
+                             "a2_limit": 1.0 if s.ell >= 2 else None, "V_token2_non_increasing": True})
+    if simulate_:
+        if r.applies is not True or run is None or s.ell < 2:
+            r.cross_check = CrossCheck("skipped", {"reason": "hypotheses not certified or fewer than 2 tokens"})
+        elif (f := _failed(run)) is not None:
+            r.cross_check = f
+        else:
+            y0 = run.X[0, 0]
+            V2 = num.V_causal(run.X[:, 1], y0)
+            ly = _lyapunov(V2)
+            a_end = float(run.X[-1, 1] @ y0)
+            reached = a_end > 1 - 1e-6 or float(run.X[0, 1] @ y0) <= -1 + 1e-12
+            r.cross_check = _verdict(ly["non_increasing"], reached, run.speed <= SETTLED_SPEED,
+                                       {"V_token2": ly, "a2_initial": float(run.X[0, 1] @ y0), "a2_final": a_end,
+                                        "criterion": "V(a_2) never increases beyond round-off and a_2 -> 1 (unless a_2(0) = -1)"})
+    return r
+
+
+def theorem_5_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None]) -> TheoremResult:
+    hyps = [causal_attention(s), value_identity(s), sphere(s), bound[0], _membership_D1(s),
+            cert.consensus_stability(True, s.ell, s.h, s.d) if s.p.causal else _fails("consensus_locally_stable", "parameter", "not causal"),
+            proofs_hypothesis("cascade identity (19) and input gain |y0 - a y|^2 = 1 - a^2 proved", sym.lemma_5_1_proofs())]
+    rates = [float(-s.h * (i - 1) / i * s.row_sum) for i in range(2, s.ell + 1)]
+    pred = {"limit_point": s.X0[0].tolist(), "token_1_fixed": True, "transverse_eigenvalues": rates,
+            "domain": "all of {y_j != -y_1}" if s.ell <= 2 else "locally asymptotically stable; convergence from almost every initial condition "
+                      "(the paper's domain {y_j != -y_1} is too strong for l >= 3)"}
+    r = TheoremResult("consensus:thm-5.1", "Theorem 5.1",
+                      r"\text{causal},\ U_\eta=I,\ W=I,\ \sup_t\|P_\eta\|<b:\ \mathcal C_\ell\ \text{asymptotically stable};\ y_i(t)\to y_1(0)\ (\ell=2:\ \text{from all } y_2\ne-y_1)",
+                      hyps, pred,
+                      correction="for l >= 3 the domain of attraction does not contain {y_j != -y_1, j >= 2}: the ISS estimate fails near a_i = -1 "
+                                 "(explicit S^1 counterexample in note 003); the limit is y_1(0), which never moves")
+    if simulate_:
+        if r.applies is not True or run is None:
+            r.cross_check = CrossCheck("skipped", {"reason": "hypotheses not certified"})
+        elif (f := _failed(run)) is not None:
+            r.cross_check = f
+        else:
+            moved = float(np.abs(run.X[:, 0] - run.X[0, 0]).max())
+            err = float(np.linalg.norm(run.X[-1] - run.X[0, 0], axis=1).max())
+            lim = consensus_limit(s, run)
+            r.cross_check = _verdict(moved <= 1e-12, lim["limit_class"] == "consensus" and err < 1e-4,
+                                     lim["limit_class"] != "not_settled",
+                                       {"token_1_motion": moved, "max_distance_to_y1_0": err, **lim, **run.summary(),
+                                        "criterion": "token 1 moves at most 1e-12, limit classified consensus at y_1(0)"})
+    return r
+
+
+# ---------------------------------------------------------------------------------------------
+# §6: causal, symmetric U
+# ---------------------------------------------------------------------------------------------
+
+
+def _hemisphere_of_v(s: Setting, te: cert.TopEigen | None) -> tuple[core.HypothesisResult, int]:
+    """All tokens strictly on one side of v^perp, with the eigenvector error bounded (Davis–Kahan)."""
+    name = "v^T y_i(0) of one strict sign for all i"
+    if te is None:
+        return core.HypothesisResult(name, "unknown", None, "needs the top eigenvector", None), 0
+    U = np.asarray(s.U[0], float)
+    v = te.v
+    r = U @ v - te.lam * v
+    delta = te.lam - float(te.c) if te.c is not None else 0.0
+    if delta <= 0:
+        return core.HypothesisResult(name, "unknown", None, "Davis-Kahan", None, "no eigenvalue separation"), 0
+    eps = 2.0 * (float(np.linalg.norm(r)) + 1e-15 * float(np.abs(U).max())) / delta + 1e-14  # |v - v_exact| bound, padded
+    b = s.X0 @ v
+    margin = float(np.abs(b).min()) - eps * float(np.linalg.norm(s.X0, axis=1).max())
+    sign = 1 if np.all(b > 0) else (-1 if np.all(b < 0) else 0)
+    method = "float inner products with a Davis-Kahan bound on the eigenvector error (sin theta <= |r| / (lambda - c))"
+    if sign and margin > 0:
+        return core.HypothesisResult(name, "holds", margin, method, None, f"sign {sign:+d}, eigenvector error <= {eps:.2e}"), sign
+    if not sign and np.abs(b).min() > eps:
+        return core.HypothesisResult(name, "fails", margin, method, None, "tokens on both sides of v^perp"), 0
+    return core.HypothesisResult(name, "unknown", margin, method, None, "a token is within the eigenvector error of v^perp"), 0
+
+
+def lemma_6_1(s: Setting, simulate_: bool, run: Run | None, top: tuple[core.HypothesisResult, cert.TopEigen | None]) -> TheoremResult:
+    hyps = [single_head(s), sphere(s), U_constant(s), top[0],
+            proofs_hypothesis("bdot = alpha (lambda - y^T U y) b and the sum of squares proved", sym.lemma_6_1_proofs())]
+    te = top[1]
+    pred: dict[str, Any] = {"applied_to": "token 1 of the causal model (alpha_11 = row sum, constant)",
+                            "v": None if te is None else te.v.tolist(), "lambda": None if te is None else te.lam,
+                            "invariant": "the great sphere v^T y = 0 is invariant (correction)"}
+    r = TheoremResult("consensus:lemma-6.1", "Lemma 6.1",
+                      r"\dot y=\tilde\alpha(t)(Uy-y^\top Uy\,y),\ U=U^\top,\ \dim L_\lambda=1:\ \pm v\ \text{asymptotically stable with domains}\ \{\pm v^\top y>0\}",
+                      hyps, pred, correction="trajectories on the great sphere v^T y = 0 are invariant (the paper calls b* = 0 unstable with empty domain)")
+    if simulate_:
+        if r.applies is not True or run is None or not s.p.causal:
+            r.cross_check = CrossCheck("skipped", {"reason": "hypotheses not certified or attention not causal (token 1 is not autonomous)"})
+        elif (f := _failed(run)) is not None:
+            r.cross_check = f
+        else:
+            U = np.asarray(s.U[0], float)
+            ref = num.oja_token(run.X[0, 0], U, run.t, s.row_sum)
+            err = float(np.abs(ref - run.X[:, 0]).max())
+            b = run.X[:, 0] @ te.v
+            sgn = 1.0 if b[0] >= 0 else -1.0
+            ly = _lyapunov(num.V_plus(run.X[:, 0], sgn * te.v))
+            ok = err < 1e-6 and ly["non_increasing"]
+            r.cross_check = CrossCheck("agrees" if ok else "disagrees",
+                                       {"closed_form_error": err, "V_plus_token1": ly, "b_final": float(b[-1]),
+                                        "criterion": "token 1 follows exp(c U t) y0 / |.| within 1e-6 and 1 - s v^T y_1 never increases"})
+    return r
+
+
+def theorem_6_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None],
+                top: tuple[core.HypothesisResult, cert.TopEigen | None]) -> TheoremResult:
+    side, sign = _hemisphere_of_v(s, top[1])
+    hyps = [causal_attention(s), single_head(s), sphere(s), U_constant(s), top[0], bound[0], side,
+            cert.theorem_6_1_stability(top[0]),
+            proofs_hypothesis("identity (23) proved", sym.lemma_6_1_proofs())]
+    te = top[1]
+    lam = te.lam if te else None
+    mus = np.linalg.eigvalsh(np.asarray(s.U[0], float))[:-1] if te else []
+    pred: dict[str, Any] = {"limit_point": None if te is None or not sign else (sign * te.v).tolist(),
+                            "independent_of_P": True,
+                            "transverse_eigenvalues": None if te is None else
+                            sorted({float((m - i * lam) / i * s.row_sum) for i in range(1, s.ell + 1) for m in mus})}
+    r = TheoremResult("consensus:thm-6.1", "Theorem 6.1",
+                      r"\text{causal},\ h=1,\ W=I,\ U=U^\top,\ \lambda_{\max}(U)>0\ \text{simple},\ \sup_t\|P\|<b:\ (v,\dots,v)\ \text{asymptotically stable, domain}\ \supseteq\{v^\top y_i>0\ \forall i\}",
+                      hyps, pred, correction="the limit is +-v (fixed by U), not y_1(0); the domain of b_i is (0, 1], not (0, 1)")
+    if simulate_:
+        if r.applies is not True or run is None:
+            r.cross_check = CrossCheck("skipped", {"reason": "hypotheses not certified"})
+        elif (f := _failed(run)) is not None:
+            r.cross_check = f
+        else:
+            target = sign * te.v
+            err = float(np.linalg.norm(run.X[-1] - target, axis=1).max())
+            ly1 = _lyapunov(num.V_plus(run.X[:, 0], target))
+            r.cross_check = _verdict(ly1["non_increasing"], err < 1e-4 and run.speed <= SETTLED_SPEED, run.speed <= SETTLED_SPEED,
+                                       {"max_distance_to_limit": err, "V_plus_token1": ly1,
+                                        "V_plus_token2_largest_increase": num.largest_increase(num.V_plus(run.X[:, 1], target)) if s.ell > 1 else None,
+                                        "E_signed_final": float(num.signed_measure(run.X[-1])), **run.summary(),
+                                        "criterion": "settled with every token within 1e-4 of s v (the exponentially stable equilibrium certified above), "
+                                                     "V_+ of token 1 non-increasing (later tokens may increase transiently)"})
+    return r
+
+
+# ---------------------------------------------------------------------------------------------
+# the catalogue
+# ---------------------------------------------------------------------------------------------
+
+
+def theorems(params: AttentionParams, *, simulate: bool = False, seed: int | None = None) -> list[TheoremResult]:
+    """Every consensus-paper entry on ``params`` (the Oja variants have no attention: no entries)."""
+    return theorems_with_run(params, simulate=simulate, seed=seed)[0]
+
+
+def theorems_with_run(params: AttentionParams, *, simulate: bool = False, seed: int | None = None) -> tuple[list[TheoremResult], Run | None]:
+    """:func:`theorems` and the simulation its cross-checks used (None without ``simulate``)."""
+    if params.variant != "self_attention":
+        return [], None
+    s = setting(params, seed)
+    bound = P_bounded(s)
+    uc = P_uniformly_continuous(s)
+    hemi, v = cert.open_hemisphere(s.X0, "open hemisphere containing y_i(0) (SOCP witness v)")
+    constU = not any(isinstance(U, sp.MatrixBase) for U in s.U)
+    top = cert.simple_positive_top_eigenvalue(np.asarray(s.U[0], float), "U symmetric, lambda_max(U) > 0 simple") if constU \
+        else (core.HypothesisResult("U symmetric, lambda_max(U) > 0 simple", "fails", None, "parameter", None, "U depends on t"), None)
+    run = run_simulation(s) if simulate else None
+    return [
+        lemma_3_1(s, simulate), theorem_3_1(s, simulate), theorem_3_2(s, simulate, run),
+        lemma_4_1(s, simulate, run, bound), lemma_4_2(s, simulate, run, bound, uc, v),
+        theorem_4_1(s, simulate, run, bound, uc, hemi, v),
+        lemma_5_1(s, simulate, run, bound), theorem_5_1(s, simulate, run, bound),
+        lemma_6_1(s, simulate, run, top), theorem_6_1(s, simulate, run, bound, top),
+    ], run
+
+
+# ---------------------------------------------------------------------------------------------
+# the paper's examples (§7), as parameter mappings
+# ---------------------------------------------------------------------------------------------
+
+P_7_1 = [[0.9432, 0.0587, -0.1813], [0.0587, 0.8450, -0.1013], [-0.1813, -0.1013, 0.5519]]
+P_7_2 = ([[0.0805, -0.1929, 0.1991], [-0.2312, 0.3131, -0.2335], [0.1788, -0.1732, -0.1594]],
+         [[-0.3067, 0.0349, 0.1107], [0.0572, -0.0557, 0.1343], [0.1375, 0.1083, 0.1018]])
+P_7_3 = [[0.3598, 0.4150, 0.1319], [0.0971, -0.0668, -0.2046], [0.1548, -0.2102, 0.1220]]
+U_7_3 = [[-0.2590, 0.4965, 0.5609], [0.4965, -0.7174, -0.5003], [0.5609, -0.5003, -0.0247]]
+D_1 = ("2*cos(10*pi*t)", "2*sin(10*pi*t)", "2*cos(6*pi*t)")
+D_2 = ("2*cos(6*pi*t)", "2*sin(6*pi*t)", "2*cos(4*pi*t)")
+
+
+def _DP(D: tuple[str, ...], P: list[list[float]]) -> list[list[str]]:
+    return [[f"{D[i]}*({P[i][j]!r})" for j in range(len(P))] for i in range(len(P))]
+
+
+def _tokens(seed: int, n: int, d: int, W: Any = None, v: Any = None) -> list[list[float]]:
+    """Uniform on [-1/2, 1/2]^d (the paper's protocol), flipped into v^T y > 0 if v is given, then pi_W."""
+    rng = np.random.default_rng(seed)
+    Y = rng.uniform(-0.5, 0.5, (n, d))
+    if v is not None:
+        Y = Y * np.sign(Y @ np.asarray(v, float))[:, None]
+    Wm = np.eye(d) if W is None else np.asarray(W, float)
+    return (Y / np.sqrt(np.einsum("id,de,ie->i", Y, Wm, Y))[:, None]).tolist()
+
+
+#: angles on S^1 of the counterexample to Thm 5.1's domain (note 003 §2.3): theta_3 is on the separatrix
+THM51_ANGLES = (0.0, -0.3, 3.095984385753381)
+
+
+@dataclass
+class Fig5:
+    r"""§7.4: causal, h heads, :math:`P_\eta(t)=D_\eta(t)P'_\eta`, :math:`(D_\eta)_{jj}=|2\sin(w_jt+\phi_j)|`,
+    :math:`P'\sim U[-\tfrac12,\tfrac12]`, :math:`w\sim U(0,1)`, :math:`\phi\sim U(0,2\pi)` drawn per diagonal entry."""
+
+    Pp: list[np.ndarray]
+    w: list[np.ndarray]
+    phi: list[np.ndarray]
+    X0: np.ndarray
+
+    def P(self, eta: int, t: float) -> np.ndarray:
+        return np.abs(2 * np.sin(self.w[eta] * t + self.phi[eta]))[:, None] * self.Pp[eta]
+
+
+def fig5_parameters(n: int, d: int, heads: int = 2, seed: int = 5) -> Fig5:
+    """Random draw of §7.4's parameters (note 003, pitfall 12: w, phi per diagonal entry)."""
+    rng = np.random.default_rng(seed)
+    Pp, w, phi = [], [], []
+    for _ in range(heads):
+        Pp.append(rng.uniform(-0.5, 0.5, (d, d)))
+        w.append(rng.uniform(0, 1, d))
+        phi.append(rng.uniform(0, 2 * np.pi, d))
+    X0 = rng.uniform(-0.5, 0.5, (n, d))
+    return Fig5(Pp, w, phi, X0 / np.linalg.norm(X0, axis=1)[:, None])
+
+
+def paper_examples() -> dict[str, dict[str, Any]]:
+    """Parameter mappings of §7.1–7.4 (printed matrices), a reduced §7.4 and the stable tetrahedron;
+    ``tests/data/attention/consensus_<key>.json`` hold exactly these."""
+    I3 = np.eye(3).tolist()
+    f5 = fig5_parameters(8, 6)
+    heads5 = [{"P": [[f"Abs(2*sin({float(f5.w[e][i])!r}*t + {float(f5.phi[e][i])!r}))*({float(f5.Pp[e][i, j])!r})"
+                      for j in range(6)] for i in range(6)], "V": np.eye(6).tolist()} for e in range(2)]
+    tet = np.array([[1, 1, 1], [1, -1, -1], [-1, 1, -1], [-1, -1, 1]]) / np.sqrt(3)
+    return {
+        "fig1": {"P": P_7_1, "V": I3, "W": P_7_1, "normalization": "sqrt", "X0": _tokens(0, 10, 3, P_7_1), "t_end": 60.0, "seed": 0},
+        "fig3": {"heads": [{"P": _DP(D_1, P_7_2[0]), "V": I3}, {"P": _DP(D_2, P_7_2[1]), "V": I3}], "normalization": "sqrt",
+                 "X0": _tokens(0, 10, 3, v=[1.0, 0.0, 0.0]), "t_end": 30.0, "seed": 0},
+        "fig4": {"P": _DP(D_1, P_7_3), "V": U_7_3, "causal": True, "normalization": "sqrt",
+                 "X0": _tokens(0, 10, 3, v=[-0.57806, 0.10208, -0.80958]), "t_end": 200.0, "seed": 0},
+        "fig5_reduced": {"heads": heads5, "causal": True, "normalization": "sqrt", "X0": f5.X0.tolist(), "t_end": 150.0, "seed": 5},
+        "tetrahedron": {"P": (-2.0 * np.eye(3)).tolist(), "V": I3, "normalization": "sqrt", "X0": tet.tolist(), "t_end": 60.0, "seed": 0},
+        # note 003 §2.3: inside {y_j != -y_1} yet token 3 converges to -y_1 (Thm 5.1's domain claim fails for l >= 3)
+        "thm51_counterexample": {"P": np.eye(2).tolist(), "V": np.eye(2).tolist(), "causal": True, "normalization": "sqrt",
+                                 "X0": [[math.cos(a), math.sin(a)] for a in THM51_ANGLES], "t_end": 30.0, "seed": 0},
+    }
+
+
+__all__ = ["Fig5", "Setting", "consensus_limit", "fig5_parameters", "paper_examples", "run_simulation", "setting",
+           "theorems", "theorems_with_run"]
