@@ -34,7 +34,7 @@ from .html import _MD, write_report
 
 #: The paper sections, in report order. The lead appends "multistability", "consensus", "kpflow"
 #: (and optionally "pretrained") when their modules land: each is ``flowcert.reports.<key>``.
-SECTIONS: tuple[str, ...] = ("gaussian", "multistability", "kpflow", "pretrained", "graph")  # graph: the theorem graph (flowcert.graph), kept last
+SECTIONS: tuple[str, ...] = ("gaussian", "multistability", "consensus", "kpflow", "pretrained", "graph")  # graph: the theorem graph (flowcert.graph), kept last
 
 
 class SectionError(RuntimeError):

@@ -17,6 +17,7 @@ pytest.importorskip("flowcert.attention.params", reason="the attention model cor
 
 from flowcert.attention import load, parse  # noqa: E402
 from flowcert.attention import consensus as cat  # noqa: E402
+from flowcert.attention import examples  # noqa: E402
 from flowcert.certificates import core  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "attention"
@@ -147,7 +148,7 @@ def test_parameter_files_are_the_paper_examples():
         on_disk = json.loads((DATA / f"consensus_{key}.json").read_text())
         assert json.loads(json.dumps(raw)) == on_disk, key
     # the printed matrices: U of §7.3 has the eigenvalues quoted in the note
-    assert np.allclose(np.linalg.eigvalsh(np.array(cat.U_7_3)), [-1.41849, -0.02148, 0.43888], atol=1e-5)
+    assert np.allclose(np.linalg.eigvalsh(np.array(examples.U_7_3)), [-1.41849, -0.02148, 0.43888], atol=1e-5)
 
 
 def test_theorem_5_1_domain_correction():

@@ -38,7 +38,7 @@ from typing import Any, Sequence
 import numpy as np
 import sympy as sp
 
-from ...hypotheses import as_float, definite
+from ..hypotheses import as_float, definite
 from .. import core, exact, spectrum
 
 # ---------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ import sympy as sp
 from ..catalogue import CrossCheck, TheoremResult
 from ..certificates import core, spectrum
 from ..certificates import gaussian as cert
-from ..hypotheses import definite, lower_eigenvalue_bound, semidefinite, sym_part
+from ..certificates.hypotheses import definite, lower_eigenvalue_bound, semidefinite, sym_part
 from ..numeric import gaussian as ng
 from ..numeric.gaussian import riccati
 from .params import GaussianParams

@@ -21,7 +21,7 @@ import sympy as sp
 from .. import __version__
 from . import asymptotics
 from ..catalogue import CrossCheck, TheoremResult
-from ..hypotheses import gram, holds_by, semidefinite, upper_eigenvalue_bound
+from ..certificates.hypotheses import gram, holds_by, semidefinite, upper_eigenvalue_bound
 from ..certificates import core
 from ..numeric import gaussian as ng
 from .params import GaussianParams

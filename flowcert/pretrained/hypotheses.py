@@ -28,7 +28,7 @@ import numpy as np
 
 from ..catalogue import TheoremResult
 from ..certificates import core, lowrank
-from ..hypotheses import holds_by
+from ..certificates.hypotheses import holds_by
 from .heads import Head
 
 __all__ = ["head_record", "head_theorems"]

@@ -28,7 +28,7 @@ import numpy as np
 from .. import __version__
 from ..catalogue import CrossCheck, TheoremResult
 from ..certificates import core
-from ..hypotheses import holds_by
+from ..certificates.hypotheses import holds_by
 from .params import RNNParams
 
 EXACT_MAX = 1200  # dense references (SVD, partial traces) up to B*T*H = EXACT_MAX
