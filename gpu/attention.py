@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Sequence, Union
 
+import numpy as np
 import torch
 
 from ..symbolic import codegen
@@ -31,6 +32,7 @@ from ..symbolic.attention import Structure, attention_program, structure_program
 from . import integrators
 
 Args = Union[Sequence[torch.Tensor], Callable[[float], Sequence[torch.Tensor]]]
+GridArgs = Callable[[np.ndarray], Sequence[torch.Tensor]]
 
 
 @lru_cache(maxsize=None)
@@ -88,7 +90,7 @@ def _args_at(args: Args) -> Callable[[float], Sequence[torch.Tensor]]:
 
 def simulate(structure: Structure, X0: torch.Tensor, args: Args, t_end: float, steps: int, *,
              W: torch.Tensor | None = None, renormalize: bool = True, t0: float = 0.0,
-             record_every: int = 0) -> AttentionTrajectory:
+             record_every: int = 0, args_grid: GridArgs | None = None, chunk_steps: int = 512) -> AttentionTrajectory:
     """Integrate a batch of configurations with ``steps`` RK4 steps on :math:`\\mathcal E_W^n`.
 
     Parameters
@@ -104,17 +106,32 @@ def simulate(structure: Structure, X0: torch.Tensor, args: Args, t_end: float, s
     record_every : int
         If positive, ``trajectory`` holds the state every ``record_every`` steps (attribute
         ``path`` of shape (m, batch, n, d) with times ``times``).
+    args_grid : callable ``times -> sequence of Tensors``, optional
+        Vectorised time-varying arguments (each with a leading axis ``len(times)``, see
+        :meth:`~flowcert.attention.params.AttentionParams.kernel_args_many`); replaces ``args``.
+        The RK4 stage times of ``chunk_steps`` steps lie on the half-step grid
+        :math:`t_0+kh/2`, which is evaluated in one call per chunk.
     """
     kernel = structure_field(structure)
     at = _args_at(args)
     varying = callable(args)
     h = t_end / steps
     X, drift, path, times = X0, [], [X0], [t0]
+    grid: Sequence[torch.Tensor] = ()
     for s in range(steps):
         start = t0 + s * h
+        if args_grid is not None and s % chunk_steps == 0:
+            m = min(chunk_steps, steps - s)
+            grid = args_grid(t0 + (2 * s + np.arange(2 * m + 1)) * (h / 2))
+        if args_grid is not None:
+            base = 2 * (s % chunk_steps)
 
-        def field(tt: torch.Tensor, y: integrators.State, start: float = start) -> integrators.State:
-            return kernel(y[0], *at(start + float(tt.reshape(-1)[0]) if varying else start))
+            def field(tt: torch.Tensor, y: integrators.State, base: int = base) -> integrators.State:
+                k = base + int(round(float(tt.reshape(-1)[0]) / (h / 2)))  # stage offset 0, h/2 or h
+                return kernel(y[0], *(a[k] for a in grid))
+        else:
+            def field(tt: torch.Tensor, y: integrators.State, start: float = start) -> integrators.State:
+                return kernel(y[0], *at(start + float(tt.reshape(-1)[0]) if varying else start))
 
         (X,) = integrators.rk4(field, (X,), h, 1)
         norms = w_norms(X, W)

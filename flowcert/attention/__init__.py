@@ -26,7 +26,9 @@ Public API
     :class:`~flowcert.catalogue.TheoremResult`. With ``simulate`` the document also has
     ``simulation`` (one run, :func:`simulate`; ``limit_class`` from the multistability classifier
     once the run has settled, ``agrees`` from its certified verdict, else None — a catalogue
-    module may set it).
+    module may set it). With time-varying heads the record is built from the consensus
+    catalogue's own run (``theorems_with_run``; scipy DOP853 on the manifold), not a second
+    fixed-step RK4 run.
 ``equilibria(p)``
     -> the ``equilibria attention`` JSON document (multistability module).
 ``codegen_source(structure, backend)``
@@ -105,6 +107,18 @@ def _tensor_args(p: AttentionParams, n: int, device: Any) -> Any:
     return at
 
 
+def _grid_args(p: AttentionParams, n: int, device: Any) -> Callable[[np.ndarray], list]:
+    """``times -> kernel arguments`` stacked over ``times`` (one vectorised evaluation of the
+    time-varying heads per chunk of RK4 steps, :meth:`AttentionParams.kernel_args_many`)."""
+    import torch
+
+    def grid(times: np.ndarray) -> list:
+        return [torch.as_tensor(np.ascontiguousarray(a), dtype=torch.float64, device=device)
+                for a in p.kernel_args_many(times, n)]
+
+    return grid
+
+
 def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None = None, device: str = "cpu",
              dt: float | None = None, seed: int | None = None) -> dict[str, Any]:
     """Batched torch RK4 with retraction (:func:`flowcert.gpu.attention.simulate`).
@@ -137,7 +151,9 @@ def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None
     X0 = p.initial_tokens() if p.X0 is not None else p.initial_tokens(None, np.random.default_rng(seed))
     steps = max(1, int(np.ceil(t_end / dt)))
     W = None if p.W is None else torch.as_tensor(np.array(p.W), device=dev)
-    traj = ga.simulate(p.structure, torch.as_tensor(X0, device=dev)[None], _tensor_args(p, p.n, dev), t_end, steps, W=W)
+    grid = _grid_args(p, p.n, dev) if p.time_varying else None
+    traj = ga.simulate(p.structure, torch.as_tensor(X0, device=dev)[None], _tensor_args(p, p.n, dev), t_end, steps, W=W,
+                       args_grid=grid)
     X = traj.X[0].cpu().numpy()
     speed = float(np.abs(field(p)(t_end, X)).max())
     out: dict[str, Any] = {"t_end": t_end, "blowup_time": None, "dt": t_end / steps, "integrator": "RK4 + retraction (torch)",
@@ -153,11 +169,16 @@ def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None
 
 
 def verify(p: AttentionParams, simulate: bool = False, seed: int | None = None) -> dict[str, Any]:
-    """The ``verify attention`` document: ``theorems`` from every catalogue module."""
+    """The ``verify attention`` document: ``theorems`` from every catalogue module.
+
+    With ``simulate`` and time-varying heads, ``simulation`` is built from the run the consensus
+    catalogue's cross-checks already made (:func:`_simulation_from_run`: adaptive DOP853 on the
+    manifold) instead of a second fixed-step RK4 run."""
     from .. import __version__
 
     seed = p.seed if seed is None else seed
     theorems = []
+    reused: dict[str, Any] | None = None
     for name in CATALOGUES:
         try:
             module = importlib.import_module(f"{__name__}.{name}")
@@ -165,16 +186,53 @@ def verify(p: AttentionParams, simulate: bool = False, seed: int | None = None) 
             if exc.name != f"{__name__}.{name}":
                 raise
             continue
+        if simulate and p.time_varying and reused is None and hasattr(module, "theorems_with_run"):
+            results, run = module.theorems_with_run(p, simulate=True, seed=seed)
+            if run is not None:
+                reused = _simulation_from_run(p, module, run, results, seed)
+            theorems += results
+            continue
         theorems += module.theorems(p, simulate=simulate, seed=seed)
     doc = {"flowcert": __version__, "system": "attention", "params": p.to_json(),
            "theorems": [th.to_json() for th in theorems]}
     if simulate:
-        sim = globals()["simulate"](p, seed=seed)
+        sim = reused if reused is not None else globals()["simulate"](p, seed=seed)
         if sim.get("limit_verdict") in ("stable", "unstable"):
             # a settled run at a certified-unstable equilibrium contradicts the verdicts
             sim["agrees"] = sim["limit_verdict"] == "stable"
         doc["simulation"] = sim
     return doc
+
+
+def _simulation_from_run(p: AttentionParams, module: Any, run: Any, results: list, seed: int) -> dict[str, Any]:
+    """The ``simulation`` record from a catalogue's run (``module.Run``, scipy on the manifold).
+
+    ``limit_class`` is ``"consensus"`` only when the catalogue's :func:`consensus_limit` certifies
+    it (settled, spread below its tolerance, certified transverse linearisation), else None with
+    the reason. ``agrees`` is False if any of the catalogue's cross-checks disagrees, True if at
+    least one agrees and none disagrees, None otherwise (all skipped, or a failed run)."""
+    s = module.setting(p, seed)
+    out: dict[str, Any] = {"t_end": p.t_end, "blowup_time": None, "dt": None, "integrator": run.summary()["integrator"],
+                           "device": "cpu", "X0": s.X0.tolist(), "X_final": run.X[-1].tolist(),
+                           "t_reached": float(run.t[-1]), "max_drift": run.drift, "final_speed": run.speed,
+                           "limit_class": None, "agrees": None,
+                           "source": f"the run of the {module.__name__.rsplit('.', 1)[-1]} catalogue's cross-checks (reused)"}
+    if not run.ok:
+        out["limit_class_reason"] = f"failed run: {run.message}"
+        return out
+    lim = module.consensus_limit(s, run)
+    out["consensus_limit"] = lim
+    if lim.get("limit_class") == "consensus":
+        out["limit_class"] = "consensus"
+    else:
+        out["limit_class_reason"] = lim.get("basis", "not classified")
+    checks = {th.id: th.cross_check.status for th in results if th.cross_check is not None}
+    agree = sorted(k for k, v in checks.items() if v == "agrees")
+    disagree = sorted(k for k, v in checks.items() if v == "disagrees")
+    out["agrees"] = False if disagree else (True if agree else None)
+    out["agrees_basis"] = {"agrees": agree, "disagrees": disagree,
+                           "skipped": sorted(k for k, v in checks.items() if v == "skipped")}
+    return out
 
 
 def equilibria(p: AttentionParams, cap: int | None = None) -> dict[str, Any]:

@@ -42,7 +42,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -70,34 +70,60 @@ def _echo(value: Value) -> Any:
              for e in value.row(i)] for i in range(value.rows)]
 
 
-def _evaluator(values: list[Value]) -> Callable[[float], list[np.ndarray]]:
-    """One numeric function ``t -> [matrices]`` for a list of constant or time-varying matrices
-    (a single ``lambdify`` over every time-varying entry; Floats passed as arguments so that
-    they keep all 53 bits)."""
-    symbolic = [v for v in values if isinstance(v, sp.MatrixBase)]
-    if not symbolic:
-        return lambda time: list(values)
-    floats = sorted(set().union(*(m.atoms(sp.Float) for m in symbolic)), key=sp.default_sort_key)
-    dummies = [sp.Dummy() for _ in floats]
-    table = dict(zip(floats, dummies))
-    fns = [sp.lambdify([t, *dummies], v.xreplace(table), modules="numpy") if isinstance(v, sp.MatrixBase) else None
-           for v in values]
-    consts = [float(f) for f in floats]
+class _Evaluator:
+    """Numeric ``t -> [matrices]`` for a list of constant or time-varying matrices: one
+    ``lambdify`` per time-varying matrix (entries flattened row-major; Floats passed as arguments
+    so that they keep all 53 bits), built once. ``evaluator(t)`` gives the matrices at one time,
+    ``evaluator.many(times)`` the stacked matrices (leading axis: ``times``) in one vectorised
+    numpy call per matrix, for a fixed-step integrator's stage times."""
 
-    def at(time: float) -> list[np.ndarray]:
+    def __init__(self, values: list[Value]) -> None:
+        self.values = values
+        symbolic = [v for v in values if isinstance(v, sp.MatrixBase)]
+        floats = sorted(set().union(*(m.atoms(sp.Float) for m in symbolic)), key=sp.default_sort_key) if symbolic else []
+        dummies = [sp.Dummy() for _ in floats]
+        table = dict(zip(floats, dummies))
+        self.fns = [sp.lambdify([t, *dummies], list(v.xreplace(table)), modules="numpy")
+                    if isinstance(v, sp.MatrixBase) else None for v in values]
+        self.consts = [float(f) for f in floats]
+
+    def __call__(self, time: float) -> list[np.ndarray]:
         out = []
-        for v, fn in zip(values, fns):
+        for v, fn in zip(self.values, self.fns):
             if fn is None:
                 out.append(v)
                 continue
             with np.errstate(all="ignore"):
-                m = np.array(fn(np.float64(time), *consts), dtype=np.float64).reshape(v.shape)
+                m = np.array(fn(np.float64(time), *self.consts), dtype=np.float64).reshape(v.shape)
             if not np.all(np.isfinite(m)):
                 raise ParamError(None, f"a time-varying head entry is not finite at t = {time!r}")
             out.append(m)
         return out
 
-    return at
+    def many(self, times: np.ndarray) -> list[np.ndarray]:
+        """The matrices at every entry of the 1-D array ``times``: arrays of shape
+        ``(len(times), rows, cols)`` (constant matrices broadcast, read-only)."""
+        times = np.asarray(times, dtype=np.float64).reshape(-1)
+        out = []
+        for v, fn in zip(self.values, self.fns):
+            if fn is None:
+                out.append(np.broadcast_to(v, (times.size, *v.shape)))
+                continue
+            m = np.empty((times.size, v.shape[0] * v.shape[1]))
+            with np.errstate(all="ignore"):
+                for k, entry in enumerate(fn(times, *self.consts)):
+                    m[:, k] = entry  # a constant entry broadcasts
+            if not np.all(np.isfinite(m)):
+                bad = times[~np.all(np.isfinite(m), axis=1)][0]
+                raise ParamError(None, f"a time-varying head entry is not finite at t = {float(bad)!r}")
+            out.append(m.reshape(times.size, *v.shape))
+        return out
+
+
+def _evaluator(values: list[Value]) -> _Evaluator:
+    """One numeric function ``t -> [matrices]`` (with ``.many(times)``) for a list of constant
+    or time-varying matrices (see :class:`_Evaluator`)."""
+    return _Evaluator(values)
 
 
 @dataclass(frozen=True, eq=False)
@@ -169,7 +195,7 @@ class AttentionParams:
         return self.heads[0].V
 
     @cached_property
-    def _matrices(self) -> Callable[[float], list[np.ndarray]]:
+    def _matrices(self) -> _Evaluator:
         mats: list[Value] = []
         for h in self.heads:
             mats += [h.V] if self.variant != "self_attention" else [h.Q, h.K, h.V]
@@ -210,6 +236,32 @@ class AttentionParams:
             args.append(causal_mask(n))
         if self.W is not None:
             args.append(self.W)
+        return args
+
+    def kernel_args_many(self, times: np.ndarray, n: int | None = None) -> list[np.ndarray]:
+        """:meth:`kernel_args` at every entry of the 1-D array ``times`` at once: arrays with a
+        leading axis ``len(times)`` (one vectorised evaluation of each time-varying head matrix;
+        constant arguments broadcast)."""
+        from ..numeric.attention.field import causal_mask
+
+        times = np.asarray(times, dtype=np.float64).reshape(-1)
+        m = times.size
+        n = self.n if n is None else n
+        vals = self._matrices.many(times)
+        args: list[np.ndarray] = []
+        if self.variant != "self_attention":
+            v = vals[0]
+            args += [np.broadcast_to(np.ones(n), (m, n)), v] if self.variant == "multiagent_oja" else [v]
+        else:
+            for e in range(len(self.heads)):
+                q, k, v = vals[3 * e:3 * e + 3]
+                if q.shape[-2] != self.d:  # m x d query/key: the kernels take square (I, Q^T K)
+                    q, k = np.broadcast_to(np.eye(self.d), (m, self.d, self.d)), np.swapaxes(q, -1, -2) @ k
+                args += [self.beta * q, k, v]
+        if self.causal:
+            args.append(np.broadcast_to(causal_mask(n), (m, n, n)))
+        if self.W is not None:
+            args.append(np.broadcast_to(self.W, (m, *self.W.shape)))
         return args
 
     def initial_tokens(self, batch: int | None = None, rng: np.random.Generator | None = None) -> np.ndarray:
