@@ -16,7 +16,9 @@ Public API
     -> ``f(t, X) -> F`` for one or a batch of configurations (numpy or torch kernels).
 ``simulate(p, t_end=None, samples=None, device="cpu", dt=None, seed=None)``
     -> the ``simulation`` JSON dict: one batched torch RK4 run from ``X0`` (or ``samples`` random
-    initial conditions, with basin statistics when the multistability module can classify).
+    initial conditions, with basin statistics when the multistability module can classify);
+    time-varying heads are evaluated vectorised on the RK4 half-step grid, one chunk of steps at
+    a time (:meth:`AttentionParams.kernel_args_many`), not per stage.
 ``integrate(p, t_end=None, X0=None)``
     -> :class:`~flowcert.numeric.attention.integrate.Trajectory` (scipy DOP853 on the manifold).
 ``verify(p, simulate=False, seed=None)``
