@@ -76,22 +76,23 @@ def prop_2_1(p: GaussianParams, simulate: bool, seed: int = 0) -> TheoremResult:
 def _continuity(p: GaussianParams) -> core.HypothesisResult:
     if not p.time_varying:
         return holds_by("coefficients_continuous", "constant parameters")
-    from sympy.calculus.util import continuous_domain
+    from ..certificates.continuity import certify_continuous
 
     t = sp.Symbol("t", real=True)
-    window = sp.Interval(0, p.t_end)
+    method = "interval evaluation (mpmath.iv) on a subdivision of [0, t_end], evaluator's real branch"
+    pieces = 0
     for key in ("A", "B", "V", "b"):
         value = getattr(p, key)
         if isinstance(value, sp.MatrixBase):
             for e in value:
-                try:
-                    inside = window.is_subset(continuous_domain(e, t, window)) if e.free_symbols else True
-                except Exception as exc:  # noqa: BLE001 - SymPy cannot decide: say so
-                    return core.HypothesisResult("coefficients_continuous", "unknown", None, "sympy continuous_domain",
-                                                 None, f"{key} entry {e}: undecided ({type(exc).__name__})")
-                if not inside:
-                    return core.HypothesisResult("coefficients_continuous", "fails", None, "sympy continuous_domain", None, f"{key} entry {e} is discontinuous on [0, t_end]")
-    return holds_by("coefficients_continuous", "sympy continuous_domain on [0, t_end]")
+                if not e.free_symbols:
+                    continue
+                verdict = certify_continuous(e, t, p.t_end)
+                pieces += verdict.pieces
+                if verdict.status != "holds":
+                    return core.HypothesisResult("coefficients_continuous", verdict.status, None, method, None,
+                                                 f"{key} entry {e}: {verdict.detail}")
+    return holds_by("coefficients_continuous", f"{method} ({pieces} pieces, every node on its real domain)")
 
 
 def particle_cross_check(p: GaussianParams, seed: int = 0) -> CrossCheck:
