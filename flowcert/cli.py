@@ -35,6 +35,31 @@ def _load(system: str, path: str) -> Any:
     return load_gaussian(path)
 
 
+def _output_file(flag: str, path: str, suffixes: tuple[str, ...] | None = None) -> Path:
+    """Check an output file name before any work: allowed suffix, an existing folder, not a folder itself.
+
+    The name is used exactly as given, so the path written is the path reported.
+    """
+    p = Path(path)
+    if suffixes is not None and p.suffix.lower() not in suffixes:
+        raise InputError(f"{flag}: the file name must end in {' or '.join(suffixes)}, got {path!r}")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise InputError(f"{flag}: folder {str(parent)!r} does not exist, for {path!r}")
+    if p.is_dir():
+        raise InputError(f"{flag}: {path!r} is a folder, expected a file name")
+    if p.exists() and not p.is_file():
+        raise InputError(f"{flag}: {path!r} exists and is not a regular file")
+    return p
+
+
+def _write_text(flag: str, path: Path, text: str) -> None:
+    try:
+        path.write_text(text)
+    except OSError as exc:
+        raise InputError(f"{flag}: cannot write {str(path)!r} ({exc.strerror or exc})") from None
+
+
 def _finite(obj: Any) -> Any:
     """JSON has no inf/nan: non-finite floats are written as null (documented in the README)."""
     if isinstance(obj, float):
@@ -93,6 +118,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     from . import gaussian
     from .numeric import gaussian as ng
 
+    plot = _output_file("--plot", args.plot, (".png",)) if args.plot else None
     p = _load(args.system, args.params)
     t_end = p.t_end if args.t_end is None else args.t_end
     if not (t_end > 0 and np.isfinite(t_end)):
@@ -108,8 +134,11 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     if args.plot:
         from .reports.figures import plot_moments
 
-        plot_moments(sol, Path(args.plot))
-        doc["simulation"]["plot"] = args.plot
+        try:
+            written = plot_moments(sol, plot)
+        except OSError as exc:
+            raise InputError(f"--plot: cannot write {args.plot!r} ({exc.strerror or exc})") from None
+        doc["simulation"]["plot"] = str(written)
     summary = (f"t_end {sol.t[-1]:.6g}  status {sol.status}  blow-up {sol.blowup_time}\n"
                f"mu = {np.array2string(sol.mu[-1], precision=6)}\nSigma =\n{np.array2string(sol.Sigma[-1], precision=6)}\n")
     if ensemble is not None:
@@ -149,13 +178,14 @@ def cmd_codegen(args: argparse.Namespace) -> None:
     from .numeric import gaussian as ng
     from .symbolic import codegen
 
+    out = _output_file("--out", args.out) if args.out else None
     programs = [ng.moment_program(), ng.linearisation_program()]
     printer = {"numpy": codegen.NumpyPrinter(), "torch": codegen.TorchPrinter(), "c": codegen.ShapedCPrinter()}[args.backend]
     header = {"numpy": "import numpy as np\n\n\n", "torch": "import torch\n\n\n", "c": ""}[args.backend]
     source = header + "\n\n".join(printer.print(prog) for prog in programs)
-    if args.out:
-        Path(args.out).write_text(source)
-        sys.stdout.write(f"wrote {args.out}\n")
+    if out is not None:
+        _write_text("--out", out, source)
+        sys.stdout.write(f"wrote {out}\n")
     else:
         sys.stdout.write(source)
 
@@ -175,6 +205,12 @@ def cmd_reach(args: argparse.Namespace) -> None:
 def cmd_report(args: argparse.Namespace) -> None:
     from .reports.build import build_report
 
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out: {args.out!r} exists and is not a folder")
+    existing = next((a for a in (out, *out.parents) if a.exists()), Path("."))
+    if not existing.is_dir():
+        raise InputError(f"--out: {str(existing)!r} is a file, so folder {args.out!r} cannot be made")
     report = build_report(Path(args.out), quick=args.quick, only=args.only, params=args.params, system=args.system)
     for path in report.files:
         sys.stdout.write(f"wrote {path}\n")
