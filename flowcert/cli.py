@@ -27,12 +27,17 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def _load(system: str, path: str) -> Any:
+def _load(system: str, path: str, command: str | None = None) -> Any:
+    from .limits import command_problem
     from .params import load_gaussian
 
     if system != "gaussian":
         raise InputError(f"system '{system}' is not available yet (available: {', '.join(SYSTEMS)})")
-    return load_gaussian(path)
+    p = load_gaussian(path)
+    problem = command_problem(command, p.d) if command else None
+    if problem is not None:
+        raise InputError(f"--params: {problem}")
+    return p
 
 
 def _output_file(flag: str, path: str, suffixes: tuple[str, ...] | None = None) -> Path:
@@ -100,14 +105,17 @@ def _summary(doc: dict[str, Any]) -> str:
         lines.append(f"regime: Sigma {r['Sigma']}, mu {r['mu']} (basis: {r['basis']})")
     if "simulation" in doc:
         s = doc["simulation"]
-        lines.append(f"simulation: t_end {s['t_end']:.4g}, blow-up {s['blowup_time']}, agrees {s['agrees']}")
+        if s.get("skipped"):
+            lines.append(f"simulation: {s['skipped']}")
+        else:
+            lines.append(f"simulation: t_end {s['t_end']:.4g}, blow-up {s['blowup_time']}, agrees {s['agrees']}")
     return "\n".join(lines) + "\n"
 
 
 def cmd_verify(args: argparse.Namespace) -> None:
     from . import gaussian
 
-    p = _load(args.system, args.params)
+    p = _load(args.system, args.params, "verify")
     doc = gaussian.verify(p, simulate=args.simulate)
     _emit(doc, args.json, _summary(doc))
 
@@ -119,7 +127,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     from .numeric import gaussian as ng
 
     plot = _output_file("--plot", args.plot, (".png",)) if args.plot else None
-    p = _load(args.system, args.params)
+    p = _load(args.system, args.params, "simulate")
     t_end = p.t_end if args.t_end is None else args.t_end
     if not (t_end > 0 and np.isfinite(t_end)):
         raise InputError(f"--t-end: must be a positive finite number, got {t_end}")
