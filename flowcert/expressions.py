@@ -20,6 +20,7 @@ import math
 import re
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -93,14 +94,23 @@ class _OutOfTime(Exception):
 
 @contextmanager
 def _time_budget(seconds: float) -> Iterator[None]:
-    """Raise :class:`_OutOfTime` after ``seconds`` (SIGALRM; only in the main thread, else no limit)."""
+    """Raise :class:`_OutOfTime` after ``seconds`` (SIGALRM; only in the main thread, else no limit).
+
+    An outer interval timer (a caller's own time limit) is respected: when it fires first it is
+    left alone, and otherwise it is re-armed with its remaining time afterwards.
+    """
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield
+        return
+    outer_remaining, outer_interval = signal.getitimer(signal.ITIMER_REAL)
+    if 0 < outer_remaining <= seconds:
+        yield  # the caller's timer fires first anyway
         return
 
     def alarm(signum: int, frame: object) -> None:
         raise _OutOfTime()
 
+    start = time.monotonic()
     previous = signal.signal(signal.SIGALRM, alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
@@ -108,6 +118,9 @@ def _time_budget(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer_remaining > 0:
+            left = max(outer_remaining - (time.monotonic() - start), 1e-3)
+            signal.setitimer(signal.ITIMER_REAL, left, outer_interval)
 
 
 def _literal(value: object) -> sp.Expr:

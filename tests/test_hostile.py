@@ -280,3 +280,19 @@ def test_commands_refuse_above_their_limit(tmp_path: Path, capsys: pytest.Captur
     for command in ("verify", "simulate"):
         code, out, err = _cli(capsys, command, "gaussian", "--params", str(STABLE))
         assert code == 2 and "d = 2 exceeds 1" in err and err.count("\n") == 1
+
+
+def test_the_time_budget_keeps_a_callers_timer() -> None:
+    """The parser's SIGALRM budget re-arms an outer interval timer with its remaining time."""
+    import signal
+
+    fired: list[int] = []
+    previous = signal.signal(signal.SIGALRM, lambda *a: fired.append(1))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 30.0)
+        as_time_expression("sin(t) + exp(-t)", "A")
+        remaining = signal.getitimer(signal.ITIMER_REAL)[0]
+        assert 0 < remaining <= 30.0 and not fired
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
