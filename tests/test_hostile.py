@@ -104,8 +104,12 @@ def test_value_at_zero_is_enclosed(p: int, q: int, c: float) -> None:
     """The bounded evaluator encloses exp(p/q) + c (a closed form) at t = 0."""
     e = as_time_expression(f"exp({p}/{q} + t) + {c!r}", "A")
     lo, hi = point_enclosure(e, t, 0)
-    want = math.exp(p / q) + c
-    assert lo <= want * (1 + 1e-15) + 1e-300 and want * (1 - 1e-15) - 1e-300 <= hi or lo <= want <= hi
+    import mpmath
+
+    with mpmath.workdps(60):  # the exact value, to 60 digits; the enclosure is rigorous
+        want = mpmath.exp(mpmath.mpf(p) / q) + mpmath.mpf(c)
+        assert lo <= want <= hi
+        assert hi - lo <= 1e-20 * (abs(want) + math.exp(p / q))  # and tight (80-bit working precision)
 
 
 # ----------------------------------------------------------------------------------------------
