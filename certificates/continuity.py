@@ -54,11 +54,13 @@ class TooLarge(Exception):
 
 
 def _lo(x: iv.mpf) -> mpmath.mpf:
-    return mpmath.mpf(x.a)
+    """Lower endpoint, exactly (``mpmath.mpf(x.a)`` would round it to the ambient 53 bits)."""
+    return mpmath.mp.make_mpf(x._mpi_[0])
 
 
 def _hi(x: iv.mpf) -> mpmath.mpf:
-    return mpmath.mpf(x.b)
+    """Upper endpoint, exactly."""
+    return mpmath.mp.make_mpf(x._mpi_[1])
 
 
 def _checked(x: iv.mpf) -> iv.mpf:
