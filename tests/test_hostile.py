@@ -91,6 +91,7 @@ def test_the_parser_never_calls_eval_or_sympify(monkeypatch: pytest.MonkeyPatch)
 @pytest.mark.parametrize("text, expected", [
     ("t^2 + 1", t**2 + 1), ("2^3^2", sp.Integer(512)), ("-t**2", -(t**2)), ("abs(t) + ln(E)", sp.Abs(t) + 1),
     ("atan2(1, 1)", sp.pi / 4), ("3/2*t", sp.Rational(3, 2) * t), ("0.1*t", sp.Float(0.1) * t),
+    ("sqrt(t) + cbrt(t)", sp.sqrt(t) + sp.cbrt(t)),  # real at t = 0: the base is exactly 0
 ])
 def test_grammar_reads_the_usual_syntax(text: str, expected: sp.Expr) -> None:
     got = as_time_expression(text, "A")
@@ -157,6 +158,8 @@ def test_polynomials_and_smooth_compositions_hold(coeffs: list[int], T: float) -
     (sp.asin(t / 2), 2.0, "holds"), (sp.asin(t / 2), 3.0, "fails"), (sp.log(t + 1), 5.0, "holds"),
     (sp.log(t - 1), 5.0, "fails"), (sp.acosh(t + 1), 1.0, "holds"), (sp.atanh(t), 2.0, "fails"),
     ((t - 3) ** sp.Rational(1, 2), 2.0, "fails"), ((t + 1) ** sp.Float(0.5), 2.0, "holds"),
+    # one part in 2^70 outside [-1, 1] everywhere: the endpoints must be read exactly, not rounded to 53 bits
+    (sp.asin(1 + (t + 1) / sp.Integer(2) ** 70), 1.0, "fails"), (sp.asin(1 - (t + 1) / sp.Integer(2) ** 70), 1.0, "holds"),
 ])
 def test_domains_of_the_elementary_functions(expr: sp.Expr, T: float, status: str) -> None:
     assert certify_continuous(expr, t, T).status == status
