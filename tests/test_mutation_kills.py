@@ -25,3 +25,20 @@ def test_particle_study_reads_the_final_particles():
     E = scipy.linalg.expm(A * T)
     mu_T = E @ mu0 + np.linalg.solve(A, (E - np.eye(2)) @ b)
     assert np.linalg.norm(mu_T - mu0) > 1.0
+
+
+def test_inverse_bounds_refuse_a_residual_of_norm_one_or_more(monkeypatch):
+    """With X = J^{-1}/k (exact dyadics), R = I - XJ = (1 - 1/k) I and ||R||_F = 2 (1 - 1/k) for n = 4:
+    k = 2 gives exactly 1 and k = 3 gives 4/3; the Neumann series needs ||R|| < 1, so both are None.
+    (``rho > 1`` for ``rho >= 1`` is an equivalent mutant: ``_sqrt_up`` never returns exactly 1.)"""
+    import sympy as sp
+
+    from flowcert.certificates import gaussian as cg
+
+    J = sp.diag(1, 2, 4, 8)
+    f = sp.Matrix([1, -1, 2, 3])
+    real_inv = np.linalg.inv
+    assert cg._inverse_bounds(J, f) is not None  # the honest float inverse is exact here
+    for k in (2, 3):
+        monkeypatch.setattr(np.linalg, "inv", lambda M, k=k: real_inv(M) / k)
+        assert cg._inverse_bounds(J, f) is None
