@@ -82,7 +82,9 @@ def _blowup_params(a: float, v: float, c: float, s0: float) -> dict:
 @pytest.mark.parametrize(
     "a, v, c, s0",
     [(0.0, 3e150, 3e150, 1.0), (0.0, 9e153, 9e153, 1.0), (1.0, 1e150, 1e150, 1e10), (0.5, 1.0, 2.0, 0.25),
-     (-1.0, 2.0, 1.0, 3.0), (0.0, 1e160, 1e160, 1.0), (2.0, 1e-5, 1e-5, 1e-3)],
+     (-1.0, 2.0, 1.0, 3.0), (0.0, 1e160, 1e160, 1.0), (2.0, 1e-5, 1e-5, 1e-3),
+     # beta tr(Sigma0) + alpha in (0, 1): a bound exists (kills a mutated "<= 0" test)
+     (0.125, 0.5, 0.5, 1.0), (-0.25, 0.5, 0.5, 2.0)],
 )
 def test_blowup_bound_is_an_upper_bound_of_the_exact_time(a, v, c, s0):
     """d = 1: s' = 2 a s + 2 v c s^2 blows up at log(1 + a/(v c s0)) / (2a) (1/(2 v c s0) for a = 0)."""
