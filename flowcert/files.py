@@ -28,8 +28,8 @@ from .schema import ParamError
 MAX_FILE_BYTES = 64 * 2**20
 #: Largest number of elements of one ``.npz`` member, checked on its header before allocating.
 MAX_ARRAY_ELEMENTS = 4 * 2**20
-#: Largest number of digits of a JSON integer (Python refuses beyond 4300 with a traceback-style message).
-MAX_JSON_DIGITS = 400
+#: Largest number of digits of a JSON integer (Python's own int() limit; beyond it a one-line error naming the file, below it the schema names the key).
+MAX_JSON_DIGITS = 4300
 
 
 # ---------------------------------------------------------------------------------------
