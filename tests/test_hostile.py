@@ -303,3 +303,19 @@ def test_the_time_budget_keeps_a_callers_timer() -> None:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def test_grammar_caps_are_exact() -> None:
+    """Depth and node caps at their boundary: MAX_DEPTH nested operators pass, one more does not."""
+    from flowcert import expressions as ex
+
+    for wrap in (lambda s: f"-{s}", lambda s: f"sin({s})", lambda s: f"({s} + 1)"):
+        text = "t"
+        for _ in range(ex.MAX_DEPTH):
+            text = wrap(text)
+        as_time_expression(text, "A")
+        with pytest.raises(ParamError, match="nested deeper"):
+            as_time_expression(wrap(text), "A")
+    groups = "*".join(["(t+t+t+t+t)"] * 18)  # 269 syntax nodes, depth 23: within both caps
+    assert sum(1 for _ in __import__("ast").walk(__import__("ast").parse(groups, mode="eval"))) < ex.MAX_NODES
+    as_time_expression(groups, "A")
