@@ -27,7 +27,8 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def _load(system: str, path: str) -> Any:
+def _load(system: str, path: str, command: str | None = None) -> Any:
+    from .limits import command_problem
     from .params import load_gaussian
 
     if system == "attention":
@@ -36,7 +37,36 @@ def _load(system: str, path: str) -> Any:
         return load(path)
     if system != "gaussian":
         raise InputError(f"system '{system}' is not available yet (available: {', '.join(SYSTEMS)})")
-    return load_gaussian(path)
+    p = load_gaussian(path)
+    problem = command_problem(command, p.d) if command else None
+    if problem is not None:
+        raise InputError(f"--params: {problem}")
+    return p
+
+
+def _output_file(flag: str, path: str, suffixes: tuple[str, ...] | None = None) -> Path:
+    """Check an output file name before any work: allowed suffix, an existing folder, not a folder itself.
+
+    The name is used exactly as given, so the path written is the path reported.
+    """
+    p = Path(path)
+    if suffixes is not None and p.suffix.lower() not in suffixes:
+        raise InputError(f"{flag}: the file name must end in {' or '.join(suffixes)}, got {path!r}")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise InputError(f"{flag}: folder {str(parent)!r} does not exist, for {path!r}")
+    if p.is_dir():
+        raise InputError(f"{flag}: {path!r} is a folder, expected a file name")
+    if p.exists() and not p.is_file():
+        raise InputError(f"{flag}: {path!r} exists and is not a regular file")
+    return p
+
+
+def _write_text(flag: str, path: Path, text: str) -> None:
+    try:
+        path.write_text(text)
+    except OSError as exc:
+        raise InputError(f"{flag}: cannot write {str(path)!r} ({exc.strerror or exc})") from None
 
 
 def _finite(obj: Any) -> Any:
@@ -79,7 +109,10 @@ def _summary(doc: dict[str, Any]) -> str:
         lines.append(f"regime: Sigma {r['Sigma']}, mu {r['mu']} (basis: {r['basis']})")
     if "simulation" in doc:
         s = doc["simulation"]
-        lines.append(f"simulation: t_end {s['t_end']:.4g}, blow-up {s['blowup_time']}, agrees {s['agrees']}")
+        if s.get("skipped"):
+            lines.append(f"simulation: {s['skipped']}")
+        else:
+            lines.append(f"simulation: t_end {s['t_end']:.4g}, blow-up {s['blowup_time']}, agrees {s['agrees']}")
     return "\n".join(lines) + "\n"
 
 
@@ -93,7 +126,7 @@ def cmd_verify(args: argparse.Namespace) -> None:
         doc = analyze(load_rnn(args.params))
         _emit(doc, args.json, _summary(doc))
         return
-    p = _load(args.system, args.params)
+    p = _load(args.system, args.params, "verify")
     if args.system == "attention":
         from . import attention
 
@@ -109,7 +142,8 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     from . import gaussian
     from .numeric import gaussian as ng
 
-    p = _load(args.system, args.params)
+    plot = _output_file("--plot", args.plot, (".png",)) if args.plot else None
+    p = _load(args.system, args.params, "simulate")
     t_end = p.t_end if args.t_end is None else args.t_end
     if not (t_end > 0 and np.isfinite(t_end)):
         raise InputError(f"--t-end: must be a positive finite number, got {t_end}")
@@ -126,8 +160,11 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     if args.plot:
         from .reports.figures import plot_moments
 
-        plot_moments(sol, Path(args.plot))
-        doc["simulation"]["plot"] = args.plot
+        try:
+            written = plot_moments(sol, plot)
+        except OSError as exc:
+            raise InputError(f"--plot: cannot write {args.plot!r} ({exc.strerror or exc})") from None
+        doc["simulation"]["plot"] = str(written)
     summary = (f"t_end {sol.t[-1]:.6g}  status {sol.status}  blow-up {sol.blowup_time}\n"
                f"mu = {np.array2string(sol.mu[-1], precision=6)}\nSigma =\n{np.array2string(sol.Sigma[-1], precision=6)}\n")
     if ensemble is not None:
@@ -206,23 +243,21 @@ def cmd_codegen(args: argparse.Namespace) -> None:
     from .numeric import gaussian as ng
     from .symbolic import codegen
 
+    out = _output_file("--out", args.out) if args.out else None
     if args.system == "attention":
         from . import attention
         from .symbolic.attention import Structure
 
         structure = _load("attention", args.params).structure if args.params else Structure()
         source = attention.codegen_source(structure, args.backend)
-        if args.out:
-            Path(args.out).write_text(source)
-            return sys.stdout.write(f"wrote {args.out}\n") and None
-        return sys.stdout.write(source) and None
-    programs = [ng.moment_program(), ng.linearisation_program()]
-    printer = {"numpy": codegen.NumpyPrinter(), "torch": codegen.TorchPrinter(), "c": codegen.ShapedCPrinter()}[args.backend]
-    header = {"numpy": "import numpy as np\n\n\n", "torch": "import torch\n\n\n", "c": ""}[args.backend]
-    source = header + "\n\n".join(printer.print(prog) for prog in programs)
-    if args.out:
-        Path(args.out).write_text(source)
-        sys.stdout.write(f"wrote {args.out}\n")
+    else:
+        programs = [ng.moment_program(), ng.linearisation_program()]
+        printer = {"numpy": codegen.NumpyPrinter(), "torch": codegen.TorchPrinter(), "c": codegen.ShapedCPrinter()}[args.backend]
+        header = {"numpy": "import numpy as np\n\n\n", "torch": "import torch\n\n\n", "c": ""}[args.backend]
+        source = header + "\n\n".join(printer.print(prog) for prog in programs)
+    if out is not None:
+        _write_text("--out", out, source)
+        sys.stdout.write(f"wrote {out}\n")
     else:
         sys.stdout.write(source)
 
@@ -249,6 +284,12 @@ def cmd_pretrained(args: argparse.Namespace) -> None:
 def cmd_report(args: argparse.Namespace) -> None:
     from .reports.build import build_report
 
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out: {args.out!r} exists and is not a folder")
+    existing = next((a for a in (out, *out.parents) if a.exists()), Path("."))
+    if not existing.is_dir():
+        raise InputError(f"--out: {str(existing)!r} is a file, so folder {args.out!r} cannot be made")
     report = build_report(Path(args.out), quick=args.quick, only=args.only, params=args.params, system=args.system)
     for path in report.files:
         sys.stdout.write(f"wrote {path}\n")

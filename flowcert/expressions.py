@@ -3,26 +3,34 @@ r"""Time-varying entries: the expression parser shared by every system.
 An entry is a string in the real time symbol :math:`t` (SymPy syntax; only ``t``, ``pi``, ``E``
 and the elementary functions of :data:`ELEMENTARY_FUNCTIONS` may appear; ``^`` means power),
 e.g. :math:`A_{11}(t)=\sin t` for the time-varying parameters of the gaussian paper (eq. (7)
-with continuous :math:`A,B,V,b`, Prop. 2.1). Tokens are checked before parsing, constant powers
-are bounded before evaluation, and the value at :math:`t=0` must be a finite real number.
+with continuous :math:`A,B,V,b`, Prop. 2.1). Nothing is ``eval``-ed: the text is parsed by
+:func:`ast.parse` (``eval`` mode), every node is checked against a whitelist and built into SymPy;
+every constant subexpression :math:`c` is evaluated at fixed precision (interval arithmetic,
+:mod:`flowcert.certificates.continuity`) and must satisfy :math:`|c|<2^{1024}` before SymPy
+combines it, so towers such as :math:`9^{9^{9}}` or :math:`e^{e^{e^{100}}}` are refused at once;
+there is no user-chosen precision, and each entry has a time budget. The value at :math:`t=0`
+must be a finite real number on the evaluator's real (principal) branch.
 :func:`expression_text` prints an expression back as text that parses to it again.
 """
 
 from __future__ import annotations
 
-import io
-import keyword
+import ast
 import math
-import tokenize
-from collections.abc import Callable
+import re
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 import sympy as sp
 from sympy.core.function import AppliedUndef
 from sympy.printing.str import StrPrinter
-from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
 
+from .certificates import continuity
 from .schema import ParamError, Value, _fmt_index, _nonfinite_name, _number
 
 
@@ -51,73 +59,180 @@ ELEMENTARY_FUNCTIONS["ln"] = sp.log
 # time-varying entries
 # ---------------------------------------------------------------------------------------
 
-_ALLOWED_OPS = frozenset({"+", "-", "*", "/", "**", "^", "(", ")", ","})
-_PARSE_GLOBALS: dict[str, Any] = {
-    "__builtins__": {},
-    "Symbol": sp.Symbol,
-    "Function": sp.Function,
-    "Integer": sp.Integer,
-    "Float": sp.Float,
-    "Rational": sp.Rational,
+#: Caps of the grammar: text length, syntax-tree nodes, nesting depth, digits of a literal.
+MAX_TEXT = 2000
+MAX_NODES = 400
+MAX_DEPTH = 40
+MAX_LITERAL_DIGITS = 400
+#: Every constant subexpression must have magnitude below this (float64 ends near 1.8e308).
+MAX_CONSTANT = continuity.MAX_MAGNITUDE
+#: Wall-clock budget for parsing and checking one entry (seconds).
+TIME_BUDGET_S = 2.0
+
+_BINARY: dict[type, Callable[[sp.Expr, sp.Expr], sp.Expr]] = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.Pow: lambda a, b: a**b,
 }
-_PARSE_LOCALS: dict[str, Any] = {"t": t, **ELEMENTARY_FUNCTIONS}
-_TRANSFORMATIONS = standard_transformations + (convert_xor,)
+_ARITY = {name: 2 if name == "atan2" else 1 for name in ELEMENTARY_FUNCTIONS if name not in ("pi", "E")}
+_CONSTANTS = {"pi": sp.pi, "E": sp.E}
 
 
-def _token_problem(text: str) -> str | None:
-    """Lexical screen run before ``parse_expr`` (which evaluates Python code)."""
-    if "\n" in text or "\r" in text:
-        return "line breaks are not allowed"
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-    except (tokenize.TokenError, SyntaxError) as exc:
-        return str(exc.args[0]) if exc.args else type(exc).__name__
-    for tok in tokens:
-        if tok.type in (tokenize.NUMBER, tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER):
-            continue
-        if tok.type == tokenize.NAME:
-            if keyword.iskeyword(tok.string) or tok.string.startswith("_"):
-                return f"name {tok.string!r} is not allowed"
-            continue
-        if tok.type == tokenize.OP and tok.string in _ALLOWED_OPS:
-            continue
-        return f"unexpected {tok.string!r}"
-    return None
+class _Reject(Exception):
+    """A grammar or bound violation; the message is the reason."""
 
 
-_MAX_POWER_BITS = 10_000  # |value| < 2^1024 is needed anyway; beyond 2^10000 exact evaluation is not attempted
+class _Unknown(_Reject):
+    """An unknown name or function; the message follows ``entry ... '<text>'`` directly."""
 
 
-def _parse(text: str, evaluate: bool) -> sp.Expr:
-    # evaluate=False rewrites operators into the constructors below
-    unevaluated = {} if evaluate else {"Add": sp.Add, "Mul": sp.Mul, "Pow": sp.Pow}
-    return parse_expr(text.strip(), local_dict=dict(_PARSE_LOCALS), global_dict={**_PARSE_GLOBALS, **unevaluated},
-                      transformations=_TRANSFORMATIONS, evaluate=evaluate)
+class _OutOfTime(Exception):
+    pass
 
 
-def _power_problem(expr: sp.Basic) -> str | None:
-    r"""Reject constant powers :math:`b^e` with :math:`|e\log_2|b||>10^4` before SymPy evaluates them.
+@contextmanager
+def _time_budget(seconds: float) -> Iterator[None]:
+    """Raise :class:`_OutOfTime` after ``seconds`` (SIGALRM; only in the main thread, else no limit).
 
-    The tree is unevaluated and visited bottom-up, so every inner power is already known to be
-    moderate when an outer one is estimated (``9**9**9**9`` stops at ``9**(9**9)``).
+    An outer interval timer (a caller's own time limit) is respected: when it fires first it is
+    left alone, and otherwise it is re-armed with its remaining time afterwards.
     """
-    for node in sp.postorder_traversal(expr):
-        if not isinstance(node, sp.Pow) or node.has(t):
-            continue
-        base, exponent = (sp.N(abs(x), 30) for x in node.args)
-        if not (base.is_number and exponent.is_number) or base == 0 or base == 1:
-            continue
-        bits = abs(exponent * sp.log(base, 2)).evalf(30)
-        if bits.is_finite is False or bits > _MAX_POWER_BITS:
-            return f"the power {sp.sstr(node)[:40]} is far outside float64"
-    return None
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+    outer_remaining, outer_interval = signal.getitimer(signal.ITIMER_REAL)
+    if 0 < outer_remaining <= seconds:
+        yield  # the caller's timer fires first anyway
+        return
+
+    def alarm(signum: int, frame: object) -> None:
+        raise _OutOfTime()
+
+    start = time.monotonic()
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer_remaining > 0:
+            left = max(outer_remaining - (time.monotonic() - start), 1e-3)
+            signal.setitimer(signal.ITIMER_REAL, left, outer_interval)
+
+
+def _literal(value: object) -> sp.Expr:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _Reject(f"literal {value!r} is not a real number")
+    if isinstance(value, int):
+        if value.bit_length() > 1024:
+            raise _Reject("an integer literal exceeds 2^1024")
+        return sp.Integer(value)
+    if not math.isfinite(value):
+        raise _Reject("a decimal literal is beyond float64")
+    return sp.Float(value)  # the float64 value, 53 bits, as everywhere else in a parameter file
+
+
+def _bounded(expr: sp.Expr) -> sp.Expr:
+    """Check a constant subexpression's magnitude on the evaluator's real branch (fixed precision)."""
+    if expr.free_symbols:
+        return expr
+    if expr.is_Rational and max(abs(expr.p).bit_length(), expr.q.bit_length()) > 1100:
+        raise _Reject(f"the constant {sp.sstr(expr)[:40]} has far more digits than float64")
+    try:
+        lo, hi = continuity.point_enclosure(expr, t, 0)
+    except continuity.TooLarge:
+        raise _Reject(f"the constant {sp.sstr(expr)[:40]} is far outside float64") from None
+    except (continuity.NotReal, continuity.Undecided):
+        return expr  # not real or not decided: the value at t = 0 is checked later
+    if max(abs(lo), abs(hi)) > MAX_CONSTANT:
+        raise _Reject(f"the constant {sp.sstr(expr)[:40]} is far outside float64")
+    return expr
+
+
+def _build(node: ast.AST, depth: int) -> sp.Expr:
+    """SymPy expression of a whitelisted syntax tree; constants are bounded before SymPy combines them."""
+    if depth > MAX_DEPTH:
+        raise _Reject(f"nested deeper than {MAX_DEPTH}")
+    if isinstance(node, ast.Constant):
+        return _literal(node.value)
+    if isinstance(node, ast.Name):
+        if node.id == "t":
+            return t
+        if node.id in _CONSTANTS:
+            return _CONSTANTS[node.id]
+        if node.id in _ARITY:
+            raise _Reject(f"function {node.id!r} used without arguments")
+        raise _Unknown(f"uses symbols other than t ({node.id})")
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
+        inner = _build(node.operand, depth + 1)
+        return inner if isinstance(node.op, ast.UAdd) else -inner
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left, right = _build(node.left, depth + 1), _build(node.right, depth + 1)
+        if isinstance(node.op, ast.Pow) and not left.free_symbols and not right.free_symbols:
+            # estimate |b^e| = 2^(e log2|b|) before SymPy evaluates an exact power
+            try:
+                _bounded(sp.exp(sp.Mul(right, sp.log(sp.Abs(left)), evaluate=False), evaluate=False)
+                         if left != 0 else sp.Integer(0))
+            except _Reject:
+                raise _Reject(f"the power {ast.unparse(node)[:40]} is far outside float64") from None
+        if isinstance(node.op, (ast.Div,)) and right == 0:
+            raise _Reject("division by zero")
+        return _bounded(_BINARY[type(node.op)](left, right))
+    if isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name):
+            raise _Reject("only named elementary functions may be called")
+        if node.func.id not in _ARITY:
+            raise _Unknown(f"uses unknown function {node.func.id} (allowed: elementary functions such as "
+                           f"exp, log, sqrt, sin, cos, tanh; all: {', '.join(sorted(_ARITY))})")
+        if node.keywords:
+            raise _Reject(f"{node.func.id}() takes no keyword arguments")
+        if len(node.args) != _ARITY[node.func.id]:
+            raise _Reject(f"{node.func.id}() takes {_ARITY[node.func.id]} argument(s), got {len(node.args)}")
+        args = [_build(a, depth + 1) for a in node.args]
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            raise _Reject("starred arguments are not allowed")
+        if node.func.id == "exp" and not args[0].free_symbols:
+            _bounded(sp.exp(args[0], evaluate=False))
+        return _bounded(ELEMENTARY_FUNCTIONS[node.func.id](*args))
+    what = type(node).__name__
+    if isinstance(node, (ast.BinOp, ast.UnaryOp)):
+        what = type(node.op).__name__
+    raise _Reject(f"{what} is not allowed (only numbers, t, pi, E, + - * / ** ^ and elementary functions)")
+
+
+def _parse(text: str) -> sp.Expr:
+    """Parse with :func:`ast.parse` in ``eval`` mode, whitelist, build into SymPy (no ``eval``)."""
+    if len(text) > MAX_TEXT:
+        raise _Reject(f"longer than {MAX_TEXT} characters")
+    if "\n" in text or "\r" in text:
+        raise _Reject("line breaks are not allowed")
+    for run in re.findall(r"\d+", text):
+        if len(run) > MAX_LITERAL_DIGITS:
+            raise _Reject(f"a number with more than {MAX_LITERAL_DIGITS} digits")
+    try:
+        tree = ast.parse(text.strip().replace("^", "**"), mode="eval")  # "^" is power, with its precedence
+    except SyntaxError as exc:
+        raise _Reject(f"syntax error: {exc.msg}") from None
+    except (ValueError, MemoryError, RecursionError) as exc:
+        raise _Reject(f"syntax error: {type(exc).__name__}") from None
+    if sum(1 for _ in ast.walk(tree)) > MAX_NODES:
+        raise _Reject(f"more than {MAX_NODES} syntax nodes")
+    return _build(tree.body, 0)
 
 
 def as_time_expression(text: str, key: str, index: tuple[int, ...] = ()) -> sp.Expr:
-    """Parse one time-varying entry (SymPy syntax) into an expression in :data:`t`.
+    """Parse one time-varying entry into an expression in :data:`t`, without ``eval``.
 
-    Only ``t`` and the names in :data:`ELEMENTARY_FUNCTIONS` may appear; ``^`` is read
-    as power. The expression must be a finite real number at ``t = 0``.
+    Grammar: numbers, ``t``, ``pi``, ``E``, ``+ - * / **``, ``^`` (power), parentheses and calls of
+    the functions in :data:`ELEMENTARY_FUNCTIONS` with positional arguments (Python's ``ast`` in
+    ``eval`` mode, every node checked against a whitelist). Bounds: :data:`MAX_TEXT`,
+    :data:`MAX_NODES`, :data:`MAX_DEPTH`, :data:`MAX_LITERAL_DIGITS`, every constant
+    subexpression below :data:`MAX_CONSTANT` in magnitude (evaluated at fixed precision before
+    SymPy combines it), and :data:`TIME_BUDGET_S` seconds in all. The expression must be a finite
+    real number at ``t = 0``.
 
     Parameters
     ----------
@@ -135,23 +250,22 @@ def as_time_expression(text: str, key: str, index: tuple[int, ...] = ()) -> sp.E
     Raises
     ------
     ParamError
-        Parse errors, other symbols, unknown functions, non-scalar results, or a value
-        at ``t = 0`` that is not a finite real number.
+        One line: grammar violations, other names, bound violations, or a value at ``t = 0``
+        that is not a finite real number.
     """
-    where = f"entry {_fmt_index(index)} {text!r}"
-    reason = _token_problem(text.strip())
-    if reason is None:
-        try:
-            # screen the unevaluated tree first: SymPy evaluates integer powers exactly
-            reason = _power_problem(_parse(text, evaluate=False))
-            if reason is None:
-                expr = _parse(text, evaluate=True)
-        except Exception as exc:  # parse_expr raises many types
-            first = str(exc).strip().splitlines()
-            reason = first[0] if first else type(exc).__name__
-    if reason is not None:
-        raise ParamError(key, f"{where} is not a valid expression in t ({reason})")
-    return _check_time_expr(expr, key, where)
+    where = f"entry {_fmt_index(index)} {text[:60]!r}" + ("..." if len(text) > 60 else "")
+    try:
+        with _time_budget(TIME_BUDGET_S):
+            expr = _parse(text)
+            return _check_time_expr(expr, key, where)
+    except _Unknown as exc:
+        raise ParamError(key, f"{where} {exc}") from None
+    except _Reject as exc:
+        raise ParamError(key, f"{where} is not a valid expression in t ({exc})") from None
+    except _OutOfTime:
+        raise ParamError(key, f"{where} is not a valid expression in t (took longer than {TIME_BUDGET_S} s)") from None
+    except RecursionError:
+        raise ParamError(key, f"{where} is not a valid expression in t (nested too deeply)") from None
 
 
 class _RoundTripPrinter(StrPrinter):
@@ -185,9 +299,18 @@ def _check_time_expr(expr: object, key: str, where: str) -> sp.Expr:
             f"{where} uses unknown function {', '.join(unknown)} "
             "(allowed: elementary functions such as exp, log, sqrt, sin, cos, tanh)",
         )
-    value = sp.N(expr.subs(t, 0))
-    if not (value.is_extended_real and value.is_finite and math.isfinite(float(value))):
-        raise ParamError(key, f"{where} is not a finite real number at t = 0 (value {value})")
+    try:
+        lo, hi = continuity.point_enclosure(expr, t, 0)
+        finite = max(abs(lo), abs(hi)) <= MAX_CONSTANT and math.isfinite(float((lo + hi) / 2))
+        problem = None if finite else "beyond float64"
+    except continuity.NotReal as exc:
+        problem = f"not real: {exc}"
+    except continuity.TooLarge:
+        problem = "beyond float64"
+    except continuity.Undecided as exc:
+        problem = f"undecided: {exc}"
+    if problem is not None:
+        raise ParamError(key, f"{where} is not a finite real number at t = 0 ({problem})")
     return expr
 
 

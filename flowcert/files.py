@@ -1,22 +1,35 @@
 r"""File input shared by every system: JSON or ``.npz`` parameter files, read into a raw mapping.
 
-JSON: an object at the top level, no duplicate keys, ``NaN``/``Infinity`` read (and rejected by
-the schema later). ``.npz``: one array per key, 0-d arrays read as scalars, no pickles. A file
+Only regular files of at most :data:`MAX_FILE_BYTES` bytes are read (FIFOs, devices, directories
+refused on the open descriptor). JSON: an object at the top level, no duplicate keys, integers of
+at most :data:`MAX_JSON_DIGITS` digits, ``NaN``/``Infinity`` read (and rejected by the schema
+later). ``.npz``: every member a ``.npy`` file whose header (dtype numeric, no pickles, at most
+:data:`MAX_ARRAY_ELEMENTS` elements) is checked before its data are read; 0-d arrays read as scalars. A file
 is a map :math:`\text{key}\mapsto\text{value}` that a :class:`~flowcert.schema.Schema` then
 validates; every problem is a :class:`~flowcert.schema.ParamError` naming the file.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import stat
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .schema import ParamError
+
+#: Largest parameter file read (bytes); larger files are refused before reading.
+MAX_FILE_BYTES = 64 * 2**20
+#: Largest number of elements of one ``.npz`` member, checked on its header before allocating.
+MAX_ARRAY_ELEMENTS = 4 * 2**20
+#: Largest number of digits of a JSON integer (Python's own int() limit; beyond it a one-line error naming the file, below it the schema names the key).
+MAX_JSON_DIGITS = 4300
 
 
 # ---------------------------------------------------------------------------------------
@@ -66,19 +79,14 @@ def load_file(path: str | os.PathLike[str]) -> dict[str, object]:
 
     if suffix not in (".json", ".npz"):
         raise fail("expected a .json or .npz file")
-    if not p.exists():
-        raise fail("no such file")
-    if p.is_dir():
-        raise fail("is a directory, expected a file")
+    raw = _read_regular(name, fail)
     if suffix == ".json":
         try:
-            text = p.read_text(encoding="utf-8-sig")
+            text = raw.decode("utf-8-sig")
         except UnicodeDecodeError:
             raise fail("not valid UTF-8 text") from None
-        except OSError as exc:
-            raise fail(f"cannot read ({exc.strerror or exc})") from None
         try:
-            data = json.loads(text, object_pairs_hook=_no_duplicates)
+            data = json.loads(text, object_pairs_hook=_no_duplicates, parse_int=_json_int)
         except json.JSONDecodeError as exc:
             raise fail(
                 f"not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg})"
@@ -87,28 +95,116 @@ def load_file(path: str | os.PathLike[str]) -> dict[str, object]:
             raise fail(f"duplicate key {exc.args[0]!r}") from None
         except RecursionError:
             raise fail("not valid JSON (nested too deeply)") from None
+        except _LongInteger as exc:
+            raise fail(f"a JSON integer has {exc.args[0]} digits (at most {MAX_JSON_DIGITS})") from None
         if not isinstance(data, dict):
             raise fail(f"top level must be an object, got {_json_kind(data)}")
         return data
+    return _read_npz(raw, fail)
+
+
+class _LongInteger(Exception):
+    pass
+
+
+def _json_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_JSON_DIGITS:
+        raise _LongInteger(digits)
+    return int(text)
+
+
+def _read_regular(name: str, fail: Callable[[str], ParamError]) -> bytes:
+    """Bytes of a regular file of at most :data:`MAX_FILE_BYTES` (FIFOs, devices, directories refused).
+
+    The file is opened without blocking and checked with ``fstat`` on the open descriptor, so a
+    FIFO cannot block and a symlink to ``/dev/zero`` cannot be read.
+    """
     try:
-        loaded = np.load(p, allow_pickle=False)
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise fail("no such file") from None
+    except IsADirectoryError:
+        raise fail("is a directory, expected a file") from None
+    except OSError as exc:
+        raise fail(f"cannot open ({exc.strerror or exc})") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise fail("is a directory, expected a file")
+        if not stat.S_ISREG(info.st_mode):
+            raise fail("is not a regular file (a FIFO, device or socket), expected a file")
+        if info.st_size > MAX_FILE_BYTES:
+            raise fail(f"is {info.st_size} bytes, larger than the {MAX_FILE_BYTES} bytes a parameter file may have")
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > MAX_FILE_BYTES:
+                raise fail(f"grew beyond {MAX_FILE_BYTES} bytes while being read")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise fail(f"cannot read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+
+
+def _read_npz(raw: bytes, fail: Callable[[str], ParamError]) -> dict[str, object]:
+    """Members of an ``.npz`` archive: each a ``.npy`` file, header checked before any allocation."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(raw))
+        members = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
         raise fail(f"not a valid .npz file ({exc})") from None
-    if not isinstance(loaded, np.lib.npyio.NpzFile):
-        raise fail("not a valid .npz file (it holds a single .npy array, expected an archive)")
     out: dict[str, object] = {}
-    with loaded:
-        for key in loaded.files:
+    with archive:
+        for info in members:
+            if not info.filename.endswith(".npy"):
+                raise fail(f"not a valid .npz file (member {info.filename!r} is not a .npy file)")
+            key = info.filename[: -len(".npy")]
+            if key in out:
+                raise fail(f"duplicate key {key!r}")
+            if info.file_size > MAX_FILE_BYTES:
+                raise fail(f"member {info.filename!r} unpacks to {info.file_size} bytes (at most {MAX_FILE_BYTES})")
             try:
-                arr = loaded[key]
-            except ValueError:
-                raise fail(
-                    f"entry {key!r} is an object array (needs pickle), expected numbers"
-                ) from None
-            except (OSError, EOFError, zipfile.BadZipFile) as exc:
-                raise fail(f"not a valid .npz file ({exc})") from None
-            out[key] = arr.item() if arr.ndim == 0 else arr
+                with archive.open(info) as member:
+                    out[key] = _read_npy(member, key, fail)
+            except ParamError:
+                raise
+            except (zipfile.BadZipFile, OSError, ValueError, EOFError, KeyError, RuntimeError) as exc:
+                raise fail(f"not a valid .npz file (member {info.filename!r}: {exc})") from None
     return out
+
+
+def _read_npy(member: Any, key: str, fail: Callable[[str], ParamError]) -> object:
+    fmt = np.lib.format
+    try:
+        version = fmt.read_magic(member)
+        if version == (1, 0):
+            shape, fortran, dtype = fmt.read_array_header_1_0(member)
+        elif version == (2, 0):
+            shape, fortran, dtype = fmt.read_array_header_2_0(member)
+        else:
+            raise ValueError(f"unsupported .npy version {version}")
+    except (ValueError, OSError, EOFError, SyntaxError, TypeError) as exc:
+        raise fail(f"entry {key!r} is not a .npy array ({exc})") from None
+    if dtype.hasobject:
+        raise fail(f"entry {key!r} is an object array (needs pickle), expected numbers")
+    if dtype.kind not in "biufcUS":
+        raise fail(f"entry {key!r} has dtype {dtype}, expected numbers")
+    count = 1
+    for n in shape:
+        count *= int(n)
+    if count > MAX_ARRAY_ELEMENTS:
+        raise fail(f"entry {key!r} declares shape {tuple(shape)} ({count} elements, at most {MAX_ARRAY_ELEMENTS})")
+    data = member.read(count * dtype.itemsize + 1)
+    if len(data) != count * dtype.itemsize:
+        raise fail(f"entry {key!r}: the data does not match the declared shape {tuple(shape)}")
+    arr = np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C").copy()
+    return arr.item() if arr.ndim == 0 else arr
 
 
 def _json_kind(value: object) -> str:

@@ -1,8 +1,13 @@
 r"""Compile generated C kernels with the machine's C compiler and load them through ctypes.
 
-Builds are cached on disk by the hash of the source (``$FLOWCERT_CACHE`` or
-``~/.cache/flowcert``). When no compiler is found, :class:`CompilerUnavailable` is raised so
-callers can fall back to the numpy kernel and say so.
+Builds are cached on disk by the hash of the source, flags, compiler and (for ``-march=native``)
+the CPU's model and feature flags, in a per-user directory (``$FLOWCERT_CACHE`` or
+``~/.cache/flowcert-<uid>``) created with mode 0700. A directory or library that is not owned by
+the user, is a symlink, or is writable by group or others is never trusted: the build goes to a
+fresh private directory instead. Builds are written under unpredictable names and renamed into
+place. When no compiler is found, :class:`CompilerUnavailable` is raised so callers can fall back
+to the numpy kernel and say so; when the compiler rejects the source, :class:`CompilationFailed`
+is raised (a bug, never a skip).
 
 No equations of its own: it compiles what :class:`flowcert.symbolic.codegen.ShapedCPrinter` prints
 (for the gaussian system, eq. (7) of the gaussian paper, :math:`\dot\Sigma=A\Sigma+\Sigma A^\top+V\Sigma B\Sigma+\Sigma B^\top\Sigma V^\top`),
@@ -14,8 +19,12 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import platform
 import shutil
+import stat
 import subprocess
+import tempfile
+import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -26,31 +35,128 @@ from ..symbolic.codegen import Program, ShapedCPrinter, shapes
 
 
 class CompilerUnavailable(RuntimeError):
-    """No working C compiler: use the numpy backend instead."""
+    """No C compiler on this machine: use the numpy backend instead (callers may skip, saying so)."""
+
+
+class CompilationFailed(RuntimeError):
+    """A compiler exists but rejected the generated source: a bug, never a reason to skip."""
+
+
+class UnsafeCache(RuntimeError):
+    """The cache directory or a cached library is not private to this user."""
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("FLOWCERT_CACHE", Path.home() / ".cache" / "flowcert"))
+    """The requested cache directory: ``$FLOWCERT_CACHE`` or ``~/.cache/flowcert-<uid>``."""
+    default = Path.home() / ".cache" / f"flowcert-{os.getuid()}"
+    return Path(os.environ.get("FLOWCERT_CACHE") or default)
+
+
+def _private(path: Path, *, directory: bool) -> str | None:
+    """Why ``path`` may not be trusted (not ours, writable by group/others, wrong type, a symlink), or None."""
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        return f"cannot stat ({exc.strerror})"
+    if stat.S_ISLNK(info.st_mode):
+        return "is a symbolic link"
+    if directory != stat.S_ISDIR(info.st_mode) or (not directory and not stat.S_ISREG(info.st_mode)):
+        return "has the wrong file type"
+    if info.st_uid != os.getuid():
+        return f"is owned by uid {info.st_uid}, not {os.getuid()}"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"is writable by group or others (mode {stat.S_IMODE(info.st_mode):o})"
+    return None
+
+
+_FALLBACK: list[Path] = []
+
+
+def _fresh_private_dir(reason: str) -> Path:
+    """A fresh 0700 directory for this process, used when the configured cache is not private."""
+    if not _FALLBACK:
+        warnings.warn(f"flowcert: C build cache {reason}; building in a fresh private directory", stacklevel=3)
+        _FALLBACK.append(Path(tempfile.mkdtemp(prefix="flowcert-cc-")))  # mode 0700
+    return _FALLBACK[0]
+
+
+def private_cache_dir() -> Path:
+    """The cache directory, created 0700, or a fresh private one when it is not ours alone.
+
+    Every ancestor created here gets mode 0700; an existing directory must be owned by the user,
+    not be a symlink, and not be writable by group or others.
+    """
+    folder = cache_dir()
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        return _fresh_private_dir(f"{folder} cannot be created ({exc.strerror})")
+    problem = _private(folder, directory=True)
+    if problem is not None:
+        return _fresh_private_dir(f"{folder} {problem}")
+    return folder
+
+
+def _cpu_signature() -> str:
+    """What ``-march=native`` depends on: machine, CPU model and feature flags (Linux ``/proc/cpuinfo``)."""
+    parts = [platform.machine(), platform.processor()]
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key = line.split(":", 1)[0].strip()
+                if key in ("model name", "flags", "Features", "CPU part", "isa"):
+                    parts.append(line.strip())
+                if not line.strip():
+                    break  # the first processor describes the machine
+    except OSError:
+        parts.append("no /proc/cpuinfo")
+    return "\n".join(parts)
+
+
+def library_digest(source: str, flags: tuple[str, ...], cc: str) -> str:
+    """Cache key: source, flags, compiler path and, for ``-march=native``, the CPU built for."""
+    key = "\0".join([source, " ".join(flags), cc])
+    if any("native" in f for f in flags):
+        key += "\0" + _cpu_signature()
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
 def _shared_library(name: str, source: str, flags: tuple[str, ...]) -> ctypes.CDLL:
-    """Compile ``source`` (or reuse the cached build of the same source and flags) and load it."""
+    """Compile ``source`` (or reuse the cached build of the same source, flags and CPU) and load it.
+
+    A cached library is loaded only when it is a regular file owned by the user and not writable by
+    group or others, inside a directory with the same properties; otherwise it is rebuilt in a
+    fresh private directory. Builds go to unpredictable temporary names and are renamed into place.
+    """
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
+    if cc is None or (os.sep in cc and not os.access(cc, os.X_OK)) or (os.sep not in cc and shutil.which(cc) is None):
         raise CompilerUnavailable("no C compiler found (set CC); falling back to numpy")
-    digest = hashlib.sha256((source + " ".join(flags)).encode()).hexdigest()[:20]
-    folder = cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    lib_path = folder / f"{name}_{digest}.so"
-    if not lib_path.exists():
-        src_path = folder / f"{name}_{digest}.{os.getpid()}.c"  # per process: builds may race
+    folder = private_cache_dir()
+    lib_path = folder / f"{name}_{library_digest(source, flags, cc)}.so"
+    if os.path.lexists(lib_path):
+        problem = _private(lib_path, directory=False)
+        if problem is None:
+            return ctypes.CDLL(str(lib_path))
+        folder = _fresh_private_dir(f"library {lib_path.name} {problem}")
+        lib_path = folder / lib_path.name
+        if os.path.lexists(lib_path) and _private(lib_path, directory=False) is None:
+            return ctypes.CDLL(str(lib_path))
+    with tempfile.TemporaryDirectory(prefix=f"{name}-", dir=folder) as work:  # 0700, unpredictable name
+        src_path = Path(work) / f"{name}.c"
         src_path.write_text(source)
-        tmp = lib_path.with_suffix(f".{os.getpid()}.tmp")
-        proc = subprocess.run([cc, *flags, "-o", str(tmp), str(src_path), "-lm"], capture_output=True, text=True)
+        tmp = Path(work) / f"{name}.so"
+        try:
+            proc = subprocess.run([cc, *flags, "-o", str(tmp), str(src_path), "-lm"], capture_output=True, text=True)
+        except OSError as exc:
+            raise CompilerUnavailable(f"cannot run the C compiler {cc!r} ({exc.strerror}); falling back to numpy") from None
         if proc.returncode != 0:
-            raise CompilerUnavailable(f"C compilation failed: {proc.stderr.strip()[:500]}")
-        os.replace(tmp, lib_path)
+            raise CompilationFailed(f"C compilation of {name} failed: {proc.stderr.strip()[:500]}")
+        os.chmod(tmp, 0o700)
         os.replace(src_path, lib_path.with_suffix(".c"))  # the source stays beside the library
+        os.replace(tmp, lib_path)
     return ctypes.CDLL(str(lib_path))
 
 

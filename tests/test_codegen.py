@@ -317,10 +317,14 @@ def test_generated_source_is_batch_safe(printer, prog):
     assert ".dot(" not in src
     assert not re.search(r"\.T\b", src)  # .T reverses batch axes in numpy
     assert "@" in src
+    # every transpose (A^T, B^T, V^T occur in both programs) swaps exactly the last two axes
     if isinstance(printer, codegen.TorchPrinter):
         assert "import torch" in src and "np." not in src
+        assert ".mT" in src and "swapaxes" not in src and ".transpose(" not in src
     else:
-        assert "np.swapaxes" in src or "swapaxes" not in src
+        axes = re.findall(r"np\.swapaxes\([^,()]+, (-?\d+), (-?\d+)\)", src)
+        assert axes and set(axes) == {("-1", "-2")}
+        assert src.count("swapaxes") == len(axes) and ".transpose(" not in src
     compile(src, "<test>", "exec")
 
 

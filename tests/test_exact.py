@@ -378,7 +378,11 @@ def test_float_clear_cases():
     assert not is_pd_float_rigorous(np.ones((3, 3)))  # singular
     x = 1 - 2.0**-53  # exactly PD but lambda_min = 2^-53: not provable, must not crash
     assert not is_pd_float_rigorous(np.array([[1.0, 1.0], [1.0, 1.0]]))
-    assert is_pd_float_rigorous(np.array([[1.0, x], [x, 1.0]])) in (True, False)
+    is_pd_float_rigorous(np.array([[1.0, x], [x, 1.0]]))  # either answer is sound; it must not crash
+    y = 1 + 2.0**-52  # indefinite by 2^-52, one ulp from the boundary: never claimed PD
+    assert not is_pd_float_rigorous(np.array([[1.0, y], [y, 1.0]]))
+    z = 1 - 2.0**-20  # lambda_min = 2^-20, far above the rounding bound (~4 u): must be proved
+    assert is_pd_float_rigorous(np.array([[1.0, z], [z, 1.0]]))
     assert is_pd_float_rigorous(np.array([[1.0, 0.5], [0.5, 1.0]]))
     assert not is_pd_float_rigorous(np.array([[1.0, 2.0], [2.0, 1.0]]))
 

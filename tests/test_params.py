@@ -49,7 +49,7 @@ MALFORMED_CASES = {
     "t_end_string.json": "key 't_end': must be a positive finite number, got '10'",
     "A_other_symbol.json": "key 'A': entry [1][0] 'sin(x)' uses symbols other than t",
     "A_parse_error.json": "key 'A': entry [1][1] 'sin(t' is not a valid expression in t",
-    "A_power_tower.json": "key 'A': entry [1][1] '9**9**9**9' is not a valid expression in t (the power 9**(9**9) is far outside float64)",
+    "A_power_tower.json": "key 'A': entry [1][1] '9**9**9**9' is not a valid expression in t (the power 9 ** 9 ** 9 is far outside float64)",
     "A_attribute_access.json": "key 'A': entry [0][0] 't.func' is not a valid expression in t",
     "A_singular_at_zero.json": (
         "key 'A': entry [0][0] '1/t' is not a finite real number at t = 0"

@@ -244,7 +244,25 @@ def test_short_time_slope_relu_vs_identity():
     # W2 <= synchronous coupling; Gelbrich <= W2
     assert np.all(st.w2_empirical <= st.coupling_l2 * (1 + 1e-12))
     assert np.all(st.w2_gelbrich <= st.w2_empirical + 1e-12)
-    np.testing.assert_allclose(st.first_order_bound, t * st.slope_closed_form)
+    # Prop. 2.4's first-order term t ||max(0, -(A x + b))||_{L2(N(mu0, Sigma0))}, the norm by quadrature
+    np.testing.assert_allclose(st.first_order_bound, t * _relu_l2_by_quadrature(A2, b2, MU2, S2), rtol=1e-12)
+
+
+def _relu_l2_by_quadrature(A, b, mu0, Sigma0):
+    """sqrt(sum_i E[max(0, m_i + s_i Z)^2]), Z ~ N(0, 1), each expectation by mpmath quadrature."""
+    m = -(A @ mu0 + b)
+    s = np.sqrt(np.diag(A @ Sigma0 @ A.T))
+    total = mp.mpf(0)
+    with mp.workdps(30):
+        for mi, si in zip(m, s):
+            mi, si = mp.mpf(mi), mp.mpf(si)
+            total += mp.quad(lambda z: (mi + si * z) ** 2 * mp.npdf(z), [-mi / si, mp.inf])
+    return float(mp.sqrt(total))
+
+
+def test_relu_slope_against_quadrature():
+    for A, b, mu0, S0 in [(A2, b2, MU2, S2), (-A2, 3 * b2, -MU2, 2 * S2), (A2.T, -b2, MU2, S2 / 10)]:
+        assert R.relu_slope(A, b, mu0, S0) == pytest.approx(_relu_l2_by_quadrature(A, b, mu0, S0), rel=1e-12)
 
 
 def test_identity_activation_gives_zero_distance():

@@ -372,15 +372,16 @@ def test_linearisation_exact_rational(data, d):
     Sm, Dm = data.draw(int_mat(d, True)), data.draw(int_mat(d, True))
     mats = {A: Am, B: Bm, V: Vm, Sigma: Sm, Delta: Dm}
     got = _subs(g.linearisation(), mats)
-    M = Am + Vm * Sm * Bm
-    want = M * Dm + Dm * M.T + Vm * Dm * Bm * Sm + Sm * Bm.T * Dm * Vm.T
-    assert got == want
-    # F is quadratic: F(S+D) - F(S) = DF[D] + V D B D + D B^T D V^T exactly
-    F = lambda S_: Am * S_ + S_ * Am.T + Vm * S_ * Bm * S_ + S_ * Bm.T * S_ * Vm.T  # noqa: E731
-    assert F(Sm + Dm) - F(Sm) == want + Vm * Dm * Bm * Dm + Dm * Bm.T * Dm * Vm.T
-    # the symbolic covariance field evaluates to the same F
-    assert _subs(g.covariance_field(), mats) == F(Sm)
-    assert _subs(g.congruence_matrix(), mats) == M
+    # F is quadratic, so the central difference (F(S + D) - F(S - D)) / 2 is its derivative DF_S[D] exactly
+    F = lambda S_: _subs(g.covariance_field(), {A: Am, B: Bm, V: Vm, Sigma: S_})  # noqa: E731
+    assert got == (F(Sm + Dm) - F(Sm - Dm)) / 2
+    # the covariance field from the particle field, independently: x' = K x + c with K = d(field)/dx
+    # moves a Gaussian by Sigma' = K Sigma + Sigma K^T
+    xs = sp.Matrix(sp.symbols(f"x0:{d}"))
+    field = _subs(g.particle_field(), {**mats, x: xs, mu: sp.zeros(d, 1), b: sp.zeros(d, 1)})
+    K = field.jacobian(xs)
+    assert F(Sm) == K * Sm + Sm * K.T
+    assert _subs(g.congruence_matrix(), mats) == K
 
 
 @SETTINGS
@@ -412,7 +413,8 @@ def test_mean_and_attention_expressions_exact():
     Sm = S0 + S0.T
     m, bv, xv = r(d, 1), r(d, 1), r(d, 1)
     mats = {A: Am, B: Bm, V: Vm, Sigma: Sm, mu: m, b: bv, x: xv}
-    assert _subs(g.mean_field(), mats) == (Am + Vm + Vm * Sm * Bm) * m + bv
+    # the particle field is affine in x, so the mean moves by E[field(x)] = field(mu)
+    assert _subs(g.mean_field(), mats) == _subs(g.particle_field(), {**mats, x: m})
     assert _subs(g.attention_gaussian(), mats) == Vm * (m + Sm * Bm * xv)
     assert _subs(g.particle_field(), mats) == Am * xv + bv + Vm * (m + Sm * Bm * xv)
 

@@ -22,6 +22,7 @@ from .. import __version__
 from . import asymptotics
 from ..catalogue import CrossCheck, TheoremResult
 from ..certificates.hypotheses import gram, holds_by, semidefinite, upper_eigenvalue_bound
+from ..limits import stage_skip_reason
 from ..certificates import core
 from ..numeric import gaussian as ng
 from .params import GaussianParams
@@ -69,29 +70,31 @@ def prop_2_1(p: GaussianParams, simulate: bool, seed: int = 0) -> TheoremResult:
         hyps, prediction,
     )
     if simulate:
-        result.cross_check = particle_cross_check(p, seed)
+        skip = stage_skip_reason("gaussian:particles", p.d)
+        result.cross_check = particle_cross_check(p, seed) if skip is None else CrossCheck("skipped", {"reason": skip})
     return result
 
 
 def _continuity(p: GaussianParams) -> core.HypothesisResult:
     if not p.time_varying:
         return holds_by("coefficients_continuous", "constant parameters")
-    from sympy.calculus.util import continuous_domain
+    from ..certificates.continuity import certify_continuous
 
     t = sp.Symbol("t", real=True)
-    window = sp.Interval(0, p.t_end)
+    method = "interval evaluation (mpmath.iv) on a subdivision of [0, t_end], evaluator's real branch"
+    pieces = 0
     for key in ("A", "B", "V", "b"):
         value = getattr(p, key)
         if isinstance(value, sp.MatrixBase):
             for e in value:
-                try:
-                    inside = window.is_subset(continuous_domain(e, t, window)) if e.free_symbols else True
-                except Exception as exc:  # noqa: BLE001 - SymPy cannot decide: say so
-                    return core.HypothesisResult("coefficients_continuous", "unknown", None, "sympy continuous_domain",
-                                                 None, f"{key} entry {e}: undecided ({type(exc).__name__})")
-                if not inside:
-                    return core.HypothesisResult("coefficients_continuous", "fails", None, "sympy continuous_domain", None, f"{key} entry {e} is discontinuous on [0, t_end]")
-    return holds_by("coefficients_continuous", "sympy continuous_domain on [0, t_end]")
+                if not e.free_symbols:
+                    continue
+                verdict = certify_continuous(e, t, p.t_end)
+                pieces += verdict.pieces
+                if verdict.status != "holds":
+                    return core.HypothesisResult("coefficients_continuous", verdict.status, None, method, None,
+                                                 f"{key} entry {e}: {verdict.detail}")
+    return holds_by("coefficients_continuous", f"{method} ({pieces} pieces, every node on its real domain)")
 
 
 def particle_cross_check(p: GaussianParams, seed: int = 0) -> CrossCheck:
@@ -252,7 +255,9 @@ def prop_2_4(p: GaussianParams, simulate: bool, seed: int = 0) -> TheoremResult:
         return result
     slope = relu.relu_slope(p.A, p.b, p.mu0, p.Sigma0)
     result.prediction.update(first_order_slope=slope, activation=p.activation)
-    if simulate and p.activation == "relu":
+    if simulate and p.activation == "relu" and (skip := stage_skip_reason("gaussian:particles", p.d)) is not None:
+        result.cross_check = CrossCheck("skipped", {"reason": skip})
+    elif simulate and p.activation == "relu":
         st = relu.relu_study(p.A, p.B, p.V, p.b, p.mu0, p.Sigma0, np.array([0.0, 5e-4, 1e-3, 2e-3]), 1000, seed)
         se = max(slope, 1e-12) * 0.1  # sampling spread of the slope at N = 1000 is a few per cent
         ok = st.slope_fit <= slope + 3 * se + 1e-9
@@ -272,6 +277,16 @@ def _guarded(theorem_id: str, label: str, build: Callable[[], TheoremResult]) ->
                                        f"evaluation failed: {type(exc).__name__}: {exc}")
         return TheoremResult(theorem_id, label, "", [failed], {},
                              CrossCheck("skipped", {"reason": "evaluation failed"}))
+
+
+def _sized(d: int, theorem_id: str, label: str, build: Callable[[], TheoremResult]) -> TheoremResult:
+    """:func:`_guarded`, or a skipped entry (``unknown``, with the reason) above its size limit."""
+    skip = stage_skip_reason(theorem_id, d)
+    if skip is None:
+        return _guarded(theorem_id, label, build)
+    return TheoremResult(theorem_id, label, "", [core.HypothesisResult("size_within_limit", "unknown", None,
+                                                                       "flowcert.limits", None, skip)], {},
+                         CrossCheck("skipped", {"reason": skip}))
 
 
 def _agrees(reg: dict[str, Any], sol: ng.MomentSolution) -> bool | None:
@@ -297,17 +312,20 @@ def verify(p: GaussianParams, simulate: bool = False, seed: int = 0) -> dict[str
 
 
 def _verify(p: GaussianParams, simulate: bool, seed: int) -> dict[str, Any]:
-    sol = ng.integrate_moments(coefficients(p), p.mu0, p.Sigma0, p.t_end)
+    integrate_skip = stage_skip_reason("gaussian:integrate", p.d)
+    sol = ng.integrate_moments(coefficients(p), p.mu0, p.Sigma0, p.t_end) if integrate_skip is None else None
     entries = [("gaussian:prop-2.1", "Proposition 2.1", lambda: prop_2_1(p, simulate, seed)),
                ("gaussian:lemma-2.3", "Lemma 2.3", lambda: lemma_2_3(p)),
                ("gaussian:prop-2.4", "Proposition 2.4", lambda: prop_2_4(p, simulate, seed)),
                ("gaussian:lemma-3.1", "Lemma 3.1", lambda: lemma_3_1(p)),
                ("gaussian:thm-3.3", "Theorem 3.3", lambda: thm_3_3(p, seed))]
-    theorems = [_guarded(*e) for e in entries]
+    theorems = [_sized(p.d, *e) for e in entries]
     reg: dict[str, Any] = {"Sigma": "unknown", "mu": "unknown", "Sigma_inf": None, "mu_inf": None,
                            "blowup_time_upper_bound": None, "basis": "simulation"}
     if p.time_varying:
         reg["reason"] = "time-varying parameters: Table 1 covers constant ones"
+    elif (skip := stage_skip_reason("gaussian:table-1", p.d) or integrate_skip) is not None:
+        reg["reason"] = f"Table 1 analysis {skip}"
     else:
         try:
             table, reg = asymptotics.entries(p, sol)
@@ -323,7 +341,11 @@ def _verify(p: GaussianParams, simulate: bool, seed: int) -> dict[str, Any]:
         "theorems": [t.to_json() for t in theorems],
         "regime": reg,
     }
-    if simulate:
+    if simulate and sol is None:
+        doc["simulation"] = {"t_end": None, "blowup_time": None, "mu_final": None, "Sigma_final": None, "agrees": None,
+                             "integrator": None, "method": None, "integrator_message": integrate_skip,
+                             "manifold_drift": None, "mean_escape_time": None, "skipped": integrate_skip}
+    elif simulate:
         doc["simulation"] = {
             "t_end": float(sol.t[-1]),
             "blowup_time": sol.blowup_time,

@@ -149,12 +149,15 @@ def run(params_path: str, target_path: str, T: float, out: str | None = None) ->
         both ranks and Lemma 3.1); an ``out`` name not ending in ``.npz``/``.json`` or not
         writable (key ``'out'``).
     """
+    from ..limits import command_problem
     from ..numeric.gaussian import reach as gr
 
     T = as_positive_float(T, "T")
     if out is not None and Path(out).suffix.lower() not in (".npz", ".json"):
         raise ParamError("out", f"controls file must end in .npz or .json, got {out!r}")
     params = load_gaussian(params_path)
+    if (problem := command_problem("reach", params.d)) is not None:
+        raise ParamError("params", problem, file=params_path)
     mu0, Sigma0 = params.mu0, params.Sigma0
     mu_hat, Sigma_hat = load_target(target_path, params.d)
 

@@ -62,3 +62,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for line in data["known_bug_findings (xfail cases)"] + data["crashes"]:
         tr.write_line(f"  known/crash: {line}")
     tr.write_line(f"summary JSON: {where}")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The adversarial summary runs last, whatever the file order or selection."""
+    last = [it for it in items if it.nodeid.split("::")[0].endswith("adversarial/test_zz_summary.py")]
+    if last:
+        items[:] = [it for it in items if it not in last] + last
