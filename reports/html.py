@@ -75,7 +75,7 @@ hr { border: none; border-top: 1px solid #ccc; margin: 1.5em 0; }
 /* Wide tables wrap their cells instead of hiding columns behind a scroll bar. */
 table { border-collapse: collapse; width: 100%; table-layout: auto; }
 th, td { border: 1px solid #bdbdb6; padding: 0.3em 0.55em; vertical-align: top;
-         overflow-wrap: break-word; }
+         overflow-wrap: anywhere; }
 td code:not(.verdict) { overflow-wrap: anywhere; }
 td:first-child { min-width: 6em; }
 table { font-size: 0.95em; }
