@@ -248,3 +248,64 @@ def _check_unstable_count(data: dict[str, Any]) -> bool:
 
 
 core.register("unstable_count", _check_unstable_count)
+
+
+# ---------------------------------------------------------------------------------------
+# Detectability of (Q, A), Q >= 0 (PBH in subspace form), exact
+# ---------------------------------------------------------------------------------------
+
+
+def unobservable_subspace(A: sp.Matrix, Q: sp.Matrix) -> sp.Matrix:
+    r"""Exact basis (columns) of :math:`\mathcal N=\bigcap_{k<d}\ker(QA^k)`, the unobservable
+    subspace of :math:`(H,A)` for any :math:`H` with :math:`H^\top H=Q` (:math:`\ker H=\ker Q`)."""
+    d = A.rows
+    blocks, X = [], Q
+    for _ in range(d):
+        blocks.append(X)
+        X = X * A
+    null = sp.Matrix.vstack(*blocks).nullspace()
+    return sp.Matrix.hstack(*null) if null else sp.zeros(d, 0)
+
+
+def restricted_inertia(A: sp.Matrix, N: sp.Matrix) -> tuple[int, int, int]:
+    r"""Exact spectral inertia of :math:`A|_{\mathcal N}` (``N``: a basis of an A-invariant subspace),
+    :math:`A|_{\mathcal N}=(N^\top N)^{-1}N^\top AN`."""
+    if N.cols == 0:
+        return 0, 0, 0
+    return exact_inertia((N.T * N).inv() * N.T * A * N)
+
+
+def detectability_certificate(A: sp.Matrix, Q: sp.Matrix) -> core.Certificate | None:
+    r"""Exact verdict on detectability of :math:`(H,A)`, :math:`H^\top H=Q\succeq0` (PBH test).
+
+    :math:`(H,A)` is detectable iff no eigenvector :math:`x` of :math:`A` with
+    :math:`\operatorname{Re}\lambda\ge0` has :math:`Hx=0`, i.e. iff :math:`A` restricted to its
+    largest invariant subspace inside :math:`\ker Q` (the unobservable subspace) is Hurwitz.
+    The certificate (kind ``detectability``) carries ``A``, ``Q``, the verdict and the exact
+    inertia of the restriction; the checker recomputes all of them. None beyond
+    :data:`EXACT_INERTIA_MAX` or when Q is not PSD (then H does not exist).
+    """
+    if A.rows > EXACT_INERTIA_MAX or Q != Q.T or not core.is_psd(Q):
+        return None
+    N = unobservable_subspace(A, Q)
+    p, n, z = restricted_inertia(A, N)
+    ok = p == 0 and z == 0
+    return core.Certificate(
+        "detectability",
+        ("(H, A) is detectable" if ok else "(H, A) is not detectable")
+        + f": the unobservable subspace has dimension {N.cols}, A on it has inertia ({p}, {n}, {z})",
+        {"A": core.encode(A), "Q": core.encode(Q), "detectable": ok, "dimension": N.cols, "inertia": [p, n, z]},
+        checker="exact-nullspace-sturm")
+
+
+def _check_detectability(data: dict[str, Any]) -> bool:
+    A, Q = core.decode(data["A"]), core.decode(data["Q"])
+    if A.rows > EXACT_INERTIA_MAX or Q != Q.T or not core.is_psd(Q):
+        return False
+    N = unobservable_subspace(A, Q)
+    p, n, z = restricted_inertia(A, N)
+    return (N.cols == int(data["dimension"]) and [p, n, z] == [int(x) for x in data["inertia"]]
+            and bool(data["detectable"]) == (p == 0 and z == 0))
+
+
+core.register("detectability", _check_detectability)

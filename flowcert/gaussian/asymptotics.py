@@ -114,31 +114,13 @@ def thm_4_7_1(p: GaussianParams, eq: Equilibrium) -> TheoremResult:
 
 
 def _no_pd_equilibrium(p: GaussianParams, eq: Equilibrium) -> core.HypothesisResult:
-    """Witness against the printed claim (1): every real equilibrium is non-PD (Gröbner, d = 2)."""
-    name = "pd_equilibrium_exists"
+    """Witness against the printed claim (1): every real equilibrium is non-PD (d = 2: exact
+    Groebner basis on the data as given, floats being dyadic rationals, with exact signs at the
+    algebraic roots; certificate ``d2_equilibria``)."""
     if p.d != 2:
-        return core.HypothesisResult(name, "unknown", None, "simulation", None,
+        return core.HypothesisResult("pd_equilibrium_exists", "unknown", None, "simulation", None,
                                      f"the simulation converged to a {eq.kind} equilibrium; exact enumeration only for d = 2")
-    A, B, V = (core.rational_matrix(M) for M in (p.A, p.B, p.V))
-    if any(e.q > 1024 or abs(e.p) > 2**20 for M in (A, B, V) for e in M):
-        return core.HypothesisResult(name, "unknown", None, "Gröbner basis", None,
-                                     f"the simulation converged to a {eq.kind} equilibrium; exact enumeration only for "
-                                     "small rational data (denominators <= 1024), to keep its cost bounded")
-    try:
-        sols = sym.equilibria_exact(A, B, V)
-    except (OverflowError, ValueError, NotImplementedError, sp.PolynomialError) as exc:
-        return core.HypothesisResult(name, "unknown", None, "Gröbner basis", None, f"SymPy could not finish: {exc}")
-    if sols is None:
-        return core.HypothesisResult(name, "unknown", None, "Gröbner basis", None, "solution set not finite")
-    pd = []
-    for S in sols:
-        minors = [sp.N(S[0, 0], 50), sp.N(S.det(), 50)]
-        if all(m > sp.Float("1e-40", 50) for m in minors):
-            pd.append(S)
-    status = "holds" if pd else "fails"
-    listing = "; ".join(str([[sp.N(e, 6) for e in S.row(i)] for i in range(2)]) for S in sols)
-    return core.HypothesisResult(name, status, None, "Gröbner basis of (18) + 50-digit minors", None,
-                                 f"{len(sols)} real equilibria: {listing}; PD among them: {len(pd)}")
+    return cert.no_pd_equilibrium_d2(p.A, p.B, p.V)
 
 
 def _perturbation_check(p: GaussianParams, S: np.ndarray) -> CrossCheck:
