@@ -52,9 +52,19 @@ class Equilibrium:
         self.S: np.ndarray | None = None
         self.kind = "none"
         self.horizon = float(sol.t[-1])
-        if sol.status != "ok":
-            return
-        S_end = sol.Sigma[-1]
+        self._p = p
+        self._S_end = sol.Sigma[-1] if sol.status == "ok" else None
+        if self._S_end is not None:
+            self._settle(extend=False)
+
+    def settle(self) -> None:
+        """Continue an unsettled run within the budget (regime only: the theorems use the run as is)."""
+        if self.S is None and self._S_end is not None:
+            self._settle(extend=True)
+
+    def _settle(self, extend: bool) -> None:
+        p, S_end = self._p, self._S_end
+        assert S_end is not None
         scale = 1.0 + np.abs(p.Sigma0).max()
         c = ng.constant(p.A, p.B, p.V, np.zeros(p.d))
         limit = min(self.BUDGET * max(p.t_end, 1e-300), self.MAX_T)
@@ -63,18 +73,22 @@ class Equilibrium:
             if S is not None and np.abs(S - S_end).max() <= 1e-4 * scale:
                 break
             nxt = min(4.0 * self.horizon, limit)
-            if nxt <= self.horizon:
+            if not extend or nxt <= self.horizon:
                 return
-            more = ng.integrate_moments(c, np.zeros(p.d), S_end, nxt - self.horizon)
+            more = ng.integrate_moments(c, np.zeros(p.d), S_end, nxt - self.horizon, max_evaluations=EXTEND_EVALUATIONS)
             if more.status != "ok":
                 return
             S_end, self.horizon = more.Sigma[-1], nxt
+            self._S_end = S_end
         if np.abs(S).max() <= ZERO_TOL * scale:
             S = np.zeros_like(S)
         w = np.linalg.eigvalsh(S)
         tol = 1e-8 * max(1.0, float(np.abs(w).max()))
         self.S = S
         self.kind = "zero" if not S.any() else ("pd" if w.min() > tol else "singular")
+
+
+EXTEND_EVALUATIONS = 100_000  # field evaluations per horizon extension
 
 
 def _paper_lmi(p: GaussianParams, S: np.ndarray, rho: float) -> core.HypothesisResult:

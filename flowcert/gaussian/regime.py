@@ -162,6 +162,8 @@ def regime(p: GaussianParams, sol: ng.MomentSolution, eq: Any, by_id: dict[str, 
                    argument="Theorem 4.7 (2)")
         return mean_limit(p, sol, np.zeros((p.d, p.d)), out)
     proved_bounded = facts.get("bounded") or (tb and tb["argument"])
+    if sol.status == "ok":
+        eq.settle()
     if sol.status == "failed":
         out["reason"] = f"the run failed ({sol.message})"
     elif sol.status == "blowup":

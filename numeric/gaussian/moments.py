@@ -299,7 +299,7 @@ def integrate_moments(
     if drift["negative_eigenvalue"] > CONE_TOL and t_eval is None and escape_time is None:
         # the direct form left Sym+(d): integrate the transport form, PSD by construction
         alt = integrate_transport(coeffs, mu0, Sigma0, tau_end, rtol=rtol, atol=atol, threshold=threshold,
-                                  max_evaluations=max_evaluations)
+                                  max_evaluations=min(max_evaluations, TRANSPORT_EVALUATIONS))
         if alt is not None and alt.drift is not None and alt.drift["negative_eigenvalue"] <= CONE_TOL:
             alt.t = c * alt.t
             alt.blowup_time = None if alt.blowup_time is None else c * alt.blowup_time
@@ -314,6 +314,7 @@ def integrate_moments(
     return MomentSolution(t, mu, S, status, tb, note + sol.message, meth, drift, escape_time)
 
 
+TRANSPORT_EVALUATIONS = 100_000  # budget of the transport-form fallback (a repair, not a second full run)
 CONE_TOL = 1e-9  # relative negative eigenvalue beyond which a covariance run has left Sym+(d)
 
 
@@ -358,11 +359,27 @@ def integrate_transport(
 
     blowup.terminal = True  # type: ignore[attr-defined]
     blowup.direction = -1  # type: ignore[attr-defined]
+    from scipy.integrate import solve_ivp
+
     y0 = np.concatenate([mu0, np.eye(d).ravel()])
-    try:
-        sol, meth, note = solve_switching(rhs, (0.0, t_end), y0, method="DOP853", events=[blowup], rtol=rtol,
-                                          atol=atol, max_evaluations=max_evaluations, implicit_rtol=1e-8)
-    except IntegrationFailed:
+    count = [0]
+
+    class _Budget(Exception):
+        pass
+
+    def counted(t: float, y: Array) -> Array:
+        count[0] += 1
+        if count[0] > max_evaluations:
+            raise _Budget
+        return rhs(t, y)
+
+    try:  # explicit only, with a budget: a repair of the direct run, not a second full run
+        with np.errstate(all="ignore"):
+            sol = solve_ivp(counted, (0.0, t_end), y0, method="DOP853", events=[blowup], rtol=rtol, atol=atol)
+    except (_Budget, ValueError, FloatingPointError):
+        return None
+    meth, note = "DOP853", ""
+    if not np.all(np.isfinite(sol.y)):
         return None
     ys = np.asarray(sol.y, dtype=float).T
     t = np.asarray(sol.t, dtype=float)
