@@ -83,7 +83,9 @@ def cmd_verify(args: argparse.Namespace) -> None:
     from . import gaussian
 
     p = _load(args.system, args.params)
-    doc = gaussian.verify(p, simulate=args.simulate)
+    if args.seed < 0:
+        raise InputError(f"--seed: must be a non-negative integer, got {args.seed}")
+    doc = gaussian.verify(p, simulate=args.simulate, seed=args.seed)
     _emit(doc, args.json, _summary(doc))
 
 
@@ -200,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--params", required=True, help="parameter file (.json or .npz)")
     ver.add_argument("--simulate", action="store_true", help="cross-validate by simulation")
     ver.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    ver.add_argument("--seed", type=int, default=0, help="seed of the random draws of --simulate (default 0)")
     ver.set_defaults(func=cmd_verify)
 
     sim = sub.add_parser("simulate", help="integrate the system")

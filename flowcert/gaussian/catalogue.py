@@ -12,6 +12,7 @@ Blow-up bound of Thm. 4.8, eq. (20), with :math:`\alpha=\lambda_{\min}(A+A^\top)
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any, Callable
 
@@ -95,8 +96,33 @@ def _continuity(p: GaussianParams) -> core.HypothesisResult:
     return holds_by("coefficients_continuous", "sympy continuous_domain on [0, t_end]")
 
 
+RATE_TOLERANCE = 0.2  # |fitted slope + 1/2| allowed (5 sizes x 3 seeds: the slope's spread is about 0.1)
+
+
+def variance_condition(p: GaussianParams, t_check: float) -> float:
+    r""":math:`\max_t 2\lambda_{\max}(\Sigma B^\top\Sigma B)` along the moment trajectory on
+    :math:`[0,t_{\rm check}]` (41 points). Below 1 the weights :math:`e^{y^\top Bx}` of the empirical
+    softmax have finite variance (:math:`\mathbb E e^{2y^\top Bx}` finite for Gaussian x, y), the
+    condition for the :math:`N^{-1/2}` rate of Prop. 2.1's particle approximation."""
+    ts = np.linspace(0.0, t_check, 41)
+    sol = ng.integrate_moments(coefficients(p), p.mu0, p.Sigma0, t_check, t_eval=ts)
+    c = coefficients(p)
+    worst = 0.0
+    for t, S in zip(sol.t, sol.Sigma):
+        B = c(float(t))[1]
+        worst = max(worst, 2.0 * float(np.linalg.eigvals(S @ B.T @ S @ B).real.max()))
+    return worst if sol.status == "ok" else math.inf
+
+
 def particle_cross_check(p: GaussianParams, seed: int = 0) -> CrossCheck:
-    """Particles with empirical attention vs eq. (7): the error must shrink as N grows."""
+    """Particles with empirical attention vs eq. (7): the error must fall like N^{-1/2}.
+
+    Checked only when the variance condition :func:`variance_condition` holds along the
+    trajectory (else ``skipped`` with the value): heavy-tailed attention weights make the
+    empirical softmax converge more slowly than N^{-1/2}, so no rate can be tested. Otherwise the
+    moment error is fitted over 5 sizes x 3 seeds and ``agrees`` requires the log-log slope within
+    :data:`RATE_TOLERANCE` of -1/2 and the error at the largest N below 10% of the state's size.
+    """
     if p.activation != "identity":
         return CrossCheck("skipped", {"reason": "Prop. 2.1 needs the identity activation"})
     c = coefficients(p)
@@ -108,19 +134,27 @@ def particle_cross_check(p: GaussianParams, seed: int = 0) -> CrossCheck:
     if sol.status == "failed" or sol.mean_escape_time is not None:
         return CrossCheck("skipped", {"reason": f"the moment equation could not be integrated to t = {t_check:.6g} "
                                                 f"with a finite mean ({sol.message})"})
+    vc = variance_condition(p, t_check)
+    if not vc < 1.0:
+        return CrossCheck("skipped", {
+            "variance_condition": vc if math.isfinite(vc) else None, "t": t_check,
+            "reason": f"max_t 2 lambda_max(Sigma B^T Sigma B) = {vc:.3g} >= 1 on [0, {t_check:.3g}]: the attention "
+                      "weights exp(y^T B x) have infinite variance, the empirical softmax converges more slowly than "
+                      "N^-1/2 (a few effective samples), so the rate of Prop. 2.1 cannot be tested here"})
     try:
         study = ng.particle_study(c, p.mu0, p.Sigma0, t_check, seed=seed)
     except FloatingPointError as exc:  # particle integration failed or over its work budget
         return CrossCheck("skipped", {"reason": str(exc)})
     scale = 1.0 + float(np.linalg.norm(sol.mu[-1])) + float(np.linalg.norm(sol.Sigma[-1]))
     relative = study.errors[-1] / scale
-    ok = relative <= 0.1 and study.errors[-1] < study.errors[0]
+    ok = relative <= 0.1 and abs(study.rate + 0.5) <= RATE_TOLERANCE
     return CrossCheck(
         "agrees" if ok else "disagrees",
-        {"N": study.Ns, "error": study.errors, "rate": study.rate, "t": study.t_check, "relative_error_largest_N": relative,
-         "criterion": "at the largest N the moment error is below 10% of the state's size and smaller than at the "
-                      "smallest N; rate is the fitted log-log slope (theory -1/2, pre-asymptotic when the attention "
-                      "weights exp(y^T B x) are heavy-tailed)"},
+        {"N": study.Ns, "error": study.errors, "rate": study.rate, "t": study.t_check, "seed": seed, "seeds": 3,
+         "variance_condition": vc, "relative_error_largest_N": relative, "rate_tolerance": RATE_TOLERANCE,
+         "criterion": f"variance condition 2 lambda_max(Sigma B^T Sigma B) < 1 along [0, t]; fitted log-log slope of "
+                      f"the moment error (mean over 3 seeds) within {RATE_TOLERANCE} of -1/2, and at the largest N the "
+                      "error below 10% of the state's size"},
     )
 
 
