@@ -174,6 +174,30 @@ def cmd_reach(args: argparse.Namespace) -> None:
     _emit(doc, True, summary) if args.json else sys.stdout.write(summary)
 
 
+def cmd_design(args: argparse.Namespace) -> None:
+    """``flowcert design gaussian --spec FILE``: Lemma 4.4's inverse design (A from Sigma_inf, K, V, B)."""
+    import numpy as np
+
+    from .files import load_file
+    from .gaussian.regime import lemma_4_4_design
+
+    raw = load_file(args.spec)
+    if not isinstance(raw, dict):
+        raise InputError(f"{args.spec}: expected a JSON object with keys Sigma_inf, K, V, B")
+    missing = [k for k in ("Sigma_inf", "K", "V", "B") if k not in raw]
+    if missing:
+        raise InputError(f"{args.spec}: missing key(s) {missing}")
+    try:
+        mats = [np.asarray(raw[k], dtype=float) for k in ("Sigma_inf", "K", "V", "B")]
+        if not all(np.all(np.isfinite(m)) and m.ndim == 2 for m in mats):
+            raise ValueError("entries must be finite numbers in d x d matrices")
+        doc = {"flowcert": __version__, "system": "gaussian", **lemma_4_4_design(*mats)}
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"{args.spec}: {exc}") from None
+    _emit(doc, args.json, f"A =\n{np.array2string(np.array(doc['A']), precision=12)}\n"
+                          f"(18) residual exactly zero: {doc['residual_is_zero']}\n")
+
+
 def cmd_report(args: argparse.Namespace) -> None:
     from .reports.build import build_report
 
@@ -204,6 +228,12 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     ver.add_argument("--seed", type=int, default=0, help="seed of the random draws of --simulate (default 0)")
     ver.set_defaults(func=cmd_verify)
+
+    des = sub.add_parser("design", help="Lemma 4.4 inverse design: A with a prescribed equilibrium Sigma_inf")
+    des.add_argument("system", choices=["gaussian"])
+    des.add_argument("--spec", required=True, help="JSON file with Sigma_inf (PD), K (skew), V, B")
+    des.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    des.set_defaults(func=cmd_design)
 
     sim = sub.add_parser("simulate", help="integrate the system")
     sim.add_argument("system", choices=SYSTEMS)

@@ -255,3 +255,29 @@ def test_regime_claims_are_backed(a, b, eta):
         assert ba.status != "blows_up", (reg, ba)
     if facts.get("Q_psd"):
         assert reg["Sigma"] != "blows_up" and reg["global_existence"]["proved"]
+
+
+# ---- spectra and Lemma 4.4's inverse design -----------------------------------------------------------
+
+
+def test_spectra_at_the_thm41_limit():
+    by_id, reg = _regime(_p(np.diag([1.0, -1.0]), np.eye(2), -np.eye(2)))
+    # M_inf = A - Sigma_inf = diag(0, -1); J_s on Sym(2) at diag(1, 0): vech eigenvalues -2, -2, -2
+    np.testing.assert_allclose(sorted(z[0] for z in reg["spectra"]["M_inf"]), [-1.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose([z[0] for z in reg["spectra"]["J_s"]], [-2.0, -2.0, -2.0], atol=1e-12)
+
+
+def test_lemma_4_4_inverse_design_and_cli(tmp_path):
+    from flowcert.cli import main
+    from flowcert.gaussian.regime import lemma_4_4_design
+
+    S, K = np.array([[2.0, 0.5], [0.5, 1.0]]), np.array([[0.0, 1.5], [-1.5, 0.0]])
+    V, B = np.diag([-1.0, -0.5]), np.array([[1.0, 0.2], [0.2, 2.0]])
+    out = lemma_4_4_design(S, K, V, B)
+    assert out["residual_is_zero"]
+    A = np.array(out["A"])
+    assert np.abs(ng.covariance_field(A, B, V, S)).max() < 1e-12
+    np.testing.assert_allclose([z[0] for z in out["M_spectrum"]], 0.0, atol=1e-12)  # purely imaginary
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"Sigma_inf": S.tolist(), "K": (K + np.eye(2)).tolist(), "V": V.tolist(), "B": B.tolist()}))
+    assert main(["design", "gaussian", "--spec", str(spec)]) == 2  # K not skew: exit 2, one line

@@ -135,7 +135,9 @@ def thm_4_7_1(p: GaussianParams, eq: Equilibrium) -> TheoremResult:
         rho = float(sp.Rational(ex.certificate.data["rho"])) if ex.certificate else float("inf")
         hyps.append(_paper_lmi(p, eq.S, rho))
         stab = cert.stability(p.A, p.B, p.V, eq.S)
-        prediction.update(Sigma_inf=eq.S.tolist(), local_stability=stab.to_json())
+        from .regime import spectra
+
+        prediction.update(Sigma_inf=eq.S.tolist(), local_stability=stab.to_json(), spectra=spectra(p, eq.S))
         result.cross_check = _perturbation_check(p, eq.S)
     elif result.applies:
         witness = _no_pd_equilibrium(p, eq)

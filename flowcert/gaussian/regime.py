@@ -202,8 +202,31 @@ def _riccati_numeric(p: GaussianParams) -> dict[str, Any]:
             "note": "first zero of det P(t), P = Sigma^-1 of the linear-fractional form, on a grid (float64)"}
 
 
+def spectra(p: GaussianParams, S: np.ndarray) -> dict[str, Any]:
+    r"""Whole spectra at a limit :math:`\Sigma_\infty` (float64, ``[re, im]`` pairs): :math:`J_s` (the
+    linearisation of (7) on Sym(d)), :math:`M_\infty=A+V\Sigma_\infty B` (Lemma 4.4) and, where
+    :math:`\Sigma_\infty\succ0`, :math:`PV+VP` with :math:`P=\Sigma_\infty^{-1}` (Thm 4.7 (1'))."""
+    def pairs(z: np.ndarray) -> list[list[float]]:
+        z = z[np.lexsort((z.imag, z.real))]
+        return [[float(x.real), float(x.imag)] for x in z]
+
+    out: dict[str, Any] = {"J_s": pairs(np.linalg.eigvals(ng.jacobian_vech(p.A, p.B, p.V, S))),
+                           "M_inf": pairs(np.linalg.eigvals(p.A + p.V @ S @ p.B))}
+    out["J_s_abscissa"] = max(z[0] for z in out["J_s"])
+    w = np.linalg.eigvalsh(S)
+    if w.min() > 1e-12 * max(1.0, float(w.max())):
+        P = np.linalg.inv(S)
+        out["PV_plus_VP"] = [float(x) for x in np.linalg.eigvalsh(0.5 * ((P @ p.V + p.V @ P) + (P @ p.V + p.V @ P).T))]
+    return out
+
+
 def mean_limit(p: GaussianParams, sol: ng.MomentSolution, S_inf: np.ndarray, out: dict[str, Any]) -> dict[str, Any]:
-    """Mean limit :math:`-(A+V+V\\Sigma_\\infty B)^{-1}b` when that matrix is Hurwitz."""
+    """Mean limit :math:`-(A+V+V\\Sigma_\\infty B)^{-1}b` when that matrix is Hurwitz; also the
+    whole :func:`spectra` at the limit (``spectra``)."""
+    try:
+        out["spectra"] = spectra(p, S_inf)
+    except (np.linalg.LinAlgError, ValueError):
+        out["spectra"] = None
     M_mu = p.A + p.V + p.V @ S_inf @ p.B
     verdict = spectrum.hurwitz("A + V + V Sigma_inf B Hurwitz", M_mu, exact_data=False)  # rounded: margin needed
     out["mu_certificate"] = verdict.to_json()
@@ -274,3 +297,49 @@ def consistency(doc: dict[str, Any]) -> dict[str, Any]:
     block = {"checked": checked, "conflicts": conflicts}
     doc["consistency"] = block
     return block
+
+
+# ---------------------------------------------------------------------------------------
+# Lemma 4.4, inverse design
+# ---------------------------------------------------------------------------------------
+
+
+def lemma_4_4_design(Sigma_inf: Any, K: Any, V: Any, B: Any) -> dict[str, Any]:
+    r"""Lemma 4.4 read backwards: the A for which a prescribed :math:`\Sigma_\infty\succ0` solves (18).
+
+    :math:`\Sigma_\infty` solves (18) iff :math:`M=A+V\Sigma_\infty B` satisfies
+    :math:`M\Sigma_\infty+\Sigma_\infty M^\top=0`, iff :math:`M=K\Sigma_\infty^{-1}` with
+    :math:`K^\top=-K`; hence
+
+    .. math::
+
+        A=K\Sigma_\infty^{-1}-V\Sigma_\infty B,\qquad
+        \operatorname{spec}(A+V\Sigma_\infty B)=\operatorname{spec}(K\Sigma_\infty^{-1})\subset i\mathbb R .
+
+    Computed in exact rationals from the given floats; the residual of (18) is checked exactly.
+
+    Returns
+    -------
+    dict
+        ``A`` (floats, nearest), ``A_exact`` (``"p/q"`` strings), ``residual_is_zero`` (exact),
+        ``M_spectrum`` (eigenvalues of :math:`K\Sigma_\infty^{-1}`, ``[re, im]`` pairs).
+
+    Raises
+    ------
+    ValueError
+        ``Sigma_inf`` not symmetric positive definite, ``K`` not skew, or shapes differ.
+    """
+    S, Kq, Vq, Bq = (core.rational_matrix(np.asarray(M, dtype=float)) for M in (Sigma_inf, K, V, B))
+    d = S.rows
+    if any(M.shape != (d, d) for M in (Kq, Vq, Bq)):
+        raise ValueError("Sigma_inf, K, V, B must all be d x d")
+    if S != S.T or not core.is_pd(S):
+        raise ValueError("Sigma_inf must be symmetric positive definite")
+    if Kq.T != -Kq:
+        raise ValueError("K must be skew-symmetric (K^T = -K)")
+    A = Kq * S.inv() - Vq * S * Bq
+    F = A * S + S * A.T + Vq * S * Bq * S + S * Bq.T * S * Vq.T
+    eig = np.linalg.eigvals(np.array((Kq * S.inv()).tolist(), dtype=float))
+    return {"A": np.array(A.tolist(), dtype=float).tolist(), "A_exact": core.encode(A),
+            "residual_is_zero": bool(F.is_zero_matrix), "M_spectrum": [[float(z.real), float(z.imag)] for z in eig],
+            "lemma": "gaussian:lemma-4.4", "formula": "A = K Sigma_inf^-1 - V Sigma_inf B, K skew"}
