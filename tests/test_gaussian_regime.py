@@ -281,3 +281,15 @@ def test_lemma_4_4_inverse_design_and_cli(tmp_path):
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps({"Sigma_inf": S.tolist(), "K": (K + np.eye(2)).tolist(), "V": V.tolist(), "B": B.tolist()}))
     assert main(["design", "gaussian", "--spec", str(spec)]) == 2  # K not skew: exit 2, one line
+
+
+@pytest.mark.slow
+def test_thm47_1_refuted_from_the_cli(capsys):
+    from flowcert.cli import main
+
+    assert main(["verify", "gaussian", "--params", "tests/data/errata/thm47_1_counterexample.json", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    th = next(t for t in doc["theorems"] if t["id"] == "gaussian:thm-4.7.1")
+    witness = next(h for h in th["hypotheses"] if h["name"] == "pd_equilibrium_exists")
+    assert witness["status"] == "fails" and core.recheck(witness["certificate"])
+    assert th["applies"] is False and doc["consistency"]["conflicts"] == []
