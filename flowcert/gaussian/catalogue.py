@@ -324,8 +324,8 @@ def _agrees(reg: dict[str, Any], sol: ng.MomentSolution) -> bool | None:
         if dist[-1] <= 1e-3 * (1 + np.abs(S_inf).max()):
             return True
         half = dist[np.searchsorted(sol.t, 0.5 * sol.t[-1]):]
-        # not there yet but still approaching (algebraic rates on the imaginary axis): no verdict
-        return None if half.size > 1 and np.all(np.diff(half) <= 1e-12 * (1 + half[0])) else False
+        # not there yet but still approaching (slow or algebraic rates): no verdict, not a disagreement
+        return None if half.size > 1 and half[-1] < half[0] else False
     if kind == "bounded" and reg.get("trace_bound") is not None:
         return bool(np.trace(sol.Sigma).max() <= float(reg["trace_bound"]) * (1 + 1e-8) + 1e-12)
     return None
