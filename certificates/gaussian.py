@@ -227,3 +227,176 @@ def _check_pd_equilibrium(data: dict[str, Any]) -> bool:
 
 
 core.register("pd_equilibrium", _check_pd_equilibrium)
+
+
+# ---------------------------------------------------------------------------------------
+# All real equilibria for d = 2, exactly (refutations of Thm 4.7(1) on the user's float data)
+# ---------------------------------------------------------------------------------------
+#
+# Lex Groebner basis of (18) in (a, b, c), Sigma = [[a, b], [b, c]], over Q. In shape position it
+# holds f(c) (univariate), a p_a(c) + q_a(c) and b p_b(c) + q_b(c). Every real root of f (exact
+# CRootOf, irreducible factor g) with p_a, p_b not divisible by g gives one real equilibrium
+# (extension theorem); the remaining basis elements are checked to reduce to 0 mod g. Signs of
+# a and of det Sigma = a c - b^2 at the root are decided exactly: a polynomial h with
+# g does not divide h has h(c) != 0, and its sign is read off rational interval Horner
+# evaluation on a shrinking isolating interval of c.
+
+
+def _interval_horner(coeffs: list[sp.Rational], lo: sp.Rational, hi: sp.Rational) -> tuple[sp.Rational, sp.Rational]:
+    rlo = rhi = sp.Rational(0)
+    for a in coeffs:
+        prods = [rlo * lo, rlo * hi, rhi * lo, rhi * hi]
+        rlo, rhi = min(prods) + a, max(prods) + a
+    return rlo, rhi
+
+
+def _real_roots(f: sp.Poly) -> list[tuple[sp.Poly, Any]]:
+    """Real roots of a univariate rational polynomial, one entry per root: its irreducible factor
+    and either the exact rational root or an isolating rational interval ``(s, t)``."""
+    out: list[tuple[sp.Poly, Any]] = []
+    for g, _ in f.factor_list()[1]:
+        if g.degree() == 1:
+            c1, c0 = g.all_coeffs()
+            out.append((g, sp.Rational(-c0, c1)))
+        else:
+            out.extend((g, iv) for iv, _ in g.intervals())
+    return out
+
+
+def _sign_at(h: sp.Poly, g: sp.Poly, root: Any) -> int:
+    """Exact sign of ``h`` at a real root of the irreducible ``g`` (0 iff g divides h): ``root``
+    is the rational root or an isolating interval, refined until interval Horner decides."""
+    r = h.rem(g) if g.degree() > 0 else h
+    if r.is_zero:
+        return 0
+    if not isinstance(root, tuple):
+        return int(sp.sign(r.eval(root)))
+    coeffs = [sp.Rational(x) for x in r.all_coeffs()]
+    s, t = root
+    for k in range(64):
+        lo, hi = _interval_horner(coeffs, sp.Rational(s), sp.Rational(t))
+        if lo > 0:
+            return 1
+        if hi < 0:
+            return -1
+        s, t = g.refine_root(s, t, eps=sp.Rational(t - s) / 2**32)
+    raise ArithmeticError("sign at an algebraic root not decided")
+
+
+def _approx(root: Any, g: sp.Poly) -> float:
+    if not isinstance(root, tuple):
+        return float(root)
+    s, t = g.refine_root(*root, eps=sp.Rational(1, 10**15) * (1 + abs(sp.Rational(root[0]))))
+    return float((sp.Rational(s) + sp.Rational(t)) / 2)
+
+
+def real_equilibria_d2(A: sp.Matrix, B: sp.Matrix, V: sp.Matrix) -> list[dict[str, Any]] | None:
+    """Every real symmetric solution of (18) for rational 2 x 2 data, with the exact signs of
+    :math:`\\Sigma_{11}` and :math:`\\det\\Sigma`; None when the lex basis is not in shape position
+    at some root (beyond one rational level of back-substitution) or the variety is not finite."""
+    a, b, c = sp.symbols("a b c")
+    S = sp.Matrix([[a, b], [b, c]])
+    F = A * S + S * A.T + V * S * B * S + S * B.T * S * V.T
+    eqs = [sp.expand(F[0, 0]), sp.expand(F[0, 1]), sp.expand(F[1, 1])]
+    G = sp.groebner(eqs, a, b, c, order="lex")
+    if not G.is_zero_dimensional:
+        return None
+    polys = [sp.Poly(g, a, b, c) for g in G.exprs]
+    uni = [g for g in polys if g.degree(a) == 0 and g.degree(b) == 0]
+    lin_a = [g for g in polys if g.degree(a) == 1 and g.degree(b) == 0]
+    lin_b = [g for g in polys if g.degree(a) == 0 and g.degree(b) == 1]
+    if len(uni) != 1 or not lin_a or not lin_b:
+        return None
+
+    def parts(g: sp.Poly, x: sp.Symbol) -> tuple[sp.Poly, sp.Poly]:
+        e = sp.expand(g.as_expr())
+        return sp.Poly(e.coeff(x, 1), c), sp.Poly(e.coeff(x, 0), c)
+
+    pa, qa = parts(lin_a[0], a)
+    pb, qb = parts(lin_b[0], b)
+    out: list[dict[str, Any]] = []
+    for g, root in _real_roots(sp.Poly(uni[0].as_expr(), c)):
+        if pa.rem(g).is_zero or pb.rem(g).is_zero:
+            if isinstance(root, tuple):
+                return None
+            sub = _rational_fibre(eqs, a, b, c, root)  # c rational: solve for (a, b) again
+            if sub is None:
+                return None
+            out.extend(sub)
+            continue
+        for P in polys:  # a = -qa/pa, b = -qb/pb must satisfy the whole basis (mod g)
+            num = sp.together(P.as_expr().subs({a: -qa.as_expr() / pa.as_expr(), b: -qb.as_expr() / pb.as_expr()}))
+            if not sp.Poly(sp.numer(num), c).rem(g).is_zero:
+                return None
+        s_a = -_sign_at(qa, g, root) * _sign_at(pa, g, root)
+        det_num = sp.Poly(-qa.as_expr() * c * pb.as_expr() ** 2 - qb.as_expr() ** 2 * pa.as_expr(), c)
+        s_det = _sign_at(det_num, g, root) * _sign_at(pa, g, root)
+        cv = _approx(root, g)
+        av = float(-qa.eval(cv) / pa.eval(cv)) if pa.eval(cv) else float("nan")
+        bv = float(-qb.eval(cv) / pb.eval(cv)) if pb.eval(cv) else float("nan")
+        out.append({"Sigma_approx": [[av, bv], [bv, cv]], "sign_Sigma11": s_a, "sign_det": s_det,
+                    "pd": s_a > 0 and s_det > 0})
+    return out
+
+
+def _rational_fibre(eqs: list[sp.Expr], a: sp.Symbol, b: sp.Symbol, c: sp.Symbol,
+                    c0: sp.Rational) -> list[dict[str, Any]] | None:
+    """Real solutions with c = c0 (rational): b must come out rational, a may be algebraic."""
+    G = sp.groebner([sp.expand(e.subs(c, c0)) for e in eqs], a, b, order="lex")
+    if G.exprs == [1] or G.exprs == [sp.Integer(1)]:
+        return []
+    unib = [sp.Poly(g, b) for g in G.exprs if not sp.Poly(g, a, b).degree(a)]
+    if len(unib) != 1:
+        return None
+    out: list[dict[str, Any]] = []
+    for gb, broot in _real_roots(unib[0]):
+        if isinstance(broot, tuple):
+            return None
+        polys_a = [sp.Poly(sp.expand(g.subs(b, broot)), a) for g in G.exprs]
+        ga = sp.Poly(0, a)
+        for q in polys_a:
+            ga = q if ga.is_zero else ga.gcd(q)
+        if ga.is_zero:
+            return None
+        if ga.degree() == 0:
+            continue
+        for g, aroot in _real_roots(ga):
+            s_a = _sign_at(sp.Poly(a, a), g, aroot)
+            s_det = _sign_at(sp.Poly(c0 * a - broot**2, a), g, aroot)
+            out.append({"Sigma_approx": [[_approx(aroot, g), float(broot)], [float(broot), float(c0)]],
+                        "sign_Sigma11": s_a, "sign_det": s_det, "pd": s_a > 0 and s_det > 0})
+    return out
+
+
+def no_pd_equilibrium_d2(A: np.ndarray, B: np.ndarray, V: np.ndarray) -> core.HypothesisResult:
+    """``pd_equilibrium_exists`` decided exactly for d = 2 on the data as given (floats are
+    dyadic rationals): ``fails`` with a ``d2_equilibria`` certificate when no real equilibrium is
+    PD, ``holds`` when one is, ``unknown`` when the basis is not in shape position."""
+    name = "pd_equilibrium_exists"
+    Aq, Bq, Vq = (core.rational_matrix(M) for M in (A, B, V))
+    try:
+        eqs = real_equilibria_d2(Aq, Bq, Vq)
+    except (ArithmeticError, ValueError, NotImplementedError, sp.PolynomialError) as exc:
+        return core.HypothesisResult(name, "unknown", None, "Groebner basis", None, f"SymPy could not finish: {exc}")
+    if eqs is None:
+        return core.HypothesisResult(name, "unknown", None, "Groebner basis", None,
+                                     "the lex basis is not in shape position (or the variety is not finite)")
+    n_pd = sum(e["pd"] for e in eqs)
+    listing = "; ".join(f"{e['Sigma_approx']} (sign Sigma11 {e['sign_Sigma11']}, sign det {e['sign_det']})" for e in eqs)
+    cert = core.Certificate("d2_equilibria", f"eq. (18) has {len(eqs)} real equilibria, {n_pd} of them PD",
+                            {"A": core.encode(Aq), "B": core.encode(Bq), "V": core.encode(Vq),
+                             "count": len(eqs), "pd_count": n_pd}, checker="exact-groebner-sturm")
+    return core.certified(name, "holds" if n_pd else "fails", cert, None,
+                          "lex Groebner basis over Q + exact signs at the real algebraic roots",
+                          f"{len(eqs)} real equilibria: {listing}; PD among them: {n_pd}")
+
+
+def _check_d2_equilibria(data: dict[str, Any]) -> bool:
+    A, B, V = (core.decode(data[k]) for k in ("A", "B", "V"))
+    if A.shape != (2, 2):
+        return False
+    eqs = real_equilibria_d2(A, B, V)
+    return eqs is not None and len(eqs) == int(data["count"]) and sum(e["pd"] for e in eqs) == int(data["pd_count"])
+
+
+core.register("d2_equilibria", _check_d2_equilibria)

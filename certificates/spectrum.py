@@ -9,6 +9,23 @@ re-checked in exact arithmetic with half its observed margin.
 
 *Unstable*: :math:`J^\top P+PJ\prec0` and :math:`v^\top Pv<0` prove an eigenvalue with
 :math:`\operatorname{Re}\lambda>0` (inertia theorem of Ostrowski and Schneider).
+
+*Exact spectral inertia* (fallback on exact data, size :math:`\le` :data:`EXACT_INERTIA_MAX`):
+the numbers :math:`(n_+,n_-,n_0)` of eigenvalues with :math:`\operatorname{Re}\lambda>0`, :math:`<0`,
+:math:`=0` (multiplicities counted) of a rational :math:`J`, from its exact characteristic
+polynomial :math:`p`. With :math:`R` above the Cauchy bound
+:math:`1+\max_i|a_i/a_n|`, the closed rectangles :math:`[0,R]\times[-R,R]` and
+:math:`[-R,0]\times[-R,R]` hold :math:`n_++n_0` and :math:`n_-+n_0` roots (Collins–Krandick
+counting with Sturm sequences on the edges, exact over :math:`\mathbb Q`), so
+
+.. math::
+
+    n_0=N_{\rm right}+N_{\rm left}-\deg p,\qquad n_+=N_{\rm right}-n_0,\qquad n_-=N_{\rm left}-n_0 .
+
+It decides what the Lyapunov route cannot: eigenvalues summing to zero (singular Lyapunov
+operator), spectra exactly on the imaginary axis (rotations, :math:`\pm i`), and matrices whose
+Lyapunov margin is below float resolution. Certificate kind ``spectrum_inertia``; its checker
+recomputes the counts from the data.
 """
 
 from __future__ import annotations
@@ -63,11 +80,15 @@ def spectrum_verdict(
     stable_claim: str = "J is Hurwitz",
     unstable_kind: str = "unstable",
     extra: dict[str, Any] | None = None,
+    exact_fallback: bool = False,
 ) -> core.HypothesisResult:
     """``holds`` if J is certified Hurwitz, ``fails`` if certified unstable, else ``unknown``.
 
     ``stable_kind``/``extra`` let a system wrap the Lyapunov data in a stronger claim (for
     example a robust one over an existence ball); the data always carry ``P`` and ``margin``.
+    ``exact_fallback``: ``J_exact`` is the matrix in question itself (the user's exact data, not a
+    rounded derived quantity), so when no Lyapunov certificate passes, the exact spectral inertia
+    (:func:`exact_verdict`) decides, up to :data:`EXACT_INERTIA_MAX`.
     """
     eig = np.linalg.eigvals(J)
     k = int(np.argmax(eig.real))
@@ -100,13 +121,76 @@ def spectrum_verdict(
             res = core.certified(name, "fails", cert, -abscissa, f"inertia theorem, {method}; exact re-check", detail)
             if res.status == "fails":
                 return res
+    if exact_fallback and extra is None:  # J_exact is the matrix itself: decide exactly
+        res = exact_verdict(name, J, J_exact, detail)
+        if res is not None and res.status != "unknown":
+            return res
     return core.HypothesisResult(name, "unknown", -abscissa, "no certificate passed its exact re-check", None,
                                  f"{detail}; near-marginal or ill-conditioned")
 
 
-def hurwitz(name: str, J: np.ndarray) -> core.HypothesisResult:
-    """Certified verdict on :math:`\\max\\operatorname{Re}\\lambda(J)<0` for float data J (exact)."""
-    return spectrum_verdict(name, np.asarray(J, float), core.rational_matrix(J))
+EXACT_INERTIA_MAX = 8  # exact characteristic polynomial + root counting: ~0.2 s at d = 8
+
+
+def exact_inertia(J: sp.Matrix) -> tuple[int, int, int]:
+    r"""Exact :math:`(n_+,n_-,n_0)` of a rational square matrix: eigenvalues with real part
+    :math:`>0`, :math:`<0`, :math:`=0`, counted with multiplicity (see the module docstring)."""
+    from sympy.polys.domains import QQ
+    from sympy.polys.rootisolation import dup_count_complex_roots
+
+    n = J.rows
+    if n == 0:
+        return 0, 0, 0
+    c = [QQ(int(a.p), int(a.q)) for a in (sp.Rational(x) for x in J.charpoly().all_coeffs())]
+    bound = 1 + max((abs(a / c[0]) for a in c[1:]), default=QQ(0))
+    R = QQ(int(bound) + 1)
+    right = dup_count_complex_roots(c, QQ, (QQ(0), -R), (R, R))
+    left = dup_count_complex_roots(c, QQ, (-R, -R), (QQ(0), R))
+    n0 = right + left - n
+    return right - n0, left - n0, n0
+
+
+def inertia_certificate(J_exact: sp.Matrix, what: str = "J") -> core.Certificate | None:
+    """``spectrum_inertia`` certificate of a rational matrix, or None beyond :data:`EXACT_INERTIA_MAX`."""
+    if J_exact.rows > EXACT_INERTIA_MAX:
+        return None
+    p, n, z = exact_inertia(J_exact)
+    return core.Certificate(
+        "spectrum_inertia",
+        f"{what} has {p} eigenvalues with Re > 0, {n} with Re < 0 and {z} on the imaginary axis",
+        {"J": core.encode(J_exact), "inertia": [p, n, z]}, checker="exact-charpoly-sturm")
+
+
+def _check_spectrum_inertia(data: dict[str, Any]) -> bool:
+    J = core.decode(data["J"])
+    return J.rows == J.cols <= EXACT_INERTIA_MAX and list(exact_inertia(J)) == [int(x) for x in data["inertia"]]
+
+
+core.register("spectrum_inertia", _check_spectrum_inertia)
+
+
+def exact_verdict(name: str, J: np.ndarray, J_exact: sp.Matrix, detail: str) -> core.HypothesisResult | None:
+    """Hurwitz verdict from the exact spectral inertia (``holds``/``fails``), None beyond the size cap."""
+    cert = inertia_certificate(J_exact)
+    if cert is None:
+        return None
+    p, n, z = cert.data["inertia"]
+    eig = np.linalg.eigvals(J)
+    margin = -float(eig.real.max()) if eig.size else None
+    if z:
+        margin = 0.0  # exactly on the imaginary axis
+    status = "holds" if p == 0 and z == 0 else "fails"
+    return core.certified(name, status, cert, margin, "exact characteristic polynomial, Sturm root counting",
+                          f"{detail}; exact inertia (n+, n-, n0) = ({p}, {n}, {z})")
+
+
+def hurwitz(name: str, J: np.ndarray, *, exact_data: bool = True) -> core.HypothesisResult:
+    """Certified verdict on :math:`\\max\\operatorname{Re}\\lambda(J)<0` for float data J (exact).
+
+    ``exact_data=False`` for a matrix computed in floating point from other data (then only a
+    Lyapunov certificate with a margin decides, never the exact spectrum of the rounded matrix).
+    """
+    return spectrum_verdict(name, np.asarray(J, float), core.rational_matrix(J), exact_fallback=exact_data)
 
 
 def unstable_count(A: np.ndarray) -> tuple[int | None, core.Certificate | None]:
@@ -114,25 +198,43 @@ def unstable_count(A: np.ndarray) -> tuple[int | None, core.Certificate | None]:
 
     If :math:`A^\top P+PA\prec0` (checked exactly), A has no imaginary-axis eigenvalue and the
     count equals the number of negative eigenvalues of P (Ostrowski–Schneider), read off an
-    exact LDL^T. Returns (None, None) when no such P passes the check.
+    exact LDL^T. When no such P passes (eigenvalues summing to zero make the Lyapunov operator
+    singular; imaginary-axis eigenvalues admit none), the exact spectral inertia decides
+    (``spectrum_inertia`` certificate, :func:`exact_inertia`), up to :data:`EXACT_INERTIA_MAX`;
+    imaginary-axis eigenvalues are then allowed and counted in the certificate's ``inertia``.
+    Returns (None, None) only beyond that size.
     """
     from . import exact
 
-    P = lmi.lyapunov_equation(A)
-    if P is None:
-        sol = lmi.solve_inertia_lmi(A)
-        P = sol.P
-    if P is None:
-        return None, None
-    Pq, Aq = dyadic(P), core.rational_matrix(A)
-    if not core.is_pd(-(Aq.T * Pq + Pq * Aq)):
-        return None, None
-    inertia = exact.ldl_inertia([[Fraction(int(e.p), int(e.q)) for e in Pq.row(i)] for i in range(Pq.rows)])
-    if inertia.n_zero:
-        return None, None
-    cert = core.Certificate("unstable_count", f"A has exactly {inertia.n_neg} eigenvalues with positive real part",
-                            {"J": core.encode(Aq), "P": core.encode(Pq), "count": inertia.n_neg})
-    return (inertia.n_neg, cert) if core.recheck(cert) else (None, None)
+    Aq = core.rational_matrix(A)
+
+    def fallback() -> tuple[int | None, core.Certificate | None]:
+        cert = inertia_certificate(Aq, "A")
+        if cert is None or not core.recheck(cert):
+            return None, None
+        return int(cert.data["inertia"][0]), cert
+
+    def candidates() -> Iterator[np.ndarray]:
+        P_eq = lmi.lyapunov_equation(A)
+        if P_eq is not None and np.all(np.isfinite(P_eq)):
+            yield P_eq
+        if Aq.rows > EXACT_INERTIA_MAX:  # small sizes go to the exact count, which needs no margin
+            sol = lmi.solve_inertia_lmi(A)  # tried when the equation's P does not pass (singular operator)
+            if sol.P is not None:
+                yield sol.P
+
+    for P in candidates():
+        Pq = dyadic(P)
+        if not core.is_pd(-(Aq.T * Pq + Pq * Aq)):
+            continue
+        inertia = exact.ldl_inertia([[Fraction(int(e.p), int(e.q)) for e in Pq.row(i)] for i in range(Pq.rows)])
+        if inertia.n_zero:
+            continue
+        cert = core.Certificate("unstable_count", f"A has exactly {inertia.n_neg} eigenvalues with positive real part",
+                                {"J": core.encode(Aq), "P": core.encode(Pq), "count": inertia.n_neg})
+        if core.recheck(cert):
+            return inertia.n_neg, cert
+    return fallback()
 
 
 def _check_unstable_count(data: dict[str, Any]) -> bool:
@@ -146,3 +248,64 @@ def _check_unstable_count(data: dict[str, Any]) -> bool:
 
 
 core.register("unstable_count", _check_unstable_count)
+
+
+# ---------------------------------------------------------------------------------------
+# Detectability of (Q, A), Q >= 0 (PBH in subspace form), exact
+# ---------------------------------------------------------------------------------------
+
+
+def unobservable_subspace(A: sp.Matrix, Q: sp.Matrix) -> sp.Matrix:
+    r"""Exact basis (columns) of :math:`\mathcal N=\bigcap_{k<d}\ker(QA^k)`, the unobservable
+    subspace of :math:`(H,A)` for any :math:`H` with :math:`H^\top H=Q` (:math:`\ker H=\ker Q`)."""
+    d = A.rows
+    blocks, X = [], Q
+    for _ in range(d):
+        blocks.append(X)
+        X = X * A
+    null = sp.Matrix.vstack(*blocks).nullspace()
+    return sp.Matrix.hstack(*null) if null else sp.zeros(d, 0)
+
+
+def restricted_inertia(A: sp.Matrix, N: sp.Matrix) -> tuple[int, int, int]:
+    r"""Exact spectral inertia of :math:`A|_{\mathcal N}` (``N``: a basis of an A-invariant subspace),
+    :math:`A|_{\mathcal N}=(N^\top N)^{-1}N^\top AN`."""
+    if N.cols == 0:
+        return 0, 0, 0
+    return exact_inertia((N.T * N).inv() * N.T * A * N)
+
+
+def detectability_certificate(A: sp.Matrix, Q: sp.Matrix) -> core.Certificate | None:
+    r"""Exact verdict on detectability of :math:`(H,A)`, :math:`H^\top H=Q\succeq0` (PBH test).
+
+    :math:`(H,A)` is detectable iff no eigenvector :math:`x` of :math:`A` with
+    :math:`\operatorname{Re}\lambda\ge0` has :math:`Hx=0`, i.e. iff :math:`A` restricted to its
+    largest invariant subspace inside :math:`\ker Q` (the unobservable subspace) is Hurwitz.
+    The certificate (kind ``detectability``) carries ``A``, ``Q``, the verdict and the exact
+    inertia of the restriction; the checker recomputes all of them. None beyond
+    :data:`EXACT_INERTIA_MAX` or when Q is not PSD (then H does not exist).
+    """
+    if A.rows > EXACT_INERTIA_MAX or Q != Q.T or not core.is_psd(Q):
+        return None
+    N = unobservable_subspace(A, Q)
+    p, n, z = restricted_inertia(A, N)
+    ok = p == 0 and z == 0
+    return core.Certificate(
+        "detectability",
+        ("(H, A) is detectable" if ok else "(H, A) is not detectable")
+        + f": the unobservable subspace has dimension {N.cols}, A on it has inertia ({p}, {n}, {z})",
+        {"A": core.encode(A), "Q": core.encode(Q), "detectable": ok, "dimension": N.cols, "inertia": [p, n, z]},
+        checker="exact-nullspace-sturm")
+
+
+def _check_detectability(data: dict[str, Any]) -> bool:
+    A, Q = core.decode(data["A"]), core.decode(data["Q"])
+    if A.rows > EXACT_INERTIA_MAX or Q != Q.T or not core.is_psd(Q):
+        return False
+    N = unobservable_subspace(A, Q)
+    p, n, z = restricted_inertia(A, N)
+    return (N.cols == int(data["dimension"]) and [p, n, z] == [int(x) for x in data["inertia"]]
+            and bool(data["detectable"]) == (p == 0 and z == 0))
+
+
+core.register("detectability", _check_detectability)

@@ -126,13 +126,15 @@ def cmd_verify(args: argparse.Namespace) -> None:
         doc = analyze(load_rnn(args.params))
         _emit(doc, args.json, _summary(doc))
         return
+    if args.seed is not None and args.seed < 0:
+        raise InputError(f"--seed: must be a non-negative integer, got {args.seed}")
     p = _load(args.system, args.params, "verify")
     if args.system == "attention":
         from . import attention
 
         doc = attention.verify(p, simulate=args.simulate, seed=args.seed)
         return _emit(doc, args.json, _summary(doc))
-    doc = gaussian.verify(p, simulate=args.simulate)
+    doc = gaussian.verify(p, simulate=args.simulate, seed=args.seed or 0)
     _emit(doc, args.json, _summary(doc))
 
 
@@ -281,6 +283,30 @@ def cmd_pretrained(args: argparse.Namespace) -> None:
     _emit(doc, args.json, summary)
 
 
+def cmd_design(args: argparse.Namespace) -> None:
+    """``flowcert design gaussian --spec FILE``: Lemma 4.4's inverse design (A from Sigma_inf, K, V, B)."""
+    import numpy as np
+
+    from .files import load_file
+    from .gaussian.regime import lemma_4_4_design
+
+    raw = load_file(args.spec)
+    if not isinstance(raw, dict):
+        raise InputError(f"{args.spec}: expected a JSON object with keys Sigma_inf, K, V, B")
+    missing = [k for k in ("Sigma_inf", "K", "V", "B") if k not in raw]
+    if missing:
+        raise InputError(f"{args.spec}: missing key(s) {missing}")
+    try:
+        mats = [np.asarray(raw[k], dtype=float) for k in ("Sigma_inf", "K", "V", "B")]
+        if not all(np.all(np.isfinite(m)) and m.ndim == 2 for m in mats):
+            raise ValueError("entries must be finite numbers in d x d matrices")
+        doc = {"flowcert": __version__, "system": "gaussian", **lemma_4_4_design(*mats)}
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"{args.spec}: {exc}") from None
+    _emit(doc, args.json, f"A =\n{np.array2string(np.array(doc['A']), precision=12)}\n"
+                          f"(18) residual exactly zero: {doc['residual_is_zero']}\n")
+
+
 def cmd_report(args: argparse.Namespace) -> None:
     from .reports.build import build_report
 
@@ -356,7 +382,8 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--params", required=True, help="parameter file (.json or .npz)")
     ver.add_argument("--simulate", action="store_true", help="cross-validate by simulation")
     ver.add_argument("--json", action="store_true", help="print one JSON document on stdout")
-    ver.add_argument("--seed", type=int, default=None, help="seed of random initial conditions (attention)")
+    ver.add_argument("--seed", type=int, default=None,
+                     help="seed of the random draws of --simulate (gaussian: default 0; attention: the file's seed)")
     ver.set_defaults(func=cmd_verify)
 
     eq = sub.add_parser("equilibria", help="enumerate and classify equilibria (attention)")
@@ -365,6 +392,12 @@ def build_parser() -> argparse.ArgumentParser:
     eq.add_argument("--cap", type=int, default=None, help="largest number of sign patterns per eigenvector")
     eq.add_argument("--json", action="store_true")
     eq.set_defaults(func=cmd_equilibria)
+
+    des = sub.add_parser("design", help="Lemma 4.4 inverse design: A with a prescribed equilibrium Sigma_inf")
+    des.add_argument("system", choices=["gaussian"])
+    des.add_argument("--spec", required=True, help="JSON file with Sigma_inf (PD), K (skew), V, B")
+    des.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    des.set_defaults(func=cmd_design)
 
     sim = sub.add_parser("simulate", help="integrate the system")
     sim.add_argument("system", choices=SYSTEMS)

@@ -161,14 +161,16 @@ def test_verify_reads_no_regime_from_a_failed_run(monkeypatch):
     from flowcert.gaussian import verify
     from flowcert.params import parse_gaussian
 
-    p = parse_gaussian({"A": [[-1.0, 1000.0], [-1000.0, -1.0]], "B": [[0.0, 0.0], [0.0, 0.0]],
-                        "V": [[0.0, 0.0], [0.0, 0.0]], "b": [0.0, 0.0], "mu0": [1.0, 1.0],
+    # V not a multiple of I, B neither PD nor 0: no theorem of Table 1 and no Riccati form decides
+    # (with V = B = 0 the field is linear and the exact spectrum of A decides: converges_zero, certified)
+    p = parse_gaussian({"A": [[-1.0, 1000.0], [-1000.0, -1.0]], "B": [[0.0, 1e-3], [0.0, 0.0]],
+                        "V": [[1e-3, 0.0], [0.0, 2e-3]], "b": [0.0, 0.0], "mu0": [1.0, 1.0],
                         "Sigma0": [[1.0, 0.0], [0.0, 1.0]], "t_end": 50.0})
     monkeypatch.setattr(ng, "integrate_moments", functools.partial(ng.integrate_moments, max_evaluations=5_000))
     doc = verify(p, simulate=True)
     assert doc["simulation"]["method"] == "DOP853" and "no implicit retry" in doc["simulation"]["integrator_message"]
     reg = doc["regime"]
-    assert reg["basis"] == "simulation"  # no theorem of Table 1 decides this case (V = B = 0)
+    assert reg["basis"] == "simulation"  # no theorem of Table 1 decides this case
     assert reg["Sigma"] == "unknown" and reg["mu"] == "unknown" and "could not be integrated" in reg["reason"]
 
 

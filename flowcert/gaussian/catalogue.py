@@ -12,6 +12,7 @@ Blow-up bound of Thm. 4.8, eq. (20), with :math:`\alpha=\lambda_{\min}(A+A^\top)
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any, Callable
 
@@ -20,6 +21,7 @@ import sympy as sp
 
 from .. import __version__
 from . import asymptotics
+from .regime import consistency as asymptotics_consistency
 from ..catalogue import CrossCheck, TheoremResult
 from ..certificates.hypotheses import gram, holds_by, semidefinite, upper_eigenvalue_bound
 from ..limits import stage_skip_reason
@@ -97,8 +99,33 @@ def _continuity(p: GaussianParams) -> core.HypothesisResult:
     return holds_by("coefficients_continuous", f"{method} ({pieces} pieces, every node on its real domain)")
 
 
+RATE_TOLERANCE = 0.2  # |fitted slope + 1/2| allowed (5 sizes x 3 seeds: the slope's spread is about 0.1)
+
+
+def variance_condition(p: GaussianParams, t_check: float) -> float:
+    r""":math:`\max_t 2\lambda_{\max}(\Sigma B^\top\Sigma B)` along the moment trajectory on
+    :math:`[0,t_{\rm check}]` (41 points). Below 1 the weights :math:`e^{y^\top Bx}` of the empirical
+    softmax have finite variance (:math:`\mathbb E e^{2y^\top Bx}` finite for Gaussian x, y), the
+    condition for the :math:`N^{-1/2}` rate of Prop. 2.1's particle approximation."""
+    ts = np.linspace(0.0, t_check, 41)
+    sol = ng.integrate_moments(coefficients(p), p.mu0, p.Sigma0, t_check, t_eval=ts)
+    c = coefficients(p)
+    worst = 0.0
+    for t, S in zip(sol.t, sol.Sigma):
+        B = c(float(t))[1]
+        worst = max(worst, 2.0 * float(np.linalg.eigvals(S @ B.T @ S @ B).real.max()))
+    return worst if sol.status == "ok" else math.inf
+
+
 def particle_cross_check(p: GaussianParams, seed: int = 0) -> CrossCheck:
-    """Particles with empirical attention vs eq. (7): the error must shrink as N grows."""
+    """Particles with empirical attention vs eq. (7): the error must fall like N^{-1/2}.
+
+    Checked only when the variance condition :func:`variance_condition` holds along the
+    trajectory (else ``skipped`` with the value): heavy-tailed attention weights make the
+    empirical softmax converge more slowly than N^{-1/2}, so no rate can be tested. Otherwise the
+    moment error is fitted over 5 sizes x 3 seeds and ``agrees`` requires the log-log slope within
+    :data:`RATE_TOLERANCE` of -1/2 and the error at the largest N below 10% of the state's size.
+    """
     if p.activation != "identity":
         return CrossCheck("skipped", {"reason": "Prop. 2.1 needs the identity activation"})
     c = coefficients(p)
@@ -110,19 +137,27 @@ def particle_cross_check(p: GaussianParams, seed: int = 0) -> CrossCheck:
     if sol.status == "failed" or sol.mean_escape_time is not None:
         return CrossCheck("skipped", {"reason": f"the moment equation could not be integrated to t = {t_check:.6g} "
                                                 f"with a finite mean ({sol.message})"})
+    vc = variance_condition(p, t_check)
+    if not vc < 1.0:
+        return CrossCheck("skipped", {
+            "variance_condition": vc if math.isfinite(vc) else None, "t": t_check,
+            "reason": f"max_t 2 lambda_max(Sigma B^T Sigma B) = {vc:.3g} >= 1 on [0, {t_check:.3g}]: the attention "
+                      "weights exp(y^T B x) have infinite variance, the empirical softmax converges more slowly than "
+                      "N^-1/2 (a few effective samples), so the rate of Prop. 2.1 cannot be tested here"})
     try:
         study = ng.particle_study(c, p.mu0, p.Sigma0, t_check, seed=seed)
     except FloatingPointError as exc:  # particle integration failed or over its work budget
         return CrossCheck("skipped", {"reason": str(exc)})
     scale = 1.0 + float(np.linalg.norm(sol.mu[-1])) + float(np.linalg.norm(sol.Sigma[-1]))
     relative = study.errors[-1] / scale
-    ok = relative <= 0.1 and study.errors[-1] < study.errors[0]
+    ok = relative <= 0.1 and abs(study.rate + 0.5) <= RATE_TOLERANCE
     return CrossCheck(
         "agrees" if ok else "disagrees",
-        {"N": study.Ns, "error": study.errors, "rate": study.rate, "t": study.t_check, "relative_error_largest_N": relative,
-         "criterion": "at the largest N the moment error is below 10% of the state's size and smaller than at the "
-                      "smallest N; rate is the fitted log-log slope (theory -1/2, pre-asymptotic when the attention "
-                      "weights exp(y^T B x) are heavy-tailed)"},
+        {"N": study.Ns, "error": study.errors, "rate": study.rate, "t": study.t_check, "seed": seed, "seeds": 3,
+         "variance_condition": vc, "relative_error_largest_N": relative, "rate_tolerance": RATE_TOLERANCE,
+         "criterion": f"variance condition 2 lambda_max(Sigma B^T Sigma B) < 1 along [0, t]; fitted log-log slope of "
+                      f"the moment error (mean over 3 seeds) within {RATE_TOLERANCE} of -1/2, and at the largest N the "
+                      "error below 10% of the state's size"},
     )
 
 
@@ -290,13 +325,26 @@ def _sized(d: int, theorem_id: str, label: str, build: Callable[[], TheoremResul
 
 
 def _agrees(reg: dict[str, Any], sol: ng.MomentSolution) -> bool | None:
+    """Does the moment-ODE run agree with the regime? None when the run is no evidence (failed,
+    left the PSD cone) or the regime makes no checkable claim."""
+    if sol.status == "failed" or (sol.drift or {}).get("negative_eigenvalue", 0.0) > ng.moments.CONE_TOL:
+        return None
     kind = reg["Sigma"]
     if kind == "blows_up":
         bound = reg["blowup_time_upper_bound"]
         return sol.blowup_time is not None and (bound is None or sol.blowup_time <= bound)
-    if kind.startswith("converges") and reg["Sigma_inf"] is not None:
+    if kind.startswith("converges") and reg["Sigma_inf"] is not None and sol.status == "ok":
         S_inf = np.array(reg["Sigma_inf"])
-        return bool(np.abs(sol.Sigma[-1] - S_inf).max() <= 1e-3 * (1 + np.abs(S_inf).max()))
+        dist = np.abs(sol.Sigma - S_inf).max(axis=(-2, -1))
+        if dist[-1] <= 1e-3 * (1 + np.abs(S_inf).max()):
+            return True
+        if reg.get("basis") == "certified":
+            return None  # a proved limit not reached by t_end: the run is too short to judge it
+        half = dist[np.searchsorted(sol.t, 0.5 * sol.t[-1]):]
+        # not there yet but still approaching (slow or algebraic rates): no verdict, not a disagreement
+        return None if half.size > 1 and half[-1] < half[0] else False
+    if kind == "bounded" and reg.get("trace_bound") is not None:
+        return bool(np.trace(sol.Sigma).max() <= float(reg["trace_bound"]) * (1 + 1e-8) + 1e-12)
     return None
 
 
@@ -352,6 +400,9 @@ def _verify(p: GaussianParams, simulate: bool, seed: int) -> dict[str, Any]:
             "mu_final": sol.mu[-1].tolist(),
             "Sigma_final": sol.Sigma[-1].tolist(),
             "agrees": _agrees(doc["regime"], sol),
+            "compares": "the regime's claim on Sigma (limit, certified trace bound or blow-up before the certified "
+                        "bound) against this run of the moment ODE (7); null when the run is no evidence or the "
+                        "regime makes no checkable claim",
             "integrator": "scipy solve_ivp DOP853 at rtol 1e-10, atol 1e-12 (Radau at rtol 1e-8 with the generated "
                           "Jacobian when stiffness is detected or DOP853 fails), terminal blow-up event",
             "method": sol.method,
@@ -359,4 +410,5 @@ def _verify(p: GaussianParams, simulate: bool, seed: int) -> dict[str, Any]:
             "manifold_drift": sol.drift,
             "mean_escape_time": sol.mean_escape_time,
         }
+    asymptotics_consistency(doc)
     return doc

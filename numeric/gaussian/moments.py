@@ -295,7 +295,102 @@ def integrate_moments(
         after = t > escape_time
         mu[after] = np.where(mu[after] == 0.0, 0.0, np.copysign(np.inf, mu[after]))
     status = "blowup" if tb is not None else ("ok" if sol.status == 0 else "failed")
-    return MomentSolution(t, mu, S, status, tb, note + sol.message, meth, manifold_drift(S), escape_time)
+    drift = manifold_drift(S)
+    if drift["negative_eigenvalue"] > CONE_TOL and t_eval is None and escape_time is None:
+        # the direct form left Sym+(d): integrate the transport form, PSD by construction
+        alt = integrate_transport(coeffs, mu0, Sigma0, tau_end, rtol=rtol, atol=atol, threshold=threshold,
+                                  max_evaluations=min(max_evaluations, TRANSPORT_EVALUATIONS))
+        if alt is not None and alt.drift is not None and alt.drift["negative_eigenvalue"] <= CONE_TOL:
+            alt.t = c * alt.t
+            alt.blowup_time = None if alt.blowup_time is None else c * alt.blowup_time
+            alt.message = (f"the direct form left the PSD cone (relative eigenvalue "
+                           f"-{drift['negative_eigenvalue']:.2e}); transport form Sigma = Psi Sigma0 Psi^T used; "
+                           + alt.message)
+            return alt
+        return MomentSolution(t, mu, S, "failed", None,
+                              f"the run left the PSD cone (relative eigenvalue -{drift['negative_eigenvalue']:.2e}) and "
+                              "the transport form did not repair it: a failed run, not evidence; " + note + sol.message,
+                              meth, drift, escape_time)
+    return MomentSolution(t, mu, S, status, tb, note + sol.message, meth, drift, escape_time)
+
+
+TRANSPORT_EVALUATIONS = 100_000  # budget of the transport-form fallback (a repair, not a second full run)
+CONE_TOL = 1e-9  # relative negative eigenvalue beyond which a covariance run has left Sym+(d)
+
+
+def integrate_transport(
+    coeffs: Coefficients,
+    mu0: Array,
+    Sigma0: Array,
+    t_end: float,
+    *,
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+    threshold: float = math.inf,
+    max_evaluations: int = 2_000_000,
+) -> MomentSolution | None:
+    r"""Eq. (7) in the transport form of Lemma 3.1, PSD by construction.
+
+    .. math::
+
+        \dot\Psi=(A+V\Sigma B)\Psi,\quad \Psi(0)=I,\qquad \Sigma=\Psi\Sigma_0\Psi^\top,\qquad
+        \dot\mu=(A+V+V\Sigma B)\mu+b .
+
+    :math:`\Sigma(t)` is a congruence of :math:`\Sigma_0\succeq0`, so it stays PSD up to the
+    rounding of one product. Terminal event when :math:`\|\Sigma\|_F` passes ``threshold``
+    (an observation, never a proof of blow-up). Returns None when the integrator fails.
+    """
+    d = mu0.shape[0]
+    S0 = 0.5 * (Sigma0 + Sigma0.T)
+
+    def unpack(y: Array) -> tuple[Array, Array, Array]:
+        Psi = y[d:].reshape(d, d)
+        S = Psi @ S0 @ Psi.T
+        return y[:d], Psi, 0.5 * (S + S.T)
+
+    def rhs(t: float, y: Array) -> Array:
+        A, B, V, b = coeffs(t)
+        mu, Psi, S = unpack(y)
+        M = A + V @ S @ B
+        return np.concatenate([(M + V) @ mu + b, (M @ Psi).ravel()])
+
+    def blowup(t: float, y: Array) -> float:
+        return threshold - np.linalg.norm(unpack(y)[2])
+
+    blowup.terminal = True  # type: ignore[attr-defined]
+    blowup.direction = -1  # type: ignore[attr-defined]
+    from scipy.integrate import solve_ivp
+
+    y0 = np.concatenate([mu0, np.eye(d).ravel()])
+    count = [0]
+
+    class _Budget(Exception):
+        pass
+
+    def counted(t: float, y: Array) -> Array:
+        count[0] += 1
+        if count[0] > max_evaluations:
+            raise _Budget
+        return rhs(t, y)
+
+    try:  # explicit only, with a budget: a repair of the direct run, not a second full run
+        with np.errstate(all="ignore"):
+            sol = solve_ivp(counted, (0.0, t_end), y0, method="DOP853", events=[blowup], rtol=rtol, atol=atol)
+    except (_Budget, ValueError, FloatingPointError):
+        return None
+    meth, note = "DOP853", ""
+    if not np.all(np.isfinite(sol.y)):
+        return None
+    ys = np.asarray(sol.y, dtype=float).T
+    t = np.asarray(sol.t, dtype=float)
+    tb = None
+    if sol.status == 1 and sol.t_events[0].size:
+        tb = float(sol.t_events[0][0])
+        t, ys = np.append(t, tb), np.vstack([ys, sol.y_events[0][0]])
+    mus = ys[:, :d].copy()
+    Ss = np.stack([unpack(y)[2] for y in ys])
+    status = "blowup" if tb is not None else ("ok" if sol.status == 0 else "failed")
+    return MomentSolution(t, mus, Ss, status, tb, note + sol.message, f"transport ({meth})", manifold_drift(Ss))
 
 
 # ---------------------------------------------------------------------------------------

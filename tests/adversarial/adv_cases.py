@@ -289,6 +289,25 @@ def build_cases() -> list[dict[str, Any]]:
         add(case(f"pd_equilibrium_d{d}", P(np.eye(d) + 0.3 * (K - K.T), np.eye(d), -np.eye(d),
                                           np.eye(d) + 0.01 * np.diag(rng.random(d))), ("size",),
                  full_only=True))  # the mpmath oracle needs ~30 s at d = 10
+
+    # --- issue 10: regimes that only a proof may decide (run with --full) ------------------------------
+    Z2, ROT = np.zeros((2, 2)), [[0.0, -1.0], [1.0, 0.0]]
+    G10 = "issue10"
+    add(case("exp_growth_A_I_B_V_0", P(I2, Z2, Z2, [[1.0, 0.2], [0.2, 0.5]], t_end=20.0), (G10,), full_only=True))
+    add(case("exp_growth_skew_B", P(I2, [[0.0, 1.0], [-1.0, 0.0]], I2, I2, t_end=20.0), (G10,), full_only=True))
+    add(case("near_singular_Sigma_t", P([[0.0, 5.0], [-5.0, 0.1]], I2, -0.01 * I2,
+                                        [[1.0, 1.0 - 1e-12], [1.0 - 1e-12, 1.0]], t_end=30.0), (G10,), full_only=True))
+    add(case("detectable_not_strict_rotation", P(ROT, np.diag([1.0, 0.0]), -I2, I2, t_end=20.0), (G10,),
+             full_only=True))
+    add(case("eigenvalues_sum_zero", P(np.diag([1.0, -1.0]), I2, -I2, I2), (G10,), full_only=True))
+    add(case("eigenvalues_sum_zero_complex", P([[1.0, 2.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, -0.5]], np.eye(3),
+                                               -np.eye(3), np.eye(3)), (G10,), full_only=True))
+    add(case("rotation_free", P(ROT, Z2, Z2, I2, t_end=10.0), (G10,), full_only=True))
+    add(case("float_refutation_thm47_1", P([[1.0, 4.0], [0.0, 1.0]], I2 / 2, np.diag([-0.5, -0.1]), I2, t_end=60.0),
+             (G10,), full_only=True))
+    add(case("slow_singular_limit_short_t_end", P([[1.0, 4.0], [0.0, 1.0]], I2 / 2, np.diag([-0.5, -0.1]), I2,
+                                                  t_end=3.0), (G10,), full_only=True))
+    add(case("heavy_tailed_particles", P(Z2, 2 * I2, -I2, I2, t_end=1.0), (G10,), full_only=True))
     return C
 
 

@@ -54,6 +54,8 @@ def test_adversarial_case(c):
     assert not jd.regime_errors, jd.describe()
     assert not jd.bad_certificates, jd.describe()
     assert not jd.false_fails, jd.describe()
+    # one document, no contradictions: the consistency pass found nothing to downgrade
+    assert not (o.doc.get("consistency") or {}).get("conflicts"), o.doc["consistency"]
     leaked = [w for w in o.warnings if w.startswith("RuntimeWarning")]
     assert not leaked, f"numpy RuntimeWarnings escape to stderr: {leaked}"
     # the regime block is one of the documented answers
