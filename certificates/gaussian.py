@@ -170,6 +170,7 @@ core.register("kantorovich", _check_kantorovich)
 core.register("stable_equilibrium", _check_stable_equilibrium)
 
 
+@core.memoised
 def stability(A: np.ndarray, B: np.ndarray, V: np.ndarray, Sigma: np.ndarray, name: str = "linearisation_hurwitz") -> core.HypothesisResult:
     """Decide whether the equilibrium near ``Sigma`` is linearly stable on Sym(d).
 
@@ -180,9 +181,11 @@ def stability(A: np.ndarray, B: np.ndarray, V: np.ndarray, Sigma: np.ndarray, na
     """
     d = A.shape[0]
     n = d * (d + 1) // 2
-    J = ng.jacobian_vech(A, B, V, Sigma)
     if n > EXACT_MAX_VECH:
-        return core.HypothesisResult(name, "unknown", None, "size", None, f"vech dimension {n} beyond exact re-check")
+        return core.HypothesisResult(name, "unknown", None, "size", None,
+                                     f"needs a Lyapunov LMI on Sym(d): vech dimension {n} beyond exact re-check "
+                                     f"(limit {EXACT_MAX_VECH}, d = 16)")
+    J = ng.jacobian_vech(A, B, V, Sigma)
     Aq, Bq, Vq, Sq = (core.rational_matrix(M) for M in (A, B, V, Sigma))
     Sq = (Sq + Sq.T) / 2
     extra = {"A": core.encode(Aq), "B": core.encode(Bq), "V": core.encode(Vq), "Sigma": core.encode(Sq)}
@@ -193,6 +196,7 @@ def stability(A: np.ndarray, B: np.ndarray, V: np.ndarray, Sigma: np.ndarray, na
     )
 
 
+@core.memoised
 def pd_equilibrium(A: np.ndarray, B: np.ndarray, V: np.ndarray, Sigma: np.ndarray, name: str = "pd_equilibrium_exists") -> core.HypothesisResult:
     r"""Certify a positive definite equilibrium near ``Sigma``: Kantorovich ball inside the PD cone.
 
@@ -200,6 +204,11 @@ def pd_equilibrium(A: np.ndarray, B: np.ndarray, V: np.ndarray, Sigma: np.ndarra
     distance is at most :math:`\rho` with :math:`\rho^2\ge8\eta^2`; :math:`\tilde\Sigma-\rho I\succ0`
     then gives :math:`\Sigma^*\succ0`.
     """
+    n = A.shape[0] * (A.shape[0] + 1) // 2
+    if n > EXACT_MAX_VECH:
+        return core.HypothesisResult(name, "unknown", None, "size", None,
+                                     f"the Newton-Kantorovich bound needs the inverse of DF on Sym(d): vech dimension {n} "
+                                     f"beyond exact re-check (limit {EXACT_MAX_VECH}, d = 16)")
     Aq, Bq, Vq, Sq = (core.rational_matrix(M) for M in (A, B, V, Sigma))
     Sq = (Sq + Sq.T) / 2
     res = kantorovich(Aq, Bq, Vq, Sq)

@@ -17,19 +17,20 @@ import math
 from fractions import Fraction
 from typing import Any, Iterator
 
+import flint
 import numpy as np
 import sympy as sp
 
 from . import core, lmi
 
 
-def dyadic(P: np.ndarray, bits: int = 30) -> sp.Matrix:
-    """Symmetric rational rounding of ``P`` to ``bits`` bits relative to its largest entry."""
+def dyadic(P: np.ndarray, bits: int = 30) -> Any:
+    """Symmetric rational rounding of ``P`` to ``bits`` bits relative to its largest entry (``fmpq_mat``)."""
     scale = 2.0 ** math.floor(math.log2(max(float(np.abs(P).max()), 1e-300)))
     Q = np.round(P / scale * 2**bits)
-    unit = sp.Rational(Fraction(scale)) / 2**bits
-    M = sp.Matrix([[sp.Rational(int(q)) * unit for q in row] for row in Q])
-    return (M + M.T) / 2
+    Q = Q + Q.T  # exact: integers below 2**53; halved in the unit below
+    unit = Fraction(scale) / 2 ** (bits + 1)
+    return core.qmat(Q) * flint.fmpq(unit.numerator, unit.denominator)
 
 
 def lyapunov_candidates(J: np.ndarray) -> Iterator[tuple[np.ndarray, str]]:
@@ -57,7 +58,7 @@ def half_margin(J: np.ndarray, P: np.ndarray) -> sp.Rational:
 def spectrum_verdict(
     name: str,
     J: np.ndarray,
-    J_exact: sp.Matrix,
+    J_exact: Any,
     *,
     stable_kind: str = "lyapunov",
     stable_claim: str = "J is Hurwitz",
@@ -104,11 +105,13 @@ def spectrum_verdict(
                                  f"{detail}; near-marginal or ill-conditioned")
 
 
+@core.memoised
 def hurwitz(name: str, J: np.ndarray) -> core.HypothesisResult:
     """Certified verdict on :math:`\\max\\operatorname{Re}\\lambda(J)<0` for float data J (exact)."""
-    return spectrum_verdict(name, np.asarray(J, float), core.rational_matrix(J))
+    return spectrum_verdict(name, np.asarray(J, float), core.qmat(np.asarray(J, float)))
 
 
+@core.memoised
 def unstable_count(A: np.ndarray) -> tuple[int | None, core.Certificate | None]:
     r"""Certified number of eigenvalues of A with :math:`\operatorname{Re}\lambda>0`.
 
@@ -124,25 +127,25 @@ def unstable_count(A: np.ndarray) -> tuple[int | None, core.Certificate | None]:
         P = sol.P
     if P is None:
         return None, None
-    Pq, Aq = dyadic(P), core.rational_matrix(A)
-    if not core.is_pd(-(Aq.T * Pq + Pq * Aq)):
+    Pq, Aq = dyadic(P), core.qmat(np.asarray(A, float))
+    if not core.is_pd(core.lyapunov_form(Aq, Pq)):
         return None, None
-    inertia = exact.ldl_inertia([[Fraction(int(e.p), int(e.q)) for e in Pq.row(i)] for i in range(Pq.rows)])
-    if inertia.n_zero:
+    _, n_neg, n_zero = exact.inertia(core.fractions(Pq))
+    if n_zero:
         return None, None
-    cert = core.Certificate("unstable_count", f"A has exactly {inertia.n_neg} eigenvalues with positive real part",
-                            {"J": core.encode(Aq), "P": core.encode(Pq), "count": inertia.n_neg})
-    return (inertia.n_neg, cert) if core.recheck(cert) else (None, None)
+    cert = core.Certificate("unstable_count", f"A has exactly {n_neg} eigenvalues with positive real part",
+                            {"J": core.encode(Aq), "P": core.encode(Pq), "count": n_neg})
+    return (n_neg, cert) if core.recheck(cert) else (None, None)
 
 
 def _check_unstable_count(data: dict[str, Any]) -> bool:
     from . import exact
 
-    J, P = core.decode(data["J"]), core.decode(data["P"])
-    if P != P.T or not core.is_pd(-(J.T * P + P * J)):
+    J, P = core.qmat(data["J"]), core.qmat(data["P"])
+    if not core.is_symmetric(P) or not core.is_pd(core.lyapunov_form(J, P)):
         return False
-    inertia = exact.ldl_inertia([[Fraction(int(e.p), int(e.q)) for e in P.row(i)] for i in range(P.rows)])
-    return inertia.n_zero == 0 and inertia.n_neg == int(data["count"])
+    _, n_neg, n_zero = exact.inertia(core.fractions(P))
+    return n_zero == 0 and n_neg == int(data["count"])
 
 
 core.register("unstable_count", _check_unstable_count)

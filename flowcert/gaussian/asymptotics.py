@@ -330,7 +330,7 @@ class EtaAnalysis:
 def _eta_hyps(p: GaussianParams, ea: EtaAnalysis) -> list[core.HypothesisResult]:
     if ea.eta is None:
         return [core.HypothesisResult("V = eta I", "fails", None, "exact comparison", None, "V is not a multiple of I")]
-    weight = -core.rational_matrix(p.V)[0, 0] * sym_part(p.B)
+    weight = -core.qmat(p.V)[0, 0] * sym_part(p.B)
     count = (core.certified("A has no imaginary-axis eigenvalue (k certified)", "holds", ea.count_cert, None,
                             "inertia theorem; exact LDL^T", f"k = {ea.k} eigenvalues with Re > 0")
              if ea.count_cert else core.HypothesisResult("A has no imaginary-axis eigenvalue (k certified)", "unknown",

@@ -9,7 +9,16 @@ Its kernel and the Fréchet derivative
 :math:`DF_\Sigma[\Delta]=M\Delta+\Delta M^\top+V\Delta B\Sigma+\Sigma B^\top\Delta V^\top`
 are generated from :mod:`flowcert.symbolic.gaussian`; the flow is integrated with an adaptive
 Runge–Kutta method, a terminal blow-up event and the controls of :mod:`flowcert.numeric.integration`.
-Equilibria solve :math:`F(\Sigma)=0` by Newton's method in :math:`\mathrm{vech}` coordinates.
+Equilibria solve :math:`F(\Sigma)=0` by Newton's method: for small :math:`d` with the dense
+:math:`\mathrm{vech}` Jacobian; above :data:`NEWTON_DENSE_MAX_D` matrix-free, the step
+:math:`DF_\Sigma[\Delta]=F(\Sigma)` solved by GMRES with the generated Fréchet derivative as the
+operator and a Lyapunov part :math:`\Delta\mapsto N\Delta+\Delta N^\top` inverted by
+Bartels–Stewart (one real Schur form per step, LAPACK ``trsyl``) as the preconditioner,
+:math:`O(d^3)` per iteration. With :math:`M=A+V\Sigma B` and :math:`\bar v=\operatorname{tr}V/d`,
+:math:`N=M+\bar v\,\Sigma B^\top`: then :math:`DF_\Sigma[\Delta]-(N\Delta+\Delta N^\top)
+=(V-\bar vI)\Delta B\Sigma+\Sigma B^\top\Delta(V-\bar vI)^\top`, which vanishes for
+:math:`V=\eta I` (GMRES then converges in one iteration) and is small when :math:`V` is close to
+a multiple of the identity; the bare :math:`M\Delta+\Delta M^\top` is the case :math:`\bar v=0`.
 """
 
 from __future__ import annotations
@@ -303,10 +312,72 @@ def integrate_moments(
 # ---------------------------------------------------------------------------------------
 
 
+NEWTON_DENSE_MAX_D = 12  # vech dimension 78: the dense Jacobian is cheaper than Krylov iterations
+
+
+def lyapunov_solver(M: Array) -> Callable[[Array], Array]:
+    r"""``R -> X`` solving :math:`MX+XM^\top=R` (Bartels–Stewart; the Schur form is computed once)."""
+    from scipy.linalg import schur
+    from scipy.linalg.lapack import dtrsyl
+
+    T, Q = schur(M, output="real")
+
+    def solve(R: Array) -> Array:
+        C = Q.T @ R @ Q
+        Y, scale, info = dtrsyl(T, T, C, trana="N", tranb="T")
+        if info < 0 or not scale:
+            raise np.linalg.LinAlgError(f"trsyl failed (info {info})")
+        X = Q @ (Y / scale) @ Q.T
+        return 0.5 * (X + X.T)
+
+    return solve
+
+
+def newton_step_krylov(A: Array, B: Array, V: Array, S: Array, F: Array, *, rtol: float = 1e-12) -> Array | None:
+    r"""The Newton step :math:`\Delta` with :math:`DF_S[\Delta]=F`, matrix-free (GMRES).
+
+    Operator: the generated Fréchet derivative applied to a :math:`d\times d` matrix;
+    preconditioner: :math:`(N\cdot+\cdot N^\top)^{-1}` with :math:`N=A+VSB+(\operatorname{tr}V/d)SB^\top`
+    (:func:`lyapunov_solver`; exact for :math:`V=\eta I`). Returns None when GMRES does not reach ``rtol``.
+    """
+    from scipy.sparse.linalg import LinearOperator, gmres
+
+    d = A.shape[0]
+    kernel = _linearisation_kernel()
+    n = d * d
+
+    def apply(x: Array) -> Array:
+        X = x.reshape(d, d)
+        return kernel(A, B, V, S, 0.5 * (X + X.T))[0].ravel()
+
+    op = LinearOperator((n, n), matvec=apply, dtype=float)
+    prec = None
+    try:
+        solve = lyapunov_solver(A + V @ S @ B + (np.trace(V) / d) * (S @ B.T))
+        prec = LinearOperator((n, n), matvec=lambda x: solve(x.reshape(d, d)).ravel(), dtype=float)
+    except (np.linalg.LinAlgError, ValueError):
+        prec = None
+    rhs = F.ravel()
+    try:
+        x, info = gmres(op, rhs, M=prec, rtol=rtol, atol=0.0, restart=50, maxiter=20)
+    except TypeError:  # scipy < 1.12 spells rtol as tol
+        x, info = gmres(op, rhs, M=prec, tol=rtol, atol=0.0, restart=50, maxiter=20)
+    if not np.all(np.isfinite(x)):
+        return None
+    step = x.reshape(d, d)
+    step = 0.5 * (step + step.T)
+    res = np.linalg.norm(apply(step.ravel()) - rhs)
+    return step if res <= max(1e3 * rtol, 1e-8) * max(np.linalg.norm(rhs), 1e-300) else None
+
+
 def newton_equilibrium(
     A: Array, B: Array, V: Array, Sigma: Array, *, tol: float = 1e-13, max_iter: int = 50
 ) -> Array | None:
-    """Newton's method for :math:`F(\\Sigma)=0` on symmetric matrices; None if it fails."""
+    """Newton's method for :math:`F(\\Sigma)=0` on symmetric matrices; None if it fails.
+
+    Dense :math:`\\mathrm{vech}` Jacobian up to :data:`NEWTON_DENSE_MAX_D`, matrix-free GMRES
+    (:func:`newton_step_krylov`) beyond.
+    """
     d = A.shape[0]
     rows, cols = vech_indices(d)
     S = 0.5 * (Sigma + Sigma.T)
@@ -315,12 +386,19 @@ def newton_equilibrium(
         F = covariance_field(A, B, V, S)
         if np.abs(F).max() <= tol * scale * scale:
             return S
-        J = jacobian_vech(A, B, V, S)
-        try:
-            step = np.linalg.solve(J, F[rows, cols])
-        except np.linalg.LinAlgError:
-            return None
-        S = S - (np.einsum("k,kij->ij", step, symmetric_basis(d)))
+        if d <= NEWTON_DENSE_MAX_D:
+            J = jacobian_vech(A, B, V, S)
+            try:
+                step = np.linalg.solve(J, F[rows, cols])
+            except np.linalg.LinAlgError:
+                return None
+            S = S - (np.einsum("k,kij->ij", step, symmetric_basis(d)))
+        else:
+            delta = newton_step_krylov(A, B, V, S, 0.5 * (F + F.T))
+            if delta is None:
+                return None
+            S = S - delta
+        S = 0.5 * (S + S.T)
         if not np.all(np.isfinite(S)):
             return None
         scale = 1.0 + np.abs(S).max()
