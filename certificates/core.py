@@ -141,9 +141,15 @@ def decode(rows: list[list[str]]) -> sp.Matrix:
     return rational_matrix(qmat(rows))
 
 
-def definiteness(M: Any, *, strict: bool) -> tuple[bool, tuple[Fraction, ...] | None, str]:
-    r""":math:`M\succ0` (``strict``) or :math:`M\succeq0`, a witness when not, and the deciding method."""
+def definiteness(M: Any, *, strict: bool) -> tuple[bool | None, tuple[Fraction, ...] | None, str]:
+    r""":math:`M\succ0` (``strict``) or :math:`M\succeq0` (None: undecided at this size), a witness
+    when not (when one was found), and the deciding method."""
     return exact.decide_definite(fractions(M), strict=strict)
+
+
+def is_pd_fast(M: Any) -> bool:
+    r"""Sufficient test for :math:`M\succ0` by the rigorously rounded float Cholesky only (never a false True)."""
+    return exact.is_pd_rounded(fractions(M))
 
 
 def is_psd(M: Any) -> bool:
@@ -282,14 +288,18 @@ def _check_unstable(data: dict[str, Any]) -> bool:
 def inertia_certificate(M: Any, what: str) -> Certificate:
     """Exact inertia :math:`(n_+, n_-, n_0)` of a symmetric matrix (rank :math:`n_++n_-`)."""
     Mq = qmat(M)
-    n_pos, n_neg, n_zero = exact.inertia(fractions(Mq))
+    got = exact.inertia(fractions(Mq))
+    if got is None:
+        raise ValueError(f"the inertia of {what} is undecided: near-singular beyond the exact size limit")
+    n_pos, n_neg, n_zero = got
     return Certificate("inertia", f"{what} has inertia ({n_pos}, {n_neg}, {n_zero})",
                        {"M": encode(Mq), "inertia": [n_pos, n_neg, n_zero]})
 
 
 def _check_inertia(data: dict[str, Any]) -> bool:
     M = qmat(data["M"])
-    return is_symmetric(M) and list(exact.inertia(fractions(M))) == list(data["inertia"])
+    got = exact.inertia(fractions(M)) if is_symmetric(M) else None
+    return got is not None and list(got) == list(data["inertia"])
 
 
 CHECKERS: dict[str, Callable[[dict[str, Any]], bool]] = {
@@ -378,6 +388,10 @@ def psd_hypothesis(name: str, M: Any, what: str) -> HypothesisResult:
     if ok:
         cert = Certificate("psd", f"{what} is positive semidefinite", {"M": encode(Mq)})
         return certified(name, "holds", cert, margin, method)
+    if ok is None:
+        return HypothesisResult(name, "unknown", margin, "size", None, method)
+    if w is None:
+        return HypothesisResult(name, "fails", margin, method, None, f"{what} has a negative eigenvalue")
     wq = qmat([[x] for x in w])
     value = (wq.transpose() * Mq * wq)[0, 0]
     shown = [str(e) for e in w]

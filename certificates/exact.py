@@ -55,6 +55,7 @@ __all__ = [
     "float_witness",
     "inertia",
     "inertia_congruence",
+    "inertia_charpoly",
     "is_pd_float_rigorous",
     "float_shift_bound",
 ]
@@ -505,27 +506,38 @@ def float_witness(Q: RationalMatrix) -> tuple[Fraction, ...] | None:
     return v if _exact_quad(Q, v) < 0 else None
 
 
-def decide_definite(M: Any, margin: Any = 0, *, strict: bool = True) -> tuple[bool, tuple[Fraction, ...] | None, str]:
+def decide_definite(M: Any, margin: Any = 0, *, strict: bool = True) -> tuple[bool | None, tuple[Fraction, ...] | None, str]:
     r"""Decide :math:`M-\mu I\succ0` (``strict``) or :math:`\succeq0`, and say how.
 
     Order: the rigorously rounded float Cholesky (:func:`is_pd_rounded`, above 12 rows; a proof
     of :math:`\succ0`, hence of :math:`\succeq0`), then a float eigenvector re-checked exactly as a
     witness :math:`v^\top(M-\mu I)v<0` (:func:`float_witness`), and only when both are
-    inconclusive the exact :math:`LDL^\top` (:func:`ldl_inertia`). Each answer is exact.
+    inconclusive the exact :math:`LDL^\top` (:func:`ldl_inertia`, up to :data:`LDL_MAX_DIM`
+    rows) or the exact characteristic polynomial (:func:`inertia_charpoly`, up to
+    :data:`CHARPOLY_MAX_DIM`). Each answer is exact.
 
     Returns
     -------
     holds, witness, method
-        As :func:`is_pd_exact` / :func:`is_psd_exact`, and the name of the deciding method.
+        As :func:`is_pd_exact` / :func:`is_psd_exact`, except that ``holds`` is None when
+        undecided (a near-singular matrix beyond :data:`CHARPOLY_MAX_DIM` rows) and the
+        witness may be None when the characteristic polynomial decided; and the deciding method.
     """
     Q = _shifted(M, margin)
-    _square_symmetric(Q)
-    if len(Q) > FAST_PATH_MIN_DIM and is_pd_rounded(Q):
+    n = _square_symmetric(Q)
+    if n > FAST_PATH_MIN_DIM and is_pd_rounded(Q):
         return True, None, "rigorously rounded float Cholesky (exact rounding bound)"
-    if len(Q) > FAST_PATH_MIN_DIM:
+    if n > FAST_PATH_MIN_DIM:
         w = float_witness(Q)
         if w is not None:
             return False, w, "float eigenvector, exact witness v^T M v < 0"
+    if n > LDL_MAX_DIM:
+        got = inertia_charpoly(Q)
+        if got is None:
+            return None, None, f"undecided: near-singular beyond the exact size limit ({CHARPOLY_MAX_DIM} rows)"
+        n_pos, n_neg, n_zero = got
+        holds = n_pos == n if strict else n_neg == 0
+        return holds, None, "exact characteristic polynomial, Descartes' rule of signs"
     res = ldl_inertia(Q)
     if strict:
         if res.status == "pd":
@@ -534,6 +546,43 @@ def decide_definite(M: Any, margin: Any = 0, *, strict: bool = True) -> tuple[bo
     if res.n_neg == 0:
         return True, None, "exact rational LDL^T"
     return False, res.witness, "exact rational LDL^T"
+
+
+LDL_MAX_DIM = 64  # exact LDL^T in Python-level flint arithmetic; beyond it the characteristic polynomial
+CHARPOLY_MAX_DIM = 160  # flint charpoly: about 3 s at 128 rows, 40 s at 256
+
+
+def inertia_charpoly(Q: RationalMatrix) -> tuple[int, int, int] | None:
+    r"""Exact inertia from the characteristic polynomial (Descartes' rule of signs); None beyond
+    :data:`CHARPOLY_MAX_DIM` rows.
+
+    :math:`p(x)=\det(xI-DQ)`, :math:`D` the common denominator (positive, so the inertia is
+    that of :math:`Q`), computed over :math:`\mathbb Z` by python-flint. A symmetric matrix has
+    real eigenvalues only, so with :math:`p(x)=x^kq(x)`, :math:`q(0)\ne0`, the numbers of
+    positive and negative eigenvalues are exactly the sign changes of the coefficients of
+    :math:`q(x)` and of :math:`q(-x)`, and :math:`n_0=k`.
+    """
+    n = len(Q)
+    if _flint is None or n > CHARPOLY_MAX_DIM:
+        return None
+    den = 1
+    for r in Q:
+        for x in r:
+            den = den * x.denominator // math.gcd(den, x.denominator)
+    Z = _flint.fmpz_mat(n, n, [int(x * den) for r in Q for x in r])
+    coeffs = [int(c) for c in Z.charpoly().coeffs()]  # lowest degree first
+    k = next(i for i, c in enumerate(coeffs) if c != 0)
+    q = coeffs[k:]
+
+    def changes(cs: list[int]) -> int:
+        signs = [c > 0 for c in cs if c != 0]
+        return sum(a != b for a, b in zip(signs, signs[1:]))
+
+    n_pos = changes(q)
+    n_neg = changes([c if i % 2 == 0 else -c for i, c in enumerate(q)])
+    if n_pos + n_neg + k != n:  # pragma: no cover - impossible for a symmetric matrix
+        return None
+    return n_pos, n_neg, k
 
 
 def is_pd_exact(M: Any, margin: Any = 0) -> tuple[bool, tuple[Fraction, ...] | None]:
@@ -549,7 +598,8 @@ def is_pd_exact(M: Any, margin: Any = 0) -> tuple[bool, tuple[Fraction, ...] | N
     Returns
     -------
     holds : bool
-        True iff :math:`M - \mu I` is positive definite.
+        True iff :math:`M - \mu I` is positive definite (beyond :data:`CHARPOLY_MAX_DIM` rows a
+        near-singular case that no fast test decides answers False: "not proved").
     witness : tuple of Fraction or None
         ``None`` when ``holds``; otherwise an integer-valued :math:`v \ne 0` with
         :math:`v^\top (M - \mu I) v < 0` if :math:`M - \mu I` has a negative eigenvalue, or
@@ -561,7 +611,7 @@ def is_pd_exact(M: Any, margin: Any = 0) -> tuple[bool, tuple[Fraction, ...] | N
         As :func:`ldl_inertia`.
     """
     holds, w, _ = decide_definite(M, margin, strict=True)
-    return holds, w
+    return holds is True, w
 
 
 def is_psd_exact(M: Any, margin: Any = 0) -> tuple[bool, tuple[Fraction, ...] | None]:
@@ -577,7 +627,8 @@ def is_psd_exact(M: Any, margin: Any = 0) -> tuple[bool, tuple[Fraction, ...] | 
     Returns
     -------
     holds : bool
-        True iff :math:`M - \mu I` is positive semidefinite.
+        True iff :math:`M - \mu I` is positive semidefinite (beyond :data:`CHARPOLY_MAX_DIM` rows
+        a near-singular case that no fast test decides answers False: "not proved").
     witness : tuple of Fraction or None
         ``None`` when ``holds``; otherwise an integer-valued :math:`v` with
         :math:`v^\top (M - \mu I) v < 0`.
@@ -588,7 +639,7 @@ def is_psd_exact(M: Any, margin: Any = 0) -> tuple[bool, tuple[Fraction, ...] | 
         As :func:`ldl_inertia`.
     """
     holds, w, _ = decide_definite(M, margin, strict=False)
-    return holds, w
+    return holds is True, w
 
 
 def _abs_row_sums_off(C: Any, n: int) -> tuple[list[Any], list[Any]]:
@@ -629,12 +680,13 @@ def inertia_congruence(Q: RationalMatrix) -> tuple[int, int, int] | None:
     return n_pos, n - n_pos, 0
 
 
-def inertia(M: Any) -> tuple[int, int, int]:
-    r"""The inertia :math:`(n_+,n_-,n_0)` of a symmetric rational matrix, exactly.
+def inertia(M: Any) -> tuple[int, int, int] | None:
+    r"""The inertia :math:`(n_+,n_-,n_0)` of a symmetric rational matrix, exactly; None if undecided.
 
     Positive definite matrices (above 12 rows) by :func:`is_pd_rounded`, nonsingular ones by
     :func:`inertia_congruence`; otherwise (singular or too ill-conditioned) the exact
-    :math:`LDL^\top` of :func:`ldl_inertia`.
+    :math:`LDL^\top` of :func:`ldl_inertia` up to :data:`LDL_MAX_DIM` rows, the characteristic
+    polynomial up to :data:`CHARPOLY_MAX_DIM`, and None beyond.
     """
     Q = to_rational(M)
     n = _square_symmetric(Q)
@@ -644,6 +696,8 @@ def inertia(M: Any) -> tuple[int, int, int]:
         got = inertia_congruence(Q)
         if got is not None:
             return got
+    if n > LDL_MAX_DIM:
+        return inertia_charpoly(Q)
     res = ldl_inertia(Q)
     return res.n_pos, res.n_neg, res.n_zero
 

@@ -130,9 +130,10 @@ def unstable_count(A: np.ndarray) -> tuple[int | None, core.Certificate | None]:
     Pq, Aq = dyadic(P), core.qmat(np.asarray(A, float))
     if not core.is_pd(core.lyapunov_form(Aq, Pq)):
         return None, None
-    _, n_neg, n_zero = exact.inertia(core.fractions(Pq))
-    if n_zero:
+    got = exact.inertia(core.fractions(Pq))
+    if got is None or got[2]:
         return None, None
+    n_neg = got[1]
     cert = core.Certificate("unstable_count", f"A has exactly {n_neg} eigenvalues with positive real part",
                             {"J": core.encode(Aq), "P": core.encode(Pq), "count": n_neg})
     return (n_neg, cert) if core.recheck(cert) else (None, None)
@@ -144,8 +145,8 @@ def _check_unstable_count(data: dict[str, Any]) -> bool:
     J, P = core.qmat(data["J"]), core.qmat(data["P"])
     if not core.is_symmetric(P) or not core.is_pd(core.lyapunov_form(J, P)):
         return False
-    _, n_neg, n_zero = exact.inertia(core.fractions(P))
-    return n_zero == 0 and n_neg == int(data["count"])
+    got = exact.inertia(core.fractions(P))
+    return got is not None and got[2] == 0 and got[1] == int(data["count"])
 
 
 core.register("unstable_count", _check_unstable_count)

@@ -79,12 +79,23 @@ def _summary(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def cmd_verify(args: argparse.Namespace) -> None:
-    from . import gaussian
+def cmd_verify(args: argparse.Namespace) -> int:
+    from . import gaussian, sweep
 
-    p = _load(args.system, args.params)
+    if sweep.is_sweep(args.params, args.jobs, args.scheduler, args.resume):
+        if args.jobs is not None and args.jobs < 1:
+            raise InputError(f"--jobs: must be a positive integer, got {args.jobs}")
+        if args.jobs is not None and args.scheduler:
+            raise InputError("--jobs: not with --scheduler (the Dask cluster sets the parallelism)")
+        for path in args.params:
+            if not Path(path).exists():
+                raise InputError(f"--params: no such file or directory: {path}")
+        return sweep.run(args.system, args.params, simulate=args.simulate, jobs=args.jobs or 1,
+                         scheduler=args.scheduler, resume=args.resume, progress=not args.json)
+    p = _load(args.system, args.params[0])
     doc = gaussian.verify(p, simulate=args.simulate)
     _emit(doc, args.json, _summary(doc))
+    return 0
 
 
 def cmd_simulate(args: argparse.Namespace) -> None:
@@ -197,9 +208,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     ver = sub.add_parser("verify", help="decide every theorem's hypotheses on given parameters")
     ver.add_argument("system", choices=SYSTEMS)
-    ver.add_argument("--params", required=True, help="parameter file (.json or .npz)")
+    ver.add_argument("--params", required=True, nargs="+", metavar="FILE",
+                     help="parameter file (.json or .npz); several files or a directory run a sweep (one JSON line per set)")
     ver.add_argument("--simulate", action="store_true", help="cross-validate by simulation")
-    ver.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    ver.add_argument("--json", action="store_true", help="print one JSON document on stdout (a sweep: no progress bar)")
+    ver.add_argument("--jobs", type=int, default=None, metavar="N", help="sweep on N local processes")
+    ver.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                     help="sweep on a Dask cluster (dask.distributed scheduler address; extra 'flowcert[dask]')")
+    ver.add_argument("--resume", default=None, metavar="JSONL", help="sweep: skip the files already reported in this file")
     ver.set_defaults(func=cmd_verify)
 
     sim = sub.add_parser("simulate", help="integrate the system")
@@ -236,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .params import ParamError
 
     try:
-        args.func(args)
+        rc = args.func(args)
     except (ParamError, InputError) as exc:
         sys.stderr.write(f"flowcert: error: {exc}\n")
         return 2
@@ -247,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "--debug" in sys.argv or __import__("os").environ.get("FLOWCERT_DEBUG"):
             raise
         return 1
-    return 0
+    return rc if isinstance(rc, int) else 0
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .certificates import core
+from .certificates import core, exact
 
 
 def holds_by(name: str, method: str, detail: str = "") -> core.HypothesisResult:
@@ -44,8 +44,21 @@ def lower_eigenvalue_bound(M: Any) -> Fraction | None:
     Mq = core.qmat(M)
     if not core.is_symmetric(Mq):
         return None
-    lam = float(np.linalg.eigvalsh(as_float(Mq)).min())
-    for slack in (1e-12, 1e-9, 1e-6, 1e-3):
+    F = as_float(Mq)
+    lam = float(np.linalg.eigvalsh(F).min())
+    slacks = (1e-12, 1e-9, 1e-6, 1e-3)
+    n = Mq.nrows()
+    if n > exact.FAST_PATH_MIN_DIM:
+        # the rounded Cholesky proves M - ell I > 0 once lambda_min(M - ell I) exceeds about
+        # 2 (n + 1) u tr(M - ell I): try that slack first, with the fast test alone
+        floor = 8 * (n + 1) * 2.0**-53 * max(float(np.trace(F)) - n * lam, 0.0) / max(1.0, abs(lam))
+        for slack in sorted({floor, *slacks}):
+            ell = Fraction(lam - slack * max(1.0, abs(lam)))
+            if core.is_pd_fast(core.shift(Mq, ell)):
+                return ell
+        if n > exact.LDL_MAX_DIM:
+            return None
+    for slack in slacks:
         ell = Fraction(lam - slack * max(1.0, abs(lam)))
         if core.is_psd(core.shift(Mq, ell)):
             return ell
@@ -64,6 +77,8 @@ def definite(M: Any, name: str, sign: int) -> core.HypothesisResult:
     if ok:
         c = core.Certificate("pd", f"{what} is positive definite", {"M": core.encode(Mq), "margin": "0"})
         return core.certified(f"{what} > 0", "holds", c, margin, method)
+    if ok is None:
+        return core.HypothesisResult(f"{what} > 0", "unknown", margin, "size", None, method)
     return core.HypothesisResult(f"{what} > 0", "fails", margin, method, None, f"smallest eigenvalue of {what} is {margin:.3e}")
 
 
