@@ -154,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
         for d in sizes:
             r = run_one(regime, d, args.seed)
             runs.append(r)
-            print(f"{regime} d={d}: {r['total_s']:.2f} s, {r['hypotheses']}", file=sys.stderr, flush=True)
+            top = ", ".join(f"{k} {v:.1f}" for k, v in list(r["stages_s"].items())[:6])
+            print(f"{regime} d={d}: {r['total_s']:.2f} s, {r['hypotheses']}; {top}", file=sys.stderr, flush=True)
     fit_from = min(sizes) if args.quick else 64
     fits: dict[str, Any] = {}
     for regime in args.regimes:
