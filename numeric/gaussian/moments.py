@@ -23,7 +23,9 @@ a multiple of the identity; the bare :math:`M\Delta+\Delta M^\top` is the case :
 
 from __future__ import annotations
 
+import hashlib
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
@@ -50,9 +52,31 @@ def _linearisation_kernel() -> Callable[..., tuple[Array]]:
     return codegen.NumpyPrinter().compile(linearisation_program())
 
 
+class ConstantCoefficients:
+    """Coefficients that do not depend on time; ``key`` is a digest of their exact data."""
+
+    def __init__(self, A: Array, B: Array, V: Array, b: Array) -> None:
+        self.values = (A, B, V, b)
+
+    def __call__(self, t: float) -> tuple[Array, Array, Array, Array]:
+        return self.values
+
+    def key(self) -> str:
+        return _digest(*self.values)
+
+
+def _digest(*arrays: Any) -> str:
+    h = hashlib.sha256()
+    for a in arrays:
+        a = np.ascontiguousarray(np.asarray(a, dtype=float))
+        h.update(f"{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
 def constant(A: Array, B: Array, V: Array, b: Array) -> Coefficients:
-    """Coefficients that do not depend on time."""
-    return lambda t: (A, B, V, b)
+    """Coefficients that do not depend on time (runs with them are memoised, see :func:`integrate_moments`)."""
+    return ConstantCoefficients(A, B, V, b)
 
 
 # ---------------------------------------------------------------------------------------
@@ -205,7 +229,31 @@ def _rescaled(coeffs: Coefficients, c: float) -> Coefficients:
     return scaled
 
 
-def integrate_moments(
+_RUNS: "OrderedDict[tuple[Any, ...], MomentSolution]" = OrderedDict()
+_RUNS_MAX = 3
+
+
+def integrate_moments(coeffs: Coefficients, mu0: Array, Sigma0: Array, t_end: float, **options: Any) -> MomentSolution:
+    """Integrate eq. (7) on ``[0, t_end]`` (see :func:`_integrate_moments` for the options).
+
+    Runs with constant coefficients and no ``t_eval`` are memoised by a digest of their exact
+    data and options (the last three), so that theorems that cross-check against the same run
+    (Thm 4.1, 4.11 (1) and (2)) integrate it once; the result is shared and must not be modified.
+    """
+    if not isinstance(coeffs, ConstantCoefficients) or options.get("t_eval") is not None:
+        return _integrate_moments(coeffs, mu0, Sigma0, t_end, **options)
+    key = (coeffs.key(), _digest(mu0, Sigma0), float(t_end), tuple(sorted(options.items())))
+    if key in _RUNS:
+        _RUNS.move_to_end(key)
+        return _RUNS[key]
+    sol = _integrate_moments(coeffs, mu0, Sigma0, t_end, **options)
+    _RUNS[key] = sol
+    while len(_RUNS) > _RUNS_MAX:
+        _RUNS.popitem(last=False)
+    return sol
+
+
+def _integrate_moments(
     coeffs: Coefficients,
     mu0: Array,
     Sigma0: Array,
