@@ -64,6 +64,9 @@ def _fmpq(x: Any) -> Any:
     if isinstance(x, sp.Rational):
         return flint.fmpq(int(x.p), int(x.q))
     if isinstance(x, str):
+        num, sep, den = x.partition("/")
+        if sep and num.strip().lstrip("+-").isdigit() and den.strip().isdigit():
+            return flint.fmpq(int(num), int(den))  # ZeroDivisionError for "p/0": not a rational
         q = Fraction(x)
         return flint.fmpq(q.numerator, q.denominator)
     q = exact._scalar_to_fraction(x)
@@ -141,31 +144,75 @@ def decode(rows: list[list[str]]) -> sp.Matrix:
     return rational_matrix(qmat(rows))
 
 
+def _floats(Q: Any) -> np.ndarray | None:
+    """Correctly rounded float64 of an ``fmpq_mat`` (CPython integer true division); None on overflow."""
+    try:
+        F = np.array([int(e.p) / int(e.q) for e in Q.entries()], dtype=np.float64).reshape(Q.nrows(), Q.ncols())
+    except OverflowError:
+        return None
+    return F if np.all(np.isfinite(F)) else None
+
+
+def _fast_definiteness(Q: Any) -> tuple[bool | None, tuple[Fraction, ...] | None, str]:
+    """The two float paths of :func:`exact.decide_definite`, on an ``fmpq_mat`` without Fractions."""
+    F = _floats(Q)
+    if F is None or not np.array_equal(F, F.T):
+        return None, None, ""
+    try:
+        if exact.is_pd_float_rigorous(F, exact.rounding_bound(F)):
+            return True, None, "rigorously rounded float Cholesky (exact rounding bound)"
+    except ValueError:
+        return None, None, ""
+    w, U = np.linalg.eigh(F)
+    if w[0] < 0:
+        u = U[:, 0] / np.abs(U[:, 0]).max()
+        v = [int(x) for x in np.round(u * 2**30)]
+        vq = flint.fmpq_mat(len(v), 1, v)
+        if any(v) and (vq.transpose() * Q * vq)[0, 0] < 0:
+            return False, tuple(Fraction(x) for x in v), "float eigenvector, exact witness v^T M v < 0"
+    return None, None, ""
+
+
 def definiteness(M: Any, *, strict: bool) -> tuple[bool | None, tuple[Fraction, ...] | None, str]:
     r""":math:`M\succ0` (``strict``) or :math:`M\succeq0` (None: undecided at this size), a witness
-    when not (when one was found), and the deciding method."""
-    return exact.decide_definite(fractions(M), strict=strict)
+    when not (when one was found), and the deciding method.
+
+    Above 12 rows the float paths run on the flint matrix directly (no Fractions); then
+    :func:`exact.decide_definite` (exact :math:`LDL^\top` or characteristic polynomial).
+    """
+    Q = qmat(M)
+    if Q.nrows() > exact.FAST_PATH_MIN_DIM:
+        got = _fast_definiteness(Q)
+        if got[0] is not None:
+            return got
+    return exact.decide_definite(fractions(Q), strict=strict)
 
 
 def is_pd_fast(M: Any) -> bool:
     r"""Sufficient test for :math:`M\succ0` by the rigorously rounded float Cholesky only (never a false True)."""
-    return exact.is_pd_rounded(fractions(M))
+    F = _floats(qmat(M))
+    if F is None or not np.array_equal(F, F.T):
+        return False
+    try:
+        return exact.is_pd_float_rigorous(F, exact.rounding_bound(F))
+    except ValueError:
+        return False
 
 
 def is_psd(M: Any) -> bool:
     r"""Exact :math:`M\succeq0` for a symmetric rational matrix."""
-    return exact.is_psd_exact(fractions(M))[0]
+    return definiteness(M, strict=False)[0] is True
 
 
 def is_pd(M: Any) -> bool:
     r"""Exact :math:`M\succ0` for a symmetric rational matrix."""
-    return exact.is_pd_exact(fractions(M))[0]
+    return definiteness(M, strict=True)[0] is True
 
 
 def negative_witness(M: Any) -> sp.Matrix | None:
     r"""A rational ``v`` with :math:`v^\top Mv<0`, or None when :math:`M\succeq0`."""
-    ok, w = exact.is_psd_exact(fractions(M))
-    return None if ok else sp.Matrix([sp.Rational(q.numerator, q.denominator) for q in w])
+    ok, w, _ = definiteness(M, strict=False)
+    return None if ok or w is None else sp.Matrix([sp.Rational(q.numerator, q.denominator) for q in w])
 
 
 # --------------------------------------------------------------------------------------------

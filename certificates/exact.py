@@ -712,4 +712,5 @@ from .rounding import (  # noqa: E402
     float_shift_bound,
     is_pd_float_rigorous,
     is_pd_rounded,
+    rounding_bound,
 )

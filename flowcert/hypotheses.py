@@ -22,8 +22,10 @@ def holds_by(name: str, method: str, detail: str = "") -> core.HypothesisResult:
 
 def as_float(Mq: Any) -> np.ndarray:
     """Nearest float64 matrix of a rational one (for margins and eigenvalue estimates only)."""
-    Q = core.qmat(Mq)
-    return np.array([float(Fraction(int(e.p), int(e.q))) for e in Q.entries()], dtype=float).reshape(Q.nrows(), Q.ncols())
+    F = core._floats(core.qmat(Mq))
+    if F is None:
+        raise OverflowError("matrix entries beyond the float64 range")
+    return F
 
 
 def sym_part(A: np.ndarray) -> Any:
