@@ -156,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(r)
             top = ", ".join(f"{k} {v:.1f}" for k, v in list(r["stages_s"].items())[:6])
             print(f"{regime} d={d}: {r['total_s']:.2f} s, {r['hypotheses']}; {top}", file=sys.stderr, flush=True)
+            print("RUN " + json.dumps(r), file=sys.stderr, flush=True)  # partial results survive an interrupted sweep
     fit_from = min(sizes) if args.quick else 64
     fits: dict[str, Any] = {}
     for regime in args.regimes:
