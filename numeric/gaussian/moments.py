@@ -361,6 +361,8 @@ def _integrate_moments(
 
 
 NEWTON_DENSE_MAX_D = 12  # vech dimension 78: the dense Jacobian is cheaper than Krylov iterations
+KRYLOV_RESTARTS = 4  # GMRES(50) cycles per Newton step: a good preconditioner needs one or two
+NEWTON_STALL = 4  # Krylov Newton gives up after this many steps without halving the residual
 
 
 def lyapunov_solver(M: Array) -> Callable[[Array], Array]:
@@ -407,9 +409,9 @@ def newton_step_krylov(A: Array, B: Array, V: Array, S: Array, F: Array, *, rtol
         prec = None
     rhs = F.ravel()
     try:
-        x, info = gmres(op, rhs, M=prec, rtol=rtol, atol=0.0, restart=50, maxiter=20)
+        x, info = gmres(op, rhs, M=prec, rtol=rtol, atol=0.0, restart=50, maxiter=KRYLOV_RESTARTS)
     except TypeError:  # scipy < 1.12 spells rtol as tol
-        x, info = gmres(op, rhs, M=prec, tol=rtol, atol=0.0, restart=50, maxiter=20)
+        x, info = gmres(op, rhs, M=prec, tol=rtol, atol=0.0, restart=50, maxiter=KRYLOV_RESTARTS)
     if not np.all(np.isfinite(x)):
         return None
     step = x.reshape(d, d)
@@ -424,12 +426,14 @@ def newton_equilibrium(
     """Newton's method for :math:`F(\\Sigma)=0` on symmetric matrices; None if it fails.
 
     Dense :math:`\\mathrm{vech}` Jacobian up to :data:`NEWTON_DENSE_MAX_D`, matrix-free GMRES
-    (:func:`newton_step_krylov`) beyond.
+    (:func:`newton_step_krylov`, at most :data:`KRYLOV_RESTARTS` cycles) beyond, where the
+    iteration also stops (None) after :data:`NEWTON_STALL` steps that do not halve the residual.
     """
     d = A.shape[0]
     rows, cols = vech_indices(d)
     S = 0.5 * (Sigma + Sigma.T)
     scale = 1.0 + np.abs(S).max()
+    best, stalled = math.inf, 0
     for _ in range(max_iter):
         F = covariance_field(A, B, V, S)
         if np.abs(F).max() <= tol * scale * scale:
@@ -442,6 +446,13 @@ def newton_equilibrium(
                 return None
             S = S - (np.einsum("k,kij->ij", step, symmetric_basis(d)))
         else:
+            res = float(np.abs(F).max())
+            if res < 0.5 * best:
+                best, stalled = res, 0
+            else:
+                stalled += 1
+                if stalled >= NEWTON_STALL:
+                    return None  # not converging from here: no equilibrium claimed
             delta = newton_step_krylov(A, B, V, S, 0.5 * (F + F.T))
             if delta is None:
                 return None
