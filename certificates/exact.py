@@ -51,6 +51,11 @@ __all__ = [
     "ldl_inertia",
     "is_pd_exact",
     "is_psd_exact",
+    "decide_definite",
+    "float_witness",
+    "inertia",
+    "inertia_congruence",
+    "inertia_charpoly",
     "is_pd_float_rigorous",
     "float_shift_bound",
 ]
@@ -462,6 +467,124 @@ def _shifted(M: Any, margin: Any) -> RationalMatrix:
     return Q
 
 
+def _float_matrix(Q: RationalMatrix) -> np.ndarray | None:
+    try:
+        F = np.array([[float(q) for q in r] for r in Q], dtype=np.float64)
+    except OverflowError:
+        return None
+    return F if np.all(np.isfinite(F)) else None
+
+
+def _exact_quad(Q: RationalMatrix, v: Sequence[Fraction]) -> Fraction:
+    r""":math:`v^\top Qv` exactly (python-flint when present)."""
+    if _flint is None:
+        return _quad_form(Q, v)
+    n = len(v)
+    Qm = _flint.fmpq_mat(n, n, [_fmpq(x.numerator, x.denominator) for r in Q for x in r])
+    vm = _flint.fmpq_mat(n, 1, [_fmpq(x.numerator, x.denominator) for x in v])
+    r = (vm.transpose() * Qm * vm)[0, 0]
+    return Fraction(int(r.p), int(r.q))
+
+
+def float_witness(Q: RationalMatrix) -> tuple[Fraction, ...] | None:
+    r"""A rational :math:`v` with :math:`v^\top Qv<0` found in floating point, re-checked exactly.
+
+    :math:`v` is the eigenvector of the smallest float eigenvalue, rounded to 30-bit integers;
+    the returned vector has passed the exact test :math:`v^\top Qv<0` (None otherwise).
+    Cost: one ``eigh`` and one exact quadratic form.
+    """
+    F = _float_matrix(Q)
+    if F is None or len(Q) < 2:
+        return None
+    w, U = np.linalg.eigh(F)
+    if not w[0] < 0:
+        return None
+    u = U[:, 0] / np.abs(U[:, 0]).max()
+    v = tuple(Fraction(int(x)) for x in np.round(u * 2**30))
+    if not any(v):
+        return None
+    return v if _exact_quad(Q, v) < 0 else None
+
+
+def decide_definite(M: Any, margin: Any = 0, *, strict: bool = True) -> tuple[bool | None, tuple[Fraction, ...] | None, str]:
+    r"""Decide :math:`M-\mu I\succ0` (``strict``) or :math:`\succeq0`, and say how.
+
+    Order: the rigorously rounded float Cholesky (:func:`is_pd_rounded`, above 12 rows; a proof
+    of :math:`\succ0`, hence of :math:`\succeq0`), then a float eigenvector re-checked exactly as a
+    witness :math:`v^\top(M-\mu I)v<0` (:func:`float_witness`), and only when both are
+    inconclusive the exact :math:`LDL^\top` (:func:`ldl_inertia`, up to :data:`LDL_MAX_DIM`
+    rows) or the exact characteristic polynomial (:func:`inertia_charpoly`, up to
+    :data:`CHARPOLY_MAX_DIM`). Each answer is exact.
+
+    Returns
+    -------
+    holds, witness, method
+        As :func:`is_pd_exact` / :func:`is_psd_exact`, except that ``holds`` is None when
+        undecided (a near-singular matrix beyond :data:`CHARPOLY_MAX_DIM` rows) and the
+        witness may be None when the characteristic polynomial decided; and the deciding method.
+    """
+    Q = _shifted(M, margin)
+    n = _square_symmetric(Q)
+    if n > FAST_PATH_MIN_DIM and is_pd_rounded(Q):
+        return True, None, "rigorously rounded float Cholesky (exact rounding bound)"
+    if n > FAST_PATH_MIN_DIM:
+        w = float_witness(Q)
+        if w is not None:
+            return False, w, "float eigenvector, exact witness v^T M v < 0"
+    if n > LDL_MAX_DIM:
+        got = inertia_charpoly(Q)
+        if got is None:
+            return None, None, f"undecided: near-singular beyond the exact size limit ({CHARPOLY_MAX_DIM} rows)"
+        n_pos, n_neg, n_zero = got
+        holds = n_pos == n if strict else n_neg == 0
+        return holds, None, "exact characteristic polynomial, Descartes' rule of signs"
+    res = ldl_inertia(Q)
+    if strict:
+        if res.status == "pd":
+            return True, None, "exact rational LDL^T"
+        return False, (res.witness if res.witness is not None else res.kernel_vector), "exact rational LDL^T"
+    if res.n_neg == 0:
+        return True, None, "exact rational LDL^T"
+    return False, res.witness, "exact rational LDL^T"
+
+
+LDL_MAX_DIM = 64  # exact LDL^T in Python-level flint arithmetic; beyond it the characteristic polynomial
+CHARPOLY_MAX_DIM = 160  # flint charpoly: about 3 s at 128 rows, 40 s at 256
+
+
+def inertia_charpoly(Q: RationalMatrix) -> tuple[int, int, int] | None:
+    r"""Exact inertia from the characteristic polynomial (Descartes' rule of signs); None beyond
+    :data:`CHARPOLY_MAX_DIM` rows.
+
+    :math:`p(x)=\det(xI-DQ)`, :math:`D` the common denominator (positive, so the inertia is
+    that of :math:`Q`), computed over :math:`\mathbb Z` by python-flint. A symmetric matrix has
+    real eigenvalues only, so with :math:`p(x)=x^kq(x)`, :math:`q(0)\ne0`, the numbers of
+    positive and negative eigenvalues are exactly the sign changes of the coefficients of
+    :math:`q(x)` and of :math:`q(-x)`, and :math:`n_0=k`.
+    """
+    n = len(Q)
+    if _flint is None or n > CHARPOLY_MAX_DIM:
+        return None
+    den = 1
+    for r in Q:
+        for x in r:
+            den = den * x.denominator // math.gcd(den, x.denominator)
+    Z = _flint.fmpz_mat(n, n, [int(x * den) for r in Q for x in r])
+    coeffs = [int(c) for c in Z.charpoly().coeffs()]  # lowest degree first
+    k = next(i for i, c in enumerate(coeffs) if c != 0)
+    q = coeffs[k:]
+
+    def changes(cs: list[int]) -> int:
+        signs = [c > 0 for c in cs if c != 0]
+        return sum(a != b for a, b in zip(signs, signs[1:]))
+
+    n_pos = changes(q)
+    n_neg = changes([c if i % 2 == 0 else -c for i, c in enumerate(q)])
+    if n_pos + n_neg + k != n:  # pragma: no cover - impossible for a symmetric matrix
+        return None
+    return n_pos, n_neg, k
+
+
 def is_pd_exact(M: Any, margin: Any = 0) -> tuple[bool, tuple[Fraction, ...] | None]:
     r"""Decide :math:`M - \mu I \succ 0` exactly.
 
@@ -475,7 +598,8 @@ def is_pd_exact(M: Any, margin: Any = 0) -> tuple[bool, tuple[Fraction, ...] | N
     Returns
     -------
     holds : bool
-        True iff :math:`M - \mu I` is positive definite.
+        True iff :math:`M - \mu I` is positive definite (beyond :data:`CHARPOLY_MAX_DIM` rows a
+        near-singular case that no fast test decides answers False: "not proved").
     witness : tuple of Fraction or None
         ``None`` when ``holds``; otherwise an integer-valued :math:`v \ne 0` with
         :math:`v^\top (M - \mu I) v < 0` if :math:`M - \mu I` has a negative eigenvalue, or
@@ -486,13 +610,8 @@ def is_pd_exact(M: Any, margin: Any = 0) -> tuple[bool, tuple[Fraction, ...] | N
     ValueError
         As :func:`ldl_inertia`.
     """
-    Q = _shifted(M, margin)
-    if len(Q) > FAST_PATH_MIN_DIM and is_pd_rounded(Q):
-        return True, None
-    res = ldl_inertia(Q)
-    if res.status == "pd":
-        return True, None
-    return False, (res.witness if res.witness is not None else res.kernel_vector)
+    holds, w, _ = decide_definite(M, margin, strict=True)
+    return holds is True, w
 
 
 def is_psd_exact(M: Any, margin: Any = 0) -> tuple[bool, tuple[Fraction, ...] | None]:
@@ -508,7 +627,8 @@ def is_psd_exact(M: Any, margin: Any = 0) -> tuple[bool, tuple[Fraction, ...] | 
     Returns
     -------
     holds : bool
-        True iff :math:`M - \mu I` is positive semidefinite.
+        True iff :math:`M - \mu I` is positive semidefinite (beyond :data:`CHARPOLY_MAX_DIM` rows
+        a near-singular case that no fast test decides answers False: "not proved").
     witness : tuple of Fraction or None
         ``None`` when ``holds``; otherwise an integer-valued :math:`v` with
         :math:`v^\top (M - \mu I) v < 0`.
@@ -518,13 +638,68 @@ def is_psd_exact(M: Any, margin: Any = 0) -> tuple[bool, tuple[Fraction, ...] | 
     ValueError
         As :func:`ldl_inertia`.
     """
-    Q = _shifted(M, margin)
-    if len(Q) > FAST_PATH_MIN_DIM and is_pd_rounded(Q):
-        return True, None
+    holds, w, _ = decide_definite(M, margin, strict=False)
+    return holds is True, w
+
+
+def _abs_row_sums_off(C: Any, n: int) -> tuple[list[Any], list[Any]]:
+    e = C.entries()
+    diag = [e[i * n + i] for i in range(n)]
+    rad = []
+    for i in range(n):
+        row = e[i * n:(i + 1) * n]
+        rad.append(sum((abs(x) for j, x in enumerate(row) if j != i), _fmpq(0)))
+    return diag, rad
+
+
+def inertia_congruence(Q: RationalMatrix) -> tuple[int, int, int] | None:
+    r"""Inertia of a nonsingular symmetric :math:`Q` by an exact congruence; None if undecided.
+
+    :math:`U` is the float eigenbasis of the nearest float matrix, taken as the exact dyadic
+    matrix it is; :math:`C=U^\top QU` is formed exactly (python-flint). If every Gershgorin
+    disc :math:`[c_{ii}-r_i,c_{ii}+r_i]`, :math:`r_i=\sum_{j\ne i}|c_{ij}|`, excludes 0, the discs
+    with positive centres lie in :math:`(0,\infty)` and the others in :math:`(-\infty,0)`, so
+    (Gershgorin, counting per connected union) :math:`C` has as many positive eigenvalues as
+    positive centres and no zero eigenvalue. Then :math:`\det U\ne0` and, by Sylvester's law of
+    inertia, :math:`Q` has the inertia of :math:`C`. Cost: one ``eigh`` and two exact products.
+    """
+    if _flint is None:
+        return None
+    n = len(Q)
+    F = _float_matrix(Q)
+    if F is None:
+        return None
+    _, U = np.linalg.eigh(F)
+    Uq = _flint.fmpq_mat(n, n, [_fmpq(*float(x).as_integer_ratio()) for x in U.ravel()])
+    Qm = _flint.fmpq_mat(n, n, [_fmpq(x.numerator, x.denominator) for r in Q for x in r])
+    C = Uq.transpose() * Qm * Uq
+    diag, rad = _abs_row_sums_off(C, n)
+    if any(not (abs(c) > r) for c, r in zip(diag, rad)):
+        return None
+    n_pos = sum(1 for c in diag if c > 0)
+    return n_pos, n - n_pos, 0
+
+
+def inertia(M: Any) -> tuple[int, int, int] | None:
+    r"""The inertia :math:`(n_+,n_-,n_0)` of a symmetric rational matrix, exactly; None if undecided.
+
+    Positive definite matrices (above 12 rows) by :func:`is_pd_rounded`, nonsingular ones by
+    :func:`inertia_congruence`; otherwise (singular or too ill-conditioned) the exact
+    :math:`LDL^\top` of :func:`ldl_inertia` up to :data:`LDL_MAX_DIM` rows, the characteristic
+    polynomial up to :data:`CHARPOLY_MAX_DIM`, and None beyond.
+    """
+    Q = to_rational(M)
+    n = _square_symmetric(Q)
+    if n > FAST_PATH_MIN_DIM:
+        if is_pd_rounded(Q):
+            return n, 0, 0
+        got = inertia_congruence(Q)
+        if got is not None:
+            return got
+    if n > LDL_MAX_DIM:
+        return inertia_charpoly(Q)
     res = ldl_inertia(Q)
-    if res.n_neg == 0:
-        return True, None
-    return False, res.witness
+    return res.n_pos, res.n_neg, res.n_zero
 
 
 # the floating-point rigorous test lives in rounding.py; re-exported here (no cycle: it imports the names above)
@@ -537,4 +712,5 @@ from .rounding import (  # noqa: E402
     float_shift_bound,
     is_pd_float_rigorous,
     is_pd_rounded,
+    rounding_bound,
 )

@@ -22,63 +22,73 @@ import math
 from fractions import Fraction
 from typing import Any
 
+import flint
 import numpy as np
 import sympy as sp
 
 from ..numeric import gaussian as ng
 from ..symbolic import codegen
 from ..symbolic.gaussian import linearisation_program, moment_program
-from . import core, exact, spectrum
+from . import core, spectrum
 
 EXACT_MAX_VECH = 136  # rational re-checks up to d = 16 (about 8 s there; beyond: unknown, "size")
 
 
-def _basis(d: int) -> list[sp.Matrix]:
-    out = []
-    for i, j in zip(*ng.vech_indices(d)):
-        E = sp.zeros(d, d)
-        E[i, j] = E[j, i] = 1
-        out.append(E)
-    return out
+class FlintOps:
+    """Exact arithmetic on ``flint.fmpq_mat`` for :func:`codegen.evaluate` (the generated programs)."""
+
+    @staticmethod
+    def matmul(a: Any, b: Any) -> Any:
+        return a * b
+
+    @staticmethod
+    def transpose(a: Any) -> Any:
+        return a.transpose()
+
+    @staticmethod
+    def linear(args: list[Any], coeffs: list[Any]) -> Any:
+        def q(c: Any) -> Any:
+            r = sp.Rational(sp.nsimplify(c))
+            return flint.fmpq(int(r.p), int(r.q))
+
+        out = args[0] * q(coeffs[0])
+        for a, c in zip(args[1:], coeffs[1:]):
+            out = out + a * q(c)
+        return out
 
 
-def _vech(M: sp.Matrix) -> sp.Matrix:
-    return sp.Matrix([M[i, j] for i, j in zip(*ng.vech_indices(M.rows))])
+def _vech(M: Any) -> list[Any]:
+    d = M.nrows()
+    return [M[int(i), int(j)] for i, j in zip(*ng.vech_indices(d))]
 
 
-def exact_field(A: sp.Matrix, B: sp.Matrix, V: sp.Matrix, S: sp.Matrix) -> sp.Matrix:
-    """:math:`F(\\Sigma)` in exact arithmetic, interpreting the generated program."""
-    d = A.rows
-    values = {"A": A, "B": B, "V": V, "b": sp.zeros(d, 1), "mu": sp.zeros(d, 1), "Sigma": S}
-    return codegen.evaluate(moment_program(), values, codegen.MatrixOps())[1]
+def exact_field(A: Any, B: Any, V: Any, S: Any) -> Any:
+    """:math:`F(\\Sigma)` in exact arithmetic (``fmpq_mat``), interpreting the generated program."""
+    A, B, V, S = (core.qmat(M) for M in (A, B, V, S))
+    d = A.nrows()
+    values = {"A": A, "B": B, "V": V, "b": flint.fmpq_mat(d, 1), "mu": flint.fmpq_mat(d, 1), "Sigma": S}
+    return codegen.evaluate(moment_program(), values, FlintOps())[1]
 
 
-def exact_jacobian(A: sp.Matrix, B: sp.Matrix, V: sp.Matrix, S: sp.Matrix) -> sp.Matrix:
-    """:math:`DF_\\Sigma` in vech coordinates, exactly, from the generated linearisation."""
+def exact_jacobian(A: Any, B: Any, V: Any, S: Any) -> Any:
+    """:math:`DF_\\Sigma` in vech coordinates, exactly (``fmpq_mat``), from the generated linearisation."""
+    A, B, V, S = (core.qmat(M) for M in (A, B, V, S))
+    d = A.nrows()
     prog = linearisation_program()
-    cols = [
-        _vech(codegen.evaluate(prog, {"A": A, "B": B, "V": V, "Sigma": S, "Delta": E}, codegen.MatrixOps())[0])
-        for E in _basis(A.rows)
-    ]
-    return sp.Matrix.hstack(*cols)
+    cols = []
+    for i, j in zip(*ng.vech_indices(d)):
+        E = flint.fmpq_mat(d, d)
+        E[int(i), int(j)] = 1
+        E[int(j), int(i)] = 1
+        cols.append(_vech(codegen.evaluate(prog, {"A": A, "B": B, "V": V, "Sigma": S, "Delta": E}, FlintOps())[0]))
+    n = len(cols)
+    return flint.fmpq_mat(n, n, [cols[k][r] for r in range(n) for k in range(n)])
 
 
-def _fro2(M: sp.Matrix) -> sp.Rational:
-    return sum((e * e for e in M), sp.Integer(0))
-
-
-def _exact_product(X: sp.Matrix, Y: sp.Matrix) -> list[list[Fraction]]:
-    """:math:`XY` in exact rationals (python-flint when present: the numbers grow quickly)."""
-    if exact.HAVE_FLINT:
-        import flint
-
-        def fm(M: sp.Matrix) -> Any:
-            return flint.fmpq_mat(M.rows, M.cols, [flint.fmpq(int(e.p), int(e.q)) for e in M])
-
-        Z = fm(X) * fm(Y)
-        return [[Fraction(int(Z[i, j].p), int(Z[i, j].q)) for j in range(Z.ncols())] for i in range(Z.nrows())]
-    Z = X * Y
-    return [[Fraction(int(e.p), int(e.q)) for e in Z.row(i)] for i in range(Z.rows)]
+def _fro2(M: Any) -> Fraction:
+    Q = core.qmat(M)
+    t = sum((e * e for e in Q.entries()), flint.fmpq(0))
+    return Fraction(int(t.p), int(t.q))
 
 
 def _sqrt_up(q: Fraction) -> Fraction:
@@ -89,7 +99,7 @@ def _sqrt_up(q: Fraction) -> Fraction:
     return r
 
 
-def _inverse_bounds(J: sp.Matrix, f: sp.Matrix) -> tuple[sp.Rational, sp.Rational] | None:
+def _inverse_bounds(J: Any, f: Any) -> tuple[sp.Rational, sp.Rational] | None:
     r"""Rational upper bounds on :math:`\|J^{-1}\|_F^2` and :math:`\|J^{-1}f\|_2^2`.
 
     :math:`X` is the float64 inverse of :math:`J`, taken as the exact dyadic matrix it is;
@@ -97,41 +107,41 @@ def _inverse_bounds(J: sp.Matrix, f: sp.Matrix) -> tuple[sp.Rational, sp.Rationa
     :math:`\bar\rho<1`, we have :math:`J^{-1}=(I-R)^{-1}X`, so
     :math:`\|J^{-1}\|_F\le\|X\|_F/(1-\bar\rho)` and :math:`\|J^{-1}f\|\le\|Xf\|/(1-\bar\rho)`.
     This replaces the exact inverse, whose entries grow quickly with the size. None when
-    :math:`\bar\rho\ge1` (J singular or too ill-conditioned).
+    :math:`\bar\rho\ge1` (J singular or too ill-conditioned). Exact products in python-flint.
     """
-    n = J.rows
+    Jq, fq = core.qmat(J), core.qmat(f)
+    n = Jq.nrows()
     with np.errstate(all="ignore"):
         try:
-            Xf = np.linalg.inv(np.array([[float(e) for e in J.row(i)] for i in range(n)]))
+            Jf = np.array([float(Fraction(int(e.p), int(e.q))) for e in Jq.entries()]).reshape(n, n)
+            Xf = np.linalg.inv(Jf)
         except (np.linalg.LinAlgError, OverflowError):
             return None
     if not np.all(np.isfinite(Xf)):
         return None
-    X = sp.Matrix([[sp.Rational(Fraction(x)) for x in row] for row in Xf.tolist()])
-    XJ = _exact_product(X, J)
-    r2 = sum(((Fraction(int(i == j)) - XJ[i][j]) ** 2 for i in range(n) for j in range(n)), Fraction(0))
-    rho = _sqrt_up(r2)
+    X = core.qmat(Xf)
+    R = flint.fmpq_mat(n, n, [1 if i == j else 0 for i in range(n) for j in range(n)]) - X * Jq
+    rho = _sqrt_up(_fro2(R))
     if rho >= 1:
         return None
     scale = 1 / (1 - rho) ** 2
-    Xf_ = _exact_product(X, f)
-    x2 = sum((x * x for row in _exact_product(X, sp.eye(n)) for x in row), Fraction(0))
-    s2 = sum((row[0] ** 2 for row in Xf_), Fraction(0))
+    x2 = _fro2(X)
+    s2 = _fro2(X * fq)
     return sp.Rational(x2 * scale), sp.Rational(s2 * scale)
 
 
-def kantorovich(A: sp.Matrix, B: sp.Matrix, V: sp.Matrix, S: sp.Matrix) -> dict[str, Any] | None:
+def kantorovich(A: Any, B: Any, V: Any, S: Any) -> dict[str, Any] | None:
     r"""Exact Newton–Kantorovich data at ``S``; None when :math:`h>1/2` or J is not invertible.
 
     Returns ``eta2`` (a rational upper bound on :math:`\|J^{-1}F\|^2`, the squared vech radius
     over 4) and ``L2``; :math:`\|J^{-1}\|` and :math:`\|J^{-1}F\|` are bounded through an
-    approximate inverse (:func:`_inverse_bounds`), every step in exact rationals.
+    approximate inverse (:func:`_inverse_bounds`), every step in exact rationals (python-flint).
     """
     f = _vech(exact_field(A, B, V, S))
-    L2 = 64 * _fro2(V) * _fro2(B)
-    if f.is_zero_matrix:
+    L2 = sp.Rational(64 * _fro2(V) * _fro2(B))
+    if all(x == 0 for x in f):
         return {"eta2": sp.Integer(0), "L2": L2}
-    bounds = _inverse_bounds(exact_jacobian(A, B, V, S), f)
+    bounds = _inverse_bounds(exact_jacobian(A, B, V, S), flint.fmpq_mat(len(f), 1, f))
     if bounds is None:
         return None
     beta2, eta2 = bounds
@@ -141,28 +151,32 @@ def kantorovich(A: sp.Matrix, B: sp.Matrix, V: sp.Matrix, S: sp.Matrix) -> dict[
 
 
 def _check_kantorovich(data: dict[str, Any]) -> bool:
-    A, B, V, S = (core.decode(data[k]) for k in ("A", "B", "V", "Sigma"))
+    A, B, V, S = (core.qmat(data[k]) for k in ("A", "B", "V", "Sigma"))
+    if not core.is_symmetric(S):
+        return False
     res = kantorovich(A, B, V, S)
-    return res is not None and 4 * res["eta2"] <= sp.Rational(data["radius_sq"]) and S == S.T
+    return res is not None and 4 * res["eta2"] <= sp.Rational(Fraction(data["radius_sq"]))
 
 
 def _check_stable_equilibrium(data: dict[str, Any]) -> bool:
     """Kantorovich ball plus a Lyapunov certificate robust over the ball."""
-    A, B, V, S, P = (core.decode(data[k]) for k in ("A", "B", "V", "Sigma", "P"))
-    e = sp.Rational(data["margin"])
+    A, B, V, S, P = (core.qmat(data[k]) for k in ("A", "B", "V", "Sigma", "P"))
+    e = sp.Rational(Fraction(data["margin"]))
+    if not core.is_symmetric(S):
+        return False
     res = kantorovich(A, B, V, S)
-    if res is None or S != S.T:
+    if res is None:
         return False
     J = exact_jacobian(A, B, V, S)
-    lyap = core.CHECKERS["lyapunov"]({"J": core.encode(J), "P": core.encode(P), "margin": str(e)})
-    return lyap and 16 * _fro2(P) * res["L2"] * res["eta2"] < e * e
+    lyap = core.CHECKERS["lyapunov"]({"J": J, "P": P, "margin": str(e)})
+    return lyap and 16 * sp.Rational(_fro2(P)) * res["L2"] * res["eta2"] < e * e
 
 
 def _check_unstable_point(data: dict[str, Any]) -> bool:
     """DF at the rational point Sigma (recomputed from A, B, V) has an eigenvalue with Re > 0."""
-    A, B, V, S = (core.decode(data[k]) for k in ("A", "B", "V", "Sigma"))
+    A, B, V, S = (core.qmat(data[k]) for k in ("A", "B", "V", "Sigma"))
     J = exact_jacobian(A, B, V, S)
-    return J == core.decode(data["J"]) and core.CHECKERS["unstable"](data)
+    return J == core.qmat(data["J"]) and core.CHECKERS["unstable"](data)
 
 
 core.register("unstable_point", _check_unstable_point)
@@ -170,6 +184,7 @@ core.register("kantorovich", _check_kantorovich)
 core.register("stable_equilibrium", _check_stable_equilibrium)
 
 
+@core.memoised
 def stability(A: np.ndarray, B: np.ndarray, V: np.ndarray, Sigma: np.ndarray, name: str = "linearisation_hurwitz") -> core.HypothesisResult:
     """Decide whether the equilibrium near ``Sigma`` is linearly stable on Sym(d).
 
@@ -180,11 +195,13 @@ def stability(A: np.ndarray, B: np.ndarray, V: np.ndarray, Sigma: np.ndarray, na
     """
     d = A.shape[0]
     n = d * (d + 1) // 2
-    J = ng.jacobian_vech(A, B, V, Sigma)
     if n > EXACT_MAX_VECH:
-        return core.HypothesisResult(name, "unknown", None, "size", None, f"vech dimension {n} beyond exact re-check")
-    Aq, Bq, Vq, Sq = (core.rational_matrix(M) for M in (A, B, V, Sigma))
-    Sq = (Sq + Sq.T) / 2
+        return core.HypothesisResult(name, "unknown", None, "size", None,
+                                     f"needs a Lyapunov LMI on Sym(d): vech dimension {n} beyond exact re-check "
+                                     f"(limit {EXACT_MAX_VECH}, d = 16)")
+    J = ng.jacobian_vech(A, B, V, Sigma)
+    Aq, Bq, Vq, Sq = (core.qmat(np.asarray(M, float)) for M in (A, B, V, Sigma))
+    Sq = (Sq + Sq.transpose()) * flint.fmpq(1, 2)
     extra = {"A": core.encode(Aq), "B": core.encode(Bq), "V": core.encode(Vq), "Sigma": core.encode(Sq)}
     return spectrum.spectrum_verdict(
         name, J, exact_jacobian(Aq, Bq, Vq, Sq), stable_kind="stable_equilibrium",
@@ -193,6 +210,7 @@ def stability(A: np.ndarray, B: np.ndarray, V: np.ndarray, Sigma: np.ndarray, na
     )
 
 
+@core.memoised
 def pd_equilibrium(A: np.ndarray, B: np.ndarray, V: np.ndarray, Sigma: np.ndarray, name: str = "pd_equilibrium_exists") -> core.HypothesisResult:
     r"""Certify a positive definite equilibrium near ``Sigma``: Kantorovich ball inside the PD cone.
 
@@ -200,8 +218,13 @@ def pd_equilibrium(A: np.ndarray, B: np.ndarray, V: np.ndarray, Sigma: np.ndarra
     distance is at most :math:`\rho` with :math:`\rho^2\ge8\eta^2`; :math:`\tilde\Sigma-\rho I\succ0`
     then gives :math:`\Sigma^*\succ0`.
     """
-    Aq, Bq, Vq, Sq = (core.rational_matrix(M) for M in (A, B, V, Sigma))
-    Sq = (Sq + Sq.T) / 2
+    n = A.shape[0] * (A.shape[0] + 1) // 2
+    if n > EXACT_MAX_VECH:
+        return core.HypothesisResult(name, "unknown", None, "size", None,
+                                     f"the Newton-Kantorovich bound needs the inverse of DF on Sym(d): vech dimension {n} "
+                                     f"beyond exact re-check (limit {EXACT_MAX_VECH}, d = 16)")
+    Aq, Bq, Vq, Sq = (core.qmat(np.asarray(M, float)) for M in (A, B, V, Sigma))
+    Sq = (Sq + Sq.transpose()) * flint.fmpq(1, 2)
     res = kantorovich(Aq, Bq, Vq, Sq)
     if res is None:
         return core.HypothesisResult(name, "unknown", None, "Newton-Kantorovich", None, "h > 1/2 or singular Jacobian at the candidate")
@@ -220,10 +243,12 @@ def pd_equilibrium(A: np.ndarray, B: np.ndarray, V: np.ndarray, Sigma: np.ndarra
 
 
 def _check_pd_equilibrium(data: dict[str, Any]) -> bool:
-    A, B, V, S = (core.decode(data[k]) for k in ("A", "B", "V", "Sigma"))
-    rho = sp.Rational(data["rho"])
+    A, B, V, S = (core.qmat(data[k]) for k in ("A", "B", "V", "Sigma"))
+    rho = Fraction(data["rho"])
+    if not core.is_symmetric(S):
+        return False
     res = kantorovich(A, B, V, S)
-    return res is not None and S == S.T and rho * rho >= 8 * res["eta2"] and core.is_pd(S - rho * sp.eye(S.rows))
+    return res is not None and sp.Rational(rho * rho) >= 8 * res["eta2"] and core.is_pd(core.shift(S, rho))
 
 
 core.register("pd_equilibrium", _check_pd_equilibrium)

@@ -8,11 +8,11 @@ exact check :math:`M-\\ell I\\succeq0`.
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
-import sympy as sp
 
-from . import core
+from . import core, exact
 
 
 def holds_by(name: str, method: str, detail: str = "") -> core.HypothesisResult:
@@ -20,55 +20,77 @@ def holds_by(name: str, method: str, detail: str = "") -> core.HypothesisResult:
     return core.HypothesisResult(name, "holds", None, method, None, detail)
 
 
-def as_float(Mq: sp.Matrix) -> np.ndarray:
+def as_float(Mq: Any) -> np.ndarray:
     """Nearest float64 matrix of a rational one (for margins and eigenvalue estimates only)."""
-    return np.array(Mq.tolist(), dtype=float)
+    F = core._floats(core.qmat(Mq))
+    if F is None:
+        raise OverflowError("matrix entries beyond the float64 range")
+    return F
 
 
-def sym_part(A: np.ndarray) -> sp.Matrix:
-    """:math:`A+A^\\top` formed exactly in rationals (a float sum would round)."""
-    Aq = core.rational_matrix(A)
-    return Aq + Aq.T
+def sym_part(A: np.ndarray) -> Any:
+    """:math:`A+A^\\top` formed exactly in rationals (a float sum would round); a ``flint.fmpq_mat``."""
+    Aq = core.qmat(A)
+    return Aq + Aq.transpose()
 
 
-def gram(B: np.ndarray) -> sp.Matrix:
-    """:math:`B^\\top B` formed exactly in rationals."""
-    Bq = core.rational_matrix(B)
-    return Bq.T * Bq
+def gram(B: np.ndarray) -> Any:
+    """:math:`B^\\top B` formed exactly in rationals; a ``flint.fmpq_mat``."""
+    Bq = core.qmat(B)
+    return Bq.transpose() * Bq
 
 
-def lower_eigenvalue_bound(M: np.ndarray | sp.Matrix) -> Fraction | None:
+@core.memoised
+def lower_eigenvalue_bound(M: Any) -> Fraction | None:
     """A rational :math:`\\ell` with :math:`M-\\ell I\\succeq0` proved exactly (M symmetric)."""
-    Mq = core.rational_matrix(M)
-    lam = float(np.linalg.eigvalsh(as_float(Mq)).min())
-    if Mq != Mq.T:
+    Mq = core.qmat(M)
+    if not core.is_symmetric(Mq):
         return None
-    for slack in (1e-12, 1e-9, 1e-6, 1e-3):
+    F = as_float(Mq)
+    lam = float(np.linalg.eigvalsh(F).min())
+    slacks = (1e-12, 1e-9, 1e-6, 1e-3)
+    n = Mq.nrows()
+    if n > exact.FAST_PATH_MIN_DIM:
+        # the rounded Cholesky proves M - ell I > 0 once lambda_min(M - ell I) exceeds about
+        # 2 (n + 1) u tr(M - ell I): try that slack first, with the fast test alone
+        floor = 8 * (n + 1) * 2.0**-53 * max(float(np.trace(F)) - n * lam, 0.0) / max(1.0, abs(lam))
+        for slack in sorted({floor, *slacks}):
+            ell = Fraction(lam - slack * max(1.0, abs(lam)))
+            if core.is_pd_fast(core.shift(Mq, ell)):
+                return ell
+        if n > exact.LDL_MAX_DIM:
+            return None
+    for slack in slacks:
         ell = Fraction(lam - slack * max(1.0, abs(lam)))
-        if core.is_psd(Mq - sp.Rational(ell.numerator, ell.denominator) * sp.eye(Mq.rows)):
+        if core.is_psd(core.shift(Mq, ell)):
             return ell
     return None
 
 
-def definite(M: np.ndarray | sp.Matrix, name: str, sign: int) -> core.HypothesisResult:
+@core.memoised
+def definite(M: Any, name: str, sign: int) -> core.HypothesisResult:
     """Exact verdict on :math:`\\mathrm{sign}\\cdot M\\succ0` (M must be symmetric)."""
-    Mq = sign * core.rational_matrix(M)
+    Mq = core.qmat(M) * sign
     what = f"{'' if sign > 0 else '-'}{name}"
-    if Mq != Mq.T:
+    if not core.is_symmetric(Mq):
         return core.HypothesisResult(f"{what} > 0", "fails", None, "exact symmetry", None, f"{name} is not symmetric")
     margin = float(np.linalg.eigvalsh(as_float(Mq)).min())
-    if core.is_pd(Mq):
+    ok, _, method = core.definiteness(Mq, strict=True)
+    if ok:
         c = core.Certificate("pd", f"{what} is positive definite", {"M": core.encode(Mq), "margin": "0"})
-        return core.certified(f"{what} > 0", "holds", c, margin, "exact rational LDL^T")
-    return core.HypothesisResult(f"{what} > 0", "fails", margin, "exact rational LDL^T", None, f"smallest eigenvalue of {what} is {margin:.3e}")
+        return core.certified(f"{what} > 0", "holds", c, margin, method)
+    if ok is None:
+        return core.HypothesisResult(f"{what} > 0", "unknown", margin, "size", None, method)
+    return core.HypothesisResult(f"{what} > 0", "fails", margin, method, None, f"smallest eigenvalue of {what} is {margin:.3e}")
 
 
-def semidefinite(M: np.ndarray | sp.Matrix, name: str) -> core.HypothesisResult:
+@core.memoised
+def semidefinite(M: Any, name: str) -> core.HypothesisResult:
     """Exact verdict on :math:`M\\succeq0`."""
     return core.psd_hypothesis(f"{name} >= 0", M, name)
 
 
-def upper_eigenvalue_bound(M: np.ndarray | sp.Matrix) -> Fraction | None:
+def upper_eigenvalue_bound(M: Any) -> Fraction | None:
     """A rational :math:`u` with :math:`uI-M\\succeq0` proved exactly (M symmetric)."""
-    low = lower_eigenvalue_bound(-core.rational_matrix(M))
+    low = lower_eigenvalue_bound(-core.qmat(M))
     return None if low is None else -low

@@ -281,16 +281,35 @@ def is_pd_float_rigorous(M: np.ndarray, margin: float | Fraction = 0.0) -> bool:
 FAST_PATH_MIN_DIM = 12  # below this, exact LDL^T is already cheap
 
 
+def rounding_bound(F: np.ndarray) -> Fraction:
+    r"""An exact rational :math:`\delta\ge\max_i\sum_j|Q_{ij}-F_{ij}|` for ``F`` the correctly rounded float of ``Q``.
+
+    Round to nearest gives :math:`|q-\mathrm{fl}(q)|\le u|\mathrm{fl}(q)|+\eta/2` (``float`` of a
+    :class:`~fractions.Fraction` is correctly rounded in CPython: integer true division). The row
+    sums :math:`\hat S_i` of :math:`|F|` are computed in floating point, so
+    :math:`S_i\le\hat S_i/(1-nu)\le\hat S_i(1+2nu)`; hence
+    :math:`\delta=u(1+2nu)\max_i\hat S_i+n\eta` (evaluated exactly). :math:`O(n^2)` flops.
+    """
+    n = F.shape[0]
+    S = float(np.abs(F).sum(axis=1).max()) if F.size else 0.0
+    return _U * (1 + 2 * n * _U) * Fraction(S) + n * _ETA
+
+
 def is_pd_rounded(M: Any) -> bool:
     r"""Sufficient test for :math:`Q\succ0` (Q exact rational, symmetric), never a false True.
 
     :math:`F` is the entrywise nearest float64 of :math:`Q` (symmetric, since rounding is
-    deterministic) and :math:`\delta=\max_i\sum_j|Q_{ij}-F_{ij}|\ge\|Q-F\|_2` is computed in
-    exact rationals; then :math:`Q\succeq F-\delta I\succ0` by :func:`is_pd_float_rigorous`.
-    Cost :math:`O(n^3)` flops instead of exact pivots whose numbers grow with :math:`n`; used
-    before the exact :math:`LDL^\top` by :func:`is_pd_exact` and :func:`is_psd_exact` (a
-    ``False`` here only means "not proved").
+    deterministic) and :math:`\delta\ge\|Q-F\|_\infty\ge\|Q-F\|_2` is :func:`rounding_bound`
+    (0 when ``M`` is a float array: no rounding); then :math:`Q\succeq F-\delta I\succ0` by
+    :func:`is_pd_float_rigorous`. Cost :math:`O(n^3)` flops instead of exact pivots whose numbers
+    grow with :math:`n`; used before the exact :math:`LDL^\top` by :func:`is_pd_exact` and
+    :func:`is_psd_exact` (a ``False`` here only means "not proved").
     """
+    if isinstance(M, np.ndarray) and M.dtype == np.float64:
+        try:
+            return is_pd_float_rigorous(M, 0.0) if M.size else False
+        except ValueError:
+            return False
     Q = to_rational(M)
     n = _square_symmetric(Q)
     try:
@@ -299,8 +318,7 @@ def is_pd_rounded(M: Any) -> bool:
         return False
     if not np.all(np.isfinite(F)):
         return False
-    delta = max(sum((abs(q - Fraction(f)) for q, f in zip(row, frow)), Fraction(0))
-                for row, frow in zip(Q, F.tolist()))
+    delta = rounding_bound(F)
     try:
         return is_pd_float_rigorous(F, delta) if n else False
     except ValueError:

@@ -34,19 +34,20 @@ import math
 from fractions import Fraction
 from typing import Any, Iterator
 
+import flint
 import numpy as np
 import sympy as sp
 
 from . import core, lmi
 
 
-def dyadic(P: np.ndarray, bits: int = 30) -> sp.Matrix:
-    """Symmetric rational rounding of ``P`` to ``bits`` bits relative to its largest entry."""
+def dyadic(P: np.ndarray, bits: int = 30) -> Any:
+    """Symmetric rational rounding of ``P`` to ``bits`` bits relative to its largest entry (``fmpq_mat``)."""
     scale = 2.0 ** math.floor(math.log2(max(float(np.abs(P).max()), 1e-300)))
     Q = np.round(P / scale * 2**bits)
-    unit = sp.Rational(Fraction(scale)) / 2**bits
-    M = sp.Matrix([[sp.Rational(int(q)) * unit for q in row] for row in Q])
-    return (M + M.T) / 2
+    Q = Q + Q.T  # exact: integers below 2**53; halved in the unit below
+    unit = Fraction(scale) / 2 ** (bits + 1)
+    return core.qmat(Q) * flint.fmpq(unit.numerator, unit.denominator)
 
 
 def lyapunov_candidates(J: np.ndarray) -> Iterator[tuple[np.ndarray, str]]:
@@ -74,7 +75,7 @@ def half_margin(J: np.ndarray, P: np.ndarray) -> sp.Rational:
 def spectrum_verdict(
     name: str,
     J: np.ndarray,
-    J_exact: sp.Matrix,
+    J_exact: Any,
     *,
     stable_kind: str = "lyapunov",
     stable_claim: str = "J is Hurwitz",
@@ -184,6 +185,7 @@ def exact_verdict(name: str, J: np.ndarray, J_exact: sp.Matrix, detail: str) -> 
                           f"{detail}; exact inertia (n+, n-, n0) = ({p}, {n}, {z})")
 
 
+@core.memoised
 def hurwitz(name: str, J: np.ndarray, *, exact_data: bool = True) -> core.HypothesisResult:
     """Certified verdict on :math:`\\max\\operatorname{Re}\\lambda(J)<0` for float data J (exact).
 
@@ -193,6 +195,7 @@ def hurwitz(name: str, J: np.ndarray, *, exact_data: bool = True) -> core.Hypoth
     return spectrum_verdict(name, np.asarray(J, float), core.rational_matrix(J), exact_fallback=exact_data)
 
 
+@core.memoised
 def unstable_count(A: np.ndarray) -> tuple[int | None, core.Certificate | None]:
     r"""Certified number of eigenvalues of A with :math:`\operatorname{Re}\lambda>0`.
 
@@ -206,10 +209,12 @@ def unstable_count(A: np.ndarray) -> tuple[int | None, core.Certificate | None]:
     """
     from . import exact
 
-    Aq = core.rational_matrix(A)
+    Af = core.qmat(np.asarray(A, float))  # exact data, flint (cheap at any size)
 
     def fallback() -> tuple[int | None, core.Certificate | None]:
-        cert = inertia_certificate(Aq, "A")
+        if Af.nrows() > EXACT_INERTIA_MAX:
+            return None, None
+        cert = inertia_certificate(core.rational_matrix(Af), "A")
         if cert is None or not core.recheck(cert):
             return None, None
         return int(cert.data["inertia"][0]), cert
@@ -218,33 +223,34 @@ def unstable_count(A: np.ndarray) -> tuple[int | None, core.Certificate | None]:
         P_eq = lmi.lyapunov_equation(A)
         if P_eq is not None and np.all(np.isfinite(P_eq)):
             yield P_eq
-        if Aq.rows > EXACT_INERTIA_MAX:  # small sizes go to the exact count, which needs no margin
+        if Af.nrows() > EXACT_INERTIA_MAX:  # small sizes go to the exact count, which needs no margin
             sol = lmi.solve_inertia_lmi(A)  # tried when the equation's P does not pass (singular operator)
             if sol.P is not None:
                 yield sol.P
 
     for P in candidates():
         Pq = dyadic(P)
-        if not core.is_pd(-(Aq.T * Pq + Pq * Aq)):
+        if not core.is_pd(core.lyapunov_form(Af, Pq)):
             continue
-        inertia = exact.ldl_inertia([[Fraction(int(e.p), int(e.q)) for e in Pq.row(i)] for i in range(Pq.rows)])
-        if inertia.n_zero:
+        got = exact.inertia(core.fractions(Pq))
+        if got is None or got[2]:
             continue
-        cert = core.Certificate("unstable_count", f"A has exactly {inertia.n_neg} eigenvalues with positive real part",
-                                {"J": core.encode(Aq), "P": core.encode(Pq), "count": inertia.n_neg})
+        n_neg = got[1]
+        cert = core.Certificate("unstable_count", f"A has exactly {n_neg} eigenvalues with positive real part",
+                                {"J": core.encode(Af), "P": core.encode(Pq), "count": n_neg})
         if core.recheck(cert):
-            return inertia.n_neg, cert
+            return n_neg, cert
     return fallback()
 
 
 def _check_unstable_count(data: dict[str, Any]) -> bool:
     from . import exact
 
-    J, P = core.decode(data["J"]), core.decode(data["P"])
-    if P != P.T or not core.is_pd(-(J.T * P + P * J)):
+    J, P = core.qmat(data["J"]), core.qmat(data["P"])
+    if not core.is_symmetric(P) or not core.is_pd(core.lyapunov_form(J, P)):
         return False
-    inertia = exact.ldl_inertia([[Fraction(int(e.p), int(e.q)) for e in P.row(i)] for i in range(P.rows)])
-    return inertia.n_zero == 0 and inertia.n_neg == int(data["count"])
+    got = exact.inertia(core.fractions(P))
+    return got is not None and got[2] == 0 and got[1] == int(data["count"])
 
 
 core.register("unstable_count", _check_unstable_count)

@@ -116,26 +116,43 @@ def _summary(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def cmd_verify(args: argparse.Namespace) -> None:
-    from . import gaussian
-
-    if args.system == "rnn":  # the KPFlow catalogue; its cross-checks always run (cheap at these sizes)
+def verify_document(system: str, path: str, *, simulate: bool = False, seed: int | None = None) -> dict[str, Any]:
+    """The ``verify SYSTEM --params FILE`` document (one parameter set; the sweep calls this per file)."""
+    if system == "rnn":  # the KPFlow catalogue; its cross-checks always run (cheap at these sizes)
         from .rnn.analyze import analyze
         from .rnn.params import load_rnn
 
-        doc = analyze(load_rnn(args.params))
-        _emit(doc, args.json, _summary(doc))
-        return
-    if args.seed is not None and args.seed < 0:
-        raise InputError(f"--seed: must be a non-negative integer, got {args.seed}")
-    p = _load(args.system, args.params, "verify")
-    if args.system == "attention":
+        return analyze(load_rnn(path))
+    p = _load(system, path, "verify")
+    if system == "attention":
         from . import attention
 
-        doc = attention.verify(p, simulate=args.simulate, seed=args.seed)
-        return _emit(doc, args.json, _summary(doc))
-    doc = gaussian.verify(p, simulate=args.simulate, seed=args.seed or 0)
+        return attention.verify(p, simulate=simulate, seed=seed)
+    from . import gaussian
+
+    return gaussian.verify(p, simulate=simulate, seed=seed or 0)
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from . import sweep
+
+    if args.system != "rnn" and sweep.is_sweep(args.params, args.jobs, args.scheduler, args.resume):
+        if args.jobs is not None and args.jobs < 1:
+            raise InputError(f"--jobs: must be a positive integer, got {args.jobs}")
+        if args.jobs is not None and args.scheduler:
+            raise InputError("--jobs: not with --scheduler (the Dask cluster sets the parallelism)")
+        for path in args.params:
+            if not Path(path).exists():
+                raise InputError(f"--params: no such file or directory: {path}")
+        return sweep.run(args.system, args.params, simulate=args.simulate, jobs=args.jobs or 1,
+                         scheduler=args.scheduler, resume=args.resume, progress=not args.json)
+    if len(args.params) != 1:
+        raise InputError(f"--params: one file for 'verify {args.system}' (sweeps cover gaussian and attention)")
+    if args.seed is not None and args.seed < 0:
+        raise InputError(f"--seed: must be a non-negative integer, got {args.seed}")
+    doc = verify_document(args.system, args.params[0], simulate=args.simulate, seed=args.seed)
     _emit(doc, args.json, _summary(doc))
+    return 0
 
 
 def cmd_simulate(args: argparse.Namespace) -> None:
@@ -379,9 +396,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     ver = sub.add_parser("verify", help="decide every theorem's hypotheses on given parameters")
     ver.add_argument("system", choices=SYSTEMS + ("rnn",))
-    ver.add_argument("--params", required=True, help="parameter file (.json or .npz)")
+    ver.add_argument("--params", required=True, nargs="+", metavar="FILE",
+                     help="parameter file (.json or .npz); several files or a directory run a sweep (one JSON line per set)")
     ver.add_argument("--simulate", action="store_true", help="cross-validate by simulation")
-    ver.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    ver.add_argument("--json", action="store_true", help="print one JSON document on stdout (a sweep: no progress bar)")
+    ver.add_argument("--jobs", type=int, default=None, metavar="N", help="sweep on N local processes")
+    ver.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                     help="sweep on a Dask cluster (dask.distributed scheduler address; extra 'flowcert[dask]')")
+    ver.add_argument("--resume", default=None, metavar="JSONL", help="sweep: skip the files already reported in this file")
     ver.add_argument("--seed", type=int, default=None,
                      help="seed of the random draws of --simulate (gaussian: default 0; attention: the file's seed)")
     ver.set_defaults(func=cmd_verify)
@@ -453,7 +475,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .params import ParamError
 
     try:
-        args.func(args)
+        rc = args.func(args)
     except (ParamError, InputError) as exc:
         sys.stderr.write(f"flowcert: error: {exc}\n")
         return 2
@@ -464,7 +486,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "--debug" in sys.argv or __import__("os").environ.get("FLOWCERT_DEBUG"):
             raise
         return 1
-    return 0
+    return rc if isinstance(rc, int) else 0
 
 
 if __name__ == "__main__":

@@ -32,7 +32,6 @@ from ..certificates.hypotheses import definite, lower_eigenvalue_bound, semidefi
 from ..numeric import gaussian as ng
 from ..numeric.gaussian import riccati
 from .params import GaussianParams
-from ..symbolic import gaussian as sym
 
 ZERO_TOL = 1e-9
 

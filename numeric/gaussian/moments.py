@@ -9,12 +9,23 @@ Its kernel and the Fréchet derivative
 :math:`DF_\Sigma[\Delta]=M\Delta+\Delta M^\top+V\Delta B\Sigma+\Sigma B^\top\Delta V^\top`
 are generated from :mod:`flowcert.symbolic.gaussian`; the flow is integrated with an adaptive
 Runge–Kutta method, a terminal blow-up event and the controls of :mod:`flowcert.numeric.integration`.
-Equilibria solve :math:`F(\Sigma)=0` by Newton's method in :math:`\mathrm{vech}` coordinates.
+Equilibria solve :math:`F(\Sigma)=0` by Newton's method: for small :math:`d` with the dense
+:math:`\mathrm{vech}` Jacobian; above :data:`NEWTON_DENSE_MAX_D` matrix-free, the step
+:math:`DF_\Sigma[\Delta]=F(\Sigma)` solved by GMRES with the generated Fréchet derivative as the
+operator and a Lyapunov part :math:`\Delta\mapsto N\Delta+\Delta N^\top` inverted by
+Bartels–Stewart (one real Schur form per step, LAPACK ``trsyl``) as the preconditioner,
+:math:`O(d^3)` per iteration. With :math:`M=A+V\Sigma B` and :math:`\bar v=\operatorname{tr}V/d`,
+:math:`N=M+\bar v\,\Sigma B^\top`: then :math:`DF_\Sigma[\Delta]-(N\Delta+\Delta N^\top)
+=(V-\bar vI)\Delta B\Sigma+\Sigma B^\top\Delta(V-\bar vI)^\top`, which vanishes for
+:math:`V=\eta I` (GMRES then converges in one iteration) and is small when :math:`V` is close to
+a multiple of the identity; the bare :math:`M\Delta+\Delta M^\top` is the case :math:`\bar v=0`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
@@ -41,9 +52,31 @@ def _linearisation_kernel() -> Callable[..., tuple[Array]]:
     return codegen.NumpyPrinter().compile(linearisation_program())
 
 
+class ConstantCoefficients:
+    """Coefficients that do not depend on time; ``key`` is a digest of their exact data."""
+
+    def __init__(self, A: Array, B: Array, V: Array, b: Array) -> None:
+        self.values = (A, B, V, b)
+
+    def __call__(self, t: float) -> tuple[Array, Array, Array, Array]:
+        return self.values
+
+    def key(self) -> str:
+        return _digest(*self.values)
+
+
+def _digest(*arrays: Any) -> str:
+    h = hashlib.sha256()
+    for a in arrays:
+        a = np.ascontiguousarray(np.asarray(a, dtype=float))
+        h.update(f"{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
 def constant(A: Array, B: Array, V: Array, b: Array) -> Coefficients:
-    """Coefficients that do not depend on time."""
-    return lambda t: (A, B, V, b)
+    """Coefficients that do not depend on time (runs with them are memoised, see :func:`integrate_moments`)."""
+    return ConstantCoefficients(A, B, V, b)
 
 
 # ---------------------------------------------------------------------------------------
@@ -196,7 +229,31 @@ def _rescaled(coeffs: Coefficients, c: float) -> Coefficients:
     return scaled
 
 
-def integrate_moments(
+_RUNS: "OrderedDict[tuple[Any, ...], MomentSolution]" = OrderedDict()
+_RUNS_MAX = 3
+
+
+def integrate_moments(coeffs: Coefficients, mu0: Array, Sigma0: Array, t_end: float, **options: Any) -> MomentSolution:
+    """Integrate eq. (7) on ``[0, t_end]`` (see :func:`_integrate_moments` for the options).
+
+    Runs with constant coefficients and no ``t_eval`` are memoised by a digest of their exact
+    data and options (the last three), so that theorems that cross-check against the same run
+    (Thm 4.1, 4.11 (1) and (2)) integrate it once; the result is shared and must not be modified.
+    """
+    if not isinstance(coeffs, ConstantCoefficients) or options.get("t_eval") is not None:
+        return _integrate_moments(coeffs, mu0, Sigma0, t_end, **options)
+    key = (coeffs.key(), _digest(mu0, Sigma0), float(t_end), tuple(sorted(options.items())))
+    if key in _RUNS:
+        _RUNS.move_to_end(key)
+        return _RUNS[key]
+    sol = _integrate_moments(coeffs, mu0, Sigma0, t_end, **options)
+    _RUNS[key] = sol
+    while len(_RUNS) > _RUNS_MAX:
+        _RUNS.popitem(last=False)
+    return sol
+
+
+def _integrate_moments(
     coeffs: Coefficients,
     mu0: Array,
     Sigma0: Array,
@@ -398,24 +455,104 @@ def integrate_transport(
 # ---------------------------------------------------------------------------------------
 
 
+NEWTON_DENSE_MAX_D = 12  # vech dimension 78: the dense Jacobian is cheaper than Krylov iterations
+KRYLOV_RESTARTS = 4  # GMRES(50) cycles per Newton step: a good preconditioner needs one or two
+NEWTON_STALL = 4  # Krylov Newton gives up after this many steps without halving the residual
+
+
+def lyapunov_solver(M: Array) -> Callable[[Array], Array]:
+    r"""``R -> X`` solving :math:`MX+XM^\top=R` (Bartels–Stewart; the Schur form is computed once)."""
+    from scipy.linalg import schur
+    from scipy.linalg.lapack import dtrsyl
+
+    T, Q = schur(M, output="real")
+
+    def solve(R: Array) -> Array:
+        C = Q.T @ R @ Q
+        Y, scale, info = dtrsyl(T, T, C, trana="N", tranb="T")
+        if info < 0 or not scale:
+            raise np.linalg.LinAlgError(f"trsyl failed (info {info})")
+        X = Q @ (Y / scale) @ Q.T
+        return 0.5 * (X + X.T)
+
+    return solve
+
+
+def newton_step_krylov(A: Array, B: Array, V: Array, S: Array, F: Array, *, rtol: float = 1e-12) -> Array | None:
+    r"""The Newton step :math:`\Delta` with :math:`DF_S[\Delta]=F`, matrix-free (GMRES).
+
+    Operator: the generated Fréchet derivative applied to a :math:`d\times d` matrix;
+    preconditioner: :math:`(N\cdot+\cdot N^\top)^{-1}` with :math:`N=A+VSB+(\operatorname{tr}V/d)SB^\top`
+    (:func:`lyapunov_solver`; exact for :math:`V=\eta I`). Returns None when GMRES does not reach ``rtol``.
+    """
+    from scipy.sparse.linalg import LinearOperator, gmres
+
+    d = A.shape[0]
+    kernel = _linearisation_kernel()
+    n = d * d
+
+    def apply(x: Array) -> Array:
+        X = x.reshape(d, d)
+        return kernel(A, B, V, S, 0.5 * (X + X.T))[0].ravel()
+
+    op = LinearOperator((n, n), matvec=apply, dtype=float)
+    prec = None
+    try:
+        solve = lyapunov_solver(A + V @ S @ B + (np.trace(V) / d) * (S @ B.T))
+        prec = LinearOperator((n, n), matvec=lambda x: solve(x.reshape(d, d)).ravel(), dtype=float)
+    except (np.linalg.LinAlgError, ValueError):
+        prec = None
+    rhs = F.ravel()
+    try:
+        x, info = gmres(op, rhs, M=prec, rtol=rtol, atol=0.0, restart=50, maxiter=KRYLOV_RESTARTS)
+    except TypeError:  # scipy < 1.12 spells rtol as tol
+        x, info = gmres(op, rhs, M=prec, tol=rtol, atol=0.0, restart=50, maxiter=KRYLOV_RESTARTS)
+    if not np.all(np.isfinite(x)):
+        return None
+    step = x.reshape(d, d)
+    step = 0.5 * (step + step.T)
+    res = np.linalg.norm(apply(step.ravel()) - rhs)
+    return step if res <= max(1e3 * rtol, 1e-8) * max(np.linalg.norm(rhs), 1e-300) else None
+
+
 def newton_equilibrium(
     A: Array, B: Array, V: Array, Sigma: Array, *, tol: float = 1e-13, max_iter: int = 50
 ) -> Array | None:
-    """Newton's method for :math:`F(\\Sigma)=0` on symmetric matrices; None if it fails."""
+    """Newton's method for :math:`F(\\Sigma)=0` on symmetric matrices; None if it fails.
+
+    Dense :math:`\\mathrm{vech}` Jacobian up to :data:`NEWTON_DENSE_MAX_D`, matrix-free GMRES
+    (:func:`newton_step_krylov`, at most :data:`KRYLOV_RESTARTS` cycles) beyond, where the
+    iteration also stops (None) after :data:`NEWTON_STALL` steps that do not halve the residual.
+    """
     d = A.shape[0]
     rows, cols = vech_indices(d)
     S = 0.5 * (Sigma + Sigma.T)
     scale = 1.0 + np.abs(S).max()
+    best, stalled = math.inf, 0
     for _ in range(max_iter):
         F = covariance_field(A, B, V, S)
         if np.abs(F).max() <= tol * scale * scale:
             return S
-        J = jacobian_vech(A, B, V, S)
-        try:
-            step = np.linalg.solve(J, F[rows, cols])
-        except np.linalg.LinAlgError:
-            return None
-        S = S - (np.einsum("k,kij->ij", step, symmetric_basis(d)))
+        if d <= NEWTON_DENSE_MAX_D:
+            J = jacobian_vech(A, B, V, S)
+            try:
+                step = np.linalg.solve(J, F[rows, cols])
+            except np.linalg.LinAlgError:
+                return None
+            S = S - (np.einsum("k,kij->ij", step, symmetric_basis(d)))
+        else:
+            res = float(np.abs(F).max())
+            if res < 0.5 * best:
+                best, stalled = res, 0
+            else:
+                stalled += 1
+                if stalled >= NEWTON_STALL:
+                    return None  # not converging from here: no equilibrium claimed
+            delta = newton_step_krylov(A, B, V, S, 0.5 * (F + F.T))
+            if delta is None:
+                return None
+            S = S - delta
+        S = 0.5 * (S + S.T)
         if not np.all(np.isfinite(S)):
             return None
         scale = 1.0 + np.abs(S).max()

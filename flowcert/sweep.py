@@ -1,0 +1,182 @@
+"""Sweeps: ``flowcert verify SYSTEM --params FILE [FILE ...]`` over many parameter sets.
+
+Each parameter set is verified on its own (in this process, in ``--jobs N`` local processes,
+or on a Dask cluster given by ``--scheduler ADDRESS``) and reported as one JSON line as soon as
+it is done, so the output can be streamed, and a sweep resumed (``--resume PREVIOUS.jsonl``
+skips the files already reported there). A line is
+
+``{"file", "index", "status": "ok" | "bad_input" | "internal_error", "exit_code": 0 | 2 | 1,
+"result": <the verify document> | null, "error": str | null, "seconds"}``.
+
+A failure in one set is its own line and never stops the others. The sweep's exit code is 0
+when every set ran, 1 if any set hit an internal error, otherwise 2 if any set was bad input.
+Shared by every system: the per-system work is :func:`flowcert.cli.verify_document`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence, TextIO
+
+SUFFIXES = (".json", ".npz")
+
+
+def expand(paths: Sequence[str]) -> list[str]:
+    """Files named directly, and the ``.json`` / ``.npz`` files of each directory (sorted)."""
+    out: list[str] = []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            out.extend(str(f) for f in sorted(path.iterdir()) if f.is_file() and f.suffix.lower() in SUFFIXES)
+        else:
+            out.append(p)
+    return out
+
+
+def done_files(resume: str) -> set[str]:
+    """Files already reported in a previous sweep's JSON lines (unreadable lines are ignored)."""
+    seen: set[str] = set()
+    try:
+        text = Path(resume).read_text()
+    except OSError:
+        return seen
+    for line in text.splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(rec, dict) and isinstance(rec.get("file"), str):
+            seen.add(rec["file"])
+    return seen
+
+
+def verify_file(system: str, path: str, simulate: bool = False, index: int = 0) -> dict[str, Any]:
+    """Verify one parameter file; never raises. The JSON line of the sweep (JSON-safe)."""
+    from . import cli
+    from .certificates import core
+    from .params import ParamError
+
+    core.clear_memo()  # memoisation is per parameter set: bounded memory in long-lived workers
+    t0 = time.perf_counter()
+    rec: dict[str, Any] = {"file": path, "index": index, "status": "ok", "exit_code": 0, "result": None, "error": None}
+    try:
+        doc = cli.verify_document(system, path, simulate=simulate)
+        rec["result"] = cli._finite(json.loads(json.dumps(doc, default=cli._json_default)))
+    except (ParamError, cli.InputError) as exc:
+        rec.update(status="bad_input", exit_code=2, error=str(exc))
+    except Exception as exc:  # noqa: BLE001 - one set's failure is its own line
+        rec.update(status="internal_error", exit_code=1, error=f"{type(exc).__name__}: {exc}")
+    rec["seconds"] = time.perf_counter() - t0
+    return rec
+
+
+def _serial(system: str, files: list[tuple[int, str]], simulate: bool) -> Iterator[dict[str, Any]]:
+    for i, f in files:
+        yield verify_file(system, f, simulate, i)
+
+
+def _local(system: str, files: list[tuple[int, str]], simulate: bool, jobs: int) -> Iterator[dict[str, Any]]:
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_single_thread) as pool:
+        futures = {pool.submit(verify_file, system, f, simulate, i): (i, f) for i, f in files}
+        for fut in as_completed(futures):
+            i, f = futures[fut]
+            try:
+                yield fut.result()
+            except Exception as exc:  # noqa: BLE001 - a worker died: still one line for this set
+                yield {"file": f, "index": i, "status": "internal_error", "exit_code": 1, "result": None,
+                       "error": f"worker failed: {type(exc).__name__}: {exc}", "seconds": None}
+
+
+def _single_thread() -> None:
+    """Worker initializer: one BLAS/OpenMP thread per process (the processes are the parallelism)."""
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = "1"
+
+
+def _dask(system: str, files: list[tuple[int, str]], simulate: bool, address: str) -> Iterator[dict[str, Any]]:
+    try:
+        from dask.distributed import Client, as_completed
+    except ImportError as exc:
+        from .cli import InputError
+
+        raise InputError("--scheduler: dask.distributed is not installed (pip install 'flowcert[dask]')") from exc
+    try:
+        client = Client(address, timeout=30)
+    except (OSError, TimeoutError, ValueError) as exc:
+        from .cli import InputError
+
+        raise InputError(f"--scheduler: cannot connect to {address!r}: {exc}") from None
+    try:
+        futures = {}
+        for i, f in files:
+            fut = client.submit(verify_file, system, str(Path(f).resolve()), simulate, i, pure=False)
+            futures[fut] = (i, f)
+        for fut in as_completed(list(futures)):
+            i, f = futures[fut]
+            try:
+                rec = fut.result()
+                rec["file"] = f
+                yield rec
+            except Exception as exc:  # noqa: BLE001 - a worker died: still one line for this set
+                yield {"file": f, "index": i, "status": "internal_error", "exit_code": 1, "result": None,
+                       "error": f"worker failed: {type(exc).__name__}: {exc}", "seconds": None}
+    finally:
+        client.close()
+
+
+class Progress:
+    """A one-line progress bar on a terminal's stderr (nothing when stderr is not a TTY)."""
+
+    def __init__(self, total: int, stream: TextIO, enabled: bool) -> None:
+        self.total, self.stream, self.done, self.failed = total, stream, 0, 0
+        self.enabled = enabled and total > 0 and stream.isatty()
+        self.t0 = time.perf_counter()
+
+    def update(self, rec: dict[str, Any]) -> None:
+        self.done += 1
+        self.failed += rec["status"] != "ok"
+        if not self.enabled:
+            return
+        width = 30
+        fill = int(width * self.done / self.total)
+        self.stream.write(f"\r[{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} sets, "
+                          f"{self.failed} failed, {time.perf_counter() - self.t0:.0f} s")
+        if self.done == self.total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def run(system: str, paths: Sequence[str], *, simulate: bool = False, jobs: int = 1, scheduler: str | None = None,
+        resume: str | None = None, progress: bool = True, out: TextIO | None = None) -> int:
+    """Run a sweep and write one JSON line per parameter set to ``out``; returns the exit code."""
+    out = out or sys.stdout
+    files = expand(paths)
+    skip = done_files(resume) if resume else set()
+    todo = [(i, f) for i, f in enumerate(files) if f not in skip]
+    runner: Iterable[dict[str, Any]]
+    if scheduler:
+        runner = _dask(system, todo, simulate, scheduler)
+    elif jobs > 1 and len(todo) > 1:
+        runner = _local(system, todo, simulate, jobs)
+    else:
+        runner = _serial(system, todo, simulate)
+    bar = Progress(len(todo), sys.stderr, progress)
+    code = 0
+    for rec in runner:
+        out.write(json.dumps(rec, allow_nan=False) + "\n")
+        out.flush()
+        bar.update(rec)
+        code = 1 if rec["exit_code"] == 1 else (code or rec["exit_code"])
+    return code
+
+
+def is_sweep(paths: Sequence[str], jobs: int | None, scheduler: str | None, resume: str | None) -> bool:
+    """True unless the command names one file and no sweep option (then the contract's one document)."""
+    return len(paths) != 1 or Path(paths[0]).is_dir() or jobs is not None or scheduler is not None or resume is not None
+

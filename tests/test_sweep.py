@@ -1,0 +1,97 @@
+"""Sweeps of ``flowcert verify`` over many parameter files (serial, ``--jobs``, Dask LocalCluster).
+
+Expected regimes are derived by hand (see tests/test_cli.py): ``cli/gaussian_certified_zero_2d.json``
+has V = -I, B = I, A = -I, so Thm 4.7(2) gives Sigma -> 0; ``cli/gaussian_blowup_2d.json`` has
+V = B = I, A = diag(1, 2), Sigma0 = I, so Thm 4.8(1) gives finite-time blow-up. A file with a
+missing key is bad input (its own line, exit code 2) and must not stop the others.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from flowcert import cli, sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = ROOT / "tests" / "data" / "cli"
+EXPECTED = {"zero.json": "converges_zero", "blowup.json": "blows_up"}
+
+
+@pytest.fixture()
+def folder(tmp_path: Path) -> Path:
+    shutil.copy(CLI / "gaussian_certified_zero_2d.json", tmp_path / "zero.json")
+    shutil.copy(CLI / "gaussian_blowup_2d.json", tmp_path / "blowup.json")
+    raw = json.loads((CLI / "gaussian_blowup_2d.json").read_text())
+    del raw["B"]
+    (tmp_path / "broken.json").write_text(json.dumps(raw))
+    (tmp_path / "notes.txt").write_text("not a parameter file")
+    return tmp_path
+
+
+def _lines(text: str) -> dict[str, dict]:
+    recs = [json.loads(line) for line in text.splitlines() if line.strip()]
+    return {Path(r["file"]).name: r for r in recs}
+
+
+def _check(recs: dict[str, dict]) -> None:
+    assert set(recs) == {"zero.json", "blowup.json", "broken.json"}
+    for name, regime in EXPECTED.items():
+        assert recs[name]["status"] == "ok" and recs[name]["exit_code"] == 0
+        assert recs[name]["result"]["regime"]["Sigma"] == regime
+        assert recs[name]["result"]["regime"]["basis"] == "certified"
+    bad = recs["broken.json"]
+    assert bad["status"] == "bad_input" and bad["exit_code"] == 2 and bad["result"] is None
+    assert "'B'" in bad["error"]
+
+
+def test_sweep_directory_one_line_per_set(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(["verify", "gaussian", "--params", str(folder), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 2  # one set was bad input; the others ran
+    assert err == ""  # quiet under --json (and stderr is not a terminal here)
+    _check(_lines(out))
+
+
+def test_sweep_resume_skips_reported_files(folder: Path) -> None:
+    previous = folder / "previous.jsonl"
+    previous.write_text(json.dumps({"file": str(folder / "zero.json")}) + "\nnot json\n")
+    out = io.StringIO()
+    code = sweep.run("gaussian", [str(folder / "zero.json"), str(folder / "blowup.json")], resume=str(previous), out=out)
+    recs = _lines(out.getvalue())
+    assert code == 0 and set(recs) == {"blowup.json"}
+    assert recs["blowup.json"]["result"]["regime"]["Sigma"] == "blows_up"
+
+
+def test_single_file_keeps_the_one_document(capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(["verify", "gaussian", "--params", str(CLI / "gaussian_certified_zero_2d.json"), "--json"])
+    out, _ = capsys.readouterr()
+    doc = json.loads(out)  # exactly one JSON document, not JSON lines
+    assert code == 0 and doc["system"] == "gaussian" and doc["regime"]["Sigma"] == "converges_zero"
+
+
+def test_sweep_bad_options_exit_2(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["verify", "gaussian", "--params", str(folder), "--jobs", "0"]) == 2
+    assert cli.main(["verify", "gaussian", "--params", str(folder / "missing.json"), str(folder / "zero.json")]) == 2
+    err = capsys.readouterr().err
+    assert "--jobs" in err and "missing.json" in err and "Traceback" not in err
+
+
+def test_sweep_local_processes(folder: Path) -> None:
+    out = io.StringIO()
+    code = sweep.run("gaussian", [str(folder)], jobs=2, out=out)
+    assert code == 2
+    _check(_lines(out.getvalue()))
+
+
+def test_sweep_on_dask_local_cluster(folder: Path) -> None:
+    distributed = pytest.importorskip("dask.distributed", reason="dask.distributed not installed (extra 'flowcert[dask]')")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        out = io.StringIO()
+        code = sweep.run("gaussian", [str(folder)], scheduler=cluster.scheduler_address, out=out)
+    assert code == 2
+    _check(_lines(out.getvalue()))
