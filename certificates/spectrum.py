@@ -151,10 +151,11 @@ def exact_inertia(J: sp.Matrix) -> tuple[int, int, int]:
     return right - n0, left - n0, n0
 
 
-def inertia_certificate(J_exact: sp.Matrix, what: str = "J") -> core.Certificate | None:
+def inertia_certificate(J_exact: Any, what: str = "J") -> core.Certificate | None:
     """``spectrum_inertia`` certificate of a rational matrix, or None beyond :data:`EXACT_INERTIA_MAX`."""
-    if J_exact.rows > EXACT_INERTIA_MAX:
+    if core.qmat(J_exact).nrows() > EXACT_INERTIA_MAX:
         return None
+    J_exact = core.rational_matrix(J_exact)
     p, n, z = exact_inertia(J_exact)
     return core.Certificate(
         "spectrum_inertia",
@@ -170,7 +171,7 @@ def _check_spectrum_inertia(data: dict[str, Any]) -> bool:
 core.register("spectrum_inertia", _check_spectrum_inertia)
 
 
-def exact_verdict(name: str, J: np.ndarray, J_exact: sp.Matrix, detail: str) -> core.HypothesisResult | None:
+def exact_verdict(name: str, J: np.ndarray, J_exact: Any, detail: str) -> core.HypothesisResult | None:
     """Hurwitz verdict from the exact spectral inertia (``holds``/``fails``), None beyond the size cap."""
     cert = inertia_certificate(J_exact)
     if cert is None:
@@ -192,7 +193,7 @@ def hurwitz(name: str, J: np.ndarray, *, exact_data: bool = True) -> core.Hypoth
     ``exact_data=False`` for a matrix computed in floating point from other data (then only a
     Lyapunov certificate with a margin decides, never the exact spectrum of the rounded matrix).
     """
-    return spectrum_verdict(name, np.asarray(J, float), core.rational_matrix(J), exact_fallback=exact_data)
+    return spectrum_verdict(name, np.asarray(J, float), core.qmat(np.asarray(J, float)), exact_fallback=exact_data)
 
 
 @core.memoised

@@ -359,9 +359,14 @@ def _detect_hyp(ea: EtaAnalysis) -> core.HypothesisResult:
     if not core.is_psd(ea.Q):
         return core.HypothesisResult(name, "fails", None, "exact rational LDL^T", None,
                                      "eta(B + B^T) has a positive eigenvalue: eq. (12) fails")
+    strict = definite(ea.Q, "-eta(B + B^T)", 1)  # eq. (12) strictly: H > 0 leaves no unobservable subspace
+    if strict.status == "holds":
+        return core.certified(name, "holds", strict.certificate, strict.margin,
+                              f"{strict.method}; H > 0, so (H, A) is observable at any size",
+                              "eta(B + B^T) < 0 (eq. (12) strictly): the unobservable subspace is {0}")
     if ea.detect is None:
         return core.HypothesisResult(name, "unknown", None, "exact PBH", None,
-                                     f"d above the exact size cap {spectrum.EXACT_INERTIA_MAX}")
+                                     f"eta(B + B^T) is singular and d is above the exact size cap {spectrum.EXACT_INERTIA_MAX}")
     status = "holds" if ea.detect.data["detectable"] else "fails"
     return core.certified(name, status, ea.detect, None,
                           "PBH: A on the unobservable subspace ker [Q; QA; ...] must be Hurwitz (exact nullspace + "

@@ -27,6 +27,7 @@ import hashlib
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
+import inspect
 from functools import lru_cache
 from typing import Any, Callable
 
@@ -369,6 +370,10 @@ def _integrate_moments(
                               "the transport form did not repair it: a failed run, not evidence; " + note + sol.message,
                               meth, drift, escape_time)
     return MomentSolution(t, mu, S, status, tb, note + sol.message, meth, drift, escape_time)
+
+
+# the public entry point takes the private one's keyword options: show them to help() and inspect
+integrate_moments.__signature__ = inspect.signature(_integrate_moments)  # type: ignore[attr-defined]
 
 
 TRANSPORT_EVALUATIONS = 100_000  # budget of the transport-form fallback (a repair, not a second full run)
