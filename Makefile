@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: report test test-full install clean browser-deps
+.PHONY: report report-full test test-full install clean browser-deps
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -18,8 +18,13 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# the main job: every section with its quick protocol (about a minute); report-full runs the longer
+# studies (KPFlow training sweeps, full basin counts, full-size experiments: up to about 15 minutes)
 report: $(STAMP)
-	MPLBACKEND=Agg $(BIN)/flowcert report --out reports/out
+	MPLBACKEND=Agg OMP_NUM_THREADS=1 $(BIN)/flowcert report --quick --out reports/out
+
+report-full: $(STAMP)
+	MPLBACKEND=Agg OMP_NUM_THREADS=1 $(BIN)/flowcert report --out reports/out
 
 # Chromium + chromedriver for tests/test_report_browser.py (Debian packages; as root, no stdin needed).
 browser-deps:
