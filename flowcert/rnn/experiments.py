@@ -48,6 +48,31 @@ def _spectra(cell: Any, theta: dict, x: Any) -> dict[str, Any]:
             "K_trH": effrank_from(fs["K_trH"]), "features": effrank_from(fv), "pca95": _pca95(tr.Z), "N": B * T * H}
 
 
+def _trainable(theta: dict, H: int, seed: int, lr: float) -> tuple[dict, Any, Any, Any]:
+    """Trainable copies of the cell parameters, a seeded linear readout (3 outputs) and Adam over both."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed + 1)
+    W_out = (torch.randn(3, H, generator=gen, dtype=torch.float64) / math.sqrt(H)).requires_grad_(True)
+    b_out = torch.zeros(3, dtype=torch.float64, requires_grad=True)
+    params = {k: v.clone().requires_grad_(True) for k, v in theta.items()}
+    return params, W_out, b_out, torch.optim.Adam(list(params.values()) + [W_out, b_out], lr=lr)
+
+
+def _gd_step(opt: Any, cell: Any, params: dict, W_out: Any, b_out: Any, x: Any, y: Any) -> float:
+    r"""One optimiser step on :math:`L=\frac1B\sum_{b,t}\frac12\|W_{out}z+b_{out}-y^*\|^2`; returns L."""
+    import torch
+
+    from ..gpu.rnn.operators import rollout
+
+    opt.zero_grad()
+    Z = rollout(cell, params, x, torch.zeros(x.shape[0], W_out.shape[1], dtype=torch.float64))
+    L = 0.5 * ((Z @ W_out.T + b_out - y) ** 2).sum() / x.shape[0]
+    L.backward()
+    opt.step()
+    return float(L.detach())
+
+
 def collapse_sweep(gains: Sequence[float] = (0.5, 1.0, 2.0), H: int = 16, n_angles: int = 8, steps: int = 10,
                    iters: int = 150, checkpoints: Sequence[int] = (0, 50, 150), lr: float = 1e-2,
                    seed: int = 0) -> dict[str, Any]:
@@ -55,8 +80,6 @@ def collapse_sweep(gains: Sequence[float] = (0.5, 1.0, 2.0), H: int = 16, n_angl
     import torch
 
     from ..gpu.rnn import cells, tasks
-    from ..gpu.rnn.operators import rollout
-
     torch.set_num_threads(1)
     x, y = tasks.memory_task("MP", n_angles, steps=steps)
     out: dict[str, Any] = {"gains": list(gains), "runs": [], "protocol": {
@@ -64,23 +87,14 @@ def collapse_sweep(gains: Sequence[float] = (0.5, 1.0, 2.0), H: int = 16, n_angl
         "optimizer": "Adam", "seed": seed, "loss": "(1/B) sum_{b,t} 1/2 ||W_out z + b_out - y*||^2"}}
     for g in gains:
         cell, th = cells.init_params("rnn_tanh", H, 3, g=g, seed=seed, dt=1.0)
-        gen = torch.Generator().manual_seed(seed + 1)
-        W_out = (torch.randn(3, H, generator=gen, dtype=torch.float64) / math.sqrt(H)).requires_grad_(True)
-        b_out = torch.zeros(3, dtype=torch.float64, requires_grad=True)
-        params = {k: v.clone().requires_grad_(True) for k, v in th.items()}
-        opt = torch.optim.Adam(list(params.values()) + [W_out, b_out], lr=lr)
+        params, W_out, b_out, opt = _trainable(th, H, seed, lr)
         run: dict[str, Any] = {"g": g, "checkpoints": [], "loss": []}
         for it in range(iters + 1):
             if it in checkpoints:
                 run["checkpoints"].append({"iter": it, **_spectra(cell, params, x)})
             if it == iters:
                 break
-            opt.zero_grad()
-            Z = rollout(cell, params, x, torch.zeros(x.shape[0], H, dtype=torch.float64))
-            L = 0.5 * ((Z @ W_out.T + b_out - y) ** 2).sum() / x.shape[0]
-            L.backward()
-            opt.step()
-            run["loss"].append(float(L.detach()))
+            run["loss"].append(_gd_step(opt, cell, params, W_out, b_out, x, y))
         out["runs"].append(run)
     return out
 
@@ -91,16 +105,12 @@ def interference_run(H: int = 16, n_angles: int = 4, steps: int = 5, context: in
     import torch
 
     from ..gpu.rnn import cells, tasks
-    from ..gpu.rnn.operators import KPFlow, Trajectory, interference_matrix, readout_error, rollout, task_blocks
+    from ..gpu.rnn.operators import KPFlow, Trajectory, interference_matrix, readout_error, task_blocks
 
     torch.set_num_threads(1)
     x, y, idx = tasks.multitask(n_angles, steps=steps, context=context)
     cell, th = cells.init_params("gru", H, x.shape[-1], g=1.0, seed=seed)
-    gen = torch.Generator().manual_seed(seed + 1)
-    W_out = (torch.randn(3, H, generator=gen, dtype=torch.float64) / math.sqrt(H)).requires_grad_(True)
-    b_out = torch.zeros(3, dtype=torch.float64, requires_grad=True)
-    params = {k: v.clone().requires_grad_(True) for k, v in th.items()}
-    opt = torch.optim.Adam(list(params.values()) + [W_out, b_out], lr=lr)
+    params, W_out, b_out, opt = _trainable(th, H, seed, lr)
 
     def hidden_cos(Z: Any) -> np.ndarray:
         zs = [Z[i].reshape(-1) for i in idx]
@@ -122,12 +132,7 @@ def interference_run(H: int = 16, n_angles: int = 4, steps: int = 5, context: in
             hid.append(hidden_cos(tr.Z))
         if it == iters:
             break
-        opt.zero_grad()
-        Z = rollout(cell, params, x, torch.zeros(x.shape[0], H, dtype=torch.float64))
-        L = 0.5 * ((Z @ W_out.T + b_out - y) ** 2).sum() / x.shape[0]
-        L.backward()
-        opt.step()
-        losses.append(float(L.detach()))
+        losses.append(_gd_step(opt, cell, params, W_out, b_out, x, y))
     C = np.cumsum(np.array(Ms), 0) / np.arange(1, len(Ms) + 1)[:, None, None]  # mean of M(s) up to S
     C_sum = interference_matrix(sums).numpy()  # cosine of the summed corrections (second reading)
 
