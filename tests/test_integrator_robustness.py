@@ -145,6 +145,41 @@ def test_escaping_mean_respects_t_eval_and_signs():
     assert not sol.Sigma.any()
 
 
+def test_finite_time_blowup_is_not_mistaken_for_stiffness():
+    """Riccati S' = S B S, S(0) = s0 I: S(t) = (I/s0 - tB)^{-1} blows up at 1/(s0 lambda_max(B)).
+
+    Near the blow-up rho(J) ~ ||S|| grows within each window; a growth mode is accuracy-limited,
+    so the explicit method must stay (Radau on d^2 states was 700x dearer), and the event time
+    must match the closed form where ||S||_F first reaches the threshold.
+    """
+    from flowcert.numeric.integration import solve_switching
+
+    d, s0, level = 8, 0.1, 1e8
+    rng = np.random.default_rng(3)
+    G = np.eye(d) + 0.1 * rng.normal(size=(d, d))
+    B = G @ G.T
+    lam, Q = np.linalg.eigh(B)
+
+    def field(t, y):
+        S = y.reshape(d, d)
+        return (S @ B @ S).ravel()
+
+    def event(t, y):
+        return level - np.linalg.norm(y)
+
+    event.terminal = True
+    sol, method, note = solve_switching(field, (0.0, 10.0), s0 * np.eye(d).ravel(), rtol=1e-11, atol=1e-13,
+                                        events=event)
+    assert method == "DOP853" and note == ""
+    # ||S(t)||_F = ||(1/s0 - t lam)^{-1}||_2 in the eigenbasis of B: root of the event in closed form
+    from scipy.optimize import brentq
+
+    t_star = 1.0 / (s0 * lam[-1])
+    t_hit = brentq(lambda t: np.linalg.norm(1.0 / (1.0 / s0 - t * lam)) - level, 0.0, t_star * (1 - 1e-14))
+    assert sol.t[-1] == pytest.approx(t_hit, rel=1e-9)
+    assert sol.nfev < 20_000
+
+
 def test_budget_spent_without_stiffness_is_not_retried_implicitly():
     """A fast rotation (omega = 1000) is accuracy-limited: a small budget fails at once with the reason."""
     A = np.array([[-1.0, 1000.0], [-1000.0, -1.0]])
