@@ -80,9 +80,16 @@ def _serial(system: str, files: list[tuple[int, str]], simulate: bool) -> Iterat
 
 
 def _local(system: str, files: list[tuple[int, str]], simulate: bool, jobs: int) -> Iterator[dict[str, Any]]:
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    with ProcessPoolExecutor(max_workers=jobs, initializer=_single_thread) as pool:
+    # fork after importing what the system needs: workers start warm (spawn re-imports sympy,
+    # scipy and cvxpy in every worker, seconds each); elsewhere, the platform's default
+    linux = sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+    if linux:
+        _warm(system)
+    context = multiprocessing.get_context("fork" if linux else None)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_single_thread) as pool:
         futures = {pool.submit(verify_file, system, f, simulate, i): (i, f) for i, f in files}
         for fut in as_completed(futures):
             i, f = futures[fut]
@@ -93,10 +100,34 @@ def _local(system: str, files: list[tuple[int, str]], simulate: bool, jobs: int)
                        "error": f"worker failed: {type(exc).__name__}: {exc}", "seconds": None}
 
 
+WARM = {
+    "gaussian": ("flowcert.gaussian", "flowcert.numeric.gaussian", "sympy"),
+    "attention": ("flowcert.attention", "sympy"),
+    "rnn": ("flowcert.rnn.analyze", "flowcert.rnn.params"),
+}
+
+
+def _warm(system: str) -> None:
+    """Import the modules verifying ``system`` needs, once, in the parent of forked workers."""
+    import importlib
+
+    for name in WARM.get(system, ()):
+        importlib.import_module(name)
+
+
 def _single_thread() -> None:
-    """Worker initializer: one BLAS/OpenMP thread per process (the processes are the parallelism)."""
+    """Worker initializer: one BLAS/OpenMP thread per process (the processes are the parallelism).
+
+    The libraries are loaded already (forked workers inherit them), so their pools are resized
+    with :mod:`threadpoolctl` and ``torch.set_num_threads``; environment variables cover the rest.
+    """
+    from threadpoolctl import threadpool_limits
+
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
+    threadpool_limits(1)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(1)
 
 
 def _dask(system: str, files: list[tuple[int, str]], simulate: bool, address: str) -> Iterator[dict[str, Any]]:
