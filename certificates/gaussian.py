@@ -14,6 +14,20 @@ constant :math:`L=8\|V\|_F\|B\|_F` of :math:`\Sigma\mapsto DF_\Sigma` (vech, 2-n
 certify :math:`J` Hurwitz; the certificate transfers to :math:`\Sigma^*` when
 :math:`2\|P\|_2 L\,(2\eta)<\epsilon`, checked as :math:`16\|P\|_F^2L^2\eta^2<\epsilon^2`.
 *Instability*: :math:`J^\top P+PJ\prec0` with :math:`v^\top Pv<0` (Ostrowski–Schneider).
+
+*No PD equilibrium* (trace monotonicity). :math:`\operatorname{tr}F(\Sigma)=\operatorname{tr}((A+A^\top)\Sigma)
++2\operatorname{tr}(X Y)` with :math:`X=\Sigma^{1/2}V_s\Sigma^{1/2}`, :math:`Y=\Sigma^{1/2}B_s\Sigma^{1/2}`
+(:math:`V_s,B_s` symmetric parts; exact when V or B is symmetric). If
+:math:`s(A+A^\top)\succeq0`, :math:`\sigma_VV_s\succeq0`, :math:`\sigma_BB_s\succeq0` with
+:math:`\sigma_V\sigma_B=s`, and one of them strictly (:math:`s(A+A^\top)\succ0`, or
+:math:`V_s,B_s` both definite), then :math:`s\operatorname{tr}F(\Sigma)>0` for every
+:math:`\Sigma\succ0`: eq. (18) has no positive definite solution.
+
+*PD equilibria for* :math:`V=\eta I` (exact). With :math:`P=\Sigma^{-1}`, eq. (18) reads
+:math:`A^\top P+PA=Q`, :math:`Q=-\eta(B+B^\top)`. If :math:`Q\succ0`, a PD solution exists iff every
+eigenvalue of A has :math:`\operatorname{Re}>0` (Ostrowski–Schneider: :math:`\operatorname{In}P=
+\operatorname{In}A`; then the Lyapunov operator is invertible and its solution is PD); if
+:math:`Q\prec0`, iff A is Hurwitz. The inertia of A comes from a certified count.
 """
 
 from __future__ import annotations
@@ -425,3 +439,101 @@ def _check_d2_equilibria(data: dict[str, Any]) -> bool:
 
 
 core.register("d2_equilibria", _check_d2_equilibria)
+
+
+def _sign(M: np.ndarray) -> int | None:
+    """+1 / -1 when the float eigenvalues of M's symmetric part are all >= 0 / <= 0, else None."""
+    w = np.linalg.eigvalsh(0.5 * (M + M.T))
+    return 1 if w.min() >= 0 else (-1 if w.max() <= 0 else None)
+
+
+def _trace_monotone_parts(data: dict[str, Any]) -> list[tuple[Any, bool]] | None:
+    """The (matrix, strict) definiteness claims behind a ``trace_monotone`` certificate."""
+    A, B, V = (core.qmat(data[k]) for k in ("A", "B", "V"))
+    sv, sb = int(data["sign_V"]), int(data["sign_B"])
+    if sv not in (1, -1) or sb not in (1, -1) or not (core.is_symmetric(V) or core.is_symmetric(B)):
+        return None
+    half = flint.fmpq(1, 2)
+    As, Vs, Bs = A + A.transpose(), (V + V.transpose()) * half, (B + B.transpose()) * half
+    strict_a = data["strict"] == "A+A^T"
+    return [(As * (sv * sb), strict_a), (Vs * sv, not strict_a), (Bs * sb, not strict_a)]
+
+
+def _check_trace_monotone(data: dict[str, Any]) -> bool:
+    parts = _trace_monotone_parts(data)
+    return parts is not None and all(core.is_pd(M) if strict else core.is_psd(M) for M, strict in parts)
+
+
+core.register("trace_monotone", _check_trace_monotone)
+
+
+@core.memoised
+def no_pd_equilibrium_trace(A: np.ndarray, B: np.ndarray, V: np.ndarray,
+                            name: str = "pd_equilibrium_exists") -> core.HypothesisResult | None:
+    """``pd_equilibrium_exists`` fails when tr F has a strict sign on the PD cone (any d; see the
+    module docstring); None when the signs of A + A^T, V, B do not line up (nothing proved)."""
+    sv, sb = _sign(V), _sign(B)
+    if sv is None or sb is None or not (np.array_equal(V, V.T) or np.array_equal(B, B.T)):
+        return None
+    s = sv * sb
+    strict = "A+A^T" if np.linalg.eigvalsh(s * (A + A.T)).min() > 0 else "V,B"
+    data = {"A": core.encode(core.qmat(A)), "B": core.encode(core.qmat(B)), "V": core.encode(core.qmat(V)),
+            "sign_V": sv, "sign_B": sb, "strict": strict}
+    direction = "increases" if s > 0 else "decreases"
+    cert = core.Certificate("trace_monotone", f"tr Sigma strictly {direction} along eq. (7) at every Sigma > 0, so eq. (18) "
+                                              "has no positive definite solution", data)
+    out = core.certified(name, "fails", cert, None,
+                         "trace monotonicity: exact definiteness of s(A + A^T), sign_V V, sign_B B",
+                         f"s = {s:+d}: s tr F(Sigma) = s tr((A + A^T) Sigma) + 2 s tr(V Sigma B Sigma) > 0 on Sigma > 0 "
+                         f"(strict part: {strict})")
+    return out if out.status == "fails" else None
+
+
+def _inertia_of(count: dict[str, Any], d: int) -> tuple[int, int, int] | None:
+    """(n+, n-, n0) of A from an ``unstable_count`` (Lyapunov: no imaginary axis) or ``spectrum_inertia`` certificate."""
+    if count.get("kind") == "unstable_count":
+        k = int(count["data"]["count"])
+        return k, d - k, 0
+    if count.get("kind") == "spectrum_inertia":
+        p, n, z = (int(x) for x in count["data"]["inertia"])
+        return p, n, z
+    return None
+
+
+def _check_eta_pd_equilibrium(data: dict[str, Any]) -> bool:
+    A, B = core.qmat(data["A"]), core.qmat(data["B"])
+    eta, s, count = core._fmpq(data["eta"]), int(data["sign_Q"]), data["count_certificate"]
+    d = A.nrows()
+    if s not in (1, -1) or eta == 0 or not core.recheck(count) or core.qmat(count["data"]["J"]) != A:
+        return False
+    inertia = _inertia_of(count, d)
+    if inertia is None or not core.is_pd((B + B.transpose()) * (-eta * s)):
+        return False
+    return (inertia[0] == d if s > 0 else inertia[1] == d) == bool(data["exists"])
+
+
+core.register("eta_pd_equilibrium", _check_eta_pd_equilibrium)
+
+
+def pd_equilibrium_eta(A: np.ndarray, B: np.ndarray, eta: float, count: core.Certificate | None,
+                       name: str = "pd_equilibrium_exists") -> core.HypothesisResult | None:
+    """``pd_equilibrium_exists`` for V = eta I with eta(B + B^T) definite, decided exactly from the
+    certified inertia of A (module docstring); None when that route does not apply."""
+    if eta == 0 or count is None:
+        return None
+    w = np.linalg.eigvalsh(-eta * (B + B.T))
+    s = 1 if w.min() > 0 else (-1 if w.max() < 0 else 0)
+    inertia = _inertia_of(count.to_json(), A.shape[0])
+    if s == 0 or inertia is None:
+        return None
+    d = A.shape[0]
+    exists = inertia[0] == d if s > 0 else inertia[1] == d
+    data = {"A": core.encode(core.qmat(A)), "B": core.encode(core.qmat(B)), "eta": str(core._fmpq(eta)), "sign_Q": s,
+            "exists": exists, "count_certificate": count.to_json()}
+    need = "every eigenvalue of A has Re > 0" if s > 0 else "A is Hurwitz"
+    cert = core.Certificate("eta_pd_equilibrium", f"eq. (18) with V = eta I {'has' if exists else 'has no'} positive "
+                                                  f"definite solution ({need} {'holds' if exists else 'fails'})", data)
+    out = core.certified(name, "holds" if exists else "fails", cert, None,
+                         "P = Sigma^-1 solves A^T P + P A = -eta(B + B^T) (definite): inertia theorem + certified inertia of A",
+                         f"inertia of A (n+, n-, n0) = {inertia}; a PD equilibrium exists iff {need}")
+    return out if out.status != "unknown" else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
+import flint
 import numpy as np
 
 from . import core, exact
@@ -88,6 +89,23 @@ def definite(M: Any, name: str, sign: int) -> core.HypothesisResult:
 def semidefinite(M: Any, name: str) -> core.HypothesisResult:
     """Exact verdict on :math:`M\\succeq0`."""
     return core.psd_hypothesis(f"{name} >= 0", M, name)
+
+
+@core.memoised
+def min_eigenvalue_upper_bound(M: Any) -> Fraction | None:
+    r"""A rational :math:`u\ge\lambda_{\min}(M)`: the exact Rayleigh quotient :math:`v^\top Mv/v^\top v`
+    of a float eigenvector rounded to integers (M symmetric; any nonzero v bounds from above)."""
+    Mq = core.qmat(M)
+    if not core.is_symmetric(Mq):
+        return None
+    U = np.linalg.eigh(as_float(Mq))[1]
+    u = U[:, 0] / np.abs(U[:, 0]).max()
+    v = [int(x) for x in np.round(u * 2**30)]
+    if not any(v):
+        return None
+    vq = flint.fmpq_mat(len(v), 1, v)
+    q = (vq.transpose() * Mq * vq)[0, 0] / (vq.transpose() * vq)[0, 0]
+    return Fraction(int(q.p), int(q.q))
 
 
 def upper_eigenvalue_bound(M: Any) -> Fraction | None:

@@ -28,7 +28,8 @@ import sympy as sp
 from ..catalogue import CrossCheck, TheoremResult
 from ..certificates import core, spectrum
 from ..certificates import gaussian as cert
-from ..certificates.hypotheses import definite, lower_eigenvalue_bound, semidefinite, sym_part
+from ..certificates.hypotheses import (definite, lower_eigenvalue_bound, min_eigenvalue_upper_bound, semidefinite,
+                                      sym_part)
 from ..numeric import gaussian as ng
 from ..numeric.gaussian import riccati
 from .params import GaussianParams
@@ -151,6 +152,9 @@ def _no_pd_equilibrium(p: GaussianParams, eq: Equilibrium) -> core.HypothesisRes
     """Witness against the printed claim (1): every real equilibrium is non-PD (d = 2: exact
     Groebner basis on the data as given, floats being dyadic rationals, with exact signs at the
     algebraic roots; certificate ``d2_equilibria``)."""
+    by_trace = cert.no_pd_equilibrium_trace(p.A, p.B, p.V)
+    if by_trace is not None:
+        return by_trace
     if p.d != 2:
         return core.HypothesisResult("pd_equilibrium_exists", "unknown", None, "simulation", None,
                                      f"the simulation converged to a {eq.kind} equilibrium; exact enumeration only for d = 2")
@@ -260,15 +264,35 @@ def blowup_bound(p: GaussianParams) -> float | None:
 
 
 def _trace_condition(p: GaussianParams) -> core.HypothesisResult:
-    ba = _beta_alpha(p)
+    r"""``tr Sigma0 > -alpha / beta``, i.e. :math:`\beta\operatorname{tr}\Sigma_0+\alpha>0`, on exact data.
+
+    Holds when certified lower bounds of :math:`\alpha,\lambda_{\min}(V),\lambda_{\min}(B)` already
+    give a positive value; fails when exact Rayleigh quotients (upper bounds of the same smallest
+    eigenvalues) give a value :math:`\le0`; otherwise the bounds straddle 0 and it is unknown.
+    """
     name = "tr Sigma0 > -alpha / beta"
+    ba = _beta_alpha(p)
     if ba is None:
-        return core.HypothesisResult(name, "unknown", None, "certified eigenvalue bounds", None, "no certified lower bounds")
+        return core.HypothesisResult(name, "unknown", None, "certified eigenvalue bounds", None,
+                                     "beta = 2 lambda_min(V) lambda_min(B) / d is not certified positive (V > 0 or B > 0 "
+                                     "is not proved), so -alpha / beta is not the theorem's quantity")
     beta, alpha = ba
-    margin = beta * _exact_trace(p.Sigma0) + alpha
-    return core.HypothesisResult(name, "holds" if margin > 0 else "unknown", _float(margin),
-                                 "certified lower bounds of alpha, lambda_min(V), lambda_min(B) (exact LDL^T)", None,
-                                 "beta tr Sigma0 + alpha with certified lower bounds, in exact rationals")
+    tr = _exact_trace(p.Sigma0)
+    low = beta * tr + alpha if tr >= 0 else None  # a lower bound of beta tr + alpha needs tr >= 0
+    if low is not None and low > 0:
+        return core.HypothesisResult(name, "holds", _float(low),
+                                     "certified lower bounds of alpha, lambda_min(V), lambda_min(B) (exact LDL^T)", None,
+                                     "beta tr Sigma0 + alpha with certified lower bounds, in exact rationals")
+    ups = [min_eigenvalue_upper_bound(M) for M in (sym_part(p.A), p.V, p.B)]
+    if tr >= 0 and all(u is not None for u in ups):
+        a_up, v_up, b_up = ups
+        high = 2 * v_up * b_up / p.d * tr + a_up  # lambda_min(V), lambda_min(B) > 0 are below their upper bounds
+        if high <= 0:
+            return core.HypothesisResult(name, "fails", _float(high),
+                                         "exact Rayleigh quotients (upper bounds of alpha, lambda_min(V), lambda_min(B))",
+                                         None, "beta tr Sigma0 + alpha <= 0 even with upper bounds, in exact rationals")
+    return core.HypothesisResult(name, "unknown", None if low is None else _float(low), "certified eigenvalue bounds", None,
+                                 "the certified lower and upper bounds of beta tr Sigma0 + alpha straddle 0")
 
 
 def thm_4_8(p: GaussianParams, item: int) -> TheoremResult:
@@ -290,21 +314,32 @@ def thm_4_8(p: GaussianParams, item: int) -> TheoremResult:
     return result
 
 
-def lemma_4_4(p: GaussianParams, eq: Equilibrium) -> TheoremResult:
-    """Lemma 4.4: at a PD equilibrium, A + V Sigma_inf B has purely imaginary spectrum."""
+def lemma_4_4(p: GaussianParams, eq: Equilibrium, ea: EtaAnalysis | None = None) -> TheoremResult:
+    """Lemma 4.4: at a PD equilibrium, A + V Sigma_inf B has purely imaginary spectrum.
+
+    The equilibrium is the settled simulation limit (Newton-polished) or, for V = eta I with
+    eta(B + B^T) definite, the inverse of the Lyapunov solution P (existence decided exactly from
+    the certified inertia of A, :func:`certificates.gaussian.pd_equilibrium_eta`).
+    """
     hyps: list[core.HypothesisResult] = []
     prediction: dict[str, Any] = {"spectrum": "purely imaginary"}
     result = TheoremResult("gaussian:lemma-4.4", "Lemma 4.4",
                            r"\Sigma_\infty\succ0\ \text{solves (18)}\ \Rightarrow\ \operatorname{spec}(A+V\Sigma_\infty B)\subset i\mathbb R",
                            hyps, prediction)
-    if eq.kind != "pd" or eq.S is None:
-        hyps.append(core.HypothesisResult("pd_equilibrium_exists", "unknown", None, "simulation + Newton", None,
-                                          f"no PD equilibrium found (simulation limit: {eq.kind})"))
+    by_eta = None if ea is None or ea.eta is None else cert.pd_equilibrium_eta(p.A, p.B, ea.eta, ea.count_cert)
+    S = eq.S if eq.kind == "pd" else None
+    if S is None and by_eta is not None and by_eta.status == "holds":
+        S = _lyapunov_equilibrium(p, ea)
+    if S is None:
+        hyps.append(by_eta or cert.no_pd_equilibrium_trace(p.A, p.B, p.V) or core.HypothesisResult(
+            "pd_equilibrium_exists", "unknown", None, "simulation + Newton", None,
+            f"no PD equilibrium found (simulation limit: {eq.kind}), and tr F(Sigma) has no certified sign on the PD cone"))
         return result
-    hyps.append(cert.pd_equilibrium(p.A, p.B, p.V, eq.S))
-    M = p.A + p.V @ eq.S @ p.B
+    found = cert.pd_equilibrium(p.A, p.B, p.V, S)
+    hyps.append(by_eta if found.status != "holds" and by_eta is not None and by_eta.status == "holds" else found)
+    M = p.A + p.V @ S @ p.B
     eig = np.linalg.eigvals(M)
-    L = np.linalg.cholesky(eq.S)
+    L = np.linalg.cholesky(S)
     K = np.linalg.solve(L, M @ L)
     skew = float(np.linalg.norm(K + K.T) / max(np.linalg.norm(K), 1e-300))
     prediction.update(eigenvalues=[[float(z.real), float(z.imag)] for z in eig])
@@ -313,6 +348,21 @@ def lemma_4_4(p: GaussianParams, eq: Equilibrium) -> TheoremResult:
                                     {"max_abs_real_part": float(np.abs(eig.real).max()), "tolerance": tol,
                                      "skew_residual_L^-1 M L": skew})
     return result
+
+
+def _lyapunov_equilibrium(p: GaussianParams, ea: EtaAnalysis | None) -> np.ndarray | None:
+    """Sigma = P^-1 with A^T P + P A = -eta(B + B^T) (V = eta I), polished by Newton; None if not PD."""
+    import scipy.linalg
+
+    if ea is None or ea.eta is None:
+        return None
+    P = scipy.linalg.solve_continuous_lyapunov(p.A.T, -ea.eta * (p.B + p.B.T))
+    try:
+        S = np.linalg.inv(0.5 * (P + P.T))
+        S = ng.newton_equilibrium(p.A, p.B, p.V, 0.5 * (S + S.T))
+        return None if S is None or np.linalg.eigvalsh(S).min() <= 0 else S
+    except np.linalg.LinAlgError:
+        return None
 
 
 # ---------------------------------------------------------------------------------------
@@ -337,9 +387,9 @@ class EtaAnalysis:
         self.limit: riccati.Thm41Limit | None = None
         self.detect: core.Certificate | None = None
         self.Q: sp.Matrix | None = None
+        self.k, self.count_cert = spectrum.unstable_count(p.A)  # a fact about A alone (Thm 4.11(2) needs it for any V)
         if self.eta is None:
             return
-        self.k, self.count_cert = spectrum.unstable_count(p.A)
         Bq = core.rational_matrix(p.B)
         self.Q = -core.rational_matrix(p.V)[0, 0] * (Bq + Bq.T)
         self.detect = spectrum.detectability_certificate(core.rational_matrix(p.A), self.Q)
@@ -433,6 +483,17 @@ def thm_4_1(p: GaussianParams, ea: EtaAnalysis) -> TheoremResult:
     return result
 
 
+def _unstable_hyp(ea: EtaAnalysis) -> core.HypothesisResult:
+    name = "A has an eigenvalue with Re > 0"
+    if ea.k is None or ea.count_cert is None:
+        return core.HypothesisResult(name, "unknown", None, "certified unstable count", None,
+                                     "no certificate: no Lyapunov matrix with an exact margin, and d is above the exact "
+                                     f"spectral-inertia cap {spectrum.EXACT_INERTIA_MAX}")
+    return core.certified(name, "holds" if ea.k >= 1 else "fails", ea.count_cert, None,
+                          "certified unstable count (inertia theorem, exact LDL^T, or exact spectral inertia)",
+                          f"A has exactly {ea.k} eigenvalues with Re > 0")
+
+
 def thm_4_11(p: GaussianParams, ea: EtaAnalysis, item: int) -> TheoremResult:
     """Thm 4.11: mean limit for eta < 0 (1), divergence for eta > 0 with unstable A (2)."""
     hyps = _eta_hyps(p, ea)
@@ -440,9 +501,7 @@ def thm_4_11(p: GaussianParams, ea: EtaAnalysis, item: int) -> TheoremResult:
     hyps.append(core.HypothesisResult("eta < 0" if item == 1 else "eta > 0", "holds" if sign_ok else "fails",
                                       ea.eta, "exact comparison", None))
     if item == 2:
-        hyps.append(core.HypothesisResult("A has an eigenvalue with Re > 0",
-                                          "holds" if (ea.k or 0) >= 1 and ea.count_cert else ("fails" if ea.k == 0 else "unknown"),
-                                          None, "certified unstable count", None, f"k = {ea.k}"))
+        hyps.append(_unstable_hyp(ea))
     result = TheoremResult(
         f"gaussian:thm-4.11.{item}", f"Theorem 4.11 ({item})",
         (r"\eta<0\ \Rightarrow\ \mu(t)\to-(A+\eta\Sigma_\infty B+\eta I)^{-1}b" if item == 1
@@ -481,7 +540,7 @@ def entries(p: GaussianParams, sol: ng.MomentSolution) -> tuple[list[TheoremResu
     """All Table 1 entries for constant parameters, and the regime block."""
     eq = Equilibrium(p, sol)
     ea = EtaAnalysis(p)
-    theorems = [thm_4_1(p, ea), lemma_4_4(p, eq), thm_4_7_1(p, eq), thm_4_7_2(p), thm_4_7_3(p), thm_4_8(p, 1),
+    theorems = [thm_4_1(p, ea), lemma_4_4(p, eq, ea), thm_4_7_1(p, eq), thm_4_7_2(p), thm_4_7_3(p), thm_4_8(p, 1),
                 thm_4_8(p, 2), thm_4_11(p, ea, 1), thm_4_11(p, ea, 2)]
     from .regime import regime
 
