@@ -309,15 +309,27 @@ def prop_2_4(p: GaussianParams, simulate: bool, seed: int = 0) -> TheoremResult:
     return result
 
 
+#: Table 1 of the gaussian paper, in the order :func:`asymptotics.entries` returns it.
+TABLE_1 = (("gaussian:thm-4.1", "Theorem 4.1"), ("gaussian:lemma-4.4", "Lemma 4.4"),
+           ("gaussian:thm-4.7.1", "Theorem 4.7 (1)"), ("gaussian:thm-4.7.2", "Theorem 4.7 (2)"),
+           ("gaussian:thm-4.7.3", "Theorem 4.7 (3)"), ("gaussian:thm-4.8.1", "Theorem 4.8 (1)"),
+           ("gaussian:thm-4.8.2", "Theorem 4.8 (2)"), ("gaussian:thm-4.11.1", "Theorem 4.11 (1)"),
+           ("gaussian:thm-4.11.2", "Theorem 4.11 (2)"))
+
+
+def _undecided(theorem_id: str, label: str, name: str, method: str, reason: str) -> TheoremResult:
+    """An entry that could not be evaluated: one ``unknown`` hypothesis saying why, cross-check skipped."""
+    return TheoremResult(theorem_id, label, "", [core.HypothesisResult(name, "unknown", None, method, None, reason)], {},
+                         CrossCheck("skipped", {"reason": reason}))
+
+
 def _guarded(theorem_id: str, label: str, build: Callable[[], TheoremResult]) -> TheoremResult:
     """Evaluate one entry; an exception inside it becomes an ``unknown`` verdict, not a crash."""
     try:
         return build()
     except Exception as exc:  # noqa: BLE001 - the other entries must still be reported
-        failed = core.HypothesisResult("entry_evaluated", "unknown", None, "internal", None,
-                                       f"evaluation failed: {type(exc).__name__}: {exc}")
-        return TheoremResult(theorem_id, label, "", [failed], {},
-                             CrossCheck("skipped", {"reason": "evaluation failed"}))
+        return _undecided(theorem_id, label, "entry_evaluated", "internal",
+                          f"evaluation failed: {type(exc).__name__}: {exc}")
 
 
 def _sized(d: int, theorem_id: str, label: str, build: Callable[[], TheoremResult]) -> TheoremResult:
@@ -325,9 +337,7 @@ def _sized(d: int, theorem_id: str, label: str, build: Callable[[], TheoremResul
     skip = stage_skip_reason(theorem_id, d)
     if skip is None:
         return _guarded(theorem_id, label, build)
-    return TheoremResult(theorem_id, label, "", [core.HypothesisResult("size_within_limit", "unknown", None,
-                                                                       "flowcert.limits", None, skip)], {},
-                         CrossCheck("skipped", {"reason": skip}))
+    return _undecided(theorem_id, label, "size_within_limit", "flowcert.limits", skip)
 
 
 def _agrees(reg: dict[str, Any], sol: ng.MomentSolution) -> bool | None:
@@ -380,6 +390,7 @@ def _verify(p: GaussianParams, simulate: bool, seed: int) -> dict[str, Any]:
         reg["reason"] = "time-varying parameters: Table 1 covers constant ones"
     elif (skip := stage_skip_reason("gaussian:table-1", p.d) or integrate_skip) is not None:
         reg["reason"] = f"Table 1 analysis {skip}"
+        theorems += [_undecided(i, label, "size_within_limit", "flowcert.limits", skip) for i, label in TABLE_1]
     else:
         try:
             table, reg = asymptotics.entries(p, sol)
@@ -387,7 +398,9 @@ def _verify(p: GaussianParams, simulate: bool, seed: int) -> dict[str, Any]:
             if sol.status == "failed":
                 reg["reason"] = f"the moment equation could not be integrated ({sol.message}); only theorems decide"
         except Exception as exc:  # noqa: BLE001 - never a crash, never a verdict without evidence
-            reg["reason"] = f"Table 1 analysis failed: {type(exc).__name__}: {exc}"
+            why = f"Table 1 analysis failed: {type(exc).__name__}: {exc}"
+            reg["reason"] = why
+            theorems += [_undecided(i, label, "entry_evaluated", "internal", why) for i, label in TABLE_1]
     doc: dict[str, Any] = {
         "flowcert": __version__,
         "system": "gaussian",
