@@ -146,14 +146,21 @@ def test_eta_certificate_with_a_forged_count_is_refused():
 
 
 @pytest.mark.parametrize("a, v, c, s", [(-1.0, 1.0, 1.0, 0.75), (-1.0, 1.0, 1.0, 0.25), (-0.5, 2.0, 0.5, 0.4),
-                                        (-0.5, 2.0, 0.5, 0.6)])
+                                        (-0.5, 2.0, 0.5, 0.6), (-1.0, -1.0, 1.0, 0.5), (-1.0, -1.0, -1.0, 0.75),
+                                        (-1.0, -1.0, -1.0, 1.5), (1.0, 1.0, -2.0, 0.5)])
 def test_thm48_2_trace_condition_matches_closed_form(a, v, c, s):
     d = 3
     K = np.array([[0.0, 2.0, 0.0], [-2.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
     p = _p(a * np.eye(d) + K, c * np.eye(d), v * np.eye(d), s * np.eye(d), t_end=0.5)
     h = _hyp(_theorems(p)["gaussian:thm-4.8.2"], "tr Sigma0 > -alpha / beta")
-    want = 2 * v * c * s + 2 * a > 0  # beta tr Sigma0 + alpha with alpha = 2a, beta = 2 v c / d, tr = d s
+    # beta > 0 and beta tr Sigma0 + alpha > 0, with alpha = 2a, beta = 2 v c / d, tr = d s
+    want = v * c > 0 and 2 * v * c * s + 2 * a > 0
     assert h.status == ("holds" if want else "fails")
+
+
+def test_thm48_2_trace_condition_needs_symmetric_V():
+    p = _p(-np.eye(2), np.eye(2), np.array([[1.0, 0.5], [0.0, 1.0]]), np.eye(2), t_end=0.5)
+    assert _hyp(_theorems(p)["gaussian:thm-4.8.2"], "tr Sigma0 > -alpha / beta").status == "fails"
 
 
 @SETTINGS

@@ -263,36 +263,57 @@ def blowup_bound(p: GaussianParams) -> float | None:
         return _round_up(value * (1 + mpmath.mpf(2) ** -200))
 
 
-def _trace_condition(p: GaussianParams) -> core.HypothesisResult:
-    r"""``tr Sigma0 > -alpha / beta``, i.e. :math:`\beta\operatorname{tr}\Sigma_0+\alpha>0`, on exact data.
+def _interval_mul(x: tuple[Fraction, Fraction], y: tuple[Fraction, Fraction]) -> tuple[Fraction, Fraction]:
+    products = [a * b for a in x for b in y]
+    return min(products), max(products)
 
-    Holds when certified lower bounds of :math:`\alpha,\lambda_{\min}(V),\lambda_{\min}(B)` already
-    give a positive value; fails when exact Rayleigh quotients (upper bounds of the same smallest
-    eigenvalues) give a value :math:`\le0`; otherwise the bounds straddle 0 and it is unknown.
+
+def _lambda_min_interval(M: Any) -> tuple[Fraction, Fraction] | None:
+    """Rational bounds ``lo <= lambda_min(M) <= up`` (exact LDL^T below, exact Rayleigh quotient above)."""
+    lo, up = lower_eigenvalue_bound(M), min_eigenvalue_upper_bound(M)
+    return None if lo is None or up is None else (lo, up)
+
+
+def _trace_condition(p: GaussianParams) -> core.HypothesisResult:
+    r"""Thm 4.8(2)'s condition on exact data: :math:`\beta>0` and :math:`\beta\operatorname{tr}\Sigma_0+\alpha>0`.
+
+    :math:`\beta=2\lambda_{\min}(V)\lambda_{\min}(B)/d` is defined for symmetric V, B, and the
+    theorem's threshold :math:`-\alpha/\beta` presumes :math:`\beta>0`. Each smallest eigenvalue is
+    enclosed in rational bounds (exact :math:`LDL^\top` from below, exact Rayleigh quotient from
+    above) and the two conditions are evaluated in interval arithmetic: ``holds`` or ``fails``
+    when the interval excludes the boundary, else ``unknown``.
     """
     name = "tr Sigma0 > -alpha / beta"
-    ba = _beta_alpha(p)
-    if ba is None:
+    for M, what in ((p.V, "V"), (p.B, "B")):
+        if not np.array_equal(M, M.T):
+            return core.HypothesisResult(name, "fails", None, "exact symmetry", None,
+                                         f"{what} is not symmetric: lambda_min({what}), hence beta, is not defined")
+    bounds = [_lambda_min_interval(M) for M in (sym_part(p.A), p.V, p.B)]
+    if any(b is None for b in bounds):
         return core.HypothesisResult(name, "unknown", None, "certified eigenvalue bounds", None,
-                                     "beta = 2 lambda_min(V) lambda_min(B) / d is not certified positive (V > 0 or B > 0 "
-                                     "is not proved), so -alpha / beta is not the theorem's quantity")
-    beta, alpha = ba
+                                     "no certified bounds of lambda_min (size above the exact cap)")
+    alpha, lam_v, lam_b = bounds  # type: ignore[misc]
+    scale = Fraction(2, p.d)
+    lv_lb = _interval_mul(lam_v, lam_b)
+    beta = (scale * lv_lb[0], scale * lv_lb[1])
+    method = "exact bounds of alpha, lambda_min(V), lambda_min(B) (LDL^T below, Rayleigh quotient above)"
+    if beta[1] <= 0:
+        return core.HypothesisResult(name, "fails", _float(beta[1]), method, None,
+                                     "beta = 2 lambda_min(V) lambda_min(B) / d <= 0: the threshold -alpha/beta of Thm 4.8(2) "
+                                     "needs beta > 0")
+    if beta[0] <= 0:
+        return core.HypothesisResult(name, "unknown", None, method, None, "the sign of beta is not decided by the bounds")
     tr = _exact_trace(p.Sigma0)
-    low = beta * tr + alpha if tr >= 0 else None  # a lower bound of beta tr + alpha needs tr >= 0
-    if low is not None and low > 0:
-        return core.HypothesisResult(name, "holds", _float(low),
-                                     "certified lower bounds of alpha, lambda_min(V), lambda_min(B) (exact LDL^T)", None,
-                                     "beta tr Sigma0 + alpha with certified lower bounds, in exact rationals")
-    ups = [min_eigenvalue_upper_bound(M) for M in (sym_part(p.A), p.V, p.B)]
-    if tr >= 0 and all(u is not None for u in ups):
-        a_up, v_up, b_up = ups
-        high = 2 * v_up * b_up / p.d * tr + a_up  # lambda_min(V), lambda_min(B) > 0 are below their upper bounds
-        if high <= 0:
-            return core.HypothesisResult(name, "fails", _float(high),
-                                         "exact Rayleigh quotients (upper bounds of alpha, lambda_min(V), lambda_min(B))",
-                                         None, "beta tr Sigma0 + alpha <= 0 even with upper bounds, in exact rationals")
-    return core.HypothesisResult(name, "unknown", None if low is None else _float(low), "certified eigenvalue bounds", None,
-                                 "the certified lower and upper bounds of beta tr Sigma0 + alpha straddle 0")
+    low, high = _interval_mul(beta, (tr, tr))
+    low, high = low + alpha[0], high + alpha[1]
+    if low > 0:
+        return core.HypothesisResult(name, "holds", _float(low), method, None,
+                                     "beta tr Sigma0 + alpha > 0 with certified lower bounds, in exact rationals")
+    if high <= 0:
+        return core.HypothesisResult(name, "fails", _float(high), method, None,
+                                     "beta tr Sigma0 + alpha <= 0 with certified upper bounds, in exact rationals")
+    return core.HypothesisResult(name, "unknown", _float(low), method, None,
+                                 "the certified bounds of beta tr Sigma0 + alpha straddle 0")
 
 
 def thm_4_8(p: GaussianParams, item: int) -> TheoremResult:
