@@ -194,3 +194,74 @@ def test_exact_psd_oracle_agrees_on_the_trace_certificate_parts():
     s = data["sign_V"] * data["sign_B"]
     assert exact_pd(s * (qmat(A) + qmat(A).T))
     assert exact_psd(data["sign_V"] * qmat(V)) and exact_psd(data["sign_B"] * qmat(B))
+
+
+# ---- forged certificates: the checkers refuse data whose claim is false ----------------------
+
+
+K2 = np.array([[0.0, 1.0], [-1.0, 0.0]])
+
+
+def _trace_cert(A, B, V, sign_V, sign_B, strict):
+    return {"kind": "trace_monotone", "claim": "forged", "checker": "exact-ldl",
+            "data": {"A": core.encode(core.qmat(A)), "B": core.encode(core.qmat(B)), "V": core.encode(core.qmat(V)),
+                     "sign_V": sign_V, "sign_B": sign_B, "strict": strict}}
+
+
+def test_trace_checker_needs_the_strict_part_strictly():
+    """A skew, V = 0, B = I: Sigma = I is a PD equilibrium, so no strict-part claim may pass."""
+    A, B, V = K2, np.eye(2), np.zeros((2, 2))
+    assert np.abs(_F(A, B, V, np.eye(2))).max() == 0.0
+    for strict in ("A+A^T", "V,B"):
+        assert not core.recheck(_trace_cert(A, B, V, -1, 1, strict))
+
+
+def test_trace_checker_checks_the_sign_of_B():
+    """d = 1, A = V = B = -1: F(s) = -2s + 2s^2 vanishes at s = 1 > 0; claiming sign_B = +1 must fail."""
+    A = B = V = -np.eye(1)
+    assert _F(A, B, V, np.eye(1))[0, 0] == 0.0
+    assert not core.recheck(_trace_cert(A, B, V, -1, 1, "A+A^T"))
+
+
+def test_trace_checker_needs_one_symmetric_factor():
+    """V = -I + 3K, B = I - 3K (both non-symmetric, symmetric parts -I and I): s tr F(I) < 0 refutes the claim."""
+    A, V, B = -0.1 * np.eye(2), -np.eye(2) + 3 * K2, np.eye(2) - 3 * K2
+    assert -np.trace(_F(A, B, V, np.eye(2))) < 0
+    assert not core.recheck(_trace_cert(A, B, V, -1, 1, "A+A^T"))
+
+
+def test_trace_certificate_with_singular_V_uses_the_strict_A_part():
+    A, B, V = -np.eye(2), np.eye(2), -np.diag([1.0, 0.0])
+    out = cg.no_pd_equilibrium_trace(A, B, V)
+    assert out is not None and out.status == "fails" and out.certificate.data["strict"] == "A+A^T"
+
+
+def test_eta_checker_needs_a_definite_Q():
+    """A = 1, B = 0, eta = -1: Q = 0 and F(s) = 2s has no positive zero; 'exists' must not pass."""
+    A, B = np.eye(1), np.zeros((1, 1))
+    k, count = cg.spectrum.unstable_count(A)
+    assert k == 1
+    forged = {"kind": "eta_pd_equilibrium", "claim": "forged", "checker": "exact-ldl",
+              "data": {"A": core.encode(core.qmat(A)), "B": core.encode(core.qmat(B)), "eta": "-1", "sign_Q": 1,
+                       "exists": True, "count_certificate": count.to_json()}}
+    assert not core.recheck(forged)
+
+
+@pytest.mark.parametrize("alpha, lam_v, lam_b, trace, want", [
+    ((-3, -1), (1, 1), (2, 2), 2, "holds"),        # d = 2: beta = lam_v lam_b = 2, beta tr + alpha in [1, 3]
+    ((-5, -4.5), (1, 1), (2, 2), 2, "fails"),      # [-1, -0.5]
+    ((-4.5, -3.5), (1, 1), (2, 2), 2, "unknown"),  # [-0.5, 0.5]
+    ((-3, -3), (0.5, 1.5), (2, 2), 2, "unknown"),  # beta in [1, 3]: [-1, 3]
+    ((-1.5, -1.5), (0.5, 1.5), (2, 2), 2, "holds"),  # [0.5, 4.5]
+    ((-1, 1), (-1, 0.5), (1, 1), 2, "unknown"),    # the sign of beta is undecided
+    ((-1, 1), (-2, -1), (1, 1), 2, "fails"),       # beta < 0
+])
+def test_trace_condition_interval_logic(monkeypatch, alpha, lam_v, lam_b, trace, want):
+    """Wide enclosures (monkeypatched) exercise the interval arithmetic: lower ends decide 'holds',
+    upper ends decide 'fails', and an enclosure containing the boundary stays 'unknown'."""
+    from fractions import Fraction
+
+    enclosures = iter([tuple(map(Fraction, alpha)), tuple(map(Fraction, lam_v)), tuple(map(Fraction, lam_b))])
+    monkeypatch.setattr(asymptotics, "_lambda_min_interval", lambda M: next(enclosures))
+    p = _p(np.eye(2), np.eye(2), np.eye(2), 0.5 * trace * np.eye(2))
+    assert asymptotics._trace_condition(p).status == want
