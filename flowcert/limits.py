@@ -25,6 +25,7 @@ STAGE_MAX_D: dict[str, int] = {
     "gaussian:prop-2.1": 384,       # Prop. 2.1 hypotheses: 1.4 s at d = 100, 3.7 s at 200
     "gaussian:lemma-2.3": 384,
     "gaussian:prop-2.4": 384,
+    # the next two bound the *cross-checks* only: above them the hypotheses are still decided
     "gaussian:lemma-3.1": 256,      # transport Psi(t) and its determinant along the flow: 15 s to 118 s at d = 384
     "gaussian:thm-3.3": 48,         # reachability construction and its cross-check: 34-83 s at d = 128
     "gaussian:table-1": 384,        # regime analysis (Table 1): flint certificates, matrix-free Newton; 12-17 s per stage at d = 384

@@ -273,10 +273,15 @@ def test_stages_above_their_limit_are_skipped_with_the_reason(monkeypatch: pytes
     doc = gaussian.verify(parse_gaussian(RAW))
     by_id = {th["id"]: th for th in doc["theorems"]}
     for stage in ("gaussian:lemma-3.1", "gaussian:thm-3.3"):
-        (hyp,) = by_id[stage]["hypotheses"]
-        assert hyp["status"] == "unknown" and stage in hyp["detail"] and "d = 2 exceeds 1" in hyp["detail"]
-        assert by_id[stage]["applies"] is None
+        # the limit bounds the cross-check only: the hypotheses (Sigma0 >= 0, ...) are still decided
+        assert all(h["status"] != "unknown" for h in by_id[stage]["hypotheses"])
+        check = by_id[stage]["cross_check"]
+        assert check["status"] == "skipped" and stage in check["details"]["reason"]
+        assert "d = 2 exceeds 1" in check["details"]["reason"]
     assert "gaussian:table-1" in doc["regime"]["reason"] and doc["regime"]["Sigma"] == "unknown"
+    for tid in ("gaussian:thm-4.1", "gaussian:thm-4.11.2"):  # Table 1 ids are listed, undecided, with the reason
+        (hyp,) = by_id[tid]["hypotheses"]
+        assert hyp["status"] == "unknown" and "gaussian:table-1" in hyp["detail"] and by_id[tid]["applies"] is None
     assert by_id["gaussian:prop-2.1"]["applies"] is not None  # the cheap stages still ran
 
 
