@@ -45,7 +45,7 @@ def gaussian_entry(theorem_id: str, doc: dict[str, Any], simulate: bool = True):
         else:
             sol = ng.integrate_moments(cat.coefficients(p), p.mu0, p.Sigma0, p.t_end)
             eq = asy.Equilibrium(p, sol)
-            res = asy.lemma_4_4(p, eq) if theorem_id == "gaussian:lemma-4.4" else asy.thm_4_7_1(p, eq)
+            res = asy.lemma_4_4(p, eq, asy.EtaAnalysis(p)) if theorem_id == "gaussian:lemma-4.4" else asy.thm_4_7_1(p, eq)
         extra = _own_check(theorem_id, p, res) if simulate and res.applies else None
     return res, extra
 

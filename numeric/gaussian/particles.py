@@ -10,6 +10,7 @@ moment ODE (7) (:mod:`flowcert.numeric.gaussian.moments`).
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 from typing import Callable
@@ -142,6 +143,9 @@ def particle_study(
     return ParticleStudy(list(Ns), errors, rate, t_check)
 
 
+TRANSPORT_MAX_COND = 1e12  # beyond, Sigma = Psi Sigma0 Psi^T is compared to fewer than 4 significant digits
+
+
 @dataclass
 class TransportCheck:
     r"""Lemma 3.1 numerically: :math:`\Sigma(t)=\Psi\Sigma_0\Psi^\top` with :math:`\dot\Psi=M\Psi`.
@@ -157,6 +161,7 @@ class TransportCheck:
     liouville: float
     ranks: list[int]
     cond_psi: float
+    truncated: str = ""  # why the comparison stopped before the integration did (Psi ill conditioned)
 
 
 def transport_check(
@@ -191,9 +196,15 @@ def transport_check(
             raise FloatingPointError("the field overflows float64 at t = 0")
     sol, _, _ = solve_switching(rhs, (0.0, tau_end), y0, max_evaluations=max_evaluations, rtol=1e-11, atol=1e-13,
                                 t_eval=np.linspace(0.0, tau_end, n_eval), events=blowup)
-    res, liou, ranks, cond = 0.0, 0.0, [], 1.0
-    for y in sol.y.T:
+    res, liou, ranks, cond, used, truncated = 0.0, 0.0, [], 1.0, 0, ""
+    for k, y in enumerate(sol.y.T):
         S, Psi, tr = y[: d * d].reshape(d, d), y[d * d : 2 * d * d].reshape(d, d), y[-1]
+        cond_k = float(np.linalg.cond(Psi)) if np.all(np.isfinite(y)) else math.inf
+        if not cond_k <= TRANSPORT_MAX_COND:
+            truncated = (f"compared up to t = {c * sol.t[k - 1]:.6g}: beyond, Psi is singular to working precision "
+                         f"(cond {cond_k:.2e} > {TRANSPORT_MAX_COND:.0e}) and log det Psi, Psi Sigma0 Psi^T lose every digit")
+            break
+        used = k + 1
         norm_psi = np.linalg.norm(Psi, 2)
         # floor 1e-6 ||Sigma0||: a decayed trajectory is resolved only to an absolute accuracy
         scale0 = max(np.linalg.norm(Sigma0), 1e-300)
@@ -201,5 +212,5 @@ def transport_check(
         liou = max(liou, abs(np.linalg.slogdet(Psi)[1] - tr) / (1 + abs(tr)))
         s = np.linalg.svd(S, compute_uv=False)
         ranks.append(int((s > 1e-8 * max(s[0], 1e-300)).sum()))
-        cond = max(cond, float(np.linalg.cond(Psi)))
-    return TransportCheck(c * sol.t, float(res), float(liou), ranks, cond)
+        cond = max(cond, cond_k)
+    return TransportCheck(c * sol.t[:used], float(res), float(liou), ranks, cond, truncated)
