@@ -149,7 +149,7 @@ def regime(p: GaussianParams, sol: ng.MomentSolution, eq: Any, by_id: dict[str, 
                    argument="Theorem 4.1 (corrected: eta(B + B^T) <= 0 with (H, A) detectable, exact PBH)")
         out = mean_limit(p, sol, S_inf, out)
         t411 = by_id["gaussian:thm-4.11.2"]
-        if t411.applies and t411.cross_check.status == "agrees":  # generic mu0 only: the run must show it
+        if t411.applies and t411.cross_check.details.get("given_mu0_grew"):  # generic mu0 only: the given one must grow
             out["mu"] = "diverges"
         return out
     if "unbounded" in facts:
