@@ -95,3 +95,28 @@ def test_sweep_on_dask_local_cluster(folder: Path) -> None:
         code = sweep.run("gaussian", [str(folder)], scheduler=cluster.scheduler_address, out=out)
     assert code == 2
     _check(_lines(out.getvalue()))
+
+
+def _pool_threads() -> list[int]:
+    from threadpoolctl import threadpool_info
+
+    return [int(pool["num_threads"]) for pool in threadpool_info()]
+
+
+def test_local_workers_run_one_blas_thread() -> None:
+    """The worker initializer caps the pools numpy already loaded (forked workers inherit them)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    import numpy  # noqa: F401 - the BLAS pool must be loaded before the fork, as in a sweep
+
+    from threadpoolctl import threadpool_limits
+
+    sweep._warm("gaussian")
+    with threadpool_limits(2):  # as a parent with a multi-threaded BLAS (CI's OMP_NUM_THREADS=1 would hide it)
+        if max(_pool_threads(), default=1) < 2:
+            pytest.skip("this BLAS cannot run two threads here")
+        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
+                                 initializer=sweep._single_thread) as pool:
+            threads = pool.submit(_pool_threads).result()
+    assert threads and all(n == 1 for n in threads), threads
