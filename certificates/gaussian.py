@@ -441,10 +441,13 @@ def _check_d2_equilibria(data: dict[str, Any]) -> bool:
 core.register("d2_equilibria", _check_d2_equilibria)
 
 
-def _sign(M: np.ndarray) -> int | None:
-    """+1 / -1 when the float eigenvalues of M's symmetric part are all >= 0 / <= 0, else None."""
+def _sign(M: np.ndarray, strict: bool = False) -> int | None:
+    """+1 / -1 when the float eigenvalues of M's symmetric part are all >= 0 / <= 0 (> 0 / < 0 when
+    ``strict``), else None: a guess of the sign an exact certificate then has to prove."""
     w = np.linalg.eigvalsh(0.5 * (M + M.T))
-    return 1 if w.min() >= 0 else (-1 if w.max() <= 0 else None)
+    if w.min() > 0 or (not strict and w.min() >= 0):
+        return 1
+    return -1 if w.max() < 0 or (not strict and w.max() <= 0) else None
 
 
 def _trace_monotone_parts(data: dict[str, Any]) -> list[tuple[Any, bool]] | None:
@@ -509,7 +512,12 @@ def _check_eta_pd_equilibrium(data: dict[str, Any]) -> bool:
     inertia = _inertia_of(count, d)
     if inertia is None or not core.is_pd((B + B.transpose()) * (-eta * s)):
         return False
-    return (inertia[0] == d if s > 0 else inertia[1] == d) == bool(data["exists"])
+    return _lyapunov_pd_solution_exists(inertia, s) == bool(data["exists"])
+
+
+def _lyapunov_pd_solution_exists(inertia: tuple[int, int, int], sign_q: int) -> bool:
+    """A^T P + P A = Q with sign_q Q > 0 has a PD solution iff A is anti-stable (+1) / Hurwitz (-1)."""
+    return inertia[0 if sign_q > 0 else 1] == sum(inertia)
 
 
 core.register("eta_pd_equilibrium", _check_eta_pd_equilibrium)
@@ -521,13 +529,11 @@ def pd_equilibrium_eta(A: np.ndarray, B: np.ndarray, eta: float, count: core.Cer
     certified inertia of A (module docstring); None when that route does not apply."""
     if eta == 0 or count is None:
         return None
-    w = np.linalg.eigvalsh(-eta * (B + B.T))
-    s = 1 if w.min() > 0 else (-1 if w.max() < 0 else 0)
+    s = _sign(-eta * (B + B.T), strict=True)
     inertia = _inertia_of(count.to_json(), A.shape[0])
-    if s == 0 or inertia is None:
+    if s is None or inertia is None:
         return None
-    d = A.shape[0]
-    exists = inertia[0] == d if s > 0 else inertia[1] == d
+    exists = _lyapunov_pd_solution_exists(inertia, s)
     data = {"A": core.encode(core.qmat(A)), "B": core.encode(core.qmat(B)), "eta": str(core._fmpq(eta)), "sign_Q": s,
             "exists": exists, "count_certificate": count.to_json()}
     need = "every eigenvalue of A has Re > 0" if s > 0 else "A is Hurwitz"
