@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import matplotlib
 
@@ -41,6 +41,16 @@ def _random_instance(rng: np.random.Generator, d: int) -> tuple[np.ndarray, np.n
             return Q, K, V
 
 
+def _separated_instances(rng: np.random.Generator, instances: int, d: int, n: int) -> Iterator[fm.Data]:
+    """The prepared data of ``instances`` random draws (:func:`_random_instance`), keeping those whose
+    encoder separates the points; lazy, so the caller's own draws from ``rng`` interleave as before."""
+    for _ in range(instances):
+        Q, K, V = _random_instance(rng, d)
+        D = fm._data(parse_attention({"V": V.tolist(), "Q": Q.tolist(), "K": K.tolist(), "n": n}))
+        if D.enc.separated:
+            yield D
+
+
 def _counts(D: fm.Data) -> dict[str, Any]:
     """Certified stable count among the d 2^n consensus+bipartite points, by (k, n1) class."""
     n, d = D.p.n, D.p.d
@@ -60,13 +70,7 @@ def _counts(D: fm.Data) -> dict[str, Any]:
 def example3a(instances: int, seed: int = 2025, d: int = 4, n: int = 10) -> dict[str, Any]:
     """Example 3(a): certified count of stable points among d 2^n, per instance."""
     rng = np.random.default_rng(seed)
-    rows = []
-    for _ in range(instances):
-        Q, K, V = _random_instance(rng, d)
-        D = fm._data(parse_attention({"V": V.tolist(), "Q": Q.tolist(), "K": K.tolist(), "n": n}))
-        if not D.enc.separated:
-            continue
-        rows.append(_counts(D))
+    rows = [_counts(D) for D in _separated_instances(rng, instances, d, n)]
     interior = sum(any(r["per_k"][k] for k in range(1, d - 1)) for r in rows)
     vd = [r for r in rows if r["per_k"][-1]]
     vd_ok = all(abs(r["lam"][-1]) > r["lam"][0] for r in vd)
@@ -81,11 +85,7 @@ def example3b(instances: int, seed: int = 7, d: int = 10, n: int = 100, per_k: i
     """Example 3(b): ``per_k`` uniformly random sign patterns at each v_k; certified stable count."""
     rng = np.random.default_rng(seed)
     rows = []
-    for _ in range(instances):
-        Q, K, V = _random_instance(rng, d)
-        D = fm._data(parse_attention({"V": V.tolist(), "Q": Q.tolist(), "K": K.tolist(), "n": n}))
-        if not D.enc.separated:
-            continue
+    for D in _separated_instances(rng, instances, d, n):
         cache: dict[tuple[int, int], str] = {}
         stable = [0] * d
         for k in range(d):
