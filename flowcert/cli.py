@@ -7,41 +7,26 @@ the key and the problem), 1 an internal error. Heavy modules are imported inside
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
 from . import __version__
+from .documents import emit as _emit
+from .documents import finite as _finite  # noqa: F401  (kept for callers of the former private names)
+from .documents import json_default as _json_default  # noqa: F401
+from .documents import load_params as _load
+from .documents import verify_document
+from .documents import verify_summary as _summary
+from .errors import InputError, ParamError
 
 SYSTEMS = ("gaussian", "attention")
-
-
-class InputError(Exception):
-    """Bad input: reported as one line with exit code 2."""
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"flowcert: error: {message}\n")
         raise SystemExit(2)
-
-
-def _load(system: str, path: str, command: str | None = None) -> Any:
-    from .limits import command_problem
-    from .params import load_gaussian
-
-    if system == "attention":
-        from .attention import load
-
-        return load(path)
-    if system != "gaussian":
-        raise InputError(f"system '{system}' is not available yet (available: {', '.join(SYSTEMS)})")
-    p = load_gaussian(path)
-    problem = command_problem(command, p.d) if command else None
-    if problem is not None:
-        raise InputError(f"--params: {problem}")
-    return p
 
 
 def _output_file(flag: str, path: str, suffixes: tuple[str, ...] | None = None) -> Path:
@@ -67,70 +52,6 @@ def _write_text(flag: str, path: Path, text: str) -> None:
         path.write_text(text)
     except OSError as exc:
         raise InputError(f"{flag}: cannot write {str(path)!r} ({exc.strerror or exc})") from None
-
-
-def _finite(obj: Any) -> Any:
-    """JSON has no inf/nan: non-finite floats are written as null (documented in the README)."""
-    if isinstance(obj, float):
-        return obj if obj == obj and abs(obj) != float("inf") else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
-
-
-def _emit(doc: dict[str, Any], as_json: bool, summary: str) -> None:
-    if as_json:
-        json.dump(_finite(json.loads(json.dumps(doc, default=_json_default))), sys.stdout, indent=1, allow_nan=False)
-        sys.stdout.write("\n")
-    else:
-        sys.stdout.write(summary)
-
-
-def _json_default(obj: Any) -> Any:
-    import numpy as np
-
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
-
-
-def _summary(doc: dict[str, Any]) -> str:
-    lines = [f"flowcert {doc['flowcert']} — verify {doc['system']}"]
-    for th in doc["theorems"]:
-        lines.append(f"{th['id']:<24} applies={th['applies']!s:<5} cross_check={th['cross_check']['status']}")
-        for h in th["hypotheses"]:
-            lines.append(f"    {h['status']:<8} {h['name']}  ({h['method']})")
-    if "regime" in doc:
-        r = doc["regime"]
-        lines.append(f"regime: Sigma {r['Sigma']}, mu {r['mu']} (basis: {r['basis']})")
-    if "simulation" in doc:
-        s = doc["simulation"]
-        if s.get("skipped"):
-            lines.append(f"simulation: {s['skipped']}")
-        else:
-            lines.append(f"simulation: t_end {s['t_end']:.4g}, blow-up {s['blowup_time']}, agrees {s['agrees']}")
-    return "\n".join(lines) + "\n"
-
-
-def verify_document(system: str, path: str, *, simulate: bool = False, seed: int | None = None) -> dict[str, Any]:
-    """The ``verify SYSTEM --params FILE`` document (one parameter set; the sweep calls this per file)."""
-    if system == "rnn":  # the KPFlow catalogue; its cross-checks always run (cheap at these sizes)
-        from .rnn.analyze import analyze
-        from .rnn.params import load_rnn
-
-        return analyze(load_rnn(path))
-    p = _load(system, path, "verify")
-    if system == "attention":
-        from . import attention
-
-        return attention.verify(p, simulate=simulate, seed=seed)
-    from . import gaussian
-
-    return gaussian.verify(p, simulate=simulate, seed=seed or 0)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -282,7 +203,7 @@ def cmd_codegen(args: argparse.Namespace) -> None:
 
 
 def cmd_reach(args: argparse.Namespace) -> None:
-    from . import reach
+    from .gaussian import reach
 
     if args.system != "gaussian":
         raise InputError(f"system '{args.system}' has no reachability construction")
@@ -472,7 +393,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     args = build_parser().parse_args(argv)
-    from .params import ParamError
 
     try:
         rc = args.func(args)

@@ -185,7 +185,7 @@ def _assemble(sections: list[BuiltSection], quick: bool, pdf_note: str, params: 
 
 def prepare_out(out: Path) -> None:
     """Create the output folder; a path onto a file or an unwritable place is bad input."""
-    from ..cli import InputError
+    from ..errors import InputError
 
     if out.exists() and not out.is_dir():
         raise InputError(f"--out: '{out}' exists and is not a folder")
@@ -225,12 +225,12 @@ def build_report(out: Path, quick: bool = False, only: str | None = None, params
 
     Raises
     ------
-    flowcert.cli.InputError
+    flowcert.errors.InputError
         Bad options (unknown ``only``, ``out`` onto a file); exit code 2.
     SectionError
         A section failed; nothing is written.
     """
-    from ..cli import InputError
+    from ..errors import InputError
 
     if only is not None and only not in SECTIONS:
         raise InputError(f"--only: unknown paper '{only}' (available: {', '.join(SECTIONS)})")

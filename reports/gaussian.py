@@ -383,7 +383,7 @@ def _errata(quick: bool) -> list[str]:
 
 
 def default_params() -> Any:
-    """The section's default parameters, validated (:func:`flowcert.params.parse_gaussian`)."""
+    """The section's default parameters, validated (:func:`flowcert.gaussian.params.parse_gaussian`)."""
     return parse_gaussian(EXAMPLE)
 
 

@@ -59,12 +59,12 @@ def section(path: str, system: str, out: Path, *, quick: bool) -> Section:
 
     Raises
     ------
-    flowcert.cli.InputError
+    flowcert.errors.InputError
         If ``system`` has no verifier yet.
-    flowcert.params.ParamError
+    flowcert.errors.ParamError
         If the file is missing or invalid.
     """
-    from ..cli import InputError
+    from ..errors import InputError
 
     if system not in VERIFIERS:
         raise InputError(f"--system: '{system}' has no verifier in the report (available: {', '.join(VERIFIERS)})")

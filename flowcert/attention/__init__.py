@@ -140,7 +140,7 @@ def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None
     seed = p.seed if seed is None else seed
     dev = torch.device(device)
     if samples:
-        from ..cli import InputError
+        from ..errors import InputError
         from . import enumeration
 
         if p.time_varying:

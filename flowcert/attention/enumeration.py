@@ -21,7 +21,7 @@ import sympy as sp
 
 from ..certificates import core
 from ..certificates.attention import multistability as cm
-from ..cli import InputError
+from ..errors import InputError
 from ..numeric.attention import multistability as nm
 from .params import AttentionParams
 

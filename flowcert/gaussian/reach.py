@@ -130,7 +130,7 @@ def run(params_path: str, target_path: str, T: float, out: str | None = None) ->
         Final time, > 0.
     out : str or None
         Where to write the controls (``.npz`` or ``.json``, format
-        ``flowcert-reach-controls/1`` of :mod:`flowcert.numeric.gaussian_reach`); None: not written.
+        ``flowcert-reach-controls/1`` of :mod:`flowcert.numeric.gaussian.reach`); None: not written.
 
     Returns
     -------

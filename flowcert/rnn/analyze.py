@@ -253,7 +253,7 @@ def analyze(p: RNNParams, *, mode: str = "stored", exact_max: int = EXACT_MAX) -
     torch.set_num_threads(1)
     m = build_model(p)
     if not bool(torch.isfinite(m["tr"].Z).all()):
-        from ..cli import InputError
+        from ..errors import InputError
 
         raise InputError("the trajectory is not finite (diverged); lower g or dt")
     kp = KPFlow.build(m["tr"], mode)

@@ -1,4 +1,4 @@
-"""Parameter files of the ``rnn`` system (schema and loader; reuses :mod:`flowcert.params`).
+"""Parameter files of the ``rnn`` system (schema and loader; reuses :mod:`flowcert.schema`).
 
 Schema (``H`` is the state dimension; for ``hodgkin_huxley`` H = 4N with N neurons)::
 
@@ -27,7 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from ..params import Field, ParamError, Schema, as_choice, as_matrix, as_positive_float, as_vector, load_file, validate
+from ..arrays import as_matrix, as_vector
+from ..files import load_file
+from ..schema import Field, ParamError, Schema, as_choice, as_positive_float, validate
 from ..symbolic.rnn import param_shapes
 
 CELL_KINDS = ("rnn_tanh", "torch_rnn", "gru", "hodgkin_huxley", "linear")
