@@ -89,35 +89,7 @@ def verify_document(system: str, path: Any, *, simulate: bool = False, seed: int
     dict
         The document (numpy values not yet converted: see :func:`plain`).
     """
-    if system == "rnn":  # the KPFlow catalogue; its cross-checks always run (cheap at these sizes)
-        from .rnn.analyze import analyze
-        from .rnn.params import load_rnn
+    from .systems import get_system
 
-        return analyze(load_rnn(path))
-    p = load_params(system, path, "verify")
-    if system == "attention":
-        from . import attention
-
-        return attention.verify(p, simulate=simulate, seed=seed)
-    from . import gaussian
-
-    return gaussian.verify(p, simulate=simulate, seed=seed or 0)
-
-
-def load_params(system: str, path: Any, command: str | None = None) -> Any:
-    """Read and validate a gaussian or attention parameter file (gaussian: with the command's size limit)."""
-    from .errors import InputError
-    from .gaussian.params import load_gaussian
-    from .limits import command_problem
-
-    if system == "attention":
-        from .attention import load
-
-        return load(path)
-    if system != "gaussian":
-        raise InputError(f"system '{system}' is not available yet (available: gaussian, attention)")
-    p = load_gaussian(path)
-    problem = command_problem(command, p.d) if command else None
-    if problem is not None:
-        raise InputError(f"--params: {problem}")
-    return p
+    sysobj = get_system(system)
+    return sysobj.verify(sysobj.load(path, command="verify"), simulate=simulate, seed=seed)

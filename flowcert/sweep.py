@@ -99,18 +99,13 @@ def _local(system: str, files: list[tuple[int, str]], simulate: bool, jobs: int)
                        "error": f"worker failed: {type(exc).__name__}: {exc}", "seconds": None}
 
 
-WARM = {
-    "gaussian": ("flowcert.gaussian", "flowcert.numeric.gaussian", "sympy"),
-    "attention": ("flowcert.attention", "sympy"),
-    "rnn": ("flowcert.rnn.analyze", "flowcert.rnn.params"),
-}
-
-
 def _warm(system: str) -> None:
-    """Import the modules verifying ``system`` needs, once, in the parent of forked workers."""
+    """Import the modules verifying ``system`` needs (its ``warm_modules``), once, in the parent of forked workers."""
     import importlib
 
-    for name in WARM.get(system, ()):
+    from .systems import get_system
+
+    for name in get_system(system).warm_modules:
         importlib.import_module(name)
 
 
