@@ -86,6 +86,20 @@ class System(Protocol):
         ...
 
 
+def _scalars(value: Any) -> Any:
+    """0-d numpy arrays and numpy scalars as Python numbers (as the ``.npz`` reader gives them), in
+    nested mappings and lists too (``heads``); arrays of one or more dimensions are kept."""
+    import numpy as np
+
+    if isinstance(value, np.ndarray) and value.ndim == 0 or isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Mapping):
+        return {k: _scalars(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and any(isinstance(v, Mapping) for v in value):
+        return [_scalars(v) for v in value]
+    return value
+
+
 def load_any(params: Any, params_type: type, parse: Callable[[Mapping[str, Any]], Any],
              load: Callable[[Any], Any]) -> Any:
     """Validated parameters from a path, a mapping (numpy arrays or nested lists) or a parameter object.
@@ -99,7 +113,7 @@ def load_any(params: Any, params_type: type, parse: Callable[[Mapping[str, Any]]
     if isinstance(params, params_type):
         return params
     if isinstance(params, Mapping):
-        return parse(dict(params))
+        return parse({k: _scalars(v) for k, v in params.items()})
     if isinstance(params, (str, os.PathLike)):
         return load(params)
     raise InputError(f"params: expected a file path, a mapping of arrays or a {params_type.__name__}, "
