@@ -216,7 +216,8 @@ def build_report(out: Path, quick: bool = False, only: str | None = None, params
     params : str, optional
         A parameter file: the report is then the verdict and cross-check section for it.
     system : str
-        The system the parameter file describes (``gaussian``).
+        The system the parameter file describes (any registered system serving ``report``:
+        ``gaussian``, ``attention``, ``rnn``; :mod:`flowcert.systems`).
 
     Returns
     -------
