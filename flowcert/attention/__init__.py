@@ -35,6 +35,9 @@ Public API
     -> the ``equilibria attention`` JSON document (multistability module).
 ``codegen_source(structure, backend)``
     -> source of the generated kernel (``numpy``, ``torch`` or ``c``).
+
+The system's :class:`flowcert.system.System` object, listed in :mod:`flowcert.systems`, is
+:data:`flowcert.attention.system.SYSTEM`.
 """
 
 from __future__ import annotations
