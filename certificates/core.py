@@ -510,6 +510,15 @@ def certified(
     return HypothesisResult(name, status, margin, method, cert, detail, secs)
 
 
+def _scientific(q: Fraction) -> str:
+    """``q`` in ``%.3e`` notation, also beyond the float range (a witness of huge entries)."""
+    try:
+        return f"{float(q):.3e}"
+    except OverflowError:
+        e = len(str(abs(q.numerator))) - len(str(q.denominator))
+        return f"{float(q / Fraction(10) ** e):.3f}e{e:+d}"
+
+
 def psd_hypothesis(name: str, M: Any, what: str) -> HypothesisResult:
     """Exact verdict on :math:`M\\succeq0` for given float data (exact rationals, no rounding)."""
     Mq = qmat(M)
@@ -530,5 +539,5 @@ def psd_hypothesis(name: str, M: Any, what: str) -> HypothesisResult:
     shown = [str(e) for e in w]
     return HypothesisResult(
         name, "fails", margin, method, None,
-        f"witness v = {shown[:16]}{' ...' if len(shown) > 16 else ''} gives v^T M v = {float(Fraction(int(value.p), int(value.q))):.3e} < 0",
+        f"witness v = {shown[:16]}{' ...' if len(shown) > 16 else ''} gives v^T M v = {_scientific(Fraction(int(value.p), int(value.q)))} < 0",
     )
