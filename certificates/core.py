@@ -437,7 +437,7 @@ def explain(obj: Certificate | dict[str, Any]) -> tuple[bool, str]:
     try:
         key = hashlib.sha256(json.dumps([cert.kind, cert.claim, cert.checker, cert.data], sort_keys=True,
                                         allow_nan=False).encode()).hexdigest()
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         return False, f"malformed certificate: data are not plain JSON ({_why(exc)})"
     if key in _RECHECKED:
         return _RECHECKED[key]

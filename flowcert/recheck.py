@@ -1,7 +1,8 @@
 r"""``flowcert recheck``: re-verify every certificate in documents flowcert wrote, with no solver.
 
 A certificate is a JSON object whose keys are exactly ``kind``, ``claim``, ``checker`` and ``data``
-(:meth:`flowcert.certificates.core.Certificate.to_json`). Its claim is decided from ``data`` alone
+(:meth:`flowcert.certificates.core.Certificate.to_json`); any other object with both ``kind`` and
+``data`` is taken for a certificate whose keys were altered, and refused. Its claim is decided from ``data`` alone
 by the exact checker of its kind (:func:`flowcert.certificates.core.explain`; the checkers are
 listed in :data:`flowcert.certificates.kinds.KINDS`), so for every certificate :math:`c` found
 
@@ -31,7 +32,7 @@ from . import __version__
 from .files import _json_int, _no_duplicates, _read_regular, _DuplicateKey, _LongInteger, MAX_JSON_DIGITS
 from .schema import ParamError
 
-__all__ = ["CERTIFICATE_KEYS", "is_certificate", "certificates_in", "read_documents", "Refusal", "Recheck", "recheck_files"]
+__all__ = ["CERTIFICATE_KEYS", "is_certificate", "looks_like_certificate", "certificates_in", "read_documents", "Refusal", "Recheck", "recheck_files"]
 
 #: The keys of a serialised certificate, exactly.
 CERTIFICATE_KEYS = frozenset({"kind", "claim", "checker", "data"})
@@ -46,17 +47,24 @@ def is_certificate(obj: Any) -> bool:
     return isinstance(obj, dict) and obj.keys() == CERTIFICATE_KEYS
 
 
+def looks_like_certificate(obj: Any) -> bool:
+    """An object with both ``kind`` and ``data``: a certificate, or one whose keys were altered
+    (refused, so that deleting ``checker`` cannot hide a certificate from the count)."""
+    return isinstance(obj, dict) and "kind" in obj and "data" in obj
+
+
 def _step(path: str, key: str) -> str:
     return f"{path}.{key}" if _IDENT.match(key) else f"{path}[{json.dumps(key)}]"
 
 
 def certificates_in(doc: Any, path: str = "$") -> Iterator[tuple[str, dict[str, Any]]]:
-    """Every certificate in a JSON value with its JSON path (``$.theorems[3].hypotheses[1].certificate``),
-    in document order; the data of a certificate are not searched further."""
+    """Every certificate (every object that :func:`looks_like_certificate`) in a JSON value with its
+    JSON path (``$.theorems[3].hypotheses[1].certificate``), in document order; the data of a
+    certificate are not searched further."""
     stack: list[tuple[str, Any]] = [(path, doc)]
     while stack:
         where, obj = stack.pop()
-        if is_certificate(obj):
+        if looks_like_certificate(obj):
             yield where, obj
         elif isinstance(obj, dict):
             stack.extend((_step(where, str(k)), v) for k, v in reversed(list(obj.items())))
@@ -190,7 +198,11 @@ def recheck_files(paths: Sequence[str]) -> Recheck:
     for p, docs in loaded:
         for line, doc in docs:
             for path, cert in certificates_in(doc):
-                ok, reason = explain(cert)
+                if is_certificate(cert):
+                    ok, reason = explain(cert)
+                else:
+                    ok, reason = False, (f"malformed certificate: keys {sorted(cert)}, expected exactly "
+                                         f"{sorted(CERTIFICATE_KEYS)}")
                 kind = cert["kind"] if isinstance(cert["kind"], str) else json.dumps(cert["kind"])
                 tally = out.by_kind.setdefault(kind, {"accepted": 0, "refused": 0})
                 out.certificates += 1

@@ -260,17 +260,14 @@ def tamper(kind: str, cert: dict) -> tuple[dict, str]:
         assert Fraction(d["rho2"]) > 0
         d["rho2"] = _neg(d["rho2"])
         return c, "A^T X A >= 0 > -rho^2 X for X > 0: no Jacobian satisfies A^T X A <= -rho^2 X"
-    if kind == "entry_asymmetry":
-        lhs = Fraction(float.fromhex(d["a_i"][0])) * Fraction(float.fromhex(d["b_j"][0]))
-        b_i = Fraction(float.fromhex(d["b_i"][0]))
-        d["a_j"] = [float(lhs / b_i).hex()]  # exact here: lhs / b_i is a small dyadic
-        assert Fraction(float.fromhex(d["a_j"][0])) * b_i == lhs
-        return c, "with a_j . b_i = a_i . b_j the two entries are equal"
+    if kind == "entry_asymmetry":  # the data are float.hex strings (stored weights), not p/q
+        d["a_j"], d["b_i"] = list(d["a_i"]), list(d["b_j"])
+        return c, "with a_j = a_i and b_i = b_j, (AB)_ji = a_j . b_i = a_i . b_j = (AB)_ij"
     raise KeyError(kind)
 
 
 #: system -> kinds tampered (gaussian, attention: both papers, rnn, low-rank products of pretrained heads)
-TAMPERED = {"gaussian": ("psd", "pd_equilibrium"),
+TAMPERED = {"gaussian": ("psd", "pd", "pd_equilibrium"),
             "attention": ("sup_norm_bound", "symmetric_eigen_enclosure", "attention_bipartite_spectrum"),
             "rnn": ("contraction",), "pretrained": ("entry_asymmetry",)}
 
@@ -330,17 +327,22 @@ def test_recheck_says_why(real, tmp_path, capsys):
 
     unknown = {**real["pd"], "kind": "made_up"}
     broken = {**real["pd"], "data": {"margin": "0"}}  # no matrix
+    hidden = {k: v for k, v in real["pd"].items() if k != "checker"}  # a key deleted: still found, and refused
     doc = {"flowcert": "0", "theorems": [{"hypotheses": [{"certificate": unknown}, {"certificate": broken}]}],
-           "weird key": [real["psd"]]}
+           "weird key": [real["psd"], {"certificate": hidden}],
+           "reference": {"kind": "pd", "claim": "not a certificate: no data", "class": 0}}
     path = tmp_path / "doc.json"
     path.write_text(json.dumps(doc))
     assert main(["recheck", str(path), "--json"]) == 3
     out = json.loads(capsys.readouterr().out)
     reasons = {r["path"]: r["reason"] for r in out["refused"]}
-    assert reasons == {"$.theorems[0].hypotheses[0].certificate": "unknown kind 'made_up'",
-                       "$.theorems[0].hypotheses[1].certificate": reasons["$.theorems[0].hypotheses[1].certificate"]}
+    assert sorted(reasons) == ["$.theorems[0].hypotheses[0].certificate", "$.theorems[0].hypotheses[1].certificate",
+                               '$["weird key"][1].certificate']
+    assert reasons["$.theorems[0].hypotheses[0].certificate"] == "unknown kind 'made_up'"
     assert "missing entry 'M'" in reasons["$.theorems[0].hypotheses[1].certificate"]
-    assert out["accepted"] == 1 and out["by_kind"]["psd"] == {"accepted": 1, "refused": 0}
+    assert reasons['$["weird key"][1].certificate'].startswith("malformed certificate: keys")
+    assert (out["certificates"], out["accepted"]) == (4, 1) and out["by_kind"]["psd"] == {"accepted": 1, "refused": 0}
+    assert out["by_kind"]["pd"] == {"accepted": 0, "refused": 2}
 
 
 def test_recheck_document_without_certificates_is_fine(tmp_path, capsys):
@@ -399,10 +401,12 @@ COMMANDS = {
     "verify_attention": ("verify", "attention", "--params", "tests/data/attention/multistable_d3.json", "--json"),
     "equilibria_attention": ("equilibria", "attention", "--params", "tests/data/attention/multistable_d3.json", "--json"),
     "kpflow_analyze": ("kpflow", "analyze", "--params", "tests/data/rnn/rnn_tanh_small.json", "--json"),
+    "pretrained_heads": ("pretrained", "heads", "--model", "{checkpoint}", "--json"),
 }
 #: document -> the kind whose first certificate is tampered (see :func:`tamper`)
 TAMPER_IN = {"verify_gaussian": "psd", "verify_gaussian_bistable": "pd_equilibrium", "verify_attention": "sup_norm_bound",
-             "equilibria_attention": "attention_bipartite_spectrum", "kpflow_analyze": "contraction"}
+             "equilibria_attention": "attention_bipartite_spectrum", "kpflow_analyze": "contraction",
+             "pretrained_heads": "entry_asymmetry"}
 
 
 def _paths(obj, path="$"):
@@ -421,8 +425,16 @@ def _paths(obj, path="$"):
 @pytest.fixture(scope="module")
 def documents(tmp_path_factory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("documents")
-    procs = {name: subprocess.Popen([sys.executable, "-m", "flowcert", *args], cwd=ROOT, env=ENV,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pytest.importorskip("safetensors")
+    pytest.importorskip("tokenizers")
+    from flowcert.pretrained.synthetic import random_tensors, write_checkpoint
+
+    vocab = ["[UNK]", "the", "cat", "sat", "on", "mat", "."]  # a seeded random BERT, as in test_pretrained.py
+    cfg, T = random_tensors("bert", seed=7, std=0.3, d=8, n_heads=2, n_layers=2, d_ff=16, vocab=len(vocab), n_pos=16,
+                            bias_std=0.1, ln_std=0.1)
+    checkpoint = write_checkpoint(tmp_path_factory.mktemp("bert"), cfg, T, vocab)
+    procs = {name: subprocess.Popen([sys.executable, "-m", "flowcert", *(a.format(checkpoint=checkpoint) for a in args)],
+                                    cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for name, args in COMMANDS.items()}
     paths = {}
     for name, proc in procs.items():
@@ -447,7 +459,9 @@ def test_recheck_accepts_every_certificate_the_commands_write(documents):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(COMMANDS))
-def test_recheck_refuses_a_tampered_document_and_names_the_path(name, documents, tmp_path):
+def test_recheck_refuses_a_tampered_document_and_names_the_path(name, documents, tmp_path, capsys):
+    from flowcert.cli import main
+
     doc = json.loads(documents[name].read_text())
     kind = TAMPER_IN[name]
     where, cert = next((p, c) for p, c in _paths(doc) if c["kind"] == kind)
@@ -461,8 +475,8 @@ def test_recheck_refuses_a_tampered_document_and_names_the_path(name, documents,
     out = json.loads(proc.stdout)
     assert [(r["path"], r["kind"]) for r in out["refused"]] == [(where, kind)]
     assert out["accepted"] == out["certificates"] - 1
-    proc = run_cli("recheck", str(path))
-    assert proc.returncode == 3 and where in proc.stdout
+    assert main(["recheck", str(path)]) == 3
+    assert f"{path} {where} ({kind})" in capsys.readouterr().out
 
 
 @pytest.mark.slow
