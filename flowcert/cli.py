@@ -1,7 +1,8 @@
 """The ``flowcert`` command line (a contract: see DESIGN.md, "Command line").
 
 Exit codes: 0 the command ran (whatever the verdicts), 2 bad input (one line on stderr naming
-the key and the problem), 1 an internal error, 3 (``recheck`` only) a certificate was refused. Heavy modules are imported inside commands.
+the key and the problem), 1 an internal error, 3 (``recheck`` only) a certificate was refused.
+Heavy modules are imported inside commands.
 """
 
 from __future__ import annotations
