@@ -1,7 +1,8 @@
 """The ``flowcert`` command line (a contract: see DESIGN.md, "Command line").
 
 Exit codes: 0 the command ran (whatever the verdicts), 2 bad input (one line on stderr naming
-the key and the problem), 1 an internal error. Heavy modules are imported inside commands.
+the key and the problem), 1 an internal error, 3 (``recheck`` only) a certificate was refused.
+Heavy modules are imported inside commands.
 """
 
 from __future__ import annotations
@@ -217,6 +218,19 @@ def cmd_graph(args: argparse.Namespace) -> None:
         sys.stdout.write(f"wrote {target}\n")
 
 
+def cmd_recheck(args: argparse.Namespace) -> int:
+    """Exit 0 when every certificate re-checks (or there is none), 3 when one is refused."""
+    from . import recheck
+    from .schema import ParamError
+
+    try:
+        out = recheck.recheck_files(args.files)
+    except ParamError as exc:
+        raise InputError(f"FILE: {exc.file!r}: {exc.problem}") from None
+    _emit(out.to_json(), args.json, out.summary())
+    return 0 if out.ok else 3
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="flowcert", description="Verify the mathematics of transformer and RNN dynamics.")
     parser.add_argument("--version", action="version", version=f"flowcert {__version__}")
@@ -300,6 +314,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="P: store the Jacobians (default) or recompute them by jvp/vjp")
     kpf.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     kpf.set_defaults(func=cmd_kpflow)
+
+    rec = sub.add_parser("recheck", help="re-verify every certificate in saved flowcert documents, with no solver "
+                                         "(exit 3 if one is refused)")
+    rec.add_argument("files", nargs="+", metavar="FILE",
+                     help="a verify/equilibria/kpflow/pretrained JSON document, a sweep's JSON lines, or one certificate")
+    rec.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    rec.set_defaults(func=cmd_recheck)
 
     from .pretrained.command import add_parser as _pretrained_parser
 

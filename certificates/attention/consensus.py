@@ -75,10 +75,6 @@ def _check_no_hemisphere(data: dict[str, Any]) -> bool:
     return all(sum(lam[i] * Y[i][k] for i in range(len(Y))) == 0 for k in range(d))
 
 
-core.register("open_hemisphere", _check_hemisphere)
-core.register("no_open_hemisphere", _check_no_hemisphere)
-
-
 def _encode_rows(Y: list[list[Fraction]]) -> list[list[str]]:
     return [[str(x) for x in r] for r in Y]
 
@@ -216,11 +212,6 @@ def _check_repeated_top(data: dict[str, Any]) -> bool:
 def _check_nonpositive_top(data: dict[str, Any]) -> bool:
     U = core.decode(data["U"])
     return U == U.T and _inertia(U)[0] == 0
-
-
-core.register("simple_positive_top_eigenvalue", _check_simple_top)
-core.register("repeated_top_eigenvalue", _check_repeated_top)
-core.register("nonpositive_top_eigenvalue", _check_nonpositive_top)
 
 
 @dataclass
@@ -447,9 +438,6 @@ def _check_sup_bound(data: dict[str, Any]) -> bool:
     return b is not None and b <= Fraction(data["bound"])
 
 
-core.register("sup_norm_bound", _check_sup_bound)
-
-
 def _as_symbolic(M: Any) -> tuple[sp.Matrix, sp.Symbol]:
     Ms = sp.Matrix(M) if not isinstance(M, sp.MatrixBase) else M
     ts = sorted((s for s in Ms.free_symbols if s.name == "t"), key=str)
@@ -621,6 +609,3 @@ def _check_tetra(data: dict[str, Any]) -> bool:
     stable = b > 0 and 3 - 2 * b < 0
     unstable = b < 0 or 3 - 2 * b > 0
     return bool(data["stable"]) == stable and (stable or unstable)
-
-
-core.register("tetrahedron_spectrum_sign", _check_tetra)

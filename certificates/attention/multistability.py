@@ -196,9 +196,6 @@ def _check_enclosure(data: dict[str, Any]) -> bool:
     return enc.separated and all(a <= b for a, b in zip(lo, enc.lo)) and all(a >= b for a, b in zip(hi, enc.hi))
 
 
-core.register("symmetric_eigen_enclosure", _check_enclosure)
-
-
 def a_enclosure(M: Any, enc: Enclosure, k: int) -> tuple[Fraction, Fraction] | None:
     """Rational bounds on :math:`v_k^\\top Mv_k` (``M`` already includes the temperature), or None
     if :math:`\\lambda_k` is not isolated."""
@@ -334,4 +331,3 @@ def _check_verdict(data: dict[str, Any]) -> bool:
     return got == data["claim"] and data["claim"] in ("stable", "unstable")
 
 
-core.register("attention_bipartite_spectrum", _check_verdict)
