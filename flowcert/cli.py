@@ -221,7 +221,6 @@ def cmd_graph(args: argparse.Namespace) -> None:
 def cmd_recheck(args: argparse.Namespace) -> int:
     """Exit 0 when every certificate re-checks (or there is none), 3 when one is refused."""
     from . import recheck
-    from .schema import ParamError
 
     try:
         out = recheck.recheck_files(args.files)
