@@ -52,6 +52,7 @@ from .enumeration import (  # noqa: F401 - equilibria, basins, wilson … re-exp
     equilibria,
     wilson,
 )
+from .isolation import failed_entry
 from .params import AttentionParams
 
 THEOREM_IDS = ("multistability:lemma-1", "multistability:lemma-2", "multistability:lemma-4", "multistability:lemma-5",
@@ -148,7 +149,16 @@ def _symbolic_proofs(d: int) -> tuple[bool, bool]:
 
 
 def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> list[TheoremResult]:
-    """Every multistability catalogue entry on ``p`` (see :data:`THEOREM_IDS`)."""
+    """Every multistability catalogue entry on ``p`` (see :data:`THEOREM_IDS`); an entry whose
+    evaluation raises is reported alone as ``unknown`` with the error named
+    (:mod:`flowcert.attention.isolation`)."""
+    try:
+        return _theorems(p, simulate=simulate, seed=seed)
+    except Exception as exc:  # noqa: BLE001 - the shared data failed: every entry reports it
+        return [failed_entry(id_, id_.split(":")[1], exc) for id_ in THEOREM_IDS]
+
+
+def _theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> list[TheoremResult]:
     from dataclasses import replace
 
     structure = _applicable_structure(p)
@@ -242,9 +252,10 @@ def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> li
             A = nm.attention_weights(nm.bipartite_point(D.U[:, k], s), D.Mb, D.c)
             a = D.a(k)
             n1, n2 = int((s > 0).sum()), int((s < 0).sum())
-            b1, b2 = n1 * math.exp(a) + n2 * math.exp(-a), n1 * math.exp(-a) + n2 * math.exp(a)
-            pred8 = D.c * np.block([[np.full((n1, n1), math.exp(a) / b1), np.full((n1, n2), math.exp(-a) / b1)],
-                                    [np.full((n2, n1), math.exp(-a) / b2), np.full((n2, n2), math.exp(a) / b2)]])
+            al1, al2 = nm.scaled_weights(a)  # eq. (8) is homogeneous of degree 0 in (e^a, e^-a)
+            b1, b2 = n1 * al1 + n2 * al2, n1 * al2 + n2 * al1
+            pred8 = D.c * np.block([[np.full((n1, n1), al1 / b1), np.full((n1, n2), al2 / b1)],
+                                    [np.full((n2, n1), al2 / b2), np.full((n2, n2), al1 / b2)]])
             rank_info.append({"k": k + 1, "a_k": a, "a_k_nonzero_certified": nz,
                               "bipartite_rank_prediction": 2 if nz else "2 iff a_k != 0 (undecided)",
                               "eq8_residual": float(np.abs(A - pred8).max())})
@@ -398,7 +409,7 @@ def _printed9_disagreements(D: Data, classes: list[dict[str, Any]]) -> dict[str,
         if n1 < 2 or n2 < 2 or c["verdict"] == "unknown":
             continue
         a = D.a(k)
-        al1, al2 = math.exp(a), math.exp(-a)
+        al1, al2 = nm.scaled_weights(a)  # every quantity below is homogeneous of degree 0 in (al1, al2)
         b1, b2 = n1 * al1 + n2 * al2, n1 * al2 + n2 * al1
         d1, d2 = (n1 * al1 - n2 * al2) / b1, (n2 * al1 - n1 * al2) / b2
         lk = D.lam[k]
