@@ -87,7 +87,7 @@ def _data(p: AttentionParams) -> Data:
     c = 1.0 if p.normalization == "unit" else 1.0 / math.sqrt(p.d)
     Vq = core.rational_matrix(V) if small else None
     symmetric = bool(Vq == Vq.T) if small else bool(np.array_equal(V, V.T))
-    enc = cm.eigen_enclosure(Vq) if symmetric and small else None
+    enc = cm.spectral_enclosure(Vq) if symmetric and small else None  # exact charpoly when KW intervals overlap
     lam, U = nm.eigen_desc((V + V.T) / 2)
     return Data(p, V, Mb, c, symmetric, enc, lam, U, Mq, Vq)
 
@@ -126,7 +126,11 @@ def _assumption1(D: Data, need_positive: bool = True) -> list[core.HypothesisRes
             out.append(core.HypothesisResult("Assumption 1: lambda_1 > 0", "unknown", float(D.lam[0]),
                                              "exact eigen-enclosure", None, reason))
         return out
-    if enc.separated:
+    if enc.mult(0) > 1:
+        out.append(core.HypothesisResult("Assumption 1: lambda_1 simple", "fails", 0.0,
+                                         "exact characteristic polynomial (python-flint) and Arb root isolation", None,
+                                         f"lambda_1 in [{float(enc.lo[0]):.17g}, {float(enc.hi[0]):.17g}] has multiplicity {enc.mult(0)}"))
+    elif enc.separated and enc.multiplicity is None:
         cert = cm.enclosure_certificate(core.rational_matrix(D.V), enc)
         gap = float(enc.lo[0] - enc.hi[1]) if len(enc.mu) > 1 else float("inf")
         out.append(core.certified("Assumption 1: lambda_1 simple", "holds", cert, gap,
@@ -181,6 +185,22 @@ def _ok(hyps: list[core.HypothesisResult]) -> bool:
     return all(h.status == "holds" for h in hyps)
 
 
+def decidable(D: Data) -> bool:
+    """Classes can be decided: V symmetric with enclosures, lambda_1 simple and isolated
+    (Assumption 1 as stated: lower eigenvalues may repeat, their classes are subspace classes)."""
+    return D.symmetric and D.enc is not None and D.enc.mult(0) == 1 and D.enc.isolated(0) and \
+        (len(D.enc.mu) == 1 or D.enc.lo[0] > max(D.enc.hi[1:]))
+
+
+def class_indices(D: Data) -> list[int]:
+    """One 0-based index per distinct eigenvalue (the first of a repeated one's cluster)."""
+    assert D.enc is not None
+    return [k for k in range(D.p.d) if D.enc.cluster(k)[0] == k]
+
+
+STABLE = {"stable": True, "unstable": False, "not_asymptotically_stable": False}
+
+
 # ---------------------------------------------------------------------------------------
 # verdicts on classes (k, n1, n2)
 # ---------------------------------------------------------------------------------------
@@ -194,20 +214,25 @@ def class_result(D: Data, k: int, n1: int, n2: int, variant: str | None = None, 
     Vq = D.Vq
     status, reason = cm.verdict_from_data(Vq, D.Mq, D.enc, k, n1, n2, variant, D.encoded)
     cert = None
-    if certify and status in ("stable", "unstable"):
+    if certify and status in STABLE:
         cert = cm.verdict_certificate(Vq, D.Mq, D.enc, k, n1, n2, variant, status, D.encoded)
         if not core.recheck(cert):
             status, reason, cert = "unknown", "certificate re-check failed", None
     tang, normal = nm.bipartite_spectra(D.lam, D.a(k) if variant == "self_attention" else 0.0, k, n1, n2, D.c, variant)
-    return {"k": k + 1, "n1": n1, "n2": n2, "stable": {"stable": True, "unstable": False}.get(status),
-            "verdict": status, "reason": reason, "certificate": cert.to_json() if cert else None,
-            "tangent_spectrum": [[float(z.real), float(z.imag)] for z in tang],
-            "ambient_spectrum": [[float(z.real), float(z.imag)] for z in np.concatenate([tang, normal])]}
+    out = {"k": k + 1, "n1": n1, "n2": n2, "stable": STABLE.get(status),
+           "verdict": status, "reason": reason, "certificate": cert.to_json() if cert else None,
+           "tangent_spectrum": [[float(z.real), float(z.imag)] for z in tang],
+           "ambient_spectrum": [[float(z.real), float(z.imag)] for z in np.concatenate([tang, normal])]}
+    if D.enc.mult(k) > 1:
+        cl = D.enc.cluster(k)
+        out["subspace"] = {"dimension": len(cl), "eigvec_indices": [j + 1 for j in cl],
+                           "spectra_at": "the float eigenvector u_k, one point of the continuum x_i = s_i w, w in the eigenspace"}
+    return out
 
 
 def _classes(D: Data, variant: str | None = None) -> list[dict[str, Any]]:
-    n, d = D.p.n, D.p.d
-    return [class_result(D, k, n1, n - n1, variant) for k in range(d) for n1 in range(n, (n - 1) // 2, -1)]
+    n = D.p.n
+    return [class_result(D, k, n1, n - n1, variant) for k in class_indices(D) for n1 in range(n, (n - 1) // 2, -1)]
 
 
 # ---------------------------------------------------------------------------------------
@@ -226,9 +251,8 @@ def _require_enumerable(p: AttentionParams) -> Data:
     if not D.symmetric:
         raise InputError("params: key 'V': equilibria attention needs a symmetric V (Assumption 1); "
                          f"max |V - V^T| = {float(np.abs(D.V - D.V.T).max()):.3e}")
-    if not D.enc.separated:
-        raise InputError("params: key 'V': the eigenvalues of V could not be certified simple; with a repeated "
-                         "eigenvalue the consensus/bipartite equilibria form continua and are not enumerable")
+    if D.enc is None:
+        raise InputError("params: key 'V': the eigenvalues of V could not be enclosed (exact characteristic polynomial)")
     return D
 
 
@@ -262,7 +286,7 @@ def equilibria(p: AttentionParams, cap: int | None = None, samples: int = 16, se
     index = {(c["k"], c["n1"], c["n2"]): i for i, c in enumerate(classes)}
     pats, total = _patterns(n, cap)
     eqs = []
-    for k in range(d):
+    for k in class_indices(D):
         for s in pats:
             n1, n2 = int((s > 0).sum()), int((s < 0).sum())
             key = (k + 1, n1, n2) if (k + 1, n1, n2) in index else (k + 1, n2, n1)
@@ -274,7 +298,8 @@ def equilibria(p: AttentionParams, cap: int | None = None, samples: int = 16, se
                         "X": nm.bipartite_point(D.U[:, k], s).tolist(),
                         "tangent_spectrum": cl["tangent_spectrum"], "ambient_spectrum": cl["ambient_spectrum"],
                         "stable": cl["stable"], "certificate": None if cl["certificate"] is None else
-                        {"kind": cl["certificate"]["kind"], "claim": cl["certificate"]["claim"], "class": index[key]}})
+                        {"kind": cl["certificate"]["kind"], "claim": cl["certificate"]["claim"], "class": index[key]},
+                        **({"subspace": cl["subspace"]} if "subspace" in cl else {})})
     found = _newton_limits(D, samples, p.seed if seed is None else seed)
     eqs += found
     skipped = {"patterns_per_eigenvector": total, "listed_per_eigenvector": len(pats),
@@ -380,7 +405,7 @@ def classify_run(p: AttentionParams, X: np.ndarray, settle_tol: float = 1e-7) ->
     if name == "newton_failed":
         return {"limit_class": None, "limit_class_reason": f"Newton did not converge ({info['residual']:.2e})"}
     out: dict[str, Any] = {"limit_class": info["labels"], "limit_label": name}
-    if "k" in info and D.symmetric and D.enc.separated:
+    if "k" in info and decidable(D):
         out["limit_verdict"] = class_result(D, info["k"], info["n1"], info["n2"], certify=False)["verdict"]
     return out
 
@@ -406,7 +431,7 @@ def basins(p: AttentionParams, samples: int, seed: int = 0, device: Any = "cpu",
             name, info = _label(D, X)
             if name == "newton_failed":
                 name = "not converged (Newton did not converge)"
-            if "k" in info and D.symmetric and D.enc.separated and name not in verdicts:
+            if "k" in info and decidable(D) and name not in verdicts:
                 verdicts[name] = class_result(D, info["k"], info["n1"], info["n2"], certify=False)["verdict"]
         counts[name] = counts.get(name, 0) + 1
     outcomes = [{"label": name, "count": c, "fraction": c / samples, "wilson": list(wilson(c, samples)),

@@ -47,6 +47,7 @@ from .enumeration import (  # noqa: F401 - equilibria, basins, wilson … re-exp
     _ok,
     _patterns,
     basins,
+    decidable,
     class_result,
     classify_run,
     equilibria,
@@ -168,7 +169,7 @@ def _theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> l
     out: list[TheoremResult] = []
     sa_ok = _ok([structure]) and p.variant == "self_attention"
     mao_p = replace(p, variant="multiagent_oja", heads=(replace(p.heads[0], Q=None, K=None),)) if _ok([structure]) else None
-    can = _ok([structure]) and D.symmetric and D.enc is not None and D.enc.separated
+    can = _ok([structure]) and decidable(D)  # Assumption 1 as stated: only lambda_1 must be simple
 
     # Lemma 1 --------------------------------------------------------------------------
     proofs = _symbolic_proofs(min(p.d, 4))
@@ -366,7 +367,7 @@ def _theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> l
     d2 = None
     if sac and p.n % 2 == 0:
         d2 = []
-        for k in range(p.d):
+        for k in sorted({c["k"] - 1 for c in sac}):
             t = math.tanh(D.a(k))
             cl = next(c for c in sac if c["k"] == k + 1 and c["n1"] == p.n // 2)
             pred_vals = sorted([-t * D.lam[k] * D.c] * ((p.n - 2) * (p.d - 1))
