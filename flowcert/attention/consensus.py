@@ -633,11 +633,51 @@ def theorem_5_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.
 # §6: causal, symmetric U
 
 
+#: largest d for the exact (algebraic-number) side-of-v decision of Thm 6.1
+EXACT_SIDE_MAX_D = 24
+
+
+def _hemisphere_of_v_exact(s: Setting, te: cert.TopEigen) -> tuple[core.HypothesisResult, int] | None:
+    """Signs of v^T y_i(0) decided exactly: v has coordinates in Q(lambda) (rational data), so
+    v^T y = 0 is a zero test modulo the minimal polynomial of lambda and a nonzero sign is
+    separated by ball arithmetic (:mod:`flowcert.certificates.attention.algebraic`). None when
+    not applicable (large d, lambda not simple, U not rational symmetric)."""
+    from ..certificates.attention.algebraic import AlgebraicEigenvector
+
+    name = "v^T y_i(0) of one strict sign for all i"
+    if s.d > EXACT_SIDE_MAX_D or isinstance(s.U[0], sp.MatrixBase):
+        return None
+    Uq = core.fractions(np.asarray(s.U[0], float))
+    if any(Uq[i][j] != Uq[j][i] for i in range(s.d) for j in range(s.d)):
+        return None
+    try:
+        ae = AlgebraicEigenvector(Uq, 0)
+        signs = ae.inner_signs(core.fractions(s.X0))
+        orient = ae.sign(ae.inner(te.v.tolist()))  # w = orient * |c| v_float-side
+    except (ValueError, ArithmeticError):
+        return None
+    method = (f"exact: v in Q(lambda), minimal polynomial of degree {ae.f.degree()}; v^T y_i = 0 decided modulo it, "
+              "nonzero signs by ball arithmetic")
+    b = s.X0 @ te.v
+    margin = float(np.abs(b).min())
+    on = [i + 1 for i, g in enumerate(signs) if g == 0]
+    if on:
+        return core.HypothesisResult(name, "fails", 0.0, method, None, f"token(s) {on} lie exactly on v^perp"), 0
+    if len(set(signs)) > 1 or orient == 0:
+        return core.HypothesisResult(name, "fails", -margin, method, None, "tokens on both sides of v^perp (exact)"), 0
+    sign = signs[0] * orient
+    return core.HypothesisResult(name, "holds", margin, method, None, f"sign {sign:+d} (exact)"), sign
+
+
 def _hemisphere_of_v(s: Setting, te: cert.TopEigen | None) -> tuple[core.HypothesisResult, int]:
-    """All tokens strictly on one side of v^perp, with the eigenvector error bounded (Davis–Kahan)."""
+    """All tokens strictly on one side of v^perp: exactly on rational data
+    (:func:`_hemisphere_of_v_exact`), else with the eigenvector error bounded (Davis–Kahan)."""
     name = "v^T y_i(0) of one strict sign for all i"
     if te is None:
         return core.HypothesisResult(name, "unknown", None, "needs the top eigenvector", None), 0
+    exact = _hemisphere_of_v_exact(s, te)
+    if exact is not None:
+        return exact
     U = np.asarray(s.U[0], float)
     v = te.v
     r = U @ v - te.lam * v

@@ -200,6 +200,55 @@ def class_indices(D: Data) -> list[int]:
 
 STABLE = {"stable": True, "unstable": False, "not_asymptotically_stable": False}
 
+#: largest d for exact algebraic-number decisions (a_k = 0)
+EXACT_A_MAX_D = 24
+
+
+def a_sign(D: Data, k: int) -> int | None:
+    r"""Exact sign of :math:`a_k=v_k^\top\beta Q^\top Kv_k` (0-based ``k``), or None if undecided:
+    0 for every k when :math:`M+M^\top=0` exactly (every score :math:`x^\top Mx` vanishes); the
+    certified interval when it excludes 0; else exact arithmetic in :math:`\mathbb Q(\lambda_k)`
+    (:mod:`flowcert.certificates.attention.algebraic`) for a simple :math:`\lambda_k`."""
+    if D.Mq is None or D.Vq is None:
+        return None
+    if D.Mq + D.Mq.T == sp.zeros(*D.Mq.shape):
+        return 0
+    if D.enc is None or D.enc.mult(k) > 1:
+        return None
+    ab = cm.a_enclosure(D.Mq, D.enc, k)
+    if ab is not None and (ab[0] > 0 or ab[1] < 0):
+        return 1 if ab[0] > 0 else -1
+    if D.p.d > EXACT_A_MAX_D:
+        return None
+    from ..certificates.attention.algebraic import AlgebraicEigenvector
+
+    try:
+        return AlgebraicEigenvector(core.fractions(D.Vq), k).quadratic_sign(core.fractions(D.Mq))
+    except (ValueError, ArithmeticError):
+        return None
+
+
+def lambda_is_zero(D: Data, k: int) -> bool:
+    r""":math:`\lambda_k=0` exactly: :math:`\det V=0` and the k-th (isolating) enclosure contains 0."""
+    if D.Vq is None or D.enc is None or not (D.enc.lo[k] <= 0 <= D.enc.hi[k]):
+        return False
+    if not (D.enc.isolated(k) or D.enc.mult(k) > 1):
+        return False
+    return core.qmat(D.Vq).det() == 0
+
+
+def eigen_labels(D: Data, k: int, n1: int, n2: int) -> list[str]:
+    r"""Every class the point :math:`x_i=\pm v_k` (``n1`` plus, ``n2`` minus) belongs to, decided
+    exactly: consensus or bipartite; also polygonal (:math:`V\sum_jA_{ij}x_j=0` for all i) when
+    :math:`\lambda_k=0`, or for an equal split when :math:`A=\tfrac cn\mathbb 1\mathbb 1^\top`
+    (multiagent Oja, or :math:`a_k=0` exactly, note 001 §2)."""
+    labels = ["consensus"] if min(n1, n2) == 0 else ["bipartite"]
+    if lambda_is_zero(D, k):
+        labels.append("polygonal")
+    elif n1 == n2 and (D.variant == "multiagent_oja" or (D.variant == "self_attention" and a_sign(D, k) == 0)):
+        labels.append("polygonal")
+    return labels
+
 
 # ---------------------------------------------------------------------------------------
 # verdicts on classes (k, n1, n2)
@@ -291,9 +340,7 @@ def equilibria(p: AttentionParams, cap: int | None = None, samples: int = 16, se
             n1, n2 = int((s > 0).sum()), int((s < 0).sum())
             key = (k + 1, n1, n2) if (k + 1, n1, n2) in index else (k + 1, n2, n1)
             cl = classes[index[key]]
-            labels = ["consensus"] if n2 == 0 else ["bipartite"]
-            if n1 == n2 and D.variant == "multiagent_oja":
-                labels.append("polygonal")
+            labels = eigen_labels(D, k, n1, n2)
             eqs.append({"class": labels, "eigvec_index": k + 1, "signs": s.astype(int).tolist(), "n1": n1, "n2": n2,
                         "X": nm.bipartite_point(D.U[:, k], s).tolist(),
                         "tangent_spectrum": cl["tangent_spectrum"], "ambient_spectrum": cl["ambient_spectrum"],
@@ -378,7 +425,8 @@ def _label(D: Data, X: np.ndarray) -> tuple[str, dict[str, Any]]:
         n1, n2 = int((s > 0).sum()), int((s < 0).sum())
         lo, hi = max(n1, n2), min(n1, n2)
         name = f"consensus v{k + 1}" if hi == 0 else f"bipartite v{k + 1} ({lo}:{hi})"
-        return name, {"k": k, "n1": lo, "n2": hi, "labels": ["consensus" if hi == 0 else "bipartite"]}
+        return name, {"k": k, "n1": lo, "n2": hi, "labels": eigen_labels(D, k, lo, hi) if D.enc is not None else
+                      ["consensus" if hi == 0 else "bipartite"]}
     nr = nm.newton(X, D.Mb, D.V, D.c, variant=D.variant)
     if not nr.converged:
         return "newton_failed", {"residual": nr.residual}

@@ -46,6 +46,7 @@ from .enumeration import (  # noqa: F401 - equilibria, basins, wilson … re-exp
     _data,
     _ok,
     _patterns,
+    a_sign,
     basins,
     decidable,
     class_result,
@@ -246,8 +247,7 @@ def _theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> l
                    for k in range(p.d) for s in _patterns(p.n, 16)[0])
         rank_info = []
         for k in range(p.d):
-            ab = cm.a_enclosure(D.Mq, D.enc, k)
-            nz = ab is not None and (ab[0] > 0 or ab[1] < 0)
+            sgn = a_sign(D, k)  # exact: M + M^T = 0, a certified interval, or Q(lambda_k) arithmetic
             s = np.ones(p.n)
             s[p.n // 2:] = -1
             A = nm.attention_weights(nm.bipartite_point(D.U[:, k], s), D.Mb, D.c)
@@ -257,8 +257,9 @@ def _theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> l
             b1, b2 = n1 * al1 + n2 * al2, n1 * al2 + n2 * al1
             pred8 = D.c * np.block([[np.full((n1, n1), al1 / b1), np.full((n1, n2), al2 / b1)],
                                     [np.full((n2, n1), al2 / b2), np.full((n2, n2), al1 / b2)]])
-            rank_info.append({"k": k + 1, "a_k": a, "a_k_nonzero_certified": nz,
-                              "bipartite_rank_prediction": 2 if nz else "2 iff a_k != 0 (undecided)",
+            rank_info.append({"k": k + 1, "a_k": a, "a_k_nonzero_certified": sgn is not None and sgn != 0,
+                              "a_k_zero_exact": sgn == 0,
+                              "bipartite_rank_prediction": {None: "2 iff a_k != 0 (undecided)", 0: 1}.get(sgn, 2),
                               "eq8_residual": float(np.abs(A - pred8).max())})
     hyp_sa = [*A1s, structure, core.HypothesisResult("variant self_attention", "holds" if p.variant == "self_attention" else "fails",
                                                      None, "parameters")]
