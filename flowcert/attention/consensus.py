@@ -271,6 +271,12 @@ def consensus_limit(s: Setting, run: Run) -> dict[str, Any]:
     else:
         out["limit_class"] = "not_settled"
         out["basis"] = "max |F| = %.2e at t_end" % run.speed
+    # the shared classifier (same end state, every structure): consensus / bipartite (bipolar) / clustering k / polygonal
+    from .classify import limit_of
+
+    lc = limit_of(s.p, X, t=float(run.t[-1]), speed=run.speed, settle_tol=SETTLED_SPEED)
+    out["classes"] = lc.labels
+    out["limit"] = lc.to_json()
     return out
 
 

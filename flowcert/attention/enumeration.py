@@ -439,20 +439,27 @@ def _label(D: Data, X: np.ndarray) -> tuple[str, dict[str, Any]]:
     return f"{'/'.join(cl.labels)} (m={cl.clusters})", {"labels": cl.labels, "clusters": cl.clusters}
 
 
-def classify_run(p: AttentionParams, X: np.ndarray, settle_tol: float = 1e-7) -> dict[str, Any]:
-    r"""``limit_class`` of one simulated final state, only once the run has settled (speed
-    :math:`\max_i|f_i|<` ``settle_tol``): the limit is identified in closed form or by Newton and
-    its class verdict (certified) is returned as ``limit_verdict``; otherwise None with the reason."""
-    if _applicable_structure(p).status != "holds":
-        return {"limit_class": None, "limit_class_reason": "structure outside the multistability classifier"}
+def classify_run(p: AttentionParams, X: np.ndarray, settle_tol: float = 1e-7, t: float | None = None) -> dict[str, Any]:
+    r"""``limit_class`` of one simulated final state (at time ``t``, default ``p.t_end``), for every
+    structure, from the one classifier (:func:`flowcert.attention.classify.limit_of`): the labels
+    once the run has settled (speed :math:`\max_i|f_i|<` ``settle_tol``), else None with the final
+    speed and time (``limit``). For model (1)/(2)/(5) the limit is also identified in closed form or
+    by Newton (``limit_label``) and its certified class verdict is ``limit_verdict``."""
+    from .classify import limit_of, limit_record
+
+    lc = limit_of(p, X, t=t, settle_tol=settle_tol)
+    out = limit_record(lc)
+    if not lc.settled or _applicable_structure(p).status != "holds":
+        return out
     D = _data(p)
-    speed = float(np.abs(nm.field_one_head(X, D.Mb, D.V, D.c, variant=D.variant)).max())
-    if not speed < settle_tol:
-        return {"limit_class": None, "limit_class_reason": f"not settled: speed {speed:.2e} >= {settle_tol:g}"}
     name, info = _label(D, X)
     if name == "newton_failed":
-        return {"limit_class": None, "limit_class_reason": f"Newton did not converge ({info['residual']:.2e})"}
-    out: dict[str, Any] = {"limit_class": info["labels"], "limit_label": name}
+        out["limit_label_reason"] = f"Newton did not converge ({info['residual']:.2e}); classes from the end state"
+        return out
+    out["limit_label"] = name
+    for lab in info["labels"]:  # exact labels (e.g. polygonal at a_k = 0) join the geometric ones
+        if lab not in out["limit_class"] and lab != "clustering":
+            out["limit_class"] = [*[x for x in out["limit_class"] if x != "clustering"], lab]
     if "k" in info and decidable(D):
         out["limit_verdict"] = class_result(D, info["k"], info["n1"], info["n2"], certify=False)["verdict"]
     return out
