@@ -383,13 +383,32 @@ def _newton_limits(D: Data, samples: int, seed: int) -> list[dict[str, Any]]:
         seen.append(key)
         F = nm.ambient_jacobian(nr.X, D.Mb, D.V, D.c)
         sp_ = nm.spectra(F, nr.X)
+        verdict, why, cert = certify_newton_point(D, nr.X)
         out.append({"class": cl.labels, "eigvec_index": None, "X": nr.X.tolist(), "clusters": cl.clusters,
                     "tangent_spectrum": [[float(z.real), float(z.imag)] for z in sp_.tangent],
                     "ambient_spectrum": [[float(z.real), float(z.imag)] for z in sp_.ambient],
-                    "stable": None, "certificate": None,
-                    "reason": ("located by Newton (residual %.1e); no certificate at a numerically located point; "
-                               "floating max Re(tangent) = %.3e" % (nr.residual, float(sp_.tangent.real.max())))})
+                    "stable": STABLE.get(verdict) if cert is not None else None,
+                    "certificate": cert.to_json() if cert is not None else None,
+                    "reason": ("located by Newton (residual %.1e); %s; floating max Re(tangent) = %.3e"
+                               % (nr.residual, why, float(sp_.tangent.real.max())))})
     return out
+
+
+def certify_newton_point(D: Data, X: np.ndarray) -> tuple[str, str, Any]:
+    """Krawczyk existence + ball-Lyapunov inertia verdict at a Newton-located point of (1)
+    (:mod:`flowcert.certificates.attention.krawczyk`); the certificate only after a re-check."""
+    from ..certificates.attention import krawczyk
+
+    if D.variant != "self_attention" or D.Vq is None or D.Mq is None:
+        return "unknown", "no exact data for the Krawczyk certificate", None
+    sqrt_d = None if D.p.normalization == "unit" else D.p.d
+    try:
+        verdict, why, cert = krawczyk.certify_equilibrium(X, D.Vq, D.Mq, sqrt_d)
+    except (ValueError, ArithmeticError, ZeroDivisionError) as exc:
+        return "unknown", f"Krawczyk certificate failed ({type(exc).__name__}: {exc})", None
+    if cert is not None and not core.recheck(cert):
+        return "unknown", "Krawczyk certificate re-check failed", None
+    return verdict, why, cert
 
 
 # ---------------------------------------------------------------------------------------
@@ -436,7 +455,7 @@ def _label(D: Data, X: np.ndarray) -> tuple[str, dict[str, Any]]:
         lo, hi = max(n1, n2), min(n1, n2)
         name = f"consensus v{cl.k + 1}" if hi == 0 else f"bipartite v{cl.k + 1} ({lo}:{hi})"
         return name, {"k": cl.k, "n1": lo, "n2": hi, "labels": cl.labels}
-    return f"{'/'.join(cl.labels)} (m={cl.clusters})", {"labels": cl.labels, "clusters": cl.clusters}
+    return f"{'/'.join(cl.labels)} (m={cl.clusters})", {"labels": cl.labels, "clusters": cl.clusters, "X": nr.X}
 
 
 def classify_run(p: AttentionParams, X: np.ndarray, settle_tol: float = 1e-7, t: float | None = None) -> dict[str, Any]:
@@ -462,6 +481,10 @@ def classify_run(p: AttentionParams, X: np.ndarray, settle_tol: float = 1e-7, t:
             out["limit_class"] = [*[x for x in out["limit_class"] if x != "clustering"], lab]
     if "k" in info and decidable(D):
         out["limit_verdict"] = class_result(D, info["k"], info["n1"], info["n2"], certify=False)["verdict"]
+    elif "X" in info:  # a clustering/polygonal limit: Krawczyk + ball Lyapunov verdict at the Newton point
+        verdict, why, cert = certify_newton_point(D, info["X"])
+        out["limit_verdict"] = verdict if cert is not None else "unknown"
+        out["limit_verdict_reason"] = why
     return out
 
 
