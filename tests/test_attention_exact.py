@@ -131,3 +131,17 @@ def test_a_sign_exact_where_the_interval_straddles_zero():
     phi = (1 + math.sqrt(5)) / 2
     v = np.array([phi, 1.0, 0.0]) / math.hypot(phi, 1.0)
     assert abs(v @ np.array(K) @ v) < 1e-15
+
+
+def test_lemma_11_cross_check_on_exact_polygonal_points():
+    # a_k = 0 at every k (skew M): the 2:2 points are polygonal; D2 with tanh(0) = 0 gives the tangent
+    # spectrum {0} u {lambda_j}_{j != k}, so each has a positive eigenvalue (lambda = 1, .4 > 0): unstable
+    th = {t.id: t for t in ms.theorems(parse(SKEW))}["multistability:lemma-11"]
+    assert th.cross_check.status == "agrees"
+    lam = [1.0, 0.4, -0.3]
+    got = {r["k"]: r["verdict"] for r in th.cross_check.details["polygonal_classes"]}
+    assert got == {k + 1: ("unstable" if max(lam[j] for j in range(3) if j != k) > 0 else "unknown") for k in range(3)}
+    # no polygonal point known exactly: skipped, not agrees
+    raw = {**SKEW, "K": np.diag([1.0, 2.0, 0.5]).tolist()}
+    th = {t.id: t for t in ms.theorems(parse(raw))}["multistability:lemma-11"]
+    assert th.cross_check.status == "skipped"

@@ -343,8 +343,7 @@ def _theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> l
     out.append(_th("multistability:lemma-11", "Lemma 11 (polygonal equilibria of (1))",
                    r"Polygonal equilibria ($V\sum_jA_{ij}x_j=0\ \forall i$) are not asymptotically stable.",
                    hyp_sa, {"polygonal": "not asymptotically stable (heuristic proof in the paper; may be non-hyperbolic)"},
-                   CrossCheck("skipped", {"reason": "the paper's proof is heuristic (note 001 Lemma 11); linearisations "
-                                                    "can be inconclusive (zero tangent eigenvalues)"}),
+                   _lemma11_check(D, sac) if sac else None,
                    correction="Proof not rigorous (stray 1/n, uncontrolled Xi zeta_1 term); the claim is kept as "
                               "'not asymptotically stable', not 'has a positive eigenvalue'."))
     prop2 = None
@@ -400,6 +399,23 @@ def _theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> l
                               all(c["n1"] < 2 or c["n2"] < 2 for c in sac if c["verdict"] == "stable" and 1 < c["k"] < p.d)
                               else "disagrees", {"counts": d3}) if d3 is not None else None))
     return out
+
+
+def _lemma11_check(D: Data, classes: list[dict[str, Any]]) -> CrossCheck:
+    """Lemma 11 on the polygonal points the exact enumeration knows: bipartite/consensus points
+    labelled polygonal exactly (:func:`flowcert.attention.enumeration.eigen_labels`: a_k = 0 with an
+    equal split, or lambda_k = 0). None of their certified verdicts may be ``stable``."""
+    from .enumeration import eigen_labels
+
+    poly = [c for c in classes if "polygonal" in eigen_labels(D, c["k"] - 1, c["n1"], c["n2"])]
+    if not poly:
+        return CrossCheck("skipped", {"reason": "no polygonal point among the exactly enumerated classes "
+                                                "(needs a_k = 0 with an equal split, or lambda_k = 0)"})
+    bad = [(c["k"], c["n1"], c["n2"]) for c in poly if c["verdict"] == "stable"]
+    return CrossCheck("disagrees" if bad else "agrees",
+                      {"polygonal_classes": [{"k": c["k"], "n1": c["n1"], "n2": c["n2"], "verdict": c["verdict"]} for c in poly],
+                       "certified_stable_polygonal": bad,
+                       "criterion": "no exactly polygonal class has a certified 'stable' verdict"})
 
 
 def _printed9_disagreements(D: Data, classes: list[dict[str, Any]]) -> dict[str, int]:
