@@ -137,3 +137,19 @@ def test_bound_b_is_exact_rational():
     s = cat.setting(parse({"P": np.diag([300.0, 200.0, 100.0]).tolist(), "V": np.eye(3).tolist(), "n": 3}))
     _, b = cat.P_bounded(s)
     assert isinstance(b, Fraction) and b >= Fraction(374) and float(b) == pytest.approx(math.sqrt(140000), rel=1e-9)
+
+
+def test_multistability_entry_fails_alone(monkeypatch):
+    from flowcert.attention import multistability as ms
+
+    def boom(*a, **k):
+        raise ZeroDivisionError("planted")
+
+    monkeypatch.setattr(ms, "_printed9_disagreements", boom)  # used by Theorem 2 only
+    raw = {"V": [[1, 0.2, 0], [0.2, 0.1, 0], [0, 0, -0.5]], "Q": np.eye(3).tolist(),
+           "K": [[3, 0.5, 0], [0, 0.5, 0], [0.3, 0, -1]], "n": 4}
+    th = {t.id: t for t in ms.theorems(parse(raw))}
+    assert set(th) == set(ms.THEOREM_IDS)
+    bad = [i for i, t in th.items() if any(h.name == "evaluation" for h in t.hypotheses)]
+    assert bad == ["multistability:thm-2"] and "ZeroDivisionError: planted" in th[bad[0]].prediction["error"]
+    assert th["multistability:lemma-10"].applies is True
