@@ -363,6 +363,8 @@ def equilibria(p: AttentionParams, cap: int | None = None, samples: int = 16, se
 
 def _newton_limits(D: Data, samples: int, seed: int) -> list[dict[str, Any]]:
     """Non-eigenvector equilibria (clustering, polygonal) from simulation limits + Newton."""
+    from .classify import limit_of
+
     if samples <= 0 or D.variant != "self_attention":
         return []
     rest = _run_to_rest(D.p, samples, seed, t_max=D.p.t_end if "t_end" in D.p.given else 400.0)
@@ -375,8 +377,9 @@ def _newton_limits(D: Data, samples: int, seed: int) -> list[dict[str, Any]]:
         if not nr.converged:
             continue
         cl = nm.classify(nr.X, D.V, D.Mb, D.c)
-        if cl.k is not None:
-            continue
+        lc = limit_of(D.p, nr.X, speed=0.0)  # the shared classifier (consensus/bipartite/polygonal/clustering k)
+        if cl.k is not None or {"consensus", "bipartite"} & set(lc.labels):
+            continue  # +-w with V w || w: a point of an (enumerated, possibly subspace) eigenvector class
         key = np.array(sorted(map(tuple, np.round(nr.X, 6))))
         if any(key.shape == s.shape and np.abs(key - s).max() < 1e-5 for s in seen):
             continue
@@ -384,7 +387,7 @@ def _newton_limits(D: Data, samples: int, seed: int) -> list[dict[str, Any]]:
         F = nm.ambient_jacobian(nr.X, D.Mb, D.V, D.c)
         sp_ = nm.spectra(F, nr.X)
         verdict, why, cert = certify_newton_point(D, nr.X)
-        out.append({"class": cl.labels, "eigvec_index": None, "X": nr.X.tolist(), "clusters": cl.clusters,
+        out.append({"class": lc.labels, "eigvec_index": None, "X": nr.X.tolist(), "clusters": lc.clusters,
                     "tangent_spectrum": [[float(z.real), float(z.imag)] for z in sp_.tangent],
                     "ambient_spectrum": [[float(z.real), float(z.imag)] for z in sp_.ambient],
                     "stable": STABLE.get(verdict) if cert is not None else None,
