@@ -224,7 +224,7 @@ def _verify(Xs, V, M, c_sqrt_d: int | None, r: Fraction, C: list[list[Fraction]]
             return "unknown", "the chart's U^T Dx could not be inverted in ball arithmetic"
         Pa = _mat_arb(P)
         Qm = -(H.transpose() * Pa + Pa * H)
-        Qmid = [[_mid_frac(Qm[i, j]) for j in range(m)] for i in range(m)]
+        Qmid = [[(_mid_frac(Qm[i, j]) + _mid_frac(Qm[j, i])) / 2 for j in range(m)] for i in range(m)]  # Q is symmetric
         rads = [_upper_frac(Qm[i, j].rad()) for i in range(m) for j in range(m)]
         if any(x is None for x in rads):
             return "unknown", "the ball Lyapunov form is not finite"
