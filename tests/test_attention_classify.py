@@ -102,6 +102,7 @@ def _tetrahedron():
     return np.array([[1, 1, 1], [1, -1, -1], [-1, 1, -1], [-1, -1, 1]]) / math.sqrt(3)
 
 
+@pytest.mark.slow
 def test_tetrahedron_clustering_k4_multi_head():
     # two heads (P = -3 I, V = I/2) sum to the one-head P = -3 I, U = I flow: beta = 3 > 1.5, stable
     T = _tetrahedron()

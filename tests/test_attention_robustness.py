@@ -101,13 +101,16 @@ def _cli(raw, tmp_path, *extra):
 
 @pytest.mark.parametrize("raw", [
     # ellipsoid with lambda_min(W) = 1e-3: 2 K^2 b = 3464 (note 003 Lemma 4.1)
-    {"P": np.eye(3).tolist(), "V": np.eye(3).tolist(), "W": np.diag([1e-3, 1.0, 1.0]).tolist(), "n": 4, "t_end": 2},
+    pytest.param({"P": np.eye(3).tolist(), "V": np.eye(3).tolist(), "W": np.diag([1e-3, 1.0, 1.0]).tolist(), "n": 4, "t_end": 2},
+                 marks=pytest.mark.slow),
     # sphere, |P| in the hundreds: 2 b = 748
-    {"P": np.diag([300.0, 200.0, 100.0]).tolist(), "V": np.eye(3).tolist(), "n": 4, "t_end": 2},
+    pytest.param({"P": np.diag([300.0, 200.0, 100.0]).tolist(), "V": np.eye(3).tolist(), "n": 4, "t_end": 2},
+                 marks=pytest.mark.slow),
     # one head Q, K, V with a large score matrix on the sphere (multistability entries too)
     {"Q": (20 * np.eye(3)).tolist(), "K": (40 * np.eye(3)).tolist(), "V": np.diag([1.0, 0.3, -0.5]).tolist(), "n": 4},
 ], ids=["ellipsoid-small-lambda-min", "sphere-P-hundreds", "QK-800"])
 def test_verify_exits_0_with_full_document(raw, tmp_path):
+    # the two slow cases are also covered in-process by test_verify_in_process_full_document
     out = _cli(raw, tmp_path)
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
@@ -153,3 +156,19 @@ def test_multistability_entry_fails_alone(monkeypatch):
     bad = [i for i, t in th.items() if any(h.name == "evaluation" for h in t.hypotheses)]
     assert bad == ["multistability:thm-2"] and "ZeroDivisionError: planted" in th[bad[0]].prediction["error"]
     assert th["multistability:lemma-10"].applies is True
+
+
+@pytest.mark.parametrize("raw", [
+    {"P": np.eye(3).tolist(), "V": np.eye(3).tolist(), "W": np.diag([1e-3, 1.0, 1.0]).tolist(), "n": 4, "t_end": 2},
+    {"P": np.diag([300.0, 200.0, 100.0]).tolist(), "V": np.eye(3).tolist(), "n": 4, "t_end": 2},
+], ids=["ellipsoid-small-lambda-min", "sphere-P-hundreds"])
+def test_verify_in_process_full_document(raw):
+    from flowcert import attention
+
+    doc = attention.verify(parse(raw))
+    json.dumps(doc, allow_nan=False)
+    ids = [t["id"] for t in doc["theorems"]]
+    assert len([i for i in ids if i.startswith("consensus:")]) == 10
+    assert not [t["id"] for t in doc["theorems"] if any(h["name"] == "evaluation" for h in t["hypotheses"])]
+    p = next(t for t in doc["theorems"] if t["id"] == "consensus:lemma-4.1")["prediction"]
+    assert p["c1"] is None and p["c2_paper"] is None and p["log_c2_paper"] > math.log(sys.float_info.max)
