@@ -53,6 +53,8 @@ KINDS: dict[str, str] = {
     "nonpositive_top_eigenvalue": "attention.consensus:_check_nonpositive_top",
     "sup_norm_bound": "attention.consensus:_check_sup_bound",
     "tetrahedron_spectrum_sign": "attention.consensus:_check_tetra",
+    # attention system, Newton-found equilibria (certificates/attention/krawczyk.py)
+    "attention_krawczyk_equilibrium": "attention.krawczyk:check",
     # rnn system, KPFlow operators (certificates/rnn.py)
     "bounded_real": "rnn:_check_bounded_real",
     "contraction": "rnn:_check_contraction",

@@ -205,6 +205,14 @@ def build_real_certificates() -> dict[str, dict]:
     A, B = np.array([[1.0], [2.0]]), np.array([[1.0, -1.0]])
     add(lowrank.asymmetry_certificate(A, B, lowrank.find_asymmetric_entry(A @ B), "N"))
     add(lowrank.minor_certificate(A, B, [([1], 1)], "N"))  # (N + N^T)_11 = -4 < 0
+    # a Newton-located 2:2 bipartite point of the multistability paper (rows of +-e1, a11 = 2:
+    # stable by the equal-split closed form), certified by the Krawczyk test
+    from flowcert.certificates.attention import krawczyk
+
+    X = np.outer([1.0, 1.0, -1.0, -1.0], [1.0, 0.0, 0.0]) + 1e-9 * np.random.default_rng(1).normal(size=(4, 3))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    M = np.array([[2.0, 0.3, 0.0], [-0.1, 0.5, 0.2], [0.0, 0.4, -1.0]])
+    add(krawczyk.certify_equilibrium(X, np.diag([1.0, 0.2, -0.5]), M)[2])
     return out
 
 

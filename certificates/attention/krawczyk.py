@@ -310,7 +310,7 @@ def certify_equilibrium(X: np.ndarray, V: Any, M: Any, sqrt_d: int | None = None
             return verdict, why, None
         data = {"X": _encode(Xs), "V": _encode(Vq), "M": _encode(Mq), "sqrt_d": sqrt_d, "r": str(rq),
                 "C": _encode(C), "P": _encode(P), "claim": verdict}
-        cert = core.Certificate(KIND, f"an equilibrium of (1) lies within r = {float(rq):.1e} (chart coordinates) of X and is {verdict}",
+        cert = core.Certificate("attention_krawczyk_equilibrium", f"an equilibrium of (1) lies within r = {float(rq):.1e} (chart coordinates) of X and is {verdict}",
                                 data, "Krawczyk operator + ball Lyapunov inertia test (python-flint arb, exact LDL^T)")
         return verdict, why, cert
     return last
@@ -322,5 +322,3 @@ def check(data: dict[str, Any]) -> bool:
                          Fraction(data["r"]), _decode(data["C"]), _decode(data["P"]))
     return verdict == data["claim"] and verdict in ("stable", "unstable")
 
-
-core.register(KIND, check)
