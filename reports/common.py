@@ -232,7 +232,7 @@ def theorem_block(r: Mapping[str, Any]) -> list[str]:
     label = (r.get("source") or {}).get("label", "") if isinstance(r.get("source"), Mapping) else ""
     cc = r.get("cross_check") or {}
     status = cc.get("status", "skipped")
-    lines = [":::: theorem", f"#### [{r['id']}]{{#{theorem_anchor(r['id'])}}} {plain(label)}", "",
+    lines = [":::: theorem", f"#### [{r['id']}]{{#{theorem_anchor(r['id'])}}}" + (f" — {plain(label)}" if label else ""), "",
              f"Verdict `{verdict_word(r.get('applies'))}`, cross-check `{status}`.", ""]
     statement = statement_markdown(r.get("statement") or "")
     lines += [f"**Statement.** {statement}" if statement else "**Statement.** (not recorded)", ""]

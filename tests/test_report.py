@@ -197,6 +197,17 @@ def test_rate_fit_interval_covers_the_true_slope() -> None:
     assert not wrong.contains(-0.5) and wrong.hi - wrong.lo < 0.25  # a wrong rate is refused, not drowned in noise
 
 
+def test_report_particle_interval_contains_minus_half(report: tuple[build.Report, str, dict[str, Any]]) -> None:
+    """The quick report's Prop. 2.1 figure states a slope interval that contains -1/2, in text and caption."""
+    _, md, _ = report
+    m = re.search(r"\$s=(-?[\d.]+)\$, 95% confidence interval \$\[(-?[\d.]+),(-?[\d.]+)\]\$ \(contains the theory's", md)
+    assert m, "the particle slope and its interval are stated"
+    s, lo, hi = map(float, m.groups())
+    assert lo <= -0.5 <= hi and lo < s < hi and hi - lo < 0.4
+    assert f"fitted slope {s:.3f} [{lo:.3f}, {hi:.3f}] (95% interval), which contains the theory's -1/2" in md
+
+
+@pytest.mark.slow
 def test_particle_rate_interval_contains_minus_half() -> None:
     """Prop. 2.1 on the light-tailed parameters: the quick build's slope interval contains -1/2 (seeded)."""
     from flowcert.gaussian.params import parse_gaussian

@@ -187,10 +187,12 @@ def test_theorem_blocks_readable(browser: Any) -> None:
     blocks = browser.execute_script(
         "return Array.from(document.querySelectorAll('div.theorem')).map(b => ["
         " b.querySelector('h4 [id^=\"thm-\"]') !== null,"
-        " Array.from(b.querySelectorAll(':scope > ul > li')).map(li => li.firstElementChild ? li.firstElementChild.className : ''),"
+        " Array.from(b.querySelectorAll(':scope > ul')).filter(u => (u.previousElementSibling || {}).textContent === 'Hypotheses')"
+        "  .flatMap(u => Array.from(u.children)).map(li => li.firstElementChild ? li.firstElementChild.className : ''),"
         " b.getBoundingClientRect().width]);")
     assert len(blocks) >= 30
     main_width = browser.execute_script("return document.querySelector('main').getBoundingClientRect().width")
+    assert sum(len(items) for _, items, _ in blocks) >= 100  # the hypotheses were found
     for anchored, items, width in blocks:
         assert anchored
         assert all(c.startswith("verdict ") for c in items)  # each hypothesis starts with its status badge
