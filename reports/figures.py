@@ -84,9 +84,10 @@ def plot_convergence(fit: Any, path: Path) -> Path:
         ax.loglog(Ns_a, row, ".", color="0.6", ms=3)
     gm = np.exp(np.log(E).mean(0))
     ax.loglog(Ns_a, gm, "o", color="C0", label=f"geometric mean of {E.shape[0]} runs")
-    ax.loglog(Ns_a, gm[0] * (Ns_a / Ns_a[0]) ** fit.slope, "-", color="C0",
+    fitted = np.exp(fit.intercept) * Ns_a ** fit.slope
+    ax.loglog(Ns_a, fitted, "-", color="C0",
               label=f"fit: slope {fit.slope:.2f} [{fit.lo:.2f}, {fit.hi:.2f}] ({fit.level:.0%} CI)")
-    ax.loglog(Ns_a, gm[0] * (Ns_a / Ns_a[0]) ** -0.5, "k--", lw=1, label=r"theory $N^{-1/2}$")
+    ax.loglog(Ns_a, fitted[0] * (Ns_a / Ns_a[0]) ** -0.5, "k--", lw=1, label=r"theory $N^{-1/2}$ (through the fit at the smallest N)")
     ax.set_xlabel("N particles")
     ax.set_ylabel("moment error at t")
     ax.legend()

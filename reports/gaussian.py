@@ -80,6 +80,7 @@ class RateFit:
     lo: float
     hi: float
     level: float = 0.95
+    intercept: float = 0.0  # c of the fit: the fitted line is exp(c) N^s
 
     def contains(self, value: float) -> bool:
         """Whether the interval contains ``value``."""
@@ -95,7 +96,7 @@ def fit_rate(Ns: Any, errors: Any, level: float = 0.95) -> RateFit:
     fit = stats.linregress(x, np.log(E).ravel())
     q = float(stats.t.ppf(0.5 + level / 2, x.size - 2))
     return RateFit(list(Ns), E, float(fit.slope), float(fit.slope - q * fit.stderr),
-                   float(fit.slope + q * fit.stderr), level)
+                   float(fit.slope + q * fit.stderr), level, float(fit.intercept))
 
 
 def particle_rate(params: Any, t: float, Ns: Any, runs: int, seed: int) -> RateFit:

@@ -41,7 +41,7 @@ def _heads(model: Any) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]
             if r[key]["certificate"]:
                 n_cert += 1
                 n_ok += core.recheck(r[key]["certificate"])
-    rows = ["| layer | head | $\\|M-M^\\top\\|_F/\\|M\\|_F$ | $\\|U-U^\\top\\|_F/\\|U\\|_F$ | sym$(M)$ | sym$(U)$ | inertia sym$(M)$, sym$(U)$ (proved) | max Re $\\lambda(U)$ | tr $U$ | theorems applying |",
+    rows = ["| layer | head | $\\Vert M-M^\\top\\Vert_F/\\Vert M\\Vert_F$ | $\\Vert U-U^\\top\\Vert_F/\\Vert U\\Vert_F$ | sym$(M)$ | sym$(U)$ | inertia sym$(M)$, sym$(U)$ (proved) | max Re $\\lambda(U)$ | tr $U$ | theorems applying |",
             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in recs:
         app = [t["id"] for t in r["theorems"] if t["applies"]]
