@@ -5,7 +5,13 @@ differentiates them in :math:`z` and :math:`\theta`. float64 by default.
 
 * ``rnn_tanh`` (paper eq. 8, explicit Euler with step :math:`\Delta t`):
 
-  .. math:: F = z + \Delta t\,(-z + W\tanh(z) + W_{in}x),\qquad \theta=\{W, W_{in}\}.
+  .. math:: F = z + \Delta t\,(-z + W\phi(z) + W_{in}x\,[+\,b]\,[+\,\xi_t]),\qquad \theta=\{W, W_{in}\,[,b]\},
+
+  :math:`\phi=\tanh`; ``relu_rnn`` is the same cell with :math:`\phi=\max(0,\cdot)` (supplementary
+  Fig. 12; kpflow's ``BasicRNNCell``). Options: a trained bias b (``bias``), and input noise
+  :math:`\xi_t\sim\mathcal N(0,\sigma^2I_H)` (``noisy``): one fixed realisation, carried as H extra
+  input channels after the I real ones (so every operator sees a deterministic map of
+  :math:`(z_{t-1},x_t)`).
 
 * ``torch_rnn`` (PyTorch ``nn.RNNCell``): :math:`F=\tanh(W_{ih}x+b_{ih}+W_{hh}z+b_{hh})`.
 * ``gru`` (PyTorch ``nn.GRUCell``, gate order r, u(=z), n):
@@ -39,7 +45,8 @@ from ...symbolic.rnn import param_shapes
 
 Params = dict[str, torch.Tensor]
 
-CELLS = ("rnn_tanh", "torch_rnn", "gru", "hodgkin_huxley", "linear")
+CELLS = ("rnn_tanh", "relu_rnn", "torch_rnn", "gru", "hodgkin_huxley", "linear")
+EQ8 = ("rnn_tanh", "relu_rnn")
 
 # Classical Hodgkin–Huxley constants (mV, ms, mS/cm^2).
 HH = {"g_K": 36.0, "g_Na": 120.0, "g_l": 0.3, "V_K": -77.0, "V_Na": 50.0, "V_l": -54.387,
@@ -80,6 +87,8 @@ class Cell:
     I: int
     dt: float = 1.0
     A: torch.Tensor | None = field(default=None, compare=False)
+    bias: bool = False
+    noisy: bool = False
 
     @property
     def neurons(self) -> int:
@@ -96,9 +105,10 @@ class Cell:
         Biases multiply the constant feature 1. Weights whose outer Jacobian
         :math:`D f^{outer}` is constant are listed in :meth:`constant_outer`.
         """
-        one = torch.ones(z.shape[0], 1, dtype=z.dtype)
-        if self.kind == "rnn_tanh":
-            return {"W": torch.tanh(z), "W_in": x}
+        one = torch.ones(z.shape[0], 1, dtype=z.dtype, device=z.device)
+        if self.kind in EQ8:
+            f = {"W": torch.tanh(z) if self.kind == "rnn_tanh" else torch.relu(z), "W_in": x[:, : self.I]}
+            return {**f, "b": one} if self.bias else f
         if self.kind == "torch_rnn":
             return {"W_hh": z, "W_ih": x, "b_hh": one, "b_ih": one}
         if self.kind == "gru":
@@ -110,11 +120,17 @@ class Cell:
 
     def constant_outer(self) -> bool:
         """True when :math:`f=f^{outer}(W_j f_j^{inner},\\dots)` has a constant outer Jacobian for every j."""
-        return self.kind in ("rnn_tanh", "hodgkin_huxley", "linear")
+        return self.kind in EQ8 + ("hodgkin_huxley", "linear")
 
 
-def _rnn_tanh(c: Cell, th: Params, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    return z + c.dt * (-z + torch.tanh(z) @ th["W"].T + x @ th["W_in"].T)
+def _eq8(c: Cell, th: Params, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    phi = torch.tanh(z) if c.kind == "rnn_tanh" else torch.relu(z)
+    drive = phi @ th["W"].T + x[:, : c.I] @ th["W_in"].T
+    if c.bias:
+        drive = drive + th["b"]
+    if c.noisy:
+        drive = drive + x[:, c.I:]
+    return z + c.dt * (-z + drive)
 
 
 def _torch_rnn(c: Cell, th: Params, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -161,24 +177,41 @@ def _linear(c: Cell, th: Params, z: torch.Tensor, x: torch.Tensor) -> torch.Tens
 
 
 _STEPS: dict[str, Callable[[Cell, Params, torch.Tensor, torch.Tensor], torch.Tensor]] = {
-    "rnn_tanh": _rnn_tanh, "torch_rnn": _torch_rnn, "gru": _gru, "hodgkin_huxley": _hh, "linear": _linear,
+    "rnn_tanh": _eq8, "relu_rnn": _eq8, "torch_rnn": _torch_rnn, "gru": _gru, "hodgkin_huxley": _hh, "linear": _linear,
 }
 
 
+def shapes(kind: str, H: int, I: int, bias: bool = False) -> dict[str, tuple[int, ...]]:
+    """Trained parameters of a cell: :func:`flowcert.symbolic.rnn.param_shapes`, with ``relu_rnn`` and
+    the eq. 8 bias."""
+    out = dict(param_shapes("rnn_tanh" if kind == "relu_rnn" else kind, H, I))
+    if bias and kind in EQ8:
+        out["b"] = (H,)
+    return out
+
+
+def with_noise(x: torch.Tensor, H: int, noise: float, seed: int = 0) -> torch.Tensor:
+    r"""Inputs [B, T, I] with one noise realisation :math:`\xi\sim\mathcal N(0,\sigma^2)` [B, T, H] appended."""
+    gen = torch.Generator().manual_seed(int(seed))
+    xi = noise * torch.randn(x.shape[0], x.shape[1], H, generator=gen, dtype=torch.float64)
+    return torch.cat([x, xi.to(dtype=x.dtype, device=x.device)], -1)
+
+
 def init_params(kind: str, H: int, I: int, *, g: float = 1.0, seed: int = 0, dt: float = 1.0,
-                dtype: torch.dtype = torch.float64) -> tuple[Cell, Params]:
+                dtype: torch.dtype = torch.float64, device: torch.device | str = "cpu", bias: bool = False,
+                noisy: bool = False) -> tuple[Cell, Params]:
     r"""A cell and random parameters.
 
     ``rnn_tanh``/``hodgkin_huxley``: :math:`W_{ij}\sim\mathcal N(0,g^2/N)` (paper, main text),
     :math:`W_{in}\sim\mathcal N(0,1/I)`. ``torch_rnn``/``gru``: PyTorch's default
     :math:`U(-1/\sqrt H,1/\sqrt H)`, with the recurrent weight multiplied by g (as the paper's code).
     ``linear``: :math:`A=g\,Q` with Q a random orthogonal matrix times 0.9 (so :math:`\|A\|=0.9g`).
+    The eq. 8 bias b starts at 0.1·N(0, 1).
     """
     gen = torch.Generator().manual_seed(int(seed))
-    shapes = param_shapes(kind, H, I)
     th: Params = {}
     A = None
-    for name, shp in shapes.items():
+    for name, shp in shapes(kind, H, I, bias).items():
         if kind in ("torch_rnn", "gru"):
             k = 1.0 / H**0.5
             w = (torch.rand(shp, generator=gen, dtype=dtype) * 2 - 1) * k
@@ -193,16 +226,17 @@ def init_params(kind: str, H: int, I: int, *, g: float = 1.0, seed: int = 0, dt:
         th[name] = w
     if kind == "linear":
         Q, _ = torch.linalg.qr(torch.randn(H, H, generator=gen, dtype=dtype))
-        A = 0.9 * g * Q
-    return Cell(kind, H, I, dt, A), th
+        A = (0.9 * g * Q).to(device)
+    return Cell(kind, H, I, dt, A, bias=bias and kind in EQ8, noisy=noisy and kind in EQ8), {k: v.to(device) for k, v in th.items()}
 
 
-def initial_state(cell: Cell, B: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+def initial_state(cell: Cell, B: int, dtype: torch.dtype = torch.float64,
+                  device: torch.device | str = "cpu") -> torch.Tensor:
     """z_0: zeros, or for Hodgkin–Huxley the resting state (V=-65 mV, gates at steady state)."""
     if cell.kind != "hodgkin_huxley":
-        return torch.zeros(B, cell.H, dtype=dtype)
+        return torch.zeros(B, cell.H, dtype=dtype, device=device)
     N = cell.neurons
     V = torch.full((B, N), -65.0, dtype=dtype)
     r = hh_rates(V)
     gates = [r[k][0] / (r[k][0] + r[k][1]) for k in ("m", "n", "h")]
-    return torch.cat([V] + gates, dim=1)
+    return torch.cat([V] + gates, dim=1).to(device)
