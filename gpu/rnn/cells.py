@@ -240,3 +240,36 @@ def initial_state(cell: Cell, B: int, dtype: torch.dtype = torch.float64,
     r = hh_rates(V)
     gates = [r[k][0] / (r[k][0] + r[k][1]) for k in ("m", "n", "h")]
     return torch.cat([V] + gates, dim=1).to(device)
+
+
+class ModuleCell:
+    r"""A user's ``torch.nn.Module`` with the ``torch.nn.RNNCell`` signature ``cell(x_t, h_prev) -> h_t`` as a
+    step map :math:`F(z,x;\theta)` (``torch.func.functional_call`` with θ = its trainable parameters).
+
+    Same interface as :class:`Cell` where the operators use it (``step``, ``H``, ``I``, ``kind``);
+    ``kind`` is ``"module"`` and the structure-dependent parts (:meth:`Cell.features`) do not exist.
+    """
+
+    kind = "module"
+    dt = 1.0
+    A = None
+    bias = False
+    noisy = False
+
+    def __init__(self, module: torch.nn.Module, H: int, I: int) -> None:
+        self.module, self.H, self.I = module, int(H), int(I)
+
+    @property
+    def neurons(self) -> int:
+        return self.H
+
+    def parameters(self) -> Params:
+        """θ: the module's parameters that require grad, detached."""
+        return {k: v.detach() for k, v in self.module.named_parameters() if v.requires_grad}
+
+    def step(self, theta: Params, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """:math:`F(z, x;\\theta)` = ``module(x, z)`` with the parameters replaced by ``theta``."""
+        return torch.func.functional_call(self.module, theta, (x, z))
+
+    def constant_outer(self) -> bool:
+        return False
