@@ -363,6 +363,10 @@ def cmd_kpflow(args: argparse.Namespace) -> None:
                  f"ntk {ident['ntk']['residual']:.2e}")
     lines.append("effective rank: " + ", ".join(f"{k} {ranks[k]['value']}" for k in ("K", "P", "PKP")))
     lines += [f"{t['id']:<16} applies={t['applies']!s:<5} cross_check={t['cross_check']['status']}" for t in doc["theorems"]]
+    if "consensus" in doc:
+        c = doc["consensus"]
+        top = ", ".join(f"{v:.4g}" + (f" ± {e:.2g}" if e else "") for v, e in zip(c["eigenvalues"][:4], c["stderr"] or [None] * 4))
+        lines.append(f"consensus {c['operator']} keep {c['keep']}: {top} ({'exact' if c['exact'] else str(c['probes']) + ' probes'})")
     _emit(doc, args.json, "\n".join(lines) + "\n")
 
 
