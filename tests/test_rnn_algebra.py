@@ -112,3 +112,13 @@ def test_float32_operators():
     assert np.allclose(L.matvec(v), kp64.P.dense().numpy() @ v, atol=1e-4)
     big = spectra.effective_rank(kp32.PKP, exact_max=10, k=10)
     assert big["participation_ratio"] is not None and not big["exact"]
+
+
+@pytest.mark.parametrize("kind", ["rnn_tanh", "relu_rnn", "torch_rnn", "gru", "linear"])
+def test_closed_form_state_jacobians_match_autograd(kind):
+    cell, th = cells.init_params(kind, 5, 3, g=1.4, seed=3, dt=0.3)
+    gen = torch.Generator().manual_seed(9)
+    z, x = torch.randn(7, 5, dtype=F64, generator=gen), torch.randn(7, 3, dtype=F64, generator=gen)
+    J = cell.state_jacobian(th, z, x)
+    ref = torch.func.vmap(torch.func.jacrev(lambda zz, xx: cell.step(th, zz[None], xx[None])[0]))(z, x)
+    assert torch.allclose(J, ref, atol=1e-15 * float(ref.abs().max()) * 8, rtol=0)

@@ -99,6 +99,97 @@ class Cell:
         """:math:`F(z, x;\\theta)` for batched ``z`` [N, H], ``x`` [N, I]."""
         return _STEPS[self.kind](self, theta, z, x)
 
+    def state_jacobian(self, theta: Params, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor | None:
+        r"""Closed-form :math:`\partial_zF(z,x)` for batched points, [N, H, H], or None (use autograd).
+
+        * eq. 8: :math:`(1-\Delta t)I+\Delta t\,W\operatorname{diag}\phi'(z)` (:math:`\phi'=1-\tanh^2`, or
+          :math:`1_{z>0}`, torch's convention at 0);
+        * torch RNN: :math:`\operatorname{diag}(1-F^2)W_{hh}`;
+        * GRU: :math:`\operatorname{diag}(u)+\operatorname{diag}(c_u)W_{hu}+\operatorname{diag}(c_n)W_{hn}+\operatorname{diag}(c_r)W_{hr}`
+          with :math:`c_u=(h-n)u(1-u)`, :math:`c_n=(1-u)(1-n^2)r`, :math:`c_r=(1-u)(1-n^2)(W_{hn}h+b_{hn})r(1-r)`;
+        * linear: A.
+
+        Checked against autograd in the tests; memory is J itself (in-place accumulation).
+        """
+        if self.kind in EQ8:
+            d = 1.0 - torch.tanh(z) ** 2 if self.kind == "rnn_tanh" else (z > 0).to(z.dtype)
+            J = (self.dt * theta["W"])[None] * d[:, None, :]
+            J.diagonal(dim1=1, dim2=2).add_(1.0 - self.dt)
+            return J
+        if self.kind == "torch_rnn":
+            F = _torch_rnn(self, theta, z, x)
+            return (1.0 - F**2)[:, :, None] * theta["W_hh"][None]
+        if self.kind == "gru":
+            H = self.H
+            gi = x @ theta["weight_ih"].T + theta["bias_ih"]
+            gh = z @ theta["weight_hh"].T + theta["bias_hh"]
+            r = torch.sigmoid(gi[:, :H] + gh[:, :H])
+            u = torch.sigmoid(gi[:, H:2 * H] + gh[:, H:2 * H])
+            n = torch.tanh(gi[:, 2 * H:] + r * gh[:, 2 * H:])
+            a = (1.0 - u) * (1.0 - n**2)
+            W = theta["weight_hh"]
+            J = ((z - n) * u * (1.0 - u))[:, :, None] * W[None, H:2 * H]
+            J.addcmul_((a * r)[:, :, None], W[None, 2 * H:])
+            J.addcmul_((a * gh[:, 2 * H:] * r * (1.0 - r))[:, :, None], W[None, :H])
+            J.diagonal(dim1=1, dim2=2).add_(u)
+            return J
+        if self.kind == "linear" and self.A is not None:
+            return self.A[None].expand(z.shape[0], -1, -1).clone()
+        return None
+
+    def parameter_linearisation(self, theta: Params, z: torch.Tensor, x: torch.Tensor) -> tuple[
+            Callable[[torch.Tensor], Params], Callable[[Params], torch.Tensor]] | None:
+        r"""Closed-form :math:`G^\top` (q [N, H] -> per-parameter gradients) and :math:`G` (dθ -> [N, H])
+        of :math:`G=\partial_\theta F(z,x)`, or None (autograd). GRU (gate cotangents, module docstring's
+        equations differentiated by hand), torch RNN and eq. 8; intermediates cached here (O(NH)).
+        """
+        if self.kind in EQ8:
+            phi = torch.tanh(z) if self.kind == "rnn_tanh" else torch.relu(z)
+            xi, dt = x[:, : self.I], self.dt
+
+            def vjp8(q: torch.Tensor) -> Params:
+                g = {"W": dt * q.T @ phi, "W_in": dt * q.T @ xi}
+                return {**g, "b": dt * q.sum(0)} if self.bias else g
+
+            def jvp8(d: Params) -> torch.Tensor:
+                out = phi @ d["W"].T + xi @ d["W_in"].T
+                return dt * (out + d["b"] if self.bias else out)
+            return vjp8, jvp8
+        if self.kind == "torch_rnn":
+            sd = 1.0 - _torch_rnn(self, theta, z, x) ** 2
+
+            def vjpr(q: torch.Tensor) -> Params:
+                d = q * sd
+                return {"W_ih": d.T @ x, "b_ih": d.sum(0), "W_hh": d.T @ z, "b_hh": d.sum(0)}
+
+            def jvpr(d: Params) -> torch.Tensor:
+                return sd * (x @ d["W_ih"].T + d["b_ih"] + z @ d["W_hh"].T + d["b_hh"])
+            return vjpr, jvpr
+        if self.kind != "gru":
+            return None
+        H = self.H
+        gi = x @ theta["weight_ih"].T + theta["bias_ih"]
+        gh = z @ theta["weight_hh"].T + theta["bias_hh"]
+        r = torch.sigmoid(gi[:, :H] + gh[:, :H])
+        u = torch.sigmoid(gi[:, H:2 * H] + gh[:, H:2 * H])
+        n = torch.tanh(gi[:, 2 * H:] + r * gh[:, 2 * H:])
+        ghn = gh[:, 2 * H:]
+        a = (1.0 - u) * (1.0 - n**2)  # dF/d(pre-activation of n)
+        su, sr = (z - n) * u * (1.0 - u), a * ghn * r * (1.0 - r)  # dF/d(pre u), dF/d(pre r)
+
+        def vjpg(q: torch.Tensor) -> Params:
+            dn = q * a
+            di = torch.cat([q * sr, q * su, dn], 1)  # cotangent of gi
+            dh = torch.cat([q * sr, q * su, dn * r], 1)  # cotangent of gh
+            return {"weight_ih": di.T @ x, "weight_hh": dh.T @ z, "bias_ih": di.sum(0), "bias_hh": dh.sum(0)}
+
+        def jvpg(d: Params) -> torch.Tensor:
+            dgi = x @ d["weight_ih"].T + d["bias_ih"]
+            dgh = z @ d["weight_hh"].T + d["bias_hh"]
+            return (sr * (dgi[:, :H] + dgh[:, :H]) + su * (dgi[:, H:2 * H] + dgh[:, H:2 * H])
+                    + a * (dgi[:, 2 * H:] + r * dgh[:, 2 * H:]))
+        return vjpg, jvpg
+
     def features(self, theta: Params, z: torch.Tensor, x: torch.Tensor) -> dict[str, torch.Tensor]:
         r"""Inner features :math:`f_j^{inner}` each weight multiplies (Theorem 1), [N, d_j] per weight.
 

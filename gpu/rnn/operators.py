@@ -270,12 +270,18 @@ class Trajectory:
 def state_jacobians(tr: Trajectory) -> Tensor:
     """All :math:`A_t=\\partial_zF(z_{t-1},x_t)`, shape [B, T, H, H] (contiguous).
 
-    One reverse-mode graph of the cell over all B·T points, then H vjps with the basis
+    Closed form where the cell has one (:meth:`Cell.state_jacobian`: eq. 8, torch RNN, GRU, linear),
+    else one reverse-mode graph of the cell over all B·T points, then H vjps with the basis
     cotangents :math:`e_k` (row k of every :math:`A_t` at once); peak memory is J itself plus one
     cell evaluation, unlike a vmapped jvp whose intermediates are H times larger.
     """
     B, T, H = tr.shape
     zp, xf = tr._flat()
+    closed = getattr(tr.cell, "state_jacobian", lambda *a: None)
+    with torch.no_grad():
+        Jc = closed({k: v.detach() for k, v in tr.theta.items()}, zp, xf)
+    if Jc is not None:
+        return Jc.reshape(B, T, H, H)
     z = zp.detach().requires_grad_(True)
     with torch.enable_grad():
         out = tr.cell.step({k: v.detach() for k, v in tr.theta.items()}, z, xf)
@@ -411,15 +417,26 @@ class ParameterJacobian:
         fixed = {k: v for k, v in tr.theta.items() if k not in self.names}
         self._f = lambda th: tr.cell.step({**fixed, **th}, zp, xf)  # noqa: E731
         self._theta = {k: tr.theta[k] for k in self.names}
+        lin = getattr(tr.cell, "parameter_linearisation", lambda *a: None)
+        with torch.no_grad():
+            self._closed = lin({k: v.detach() for k, v in tr.theta.items()}, zp, xf)
+        if self._closed is not None:  # closed form: no graph kept, no transient beyond O(BTH)
+            return
         self._leaves = {k: v.detach().requires_grad_(True) for k, v in self._theta.items()}
         with torch.enable_grad():
             self._out = self._f(self._leaves)  # graph kept for repeated vjps
 
     def __call__(self, dtheta: Params) -> Tensor:
+        if self._closed is not None:
+            full = {k: dtheta[k] if k in dtheta else torch.zeros_like(v) for k, v in self.tr.theta.items()}
+            return self._closed[1](full).reshape(self.tr.shape)
         return jvp(self._f, (self._theta,), (dtheta,))[1].reshape(self.tr.shape)
 
     def adjoint(self, q: Tensor) -> Params:
         B, T, H = self.tr.shape
+        if self._closed is not None:
+            g = self._closed[0](q.reshape(B * T, H))
+            return {k: g[k] for k in self.names}
         g = _grad(self._out, list(self._leaves.values()), q.reshape(B * T, H), True)
         return {k: (torch.zeros_like(v) if gi is None else gi) for (k, v), gi in zip(self._leaves.items(), g)}
 
