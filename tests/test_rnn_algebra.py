@@ -122,3 +122,28 @@ def test_closed_form_state_jacobians_match_autograd(kind):
     J = cell.state_jacobian(th, z, x)
     ref = torch.func.vmap(torch.func.jacrev(lambda zz, xx: cell.step(th, zz[None], xx[None])[0]))(z, x)
     assert torch.allclose(J, ref, atol=1e-15 * float(ref.abs().max()) * 8, rtol=0)
+
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_device_argument(device):
+    """Every operator lives on the trajectory's device (init_params/initial_state/Trajectory.to take
+    device=); results agree with the CPU float64 ones."""
+    from flowcert.gpu.rnn import consensus as C
+
+    cell, th = cells.init_params("gru", 3, 2, seed=0, device=device)
+    x = torch.randn(2, 4, 2, dtype=F64, generator=torch.Generator().manual_seed(1)).to(device)
+    tr = Trajectory.run(cell, th, x, cells.initial_state(cell, 2, device=device))
+    kp = KPFlow.build(tr)
+    ref = KPFlow.build(tr.to(device="cpu"))
+    for name in ("P", "K", "PKP", "PP"):
+        op = getattr(kp, name)
+        assert op.device.type == device
+        assert torch.allclose(op.dense().cpu(), getattr(ref, name).dense(), atol=1e-13)
+    assert torch.allclose(kp.P.inverse().dense().cpu(), ref.P.inverse().dense(), atol=1e-13)
+    c = C.consensus(kp, "PKP", "T", exact=True)
+    c0 = C.consensus(ref, "PKP", "T", exact=True)
+    assert np.allclose(c["eigenvalues"], c0["eigenvalues"], atol=1e-13)
+    assert spectra.trace(kp.PKP, m=5, seed=0) == pytest.approx(spectra.trace(ref.PKP, m=5, seed=0), rel=1e-10)

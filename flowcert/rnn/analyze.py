@@ -1,6 +1,8 @@
 r"""``flowcert kpflow analyze``: the KPFlow catalogue (``kpflow:prop-1``, ``kpflow:cor-1``,
 ``kpflow:thm-1``, ``kpflow:thm-2``) evaluated on one model, with the identity residuals and the
-effective ranks of K, P and PKP*.
+effective ranks of K, P and PKP*; with ``consensus`` a consensus spectrum (true partial trace,
+:mod:`flowcert.gpu.rnn.consensus`). :func:`analyze_cell` gives the same document for a user's own
+torch cell (``cell(x_t, h_prev) -> h_t``).
 
 Statements (corrected as in note §2, §5):
 
