@@ -152,7 +152,7 @@ def theorem1(m: dict[str, Any], exact_max: int = EXACT_MAX) -> TheoremResult:
         return TheoremResult("kpflow:thm-1", "Theorem 1", r"\operatorname{rank}\operatorname{tr}_H\mathcal K_j\le\operatorname{rank}F_j",
                              hyps, {}, CrossCheck("skipped", {"reason": f"B*T*H = {tr.Z.numel()} > {exact_max}: dense partial traces too costly"}))
     feats = cell.features(tr.theta, tr.Zprev.reshape(B * T, H), tr.x.reshape(B * T, -1))
-    from .params import shapes as param_shapes
+    from ..symbolic.rnn import param_shapes
 
     shapes = param_shapes(cell.kind, cell.H, cell.I, cell.bias)
     per, all_ok, paper_ok = {}, True, True

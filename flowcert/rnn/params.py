@@ -72,23 +72,16 @@ def _dims(raw: Mapping[str, object]) -> dict[str, int]:
     if size > MAX_SIZE:
         raise ParamError("B", f"B*T*H = {size} exceeds the limit {MAX_SIZE}")
     dims["cell"] = CELL_KINDS.index(cell)
-    dims["bias"] = int(raw.get("bias", False) is True)
+    b = raw.get("bias", False)
+    dims["bias"] = int(isinstance(b, (bool, np.bool_)) and bool(b))
     return dims
-
-
-def shapes(cell: str, H: int, I: int, bias: bool = False) -> dict[str, tuple[int, ...]]:
-    """Trained parameters of a cell (``relu_rnn`` as ``rnn_tanh``; the eq. 8 bias ``b``)."""
-    out = dict(param_shapes("rnn_tanh" if cell == "relu_rnn" else cell, H, I))
-    if bias and cell in EQ8:
-        out["b"] = (H,)
-    return out
 
 
 def _weights(raw: object, key: str, dims: Mapping[str, int]) -> dict[str, np.ndarray]:
     if not isinstance(raw, Mapping):
         raise ParamError(key, "must be an object mapping parameter names to matrices/vectors")
     cell = CELL_KINDS[dims["cell"]]
-    allowed = shapes(cell, dims["H"], dims["I"], bool(dims["bias"]))
+    allowed = param_shapes(cell, dims["H"], dims["I"], bool(dims["bias"]) and cell in EQ8)
     out = {}
     for name, value in raw.items():
         if name not in allowed:

@@ -272,15 +272,6 @@ _STEPS: dict[str, Callable[[Cell, Params, torch.Tensor, torch.Tensor], torch.Ten
 }
 
 
-def shapes(kind: str, H: int, I: int, bias: bool = False) -> dict[str, tuple[int, ...]]:
-    """Trained parameters of a cell: :func:`flowcert.symbolic.rnn.param_shapes`, with ``relu_rnn`` and
-    the eq. 8 bias."""
-    out = dict(param_shapes("rnn_tanh" if kind == "relu_rnn" else kind, H, I))
-    if bias and kind in EQ8:
-        out["b"] = (H,)
-    return out
-
-
 def with_noise(x: torch.Tensor, H: int, noise: float, seed: int = 0) -> torch.Tensor:
     r"""Inputs [B, T, I] with one noise realisation :math:`\xi\sim\mathcal N(0,\sigma^2)` [B, T, H] appended."""
     gen = torch.Generator().manual_seed(int(seed))
@@ -302,7 +293,7 @@ def init_params(kind: str, H: int, I: int, *, g: float = 1.0, seed: int = 0, dt:
     gen = torch.Generator().manual_seed(int(seed))
     th: Params = {}
     A = None
-    for name, shp in shapes(kind, H, I, bias).items():
+    for name, shp in param_shapes(kind, H, I, bias and kind in EQ8).items():
         if kind in ("torch_rnn", "gru"):
             k = 1.0 / H**0.5
             w = (torch.rand(shp, generator=gen, dtype=dtype) * 2 - 1) * k
