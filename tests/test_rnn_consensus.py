@@ -126,3 +126,11 @@ def test_parse_keep():
     for bad in ("", "BTH", "X"):
         with pytest.raises(ValueError):
             C.parse_keep(bad)
+
+
+def test_block_sum_through_gram_factor():
+    kp = KPFlow.build(make())
+    fa = lambda V: kp.P.adjoint_batch(V).reshape(V.shape[0], -1)  # noqa: E731
+    for keep in ("T", "H", "BT"):
+        a, b = C.block_sum(kp.PP, keep), C.block_sum(kp.PP, keep, fa)
+        assert torch.allclose(a, b, atol=1e-13 * float(a.abs().max()))

@@ -221,13 +221,22 @@ def partial_trace(op: Operator, keep: str | Sequence[str], *, probes: int = 64, 
                         f"{'Gram factor C^T' if gram else 'operator'} applied in batches), unbiased")
 
 
-def block_sum(op: Operator, keep: str | Sequence[str]) -> Tensor:
-    r"""kpflow's ``partial_trace``: :math:`\sum_{s,s'}A_{(k,s),(k',s')}` (the all-ones probe; biased)."""
+def block_sum(op: Operator, keep: str | Sequence[str],
+              factor_adjoint: Callable[[Tensor], Tensor] | None = None) -> Tensor:
+    r"""kpflow's ``partial_trace``: :math:`\sum_{s,s'}A_{(k,s),(k',s')}` (the all-ones probe; biased).
+
+    With ``factor_adjoint`` (:math:`A=CC^\top`, as in :func:`partial_trace`) it is :math:`YY^\top`,
+    :math:`Y_k=C^\top(e_k\otimes\mathbf 1)`.
+    """
     keep_t = parse_keep(keep)
     ki, si, kd, sd = _split(op.shape, keep_t)
     nk, ns = int(np.prod(kd)), int(np.prod(sd))
     Z = torch.ones(1, ns, dtype=op.dtype, device=op.device)
-    out = _kept_by_traced(op.apply_batch(_vectors(op.shape, ki, si, torch.arange(nk), Z, nk)), ki, si, nk, ns)
+    V = _vectors(op.shape, ki, si, torch.arange(nk), Z, nk)
+    if factor_adjoint is not None:
+        Y = factor_adjoint(V).reshape(nk, -1).to(torch.float64)
+        return Y @ Y.T
+    out = _kept_by_traced(op.apply_batch(V), ki, si, nk, ns)
     return torch.einsum("cks,s->kc", out, Z[0]).to(torch.float64)
 
 
@@ -260,7 +269,7 @@ def consensus(kp: Any, which: str, keep: str | Sequence[str], *, probes: int = 6
             return torch.stack([torch.cat([g.reshape(-1) for g in G.adjoint(w).values()]) for w in W]) * s
     pt = partial_trace(op, keep, probes=probes, seed=seed, factor_adjoint=fa, exact=exact, budget_bytes=budget_bytes)
     sp = pt.spectrum(top)
-    bs = block_sum(op, keep)
+    bs = block_sum(op, keep, fa)
     diff = float((bs - pt.matrix).norm() / pt.matrix.norm().clamp_min(1e-300))
     return {"keep": "".join(pt.keep), "traced": "".join(pt.traced), "operator": op.name,
             "normalisation": f"eigenvalues of tr_S(A)/|S|, S = {''.join(pt.traced)} ({pt.traced_size} indices)",
