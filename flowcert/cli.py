@@ -181,8 +181,18 @@ def cmd_report(args: argparse.Namespace) -> None:
 
 def cmd_kpflow(args: argparse.Namespace) -> None:
     """``flowcert kpflow analyze``: KPFlow identities, effective ranks and theorems (rnn system)."""
+    if args.consensus is not None:
+        from .gpu.rnn.consensus import parse_keep  # imports torch: only when asked
+
+        try:
+            parse_keep(args.consensus)
+        except ValueError as err:
+            raise InputError(f"--consensus: {err}") from None
+    if args.probes < 2:
+        raise InputError(f"--probes: must be at least 2, got {args.probes}")
     rnn = get_system("rnn")
-    doc = rnn.verify(rnn.load(args.params), mode=args.mode)
+    doc = rnn.verify(rnn.load(args.params), mode=args.mode, consensus=args.consensus, probes=args.probes,
+                     consensus_op=args.consensus_op)
     ident, ranks = doc["identities"], doc["effective_rank"]
     lines = [f"flowcert {doc['flowcert']} — kpflow analyze ({doc['params']['cell']})"]
     for r in ident["prop1"]["fd"]:
@@ -191,6 +201,10 @@ def cmd_kpflow(args: argparse.Namespace) -> None:
                  f"ntk {ident['ntk']['residual']:.2e}")
     lines.append("effective rank: " + ", ".join(f"{k} {ranks[k]['value']}" for k in ("K", "P", "PKP")))
     lines += [f"{t['id']:<16} applies={t['applies']!s:<5} cross_check={t['cross_check']['status']}" for t in doc["theorems"]]
+    if "consensus" in doc:
+        c = doc["consensus"]
+        top = ", ".join(f"{v:.4g}" + (f" ± {e:.2g}" if e else "") for v, e in zip(c["eigenvalues"][:4], c["stderr"] or [None] * 4))
+        lines.append(f"consensus {c['operator']} keep {c['keep']}: {top} ({'exact' if c['exact'] else str(c['probes']) + ' probes'})")
     _emit(doc, args.json, "\n".join(lines) + "\n")
 
 
@@ -311,6 +325,11 @@ def build_parser() -> argparse.ArgumentParser:
     kpf.add_argument("--params", required=True, help="rnn parameter file (.json or .npz)")
     kpf.add_argument("--mode", choices=("stored", "recompute"), default="stored",
                      help="P: store the Jacobians (default) or recompute them by jvp/vjp")
+    kpf.add_argument("--consensus", default=None, metavar="AXES",
+                     help="kept axes of a consensus spectrum (true partial trace over the others), e.g. T, H, B, TH")
+    kpf.add_argument("--probes", type=int, default=64, help="Rademacher probes of the consensus estimator (default 64)")
+    kpf.add_argument("--consensus-op", choices=("PKP", "PP", "K"), default="PKP",
+                     help="operator of the consensus spectrum: P K P* (default), P P*, or K")
     kpf.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     kpf.set_defaults(func=cmd_kpflow)
 

@@ -35,11 +35,12 @@ class RNNSystem:
         return load_any(params, RNNParams, parse_rnn, load_rnn)
 
     def verify(self, p: RNNParams, *, simulate: bool = False, seed: int | None = None,
-               mode: str = "stored") -> dict[str, Any]:
-        """The ``kpflow analyze`` document (``mode``: store the Jacobians or recompute them)."""
+               mode: str = "stored", **consensus: Any) -> dict[str, Any]:
+        """The ``kpflow analyze`` document (``mode``: store the Jacobians or recompute them;
+        ``consensus``, ``probes``, ``consensus_op``: the consensus spectrum of :func:`~flowcert.rnn.analyze.analyze`)."""
         from .analyze import analyze
 
-        return analyze(p, mode=mode)
+        return analyze(p, mode=mode, **consensus)
 
     def verify_run(self, p: RNNParams, *, simulate: bool = False,
                    seed: int | None = None) -> tuple[dict[str, Any], Any]:
