@@ -33,16 +33,18 @@ def _low_rank_case(d: int, r: int, seed: int, with_A: bool) -> tuple[np.ndarray,
     return A, B, V, rng.normal(size=d), rng.normal(size=d), Sigma0
 
 
-@pytest.mark.parametrize("with_A", [False, True])
+@pytest.mark.parametrize("path,with_A", [("subspace", False), ("subspace", True), ("factored", False)])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_reduced_and_full_integration_agree(with_A: bool, seed: int) -> None:
+def test_reduced_and_full_integration_agree(path: str, with_A: bool, seed: int) -> None:
     d, r = 14, 2
     A, B, V, b, mu0, Sigma0 = _low_rank_case(d, r, seed, with_A)
     c = ng.constant(A, B, V, b)
     full = ng.integrate_moments(c, mu0, Sigma0, 1.5, reduce=False)
-    red = ng.integrate_moments(c, mu0, Sigma0, 1.5, reduce=True)
+    red = ng.integrate_moments(c, mu0, Sigma0, 1.5, reduce=path)
     assert full.status == red.status == "ok"
-    assert red.reduced_dimension is not None and red.reduced_dimension <= 2 * r < d
+    assert full.reduced_dimension is None
+    assert red.reduced_dimension is not None and red.reduced_dimension < d + d * d
+    assert (path == "factored") == red.message.startswith("factored transport")
     scale = 1.0 + np.abs(full.Sigma[-1]).max()
     assert np.abs(full.Sigma[-1] - red.Sigma[-1]).max() <= 1e-7 * scale
     assert np.abs(full.mu[-1] - red.mu[-1]).max() <= 1e-7 * (1.0 + np.abs(full.mu[-1]).max())
@@ -60,9 +62,34 @@ def test_reduced_blowup_time_matches_the_full_run() -> None:
     V, B = U @ (G @ G.T + np.eye(k)) @ U.T, U @ (H @ H.T + np.eye(k)) @ U.T
     c = ng.constant(np.zeros((d, d)), B, V, np.zeros(d))
     full = ng.integrate_moments(c, rng.normal(size=d), np.eye(d), 50.0, reduce=False)
-    red = ng.integrate_moments(c, full.mu[0], np.eye(d), 50.0, reduce=True)
-    assert full.status == red.status == "blowup"
-    assert red.blowup_time == pytest.approx(full.blowup_time, rel=1e-6)
+    for path in ("subspace", "factored"):
+        red = ng.integrate_moments(c, full.mu[0], np.eye(d), 50.0, reduce=path)
+        assert full.status == red.status == "blowup"
+        assert red.blowup_time == pytest.approx(full.blowup_time, rel=1e-6)
+
+
+def test_factored_transport_norm_and_field_match_the_moment_equation() -> None:
+    """||Sigma||_F from the Gram matrices equals the norm of the lifted Sigma; the lifted
+    (mu, Sigma) moves with the field of eq. (7) (central difference in t along the factored flow)."""
+    from flowcert.numeric.gaussian.reduction import FactoredTransport, factored_ranks
+
+    d, r = 16, 2
+    A, B, V, b, mu0, Sigma0 = _low_rank_case(d, r, 7, False)
+    ranks = factored_ranks(A, B, V)
+    assert ranks == (r, r)
+    ft = FactoredTransport(B, V, b, mu0, Sigma0, *ranks)
+    y = np.random.default_rng(1).normal(size=ft.size)
+    S = ft.sigma(y)
+    assert ft.sigma_norm(y) == pytest.approx(np.linalg.norm(S), rel=1e-12)
+    t, h = 0.3, 1e-5
+    f = ft.rhs(t, y)
+    dS = (ft.sigma(y + h * f) - ft.sigma(y - h * f)) / (2 * h)
+    dmu = (ft.mu(t + h, y + h * f) - ft.mu(t - h, y - h * f)) / (2 * h)
+    mu = ft.mu(t, y)
+    want_S = V @ S @ B @ S + S @ B.T @ S @ V.T
+    want_mu = (V + V @ S @ B) @ mu + b
+    assert np.abs(dS - want_S).max() <= 1e-6 * (1 + np.abs(want_S).max())
+    assert np.abs(dmu - want_mu).max() <= 1e-6 * (1 + np.abs(want_mu).max())
 
 
 def test_active_subspace_splits_the_parameters() -> None:

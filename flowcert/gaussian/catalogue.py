@@ -24,7 +24,8 @@ from . import asymptotics
 from .regime import consistency as asymptotics_consistency
 from ..catalogue import CrossCheck, TheoremResult
 from ..certificates.hypotheses import gram, holds_by, semidefinite, upper_eigenvalue_bound
-from ..limits import stage_skip_reason
+from ..limits import STAGE_SECONDS, stage_skip_reason
+from ..numeric.integration import BudgetExceeded, stage_budget
 from ..certificates import core
 from ..numeric import gaussian as ng
 from .params import GaussianParams
@@ -332,10 +333,19 @@ def _undecided(theorem_id: str, label: str, name: str, method: str, reason: str)
 CROSS_CHECK_LIMITED = frozenset({"gaussian:lemma-3.1", "gaussian:thm-3.3"})
 
 
+#: Wall-clock budget of one catalogue entry (seconds); Table 1 as a whole gets :data:`TABLE_SECONDS`.
+ENTRY_SECONDS = STAGE_SECONDS
+TABLE_SECONDS = 2 * STAGE_SECONDS
+
+
 def _guarded(theorem_id: str, label: str, build: Callable[[], TheoremResult]) -> TheoremResult:
-    """Evaluate one entry; an exception inside it becomes an ``unknown`` verdict, not a crash."""
+    """Evaluate one entry within :data:`ENTRY_SECONDS`; an exception inside it, or the budget running
+    out, becomes an ``unknown`` verdict (reason ``budget``), not a crash and not a hang."""
     try:
-        return build()
+        with stage_budget(ENTRY_SECONDS, theorem_id):
+            return build()
+    except BudgetExceeded as exc:
+        return _undecided(theorem_id, label, "stage_within_budget", "budget", str(exc))
     except Exception as exc:  # noqa: BLE001 - the other entries must still be reported
         return _undecided(theorem_id, label, "entry_evaluated", "internal",
                           f"evaluation failed: {type(exc).__name__}: {exc}")
@@ -402,10 +412,14 @@ def _verify(p: GaussianParams, simulate: bool, seed: int) -> dict[str, Any]:
         theorems += [_undecided(i, label, "size_within_limit", "flowcert.limits", skip) for i, label in TABLE_1]
     else:
         try:
-            table, reg = asymptotics.entries(p, sol)
+            with stage_budget(TABLE_SECONDS, "Table 1 analysis"):
+                table, reg = asymptotics.entries(p, sol)
             theorems += table
             if sol.status == "failed":
                 reg["reason"] = f"the moment equation could not be integrated ({sol.message}); only theorems decide"
+        except BudgetExceeded as exc:
+            reg["reason"] = str(exc)
+            theorems += [_undecided(i, label, "stage_within_budget", "budget", str(exc)) for i, label in TABLE_1]
         except Exception as exc:  # noqa: BLE001 - never a crash, never a verdict without evidence
             why = f"Table 1 analysis failed: {type(exc).__name__}: {exc}"
             reg["reason"] = why

@@ -178,7 +178,7 @@ class MomentSolution:
     drift: dict[str, float] | None = None
     mean_escape_time: float | None = None
     reason: str = ""  # "budget" when a budget (evaluations, seconds, state count) stopped the run
-    reduced_dimension: int | None = None  # k of the invariant-subspace reduction, None when not reduced
+    reduced_dimension: int | None = None  # states integrated after a reduction (None: the full d + d^2)
 
 
 def _pack(mu: Array, Sigma: Array) -> Array:
@@ -278,7 +278,7 @@ def _integrate_moments(
     max_evaluations: int = 2_000_000,
     implicit_rtol: float | None = 1e-8,
     max_seconds: float | None = MOMENT_SECONDS,
-    reduce: bool | None = None,
+    reduce: bool | str | None = None,
     levels: tuple[float, float] | None = None,
 ) -> MomentSolution:
     """Integrate eq. (7) on ``[0, t_end]`` with a terminal blow-up event.
@@ -296,16 +296,26 @@ def _integrate_moments(
     message says the time reached). For constant coefficients whose :math:`A,B,V` live on a
     subspace of dimension :math:`k` (:mod:`.reduction`), only eq. (7) on that subspace is
     integrated: ``reduce`` None does so from :data:`REDUCE_MIN_D` on when :math:`k\\le d/2`, True
-    whenever :math:`k<d`, False never. ``levels`` overrides the absolute blow-up and mean-escape
+    whenever :math:`k<d`, False never. With :math:`A=0` and :math:`V,B` of rank at most :math:`d/4`
+    the factored transport (:class:`.reduction.FactoredTransport`, :math:`r_Vr_B+r_V` unknowns) is
+    tried first; ``reduce="subspace"`` or ``"factored"`` forces one of the two. ``levels`` overrides the absolute blow-up and mean-escape
     levels of the events (used by the reduction, which passes the full system's). Large runs keep
     at most :data:`TRAJECTORY_BYTES` of covariances (the steps are thinned, the last one kept).
     """
     d = mu0.shape[0]
     if reduce is not False and t_eval is None and isinstance(coeffs, ConstantCoefficients) and (reduce or d >= REDUCE_MIN_D):
-        from .reduction import active_subspace
+        from .reduction import active_subspace, factored_ranks
 
         A, B, V, b = coeffs.values
-        red = active_subspace(A, B, V, Sigma0, max_fraction=1.0 if reduce else 0.5)
+        ranks = factored_ranks(A, B, V) if reduce in (None, True, "factored") else None
+        if ranks is not None and time_unit(coeffs, Sigma0) == 1.0:
+            fact = _integrate_factored(ranks, coeffs, mu0, Sigma0, t_end, rtol=rtol, atol=atol,
+                                       blowup_factor=blowup_factor, method=method,
+                                       max_evaluations=max_evaluations, implicit_rtol=implicit_rtol,
+                                       max_seconds=max_seconds)
+            if fact is not None:
+                return fact
+        red = active_subspace(A, B, V, Sigma0, max_fraction=0.5 if reduce is None else 1.0)
         if red is not None and red.k < d:
             return _integrate_reduced(red, coeffs, mu0, Sigma0, t_end, rtol=rtol, atol=atol,
                                       blowup_factor=blowup_factor, method=method, max_evaluations=max_evaluations,
@@ -451,7 +461,69 @@ def _integrate_reduced(red: Any, coeffs: ConstantCoefficients, mu0: Array, Sigma
         drift["negative_eigenvalue"] = max(drift["negative_eigenvalue"], max(0.0, -float(w22[0])) / scale)
     note = f"integrated on the invariant subspace of dimension {red.k} of {d} (A, B, V vanish off it); "
     return MomentSolution(t, mu, Sigma, sol.status, sol.blowup_time, note + sol.message, sol.method, drift,
-                          sol.mean_escape_time, sol.reason, red.k)
+                          sol.mean_escape_time, sol.reason, red.k * (red.k + 1))
+
+
+def _integrate_factored(ranks: tuple[int, int], coeffs: ConstantCoefficients, mu0: Array, Sigma0: Array,
+                        t_end: float, *, rtol: float, atol: float, blowup_factor: float, method: str,
+                        max_evaluations: int, implicit_rtol: float | None,
+                        max_seconds: float | None) -> MomentSolution | None:
+    r"""Eq. (7) with :math:`A=0` through :class:`.reduction.FactoredTransport`, lifted back to :math:`d`.
+
+    Same events as the full run (:math:`\|\Sigma\|_F` from Gram matrices; the mean's escape returns
+    None, and the caller integrates otherwise). Explicit steps only: on real heads the stiffness
+    monitor fires on the non-normal growth before a blow-up, where Radau (a finite-difference
+    Jacobian of the :math:`r_Vr_B` states) stalls; the budgets bound the run. Kept steps are thinned to :data:`TRAJECTORY_BYTES`;
+    ``drift`` is measured on up to 8 kept covariances (PSD by construction up to rounding).
+    """
+    from .reduction import FactoredTransport
+
+    A, B, V, b = coeffs.values
+    d = mu0.shape[0]
+    ft = FactoredTransport(B, V, b, mu0, Sigma0, *ranks)
+    with np.errstate(all="ignore"):
+        threshold = blowup_factor * (1.0 + np.linalg.norm(Sigma0))
+        escape = min(MEAN_ESCAPE * (1.0 + np.linalg.norm(mu0) + np.linalg.norm(b)), np.finfo(float).max)
+    vl_norm = float(np.linalg.norm(ft.Vl, 2)) if ft.Vl.size else 0.0
+
+    def blowup(t: float, y: Array) -> float:
+        return threshold - ft.sigma_norm(y)
+
+    def mean_escape(t: float, y: Array) -> float:
+        return escape - vl_norm * float(np.linalg.norm(y[ft.rv * ft.rb:]))
+
+    for event in (blowup, mean_escape):
+        event.terminal = True  # type: ignore[attr-defined]
+        event.direction = -1  # type: ignore[attr-defined]
+    y0 = np.zeros(ft.size)
+    try:
+        with np.errstate(all="ignore"):
+            sol, meth, note = solve_switching(ft.rhs, (0.0, float(t_end)), y0, method=method,
+                                              events=[blowup, mean_escape], max_evaluations=max_evaluations,
+                                              rtol=rtol, atol=atol, implicit_rtol=implicit_rtol,
+                                              max_seconds=max_seconds, implicit_max_states=0)
+    except IntegrationFailed as exc:
+        return MomentSolution(np.array([0.0]), mu0[None], Sigma0[None], "failed", None,
+                              "factored transport (A = 0, low rank): " + str(exc), exc.method, reason=exc.reason,
+                              reduced_dimension=ft.size)
+    if sol.status == 1 and sol.t_events[1].size and not sol.t_events[0].size:
+        return None  # the mean escaped: the full path freezes it and goes on with Sigma
+    ts, ys = np.asarray(sol.t, dtype=float), np.asarray(sol.y, dtype=float).T
+    tb = None
+    if sol.status == 1 and sol.t_events[0].size:
+        tb = float(sol.t_events[0][0])
+        ts, ys = np.append(ts, tb), np.vstack([ys, sol.y_events[0][0]])
+    keep = max(2, min(ts.size, TRAJECTORY_BYTES // (8 * (d * d + d))))
+    idx = np.unique(np.round(np.linspace(0, ts.size - 1, keep)).astype(int))
+    with np.errstate(all="ignore"):
+        Sigma = np.stack([ft.sigma(ys[i]) for i in idx])
+        mu = np.stack([ft.mu(float(ts[i]), ys[i]) for i in idx])
+    probe = idx[np.unique(np.round(np.linspace(0, idx.size - 1, min(8, idx.size))).astype(int))]
+    drift = manifold_drift(Sigma[np.searchsorted(idx, probe)])
+    status = "blowup" if tb is not None else ("ok" if sol.status == 0 else "failed")
+    note = (f"factored transport Psi = I + V_l H B_r^T (A = 0, rank V = {ft.rv}, rank B = {ft.rb}: "
+            f"{ft.size} states); " + note)
+    return MomentSolution(ts[idx], mu, Sigma, status, tb, note + sol.message, meth, drift, None, "", ft.size)
 
 
 # the public entry point takes the private one's keyword options: show them to help() and inspect
