@@ -143,3 +143,45 @@ def test_stiff_wide_system_ends_within_budget_under_a_memory_cap() -> None:
     if doc["status"] == "failed":
         assert doc["reason"] == "budget" and "reached t =" in doc["message"]
         assert "Radau" not in doc["message"]
+
+
+def test_an_entry_over_its_budget_is_unknown_with_reason_budget(monkeypatch) -> None:
+    """A catalogue entry that would run for minutes is stopped by its wall-clock budget: one
+    'unknown' hypothesis, method 'budget', and the stage's own `except Exception` cannot swallow it."""
+    import time
+
+    from flowcert.gaussian import catalogue
+
+    monkeypatch.setattr(catalogue, "ENTRY_SECONDS", 0.3)
+
+    def slow():
+        end = time.monotonic() + 60.0
+        while time.monotonic() < end:
+            try:
+                sum(range(10_000))
+            except Exception:  # noqa: BLE001 - a stage that catches everything
+                pass
+        raise AssertionError("not stopped")
+
+    t0 = time.monotonic()
+    res = catalogue._guarded("gaussian:prop-2.1", "Proposition 2.1", slow)
+    assert time.monotonic() - t0 < 30.0
+    (h,) = res.hypotheses
+    assert h.status == "unknown" and h.method == "budget" and "budget" in h.detail
+    assert not res.applies
+
+
+def test_nested_budgets_restore_the_outer_one() -> None:
+    import signal
+
+    from flowcert.numeric.integration import BudgetExceeded, stage_budget
+
+    with pytest.raises(BudgetExceeded):
+        with stage_budget(0.5, "outer"):
+            with stage_budget(30.0, "inner"):  # longer than the outer: the outer governs
+                pass
+            left, _ = signal.getitimer(signal.ITIMER_REAL)
+            assert 0.0 < left <= 0.5
+            while True:
+                pass
+    assert signal.getitimer(signal.ITIMER_REAL)[0] == 0.0
