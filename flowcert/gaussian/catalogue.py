@@ -348,7 +348,7 @@ def _undecided(theorem_id: str, label: str, name: str, method: str, reason: str)
 CROSS_CHECK_LIMITED = frozenset({"gaussian:lemma-3.1", "gaussian:thm-3.3"})
 
 
-#: Wall-clock budget of one catalogue entry (seconds); Table 1 as a whole gets :data:`TABLE_SECONDS`.
+#: CPU-time budget of one catalogue entry (seconds); Table 1 as a whole gets :data:`TABLE_SECONDS`.
 ENTRY_SECONDS = STAGE_SECONDS
 TABLE_SECONDS = 2 * STAGE_SECONDS
 

@@ -256,7 +256,7 @@ def integrate_moments(coeffs: Coefficients, mu0: Array, Sigma0: Array, t_end: fl
     return sol
 
 
-#: Wall-clock budget of one integration of eq. (7) (seconds); a run it stops fails with reason "budget".
+#: CPU-time budget of one integration of eq. (7) (seconds); a run it stops fails with reason "budget".
 MOMENT_SECONDS = 120.0
 #: Auto-reduce (:mod:`.reduction`) from this dimension on, when the active subspace is at most half of it.
 REDUCE_MIN_D = 16
@@ -292,7 +292,7 @@ def _integrate_moments(
     :data:`flowcert.numeric.integration.IMPLICIT_MAX_STATES` states. ``method`` names the method
     that produced the answer and ``drift`` is :func:`manifold_drift` of the trajectory.
 
-    ``max_seconds`` bounds the wall-clock time (status ``failed``, ``reason`` ``"budget"``, the
+    ``max_seconds`` bounds the CPU time (status ``failed``, ``reason`` ``"budget"``, the
     message says the time reached). For constant coefficients whose :math:`A,B,V` live on a
     subspace of dimension :math:`k` (:mod:`.reduction`), only eq. (7) on that subspace is
     integrated: ``reduce`` None does so from :data:`REDUCE_MIN_D` on when :math:`k\\le d/2`, True
@@ -679,11 +679,30 @@ def newton_equilibrium(
 ) -> Array | None:
     """Newton's method for :math:`F(\\Sigma)=0` on symmetric matrices; None if it fails.
 
-    Dense :math:`\\mathrm{vech}` Jacobian up to :data:`NEWTON_DENSE_MAX_D`, matrix-free GMRES
+    From :data:`REDUCE_MIN_D` on, when :math:`A,B,V` live on a subspace invariant under
+    :math:`\\Sigma` (:mod:`.reduction`), Newton runs on that block only (the full Jacobian is singular
+    on the complement) and the result is checked on the full field. Dense :math:`\\mathrm{vech}`
+    Jacobian up to :data:`NEWTON_DENSE_MAX_D`, matrix-free GMRES
     (:func:`newton_step_krylov`, at most :data:`KRYLOV_RESTARTS` cycles) beyond, where the
     iteration also stops (None) after :data:`NEWTON_STALL` steps that do not halve the residual.
     """
     d = A.shape[0]
+    if d >= REDUCE_MIN_D:
+        from .reduction import active_subspace
+
+        red = active_subspace(A, B, V, 0.5 * (Sigma + Sigma.T))
+        if red is not None and 0 < red.k < d:
+            # A, B, V vanish off S and Sigma leaves S invariant: F(Sigma) has only the S-block F_11(S_11), the
+            # field of eq. (18) for (A_11, B_11, V_11); Newton there, the complement kept (module .reduction)
+            S11 = red.block(Sigma)
+            got = newton_equilibrium(red.block(A), red.block(B), red.block(V), S11, tol=tol, max_iter=max_iter)
+            if got is None:
+                return None
+            S = Sigma + red.Q1 @ (got - S11) @ red.Q1.T
+            S = 0.5 * (S + S.T)
+            F = covariance_field(A, B, V, S)
+            scale = 1.0 + np.abs(S).max()
+            return S if np.all(np.isfinite(S)) and np.abs(F).max() <= 1e3 * tol * scale * scale else None
     rows, cols = vech_indices(d)
     S = 0.5 * (Sigma + Sigma.T)
     scale = 1.0 + np.abs(S).max()
