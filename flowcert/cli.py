@@ -133,10 +133,12 @@ def cmd_reach(args: argparse.Namespace) -> None:
     _emit(doc, True, summary) if args.json else sys.stdout.write(summary)
 
 
-def cmd_pretrained(args: argparse.Namespace) -> None:
+def cmd_pretrained(args: argparse.Namespace) -> int | None:
     from .pretrained.command import run
 
     doc, summary = run(args)
+    if doc is None:  # ``pretrained verify``: a sweep, its JSON lines are written; summary is the exit code
+        return summary
     _emit(doc, args.json, summary)
 
 
