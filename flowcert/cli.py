@@ -21,9 +21,14 @@ class InputError(Exception):
     """Bad input: reported as one line with exit code 2."""
 
 
+def one_line(text: str) -> str:
+    """``text`` with every control character escaped (``\\n``, ``\\x1b`` …): an error is one line whatever the user typed."""
+    return "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"flowcert: error: {message}\n")
+        sys.stderr.write(f"flowcert: error: {one_line(message)}\n")
         raise SystemExit(2)
 
 
@@ -42,31 +47,6 @@ def _load(system: str, path: str, command: str | None = None) -> Any:
     if problem is not None:
         raise InputError(f"--params: {problem}")
     return p
-
-
-def _output_file(flag: str, path: str, suffixes: tuple[str, ...] | None = None) -> Path:
-    """Check an output file name before any work: allowed suffix, an existing folder, not a folder itself.
-
-    The name is used exactly as given, so the path written is the path reported.
-    """
-    p = Path(path)
-    if suffixes is not None and p.suffix.lower() not in suffixes:
-        raise InputError(f"{flag}: the file name must end in {' or '.join(suffixes)}, got {path!r}")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(f"{flag}: folder {str(parent)!r} does not exist, for {path!r}")
-    if p.is_dir():
-        raise InputError(f"{flag}: {path!r} is a folder, expected a file name")
-    if p.exists() and not p.is_file():
-        raise InputError(f"{flag}: {path!r} exists and is not a regular file")
-    return p
-
-
-def _write_text(flag: str, path: Path, text: str) -> None:
-    try:
-        path.write_text(text)
-    except OSError as exc:
-        raise InputError(f"{flag}: cannot write {str(path)!r} ({exc.strerror or exc})") from None
 
 
 def _finite(obj: Any) -> Any:
@@ -161,7 +141,9 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     from . import gaussian
     from .numeric import gaussian as ng
 
-    plot = _output_file("--plot", args.plot, (".png",)) if args.plot else None
+    from .outputs import check_file
+
+    plot = check_file("--plot", args.plot, (".png",)) if args.plot else None
     p = _load(args.system, args.params, "simulate")
     t_end = p.t_end if args.t_end is None else args.t_end
     if not (t_end > 0 and np.isfinite(t_end)):
@@ -179,11 +161,11 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     if args.plot:
         from .reports.figures import plot_moments
 
-        try:
-            written = plot_moments(sol, plot)
-        except OSError as exc:
-            raise InputError(f"--plot: cannot write {args.plot!r} ({exc.strerror or exc})") from None
-        doc["simulation"]["plot"] = str(written)
+        from .outputs import replacing
+
+        with replacing("--plot", plot) as tmp:
+            plot_moments(sol, tmp)
+        doc["simulation"]["plot"] = str(plot)
     summary = (f"t_end {sol.t[-1]:.6g}  status {sol.status}  blow-up {sol.blowup_time}\n"
                f"mu = {np.array2string(sol.mu[-1], precision=6)}\nSigma =\n{np.array2string(sol.Sigma[-1], precision=6)}\n")
     if ensemble is not None:
@@ -237,9 +219,11 @@ def _simulate_attention(args: argparse.Namespace, p: Any, t_end: float) -> None:
     sim = attention.simulate(p, t_end=t_end, samples=args.samples, device=device, seed=args.seed)
     doc = {"flowcert": __version__, "system": "attention", "params": p.to_json(), "simulation": sim}
     if args.plot:
+        from .outputs import replacing
         from .reports.multistability import plot_simulation
 
-        plot_simulation(sim, Path(args.plot))
+        with replacing("--plot", args.plot) as tmp:
+            plot_simulation(sim, tmp)
         sim["plot"] = args.plot
     lines = [f"t_end {sim['t_end']:.6g}  limit_class {sim.get('limit_class')}  max drift {sim.get('max_drift')}"]
     for row in sim.get("basins", {}).get("outcomes", []):
@@ -262,7 +246,9 @@ def cmd_codegen(args: argparse.Namespace) -> None:
     from .numeric import gaussian as ng
     from .symbolic import codegen
 
-    out = _output_file("--out", args.out) if args.out else None
+    from .outputs import check_file, write_text
+
+    out = check_file("--out", args.out) if args.out else None
     if args.system == "attention":
         from . import attention
         from .symbolic.attention import Structure
@@ -275,7 +261,7 @@ def cmd_codegen(args: argparse.Namespace) -> None:
         header = {"numpy": "import numpy as np\n\n\n", "torch": "import torch\n\n\n", "c": ""}[args.backend]
         source = header + "\n\n".join(printer.print(prog) for prog in programs)
     if out is not None:
-        _write_text("--out", out, source)
+        write_text("--out", out, source)
         sys.stdout.write(f"wrote {out}\n")
     else:
         sys.stdout.write(source)
@@ -325,14 +311,16 @@ def cmd_design(args: argparse.Namespace) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> None:
+    from .outputs import check_folder
     from .reports.build import build_report
 
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out: {args.out!r} exists and is not a folder")
-    existing = next((a for a in (out, *out.parents) if a.exists()), Path("."))
-    if not existing.is_dir():
-        raise InputError(f"--out: {str(existing)!r} is a file, so folder {args.out!r} cannot be made")
+    check_folder("--out", args.out)
+    if args.params is not None:  # bad input exits 2 before the --out folder is made
+        from .reports.user import VERIFIERS
+
+        if args.system not in VERIFIERS:
+            raise InputError(f"--system: '{args.system}' has no verifier in the report (available: {', '.join(VERIFIERS)})")
+        _load(args.system, args.params)
     report = build_report(Path(args.out), quick=args.quick, only=args.only, params=args.params, system=args.system)
     for path in report.files:
         sys.stdout.write(f"wrote {path}\n")
@@ -359,16 +347,13 @@ def cmd_kpflow(args: argparse.Namespace) -> None:
 def cmd_graph(args: argparse.Namespace) -> None:
     """``flowcert graph [--paper KEY] [--out FILE]``: draw the theorem graph (one file per paper)."""
     from . import graph
+    from .outputs import check_file
 
-    papers = [args.paper] if args.paper else list(graph.PAPER_KEYS)
-    if args.paper and args.paper not in graph.PAPER_KEYS:
-        raise InputError(f"--paper: unknown paper '{args.paper}' (choose from {', '.join(graph.PAPER_KEYS)})")
-    out = Path(args.out) if args.out else None
-    suffixes = (".svg", ".png", ".pdf")
-    if out is not None and out.suffix.lower() not in suffixes:
-        raise InputError(f"--out: '{args.out}' must end in {', '.join(suffixes)}")
-    if out is not None and not out.parent.is_dir():
-        raise InputError(f"--out: folder '{out.parent}' does not exist")
+    papers = [args.paper] if args.paper is not None else list(graph.PAPER_KEYS)
+    if args.paper is not None and args.paper not in graph.PAPER_KEYS:
+        raise InputError(f"--paper: unknown paper {args.paper!r} (choose from {', '.join(graph.PAPER_KEYS)})")
+    out = Path(args.out) if args.out is not None else None
+    targets = []
     for paper in papers:
         if out is None:
             target = Path(f"graph-{paper}.svg")
@@ -376,6 +361,8 @@ def cmd_graph(args: argparse.Namespace) -> None:
             target = out
         else:
             target = out.with_name(f"{out.stem}-{paper}{out.suffix}")
+        targets.append(check_file("--out", target, (".svg", ".png", ".pdf")))
+    for paper, target in zip(papers, targets):
         graph.draw(paper, target)
         sys.stdout.write(f"wrote {target}\n")
 
@@ -470,22 +457,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit code."""
+    """Entry point; returns the exit code.
+
+    Warnings raised while a command runs (numpy's RuntimeWarning on hostile numbers) are held
+    back: on bad input (exit 2) only the one error line is printed; otherwise they follow.
+    """
+    import warnings
+
     args = build_parser().parse_args(argv)
     from .params import ParamError
 
-    try:
-        rc = args.func(args)
-    except (ParamError, InputError) as exc:
-        sys.stderr.write(f"flowcert: error: {exc}\n")
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:  # noqa: BLE001 - exit code 1 is the contract for internal errors
-        sys.stderr.write(f"flowcert: internal error: {type(exc).__name__}: {exc}\n")
-        if "--debug" in sys.argv or __import__("os").environ.get("FLOWCERT_DEBUG"):
-            raise
-        return 1
+    with warnings.catch_warnings(record=True) as caught:
+        try:
+            rc = args.func(args)
+        except (ParamError, InputError) as exc:
+            sys.stderr.write(f"flowcert: error: {one_line(str(exc))}\n")
+            return 2
+        except KeyboardInterrupt:
+            return 130
+        except Exception as exc:  # noqa: BLE001 - exit code 1 is the contract for internal errors
+            sys.stderr.write(f"flowcert: internal error: {type(exc).__name__}: {one_line(str(exc))}\n")
+            if "--debug" in sys.argv or __import__("os").environ.get("FLOWCERT_DEBUG"):
+                raise
+            return 1
+    for w in caught:
+        warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     return rc if isinstance(rc, int) else 0
 
 

@@ -89,6 +89,19 @@ class ParamError(ValueError):
         return ParamError(self.key, self.problem, file=file, names_key=self.names_key)
 
 
+class OptionError(ParamError):
+    """A bad command-line option (an output path, ``--jobs``, ``--seed`` …): ``str`` is ``OPTION: problem``.
+
+    A :class:`ParamError`, so every caller that maps bad input to exit code 2 maps this too.
+    """
+
+    def _message(self) -> str:
+        return f"{self.key}: {self.problem}"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (OptionError, (self.key, self.problem))
+
+
 def _rebuild_param_error(
     key: str | None, problem: str, file: str | None, names_key: bool
 ) -> ParamError:

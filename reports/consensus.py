@@ -26,6 +26,7 @@ from ..attention import parse
 from ..numeric.attention import consensus as num
 from ..symbolic.attention import consensus as sym
 from .figures import plt
+from ..outputs import save_figure  # noqa: E402
 
 TITLE = "The asymptotic behaviour of attention: consensus (Rodríguez Abella, Silvestre, Tabuada)"
 INTEGRATOR = "scipy DOP853 (rtol 1e-9, atol 1e-11) on the manifold with retraction $\\pi_W$ at every output"
@@ -136,7 +137,7 @@ def _figure(name: str, out: Path, run: Any, lyap: np.ndarray | None, lyap_label:
     ax3.set_title("consensus measures")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(out / name, dpi=100)
+    save_figure(fig, out / name, dpi=100)
     plt.close(fig)
     return name
 
@@ -239,7 +240,7 @@ def _fig5_full(out: Path, quick: bool, full: bool) -> tuple[list[str], list[str]
            f"batched torch RK4 (dt = {dt}) with retraction after every step (max drift {_fmt(drift, 2)}), generated kernel.")
     fig.suptitle(f"§7.4 ({size})", fontsize=10)
     fig.tight_layout()
-    fig.savefig(out / name, dpi=100)
+    save_figure(fig, out / name, dpi=100)
     plt.close(fig)
     finals = [float(E[-1]) for E in Es]
     k30 = int(np.argmin(np.abs(ts - min(30.0, T))))
@@ -271,7 +272,7 @@ def _tetrahedron_section(out: Path) -> tuple[list[str], str]:
     ax.legend(fontsize=8)
     fig.tight_layout()
     name = "consensus_tetrahedron.png"
-    fig.savefig(out / name, dpi=100)
+    save_figure(fig, out / name, dpi=100)
     plt.close(fig)
     bip = np.array([[1.0, 0, 0], [-1.0, 0, 0]])
     cc = th.cross_check.details
@@ -322,7 +323,7 @@ def _thm51_section(out: Path) -> tuple[list[str], str]:
     ax.legend(fontsize=7)
     fig.tight_layout()
     name = "consensus_thm51_domain.png"
-    fig.savefig(out / name, dpi=100)
+    save_figure(fig, out / name, dpi=100)
     plt.close(fig)
     cap = (f"Token 3's angle on the circle, causal attention, h = 1, P = I, U = I, rows sum to $1/\\sqrt2$, "
            f"$\\theta=(0,-0.3,\\theta_3)$ with $\\theta_3^*={cat.THM51_ANGLES[2]!r}$ and $\\theta_3^*\\pm10^{{-3}}$; horizon {p.t_end:g}, {INTEGRATOR}.")

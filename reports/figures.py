@@ -10,6 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from ..outputs import save_figure  # noqa: E402
 
 
 def plot_moments(sol: Any, path: Path, title: str = "Gaussian Transformer moments, eq. (7)") -> Path:
@@ -27,7 +28,7 @@ def plot_moments(sol: Any, path: Path, title: str = "Gaussian Transformer moment
             ax.axvline(sol.blowup_time, color="k", ls=":", lw=1)
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -42,7 +43,7 @@ def plot_convergence(Ns: Sequence[int], errors: Sequence[float], rate: float, pa
     ax.set_ylabel("moment error at t")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -68,7 +69,7 @@ def plot_mean_matching(runs: Sequence[tuple[str, Any]], target: np.ndarray, path
         ax.set_aspect("equal", "datalim")
     np.atleast_1d(axes)[0].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -90,7 +91,7 @@ def plot_regimes(panels: Sequence[Panel], path: Path) -> Path:
         ax.set_ylabel(r"tr $\Sigma(t)$ (clipped at 1e-14)")
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -105,6 +106,6 @@ def plot_relu_w2(study: Any, path: Path) -> Path:
     ax.set_xlabel("t")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path

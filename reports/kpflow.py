@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from ..outputs import save_figure  # noqa: E402
 
 TITLE = "KPFlow: operators of gradient descent on recurrent models"
 
@@ -52,7 +53,7 @@ def _fig_prop1(rates: dict[str, Any], path: Path) -> None:
     ax.set_title("Prop. 1: FD step vs $-PKP^*$Err (dotted: rounding floor)", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 
@@ -71,7 +72,7 @@ def _fig_collapse(res: dict[str, Any], path: Path) -> None:
             ax.set_yscale("log")
     axes[0].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 
@@ -95,7 +96,7 @@ def _fig_interference(res: dict[str, Any], path: Path) -> None:
     ax.set_xlabel("GD iteration")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 

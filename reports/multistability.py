@@ -25,6 +25,7 @@ from ..attention import multistability as fm  # noqa: E402
 from ..attention.params import parse_attention  # noqa: E402
 from ..certificates import core  # noqa: E402
 from ..numeric.attention import multistability as nm  # noqa: E402
+from ..outputs import save_figure  # noqa: E402
 
 #: Default parameters of the section: a multistable d = 3 instance (consensus v1 and the 2:2
 #: bipartite point at v1 are both certified stable).
@@ -161,7 +162,7 @@ def plot_simulation(sim: dict[str, Any], path: Path) -> Path:
         ax.plot(X[:, 0], X[:, 1] if X.shape[1] > 1 else 0 * X[:, 0], "o")
         ax.set_title(f"final tokens at t = {sim['t_end']:.4g} (first two coordinates)")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -185,7 +186,7 @@ def _fig_sphere(p: Any, out: Path, seed: int) -> tuple[str, dict[str, Any]]:
         ax.scatter(*path[-1, i], s=18, color="k")
     ax.set_box_aspect((1, 1, 1))
     fig.tight_layout()
-    fig.savefig(out / "multistability_sphere.png", dpi=110)
+    save_figure(fig, out / "multistability_sphere.png", dpi=110)
     plt.close(fig)
     label = fm.classify_run(p, path[-1])
     return "multistability_sphere.png", {"T": T, "steps": steps, "drift": tr.max_drift, **label}
@@ -202,7 +203,7 @@ def _fig_ex3a(ex: dict[str, Any], out: Path) -> str:
     ax2.set_xlabel("eigenvector index k")
     ax2.set_ylabel("instances with a stable point at v_k")
     fig.tight_layout()
-    fig.savefig(out / "multistability_ex3a.png", dpi=110)
+    save_figure(fig, out / "multistability_ex3a.png", dpi=110)
     plt.close(fig)
     return "multistability_ex3a.png"
 
@@ -234,7 +235,7 @@ def _fig_spectra(out: Path) -> tuple[str, dict[str, Any]]:
                 ax.set_xlabel("Re")
                 ax.set_ylabel("Im")
                 fig.tight_layout()
-                fig.savefig(out / "multistability_spectra.png", dpi=110)
+                save_figure(fig, out / "multistability_spectra.png", dpi=110)
                 plt.close(fig)
                 return "multistability_spectra.png", {"V": V.tolist(), "M": M.tolist(), "n": n, "k": k + 1,
                                                       "max_ambient": float(amb[:, 0].max()),

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from ..outputs import save_figure  # noqa: E402
 
 __all__ = ["section"]
 
@@ -85,7 +86,7 @@ def _fig_gauss(res: dict[str, Any], path: Path) -> None:
     ax.set_ylabel(r"SW$_2$ / $\sqrt{\mathrm{tr}\hat\Sigma/d}$")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 
@@ -105,7 +106,7 @@ def _fig_cov(res: dict[str, Any], path: Path) -> None:
         ax.set_ylabel(r"tr $\hat\Sigma$")
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 
@@ -123,7 +124,7 @@ def _fig_cons(res: dict[str, Any], path: Path) -> None:
         ax.set_ylim(-0.1, 1.02)
         ax.legend(fontsize=6)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 

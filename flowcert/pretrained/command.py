@@ -44,8 +44,10 @@ def _heads(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
 def _export(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     from .checkpoint import bad
     from .checkpoint import load_checkpoint
+    from ..outputs import check_file
     from .heads import attention_params, gaussian_params, write_params
 
+    check_file("--out", args.out, (".json", ".npz"))
     ck = load_checkpoint(args.model)
     if args.system == "gaussian":
         if args.head is None:
