@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any, NoReturn, Sequence
@@ -24,6 +25,50 @@ class InputError(Exception):
 def one_line(text: str) -> str:
     """``text`` with every control character escaped (``\\n``, ``\\x1b`` …): an error is one line whatever the user typed."""
     return "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def seed_arg(text: str) -> int:
+    """``--seed``: an integer in [0, flowcert.limits.LIMITS['seed']] (what every numpy and torch generator accepts)."""
+    from .limits import LIMITS
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
+    if not 0 <= value <= LIMITS["seed"]:
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, {LIMITS['seed']}], got {text[:30]!r}")
+    return value
+
+
+def positive_int_arg(text: str) -> int:
+    """A positive integer option (``--jobs``, ``--samples``, ``--cap``); its upper limit is checked by the command."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text[:30]!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text[:30]!r}")
+    return value
+
+
+def device_arg(text: str) -> str:
+    """``--device``: ``cpu``, ``cuda`` or ``cuda:N`` (whether it is present is checked by the command)."""
+    import re
+
+    if not re.fullmatch(r"cpu|cuda(:[0-9]{1,3})?", text):
+        raise argparse.ArgumentTypeError(f"must be cpu, cuda or cuda:N, got {text[:30]!r}")
+    return text
+
+
+def _check_device(device: str) -> None:
+    """Refuse a CUDA device that torch does not see (exit 2)."""
+    if device == "cpu":
+        return
+    import torch
+
+    index = int(device.split(":")[1]) if ":" in device else 0
+    if not torch.cuda.is_available() or index >= torch.cuda.device_count():
+        raise InputError(f"--device: {device!r} requested but torch sees {torch.cuda.device_count()} CUDA device(s) (use --device cpu)")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -116,20 +161,27 @@ def verify_document(system: str, path: str, *, simulate: bool = False, seed: int
 def cmd_verify(args: argparse.Namespace) -> int:
     from . import sweep
 
+    if args.system == "rnn":
+        for flag, value in (("--jobs", args.jobs), ("--resume", args.resume), ("--scheduler", args.scheduler)):
+            if value is not None:
+                raise InputError(f"{flag}: sweeps cover gaussian and attention; 'verify rnn' takes one file")
     if args.system != "rnn" and sweep.is_sweep(args.params, args.jobs, args.scheduler, args.resume):
-        if args.jobs is not None and args.jobs < 1:
-            raise InputError(f"--jobs: must be a positive integer, got {args.jobs}")
+        from .limits import LIMITS, max_jobs
+
+        if args.jobs is not None and args.jobs > max_jobs(10**9):
+            raise InputError(f"--jobs: {args.jobs} exceeds {max_jobs(10**9)}, {LIMITS['sweep:jobs_per_core']} per core "
+                             "(flowcert.limits.LIMITS['sweep:jobs_per_core'])")
         if args.jobs is not None and args.scheduler:
             raise InputError("--jobs: not with --scheduler (the Dask cluster sets the parallelism)")
         for path in args.params:
             if not Path(path).exists():
                 raise InputError(f"--params: no such file or directory: {path}")
+        if not sweep.expand(args.params):
+            raise InputError(f"--params: no .json or .npz files in {', '.join(map(repr, args.params))}")
         return sweep.run(args.system, args.params, simulate=args.simulate, jobs=args.jobs or 1,
                          scheduler=args.scheduler, resume=args.resume, progress=not args.json)
     if len(args.params) != 1:
         raise InputError(f"--params: one file for 'verify {args.system}' (sweeps cover gaussian and attention)")
-    if args.seed is not None and args.seed < 0:
-        raise InputError(f"--seed: must be a non-negative integer, got {args.seed}")
     doc = verify_document(args.system, args.params[0], simulate=args.simulate, seed=args.seed)
     _emit(doc, args.json, _summary(doc))
     return 0
@@ -188,34 +240,25 @@ def _ensemble(args: argparse.Namespace, p: Any, t_end: float) -> dict[str, Any] 
 
     if not 1 <= args.samples <= MAX_SAMPLES:
         raise InputError(f"--samples: must be an integer in [1, {MAX_SAMPLES}], got {args.samples}")
-    if args.seed is not None and args.seed < 0:
-        raise InputError(f"--seed: must be a non-negative integer, got {args.seed}")
     if p.time_varying:
         raise InputError("--samples: the batched integrator takes constant parameters; these are time-varying")
     device = args.device or "cpu"
-    if device not in ("cpu", "cuda"):
-        raise InputError(f"--device: must be cpu or cuda, got {device!r}")
-    if device == "cuda":
-        import torch
-
-        if not torch.cuda.is_available():
-            raise InputError("--device: cuda requested but torch sees no CUDA device (use --device cpu)")
+    _check_device(device)
     return ensemble(p, args.samples, t_end, device=device, seed=args.seed or 0)
 
 
 def _simulate_attention(args: argparse.Namespace, p: Any, t_end: float) -> None:
     from . import attention
 
-    if args.samples is not None and args.samples < 1:
-        raise InputError(f"--samples: must be a positive integer, got {args.samples}")
-    device = args.device or "cpu"
-    if device != "cpu":
-        import torch
+    from .limits import check_limit
 
-        try:
-            torch.empty(0, device=device)
-        except (RuntimeError, AssertionError) as exc:
-            raise InputError(f"--device: {device!r} is not available ({str(exc).splitlines()[0]})") from None
+    if args.samples is not None:
+        check_limit("attention:samples", args.samples, "--samples")
+    else:
+        check_limit("attention:steps", math.ceil(t_end / attention.default_dt(p)), "--t-end",
+                    what=f"steps t_end/dt (t_end {t_end:.3g}, dt {attention.default_dt(p):g})")
+    device = args.device or "cpu"
+    _check_device(device)
     sim = attention.simulate(p, t_end=t_end, samples=args.samples, device=device, seed=args.seed)
     doc = {"flowcert": __version__, "system": "attention", "params": p.to_json(), "simulation": sim}
     if args.plot:
@@ -234,7 +277,12 @@ def _simulate_attention(args: argparse.Namespace, p: Any, t_end: float) -> None:
 def cmd_equilibria(args: argparse.Namespace) -> None:
     from . import attention
 
+    from .limits import check_limit
+
     p = _load("attention", args.params)
+    check_limit("equilibria:n", p.n, "n", file=args.params)
+    if args.cap is not None:
+        check_limit("equilibria:cap", args.cap, "--cap")
     doc = attention.equilibria(p, cap=args.cap)
     lines = [f"{len(doc['equilibria'])} equilibria; skipped: {doc['skipped']}"]
     for e in doc["equilibria"]:
@@ -248,6 +296,8 @@ def cmd_codegen(args: argparse.Namespace) -> None:
 
     from .outputs import check_file, write_text
 
+    if args.system != "attention" and args.params is not None:
+        raise InputError(f"--params: only for 'codegen attention' (the {args.system} kernels take no parameter file)")
     out = check_file("--out", args.out) if args.out else None
     if args.system == "attention":
         from . import attention
@@ -290,20 +340,35 @@ def cmd_design(args: argparse.Namespace) -> None:
     """``flowcert design gaussian --spec FILE``: Lemma 4.4's inverse design (A from Sigma_inf, K, V, B)."""
     import numpy as np
 
+    from .arrays import as_matrix
     from .files import load_file
     from .gaussian.regime import lemma_4_4_design
+    from .limits import check_limit
+    from .params import ParamError
+    from .schema import check_magnitude
 
+    keys = ("Sigma_inf", "K", "V", "B")
     raw = load_file(args.spec)
-    if not isinstance(raw, dict):
-        raise InputError(f"{args.spec}: expected a JSON object with keys Sigma_inf, K, V, B")
-    missing = [k for k in ("Sigma_inf", "K", "V", "B") if k not in raw]
+    unknown = [k for k in raw if k not in keys]
+    if unknown:
+        raise ParamError(str(unknown[0]), f"unknown key {str(unknown[0])!r} (allowed: {', '.join(keys)})",
+                         file=args.spec, names_key=True)
+    missing = [k for k in keys if k not in raw]
     if missing:
-        raise InputError(f"{args.spec}: missing key(s) {missing}")
+        raise ParamError(missing[0], f"missing required key(s) {missing}", file=args.spec, names_key=True)
     try:
-        mats = [np.asarray(raw[k], dtype=float) for k in ("Sigma_inf", "K", "V", "B")]
-        if not all(np.all(np.isfinite(m)) and m.ndim == 2 for m in mats):
-            raise ValueError("entries must be finite numbers in d x d matrices")
+        mats = []
+        for k in keys:
+            m = np.asarray(as_matrix(raw[k], k, (None, None) if not mats else mats[0].shape), dtype=float)
+            if k == "Sigma_inf":
+                if m.shape[0] != m.shape[1]:
+                    raise ParamError(k, f"expected a square d x d matrix, got shape {m.shape}")
+                check_limit("design:d", m.shape[0], k)
+            check_magnitude(m, k)
+            mats.append(m)
         doc = {"flowcert": __version__, "system": "gaussian", **lemma_4_4_design(*mats)}
+    except ParamError as err:
+        raise err.with_file(args.spec) from None
     except (ValueError, TypeError) as exc:
         raise InputError(f"{args.spec}: {exc}") from None
     _emit(doc, args.json, f"A =\n{np.array2string(np.array(doc['A']), precision=12)}\n"
@@ -387,18 +452,18 @@ def build_parser() -> argparse.ArgumentParser:
                      help="parameter file (.json or .npz); several files or a directory run a sweep (one JSON line per set)")
     ver.add_argument("--simulate", action="store_true", help="cross-validate by simulation")
     ver.add_argument("--json", action="store_true", help="print one JSON document on stdout (a sweep: no progress bar)")
-    ver.add_argument("--jobs", type=int, default=None, metavar="N", help="sweep on N local processes")
+    ver.add_argument("--jobs", type=positive_int_arg, default=None, metavar="N", help="sweep on N local processes")
     ver.add_argument("--scheduler", default=None, metavar="ADDRESS",
                      help="sweep on a Dask cluster (dask.distributed scheduler address; extra 'flowcert[dask]')")
     ver.add_argument("--resume", default=None, metavar="JSONL", help="sweep: skip the files already reported in this file")
-    ver.add_argument("--seed", type=int, default=None,
+    ver.add_argument("--seed", type=seed_arg, default=None,
                      help="seed of the random draws of --simulate (gaussian: default 0; attention: the file's seed)")
     ver.set_defaults(func=cmd_verify)
 
     eq = sub.add_parser("equilibria", help="enumerate and classify equilibria (attention)")
     eq.add_argument("system", choices=("attention",))
     eq.add_argument("--params", required=True)
-    eq.add_argument("--cap", type=int, default=None, help="largest number of sign patterns per eigenvector")
+    eq.add_argument("--cap", type=positive_int_arg, default=None, help="largest number of sign patterns per eigenvector")
     eq.add_argument("--json", action="store_true")
     eq.set_defaults(func=cmd_equilibria)
 
@@ -414,10 +479,10 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--t-end", type=float, default=None, dest="t_end")
     sim.add_argument("--plot", default=None, help="write a PNG figure here")
     sim.add_argument("--json", action="store_true")
-    sim.add_argument("--samples", type=int, default=None,
+    sim.add_argument("--samples", type=positive_int_arg, default=None,
                      help="gaussian: also run N perturbed initial states in one torch batch; attention: N random initial conditions (basins)")
-    sim.add_argument("--device", default=None, help="torch device of the --samples batch (gaussian: cpu or cuda; default cpu)")
-    sim.add_argument("--seed", type=int, default=None, help="seed of the --samples draws (default 0)")
+    sim.add_argument("--device", type=device_arg, default=None, help="torch device of the --samples batch (gaussian: cpu or cuda; default cpu)")
+    sim.add_argument("--seed", type=seed_arg, default=None, help="seed of the --samples draws (default 0)")
     sim.set_defaults(func=cmd_simulate)
 
     rea = sub.add_parser("reach", help="steer (mu0, Sigma0) to a target in time T (Theorem 3.3)")
@@ -464,7 +529,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     import warnings
 
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # a bad option (exit 2, one line already printed), --help, --version
+        return exc.code if isinstance(exc.code, int) else 2
     from .params import ParamError
 
     with warnings.catch_warnings(record=True) as caught:

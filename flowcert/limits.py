@@ -56,3 +56,79 @@ def command_problem(command: str, d: int) -> str | None:
         return None
     return (f"d = {d} exceeds {limit}, the largest d `flowcert {command}` handles "
             f"(flowcert.limits.COMMAND_MAX_D[{command!r}])")
+
+
+# ---------------------------------------------------------------------------------------
+# the one limits table of every system and command (issue 24)
+# ---------------------------------------------------------------------------------------
+
+#: Documented budget of one command at a limit below: wall time (s) and peak memory (bytes)
+#: on 2 cores.
+COMMAND_SECONDS = 120.0
+COMMAND_BYTES = 2 * 2**30
+
+#: ``name -> largest value`` accepted, each checked before any work (exit 2 above it, the
+#: entry named in the message). Measured with ``/usr/bin/time -v`` at the limit (README table).
+LIMITS: dict[str, int | float] = {
+    "attention:d": 64,              # token dimension of verify/simulate attention
+    "attention:n": 512,             # tokens of verify/simulate attention (the field costs n^2 d per step)
+    "attention:heads": 16,          # attention heads
+    "attention:steps": 200_000,     # fixed RK4 steps t_end / dt of simulate attention (and --simulate)
+    "attention:samples": 2_000,     # simulate attention --samples (initial conditions to rest)
+    "equilibria:n": 24,             # tokens of equilibria attention (sign patterns, Jacobians of size n d)
+    "equilibria:cap": 100_000,      # --cap: sign patterns per eigenvector
+    "rnn:B*T*H": 200_000,           # trajectory entries of kpflow analyze / verify rnn
+    "rnn:H": 256,                   # state dimension
+    "rnn:I": 1_024,                 # input dimension
+    "design:d": 64,                 # design gaussian: dimension of the spec
+    "pretrained:hidden_size": 4_096,
+    "pretrained:layers": 96,
+    "pretrained:heads": 128,
+    "pretrained:vocab": 1_000_000,
+    "pretrained:tensor_bytes": 2**30,   # one safetensors tensor as declared in the header
+    "sweep:jobs_per_core": 2,       # --jobs at most this many per core (and at most the number of files)
+    "seed": 2**32 - 1,              # --seed and the files' seed (every numpy and torch generator accepts it)
+    "magnitude": 1e150,             # largest |entry| of a matrix or a scalar such as beta or g
+}
+
+
+def _shown(value: float) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    text = str(value)
+    return text if len(text) <= 24 else f"{text[:6]}... ({len(text)} digits)"
+
+
+def limit_problem(name: str, value: float, what: str | None = None) -> str | None:
+    """Why ``value`` exceeds the limit ``name`` of :data:`LIMITS` (``None`` when it does not)."""
+    limit = LIMITS[name]
+    if value <= limit:
+        return None
+    what = what or name.split(":", 1)[-1]
+    shown = _shown(value)
+    return (f"{what} = {shown} exceeds {limit:g}, the largest flowcert handles within "
+            f"{COMMAND_SECONDS:g} s and {COMMAND_BYTES // 2**30} GB (flowcert.limits.LIMITS[{name!r}])")
+
+
+def check_limit(name: str, value: float, key: str, file: str | None = None, what: str | None = None) -> None:
+    """Raise a :class:`~flowcert.schema.ParamError` for ``key`` when ``value`` exceeds limit ``name``.
+
+    ``key`` is an option (``--cap``) or a parameter key (``n``); an option gets the
+    ``--opt: problem`` form, a key the parameter-file form.
+    """
+    problem = limit_problem(name, value, what)
+    if problem is None:
+        return
+    from .schema import OptionError, ParamError
+
+    if key.startswith("-"):
+        raise OptionError(key, problem)
+    raise ParamError(key, problem, file=file)
+
+
+def max_jobs(files: int) -> int:
+    """Largest useful ``--jobs``: the number of files, and at most :data:`LIMITS` ``sweep:jobs_per_core`` per core."""
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(files, int(LIMITS["sweep:jobs_per_core"]) * cores))

@@ -323,6 +323,26 @@ def check_not_indefinite(array: np.ndarray, key: str, rtol: float = INDEFINITE_R
         )
 
 
+def check_magnitude(array: object, key: str, file: str | None = None) -> None:
+    """Reject entries larger than ``flowcert.limits.LIMITS['magnitude']`` in absolute value.
+
+    Products of two such entries (scores, Gram matrices, squared norms) then stay finite in
+    float64, so no later intermediate overflows to ``inf``/``NaN``. Arrays only (symbolic,
+    time-varying entries are bounded by the expression parser); ``None`` passes.
+    """
+    if not isinstance(array, np.ndarray) or array.size == 0 or array.dtype.kind not in "biuf":
+        return
+    from .limits import LIMITS
+
+    limit = float(LIMITS["magnitude"])
+    big = np.abs(array.astype(float, copy=False)) > limit
+    if big.any():
+        index = tuple(int(i) for i in np.argwhere(big)[0])
+        raise ParamError(key, f"entry {_fmt_index(index)} = {float(array[index]):.3g} is larger than {limit:g} in "
+                              "absolute value (flowcert.limits.LIMITS['magnitude']); rescale the parameters",
+                         file=file)
+
+
 def as_positive_float(raw: object, key: str) -> float:
     """Validate a positive finite number (booleans and strings are not numbers).
 

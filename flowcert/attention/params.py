@@ -47,7 +47,9 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from ..limits import check_limit
 from ..params import ParamError, as_choice, as_matrix, as_positive_float, check_symmetric, load_file, t
+from ..schema import check_magnitude
 from ..symbolic.attention import Structure
 
 __all__ = ["ATTENTION_KEYS", "AttentionParams", "Head", "load_attention", "parse_attention"]
@@ -376,6 +378,7 @@ def _ellipsoid(raw: object, d: int) -> np.ndarray | None:
     from ..certificates import core
 
     W = as_matrix(raw, "W", (d, d))
+    check_magnitude(W, "W")
     check_symmetric(W, "W")
     if not core.is_pd(core.rational_matrix(W)):
         raise ParamError("W", "must be positive definite (exact rational LDL^T found a non-positive pivot)")
@@ -383,6 +386,9 @@ def _ellipsoid(raw: object, d: int) -> np.ndarray | None:
 
 
 def _tokens(raw: object, n: int | None, d: int, W: np.ndarray | None) -> np.ndarray:
+    shape = _shape_of(raw)
+    if shape and len(shape) == 2:  # before converting millions of tokens
+        check_limit("attention:n", shape[0], "X0")
     X0 = as_matrix(raw, "X0", (n, d))
     if X0.shape[0] < 1:
         raise ParamError("X0", "expected at least one token (row)")
@@ -438,17 +444,35 @@ def parse_attention(raw: Mapping[str, object]) -> AttentionParams:
     else:
         heads = (_head({k: raw[k] for k in ("Q", "K", "V", "P") if k in raw}, "", None, variant),)
     d = int(heads[0].V.shape[0])
+    if d < 2:
+        raise ParamError("V", "d = 1: the tokens live on the sphere S^(d-1), which needs d >= 2")
+    check_limit("attention:d", d, "V")
+    check_limit("attention:heads", len(heads), "heads")
+    for e, h in enumerate(heads):
+        prefix = f"heads[{e}]." if "heads" in raw else ""
+        for name in ("Q", "K", "V"):
+            check_magnitude(getattr(h, name), prefix + ("P" if h.from_P and name == "K" else name))
     W = _ellipsoid(raw["W"], d) if "W" in raw else None
     n = _int(raw["n"], "n", 1) if "n" in raw else None
+    if n is not None:
+        check_limit("attention:n", n, "n")
     X0 = _tokens(raw["X0"], n, d, W) if "X0" in raw else None
     if n is None:
         n = DEFAULT_N if X0 is None else int(X0.shape[0])
     beta = _real(raw["beta"], "beta") if "beta" in raw else 1.0
+    check_limit("magnitude", abs(beta), "beta", what="|beta|")
     causal = _bool(raw["causal"], "causal") if "causal" in raw else False
     norm = as_choice(raw.get("normalization", "unit"), "normalization", ("unit", "sqrt"))
     t_end = as_positive_float(raw["t_end"], "t_end") if "t_end" in raw else 20.0
     seed = _int(raw["seed"], "seed", 0) if "seed" in raw else 0
-    return AttentionParams(heads, variant, n, d, beta, causal, norm, W, X0, t_end, seed, frozenset(raw))
+    check_limit("seed", seed, "seed")
+    p = AttentionParams(heads, variant, n, d, beta, causal, norm, W, X0, t_end, seed, frozenset(raw))
+    if "t_end" in raw:  # the fixed-step runs of simulate and --simulate take t_end / dt steps
+        from . import default_dt
+
+        check_limit("attention:steps", math.ceil(t_end / default_dt(p)), "t_end",
+                    what=f"steps t_end/dt (t_end {t_end:.3g}, dt {default_dt(p):g})")
+    return p
 
 
 def load_attention(path: str | os.PathLike[str]) -> AttentionParams:
