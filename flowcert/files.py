@@ -172,6 +172,19 @@ def load_json(path: str | os.PathLike[str], what: str | None = None, *, max_byte
     return _parse_json(text, fail, max_depth)
 
 
+def read_json_text(path: str | os.PathLike[str], what: str | None = None, *, max_bytes: int | None = None) -> str:
+    """The text of a JSON file that another parser reads (``tokenizer.json``), checked like :func:`load_json`
+    (regular file, size, strict UTF-8, nesting) but not parsed here."""
+    name = os.fspath(path)
+
+    def fail(problem: str) -> ParamError:
+        return ParamError(None, problem, file=what or name)
+
+    text = _decode(read_regular(name, fail, max_bytes), fail)
+    check_json_depth(text, fail, 4 * MAX_JSON_DEPTH)
+    return text
+
+
 def _decode(raw: bytes, fail: Callable[[str], ParamError]) -> str:
     try:
         return raw.decode("utf-8-sig")

@@ -84,6 +84,8 @@ LIMITS: dict[str, int | float] = {
     "pretrained:hidden_size": 4_096,
     "pretrained:layers": 96,
     "pretrained:heads": 128,
+    "pretrained:ffn": 16_384,
+    "pretrained:positions": 65_536,
     "pretrained:vocab": 1_000_000,
     "pretrained:tensor_bytes": 2**30,   # one safetensors tensor as declared in the header
     "sweep:jobs_per_core": 2,       # --jobs at most this many per core (and at most the number of files)
