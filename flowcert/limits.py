@@ -80,6 +80,7 @@ LIMITS: dict[str, int | float] = {
     "rnn:B*T*H": 200_000,           # trajectory entries of kpflow analyze / verify rnn
     "rnn:H": 256,                   # state dimension
     "rnn:I": 1_024,                 # input dimension
+    "rnn:g": 1e3,                   # recurrent gain of the random init (tanh saturates long before)
     "design:d": 64,                 # design gaussian: dimension of the spec
     "pretrained:hidden_size": 4_096,
     "pretrained:layers": 96,
@@ -87,6 +88,7 @@ LIMITS: dict[str, int | float] = {
     "pretrained:ffn": 16_384,
     "pretrained:positions": 65_536,
     "pretrained:vocab": 1_000_000,
+    "pretrained:weight": 1e4,       # largest |weight|: LayerNorm'd activations times weights stay far from overflow
     "pretrained:tensor_bytes": 2**30,   # one safetensors tensor as declared in the header
     "sweep:jobs_per_core": 2,       # --jobs at most this many per core (and at most the number of files)
     "seed": 2**32 - 1,              # --seed and the files' seed (every numpy and torch generator accepts it)
@@ -108,7 +110,7 @@ def limit_problem(name: str, value: float, what: str | None = None) -> str | Non
         return None
     what = what or name.split(":", 1)[-1]
     shown = _shown(value)
-    return (f"{what} = {shown} exceeds {limit:g}, the largest flowcert handles within "
+    return (f"{what} = {shown} exceeds {_shown(limit)}, the largest flowcert handles within "
             f"{COMMAND_SECONDS:g} s and {COMMAND_BYTES // 2**30} GB (flowcert.limits.LIMITS[{name!r}])")
 
 

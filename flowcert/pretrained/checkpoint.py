@@ -176,10 +176,10 @@ class _Tensors:
         out = np.asarray(a, dtype=np.float64)
         if not np.all(np.isfinite(out)):
             raise bad(f"model.safetensors: tensor '{key}' has non-finite entries")
-        limit = float(LIMITS["magnitude"])
+        limit = float(LIMITS["pretrained:weight"])
         if out.size and float(np.abs(out).max()) > limit:
             raise bad(f"model.safetensors: tensor '{key}' has entries larger than {limit:g} in absolute value "
-                      "(flowcert.limits.LIMITS['magnitude']); the forward pass would overflow")
+                      "(flowcert.limits.LIMITS['pretrained:weight']); the forward pass could overflow")
         return out
 
 

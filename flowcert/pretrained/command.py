@@ -119,7 +119,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     x = act.add_parser("experiment", help="the papers' pretrained-model experiments")
     x.add_argument("name", choices=("gaussianity", "covariance", "consensus"))
     x.add_argument("--full", action="store_true", help="the long version (minutes)")
-    x.add_argument("--seed", type=int, default=0)
+    from ..cli import seed_arg
+
+    x.add_argument("--seed", type=seed_arg, default=0)
     for p in (h, e, m, x):
         p.add_argument("--model", required=True, help="checkpoint directory (config.json + model.safetensors), or 'minilm'")
         p.add_argument("--json", action="store_true", help="print one JSON document on stdout")

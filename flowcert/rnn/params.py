@@ -28,11 +28,13 @@ from typing import Any
 import numpy as np
 
 from ..params import Field, ParamError, Schema, as_choice, as_matrix, as_positive_float, as_vector, load_file, validate
+from ..limits import LIMITS, check_limit
+from ..schema import check_magnitude
 from ..symbolic.rnn import param_shapes
 
 CELL_KINDS = ("rnn_tanh", "torch_rnn", "gru", "hodgkin_huxley", "linear")
 TASK_KINDS = ("random", "memory_pro")
-MAX_SIZE = 200_000
+MAX_SIZE = int(LIMITS["rnn:B*T*H"])
 
 
 def as_positive_int(raw: object, key: str) -> int:
@@ -47,13 +49,16 @@ def as_positive_int(raw: object, key: str) -> int:
 def _seed(raw: object, key: str, dims: Mapping[str, int]) -> int:
     if isinstance(raw, (bool, np.bool_)) or not isinstance(raw, (int, np.integer)) or int(raw) < 0:
         raise ParamError(key, f"must be a non-negative integer, got {raw!r}")
+    check_limit("seed", int(raw), key)
     return int(raw)
 
 
 def _gain(raw: object, key: str, dims: Mapping[str, int]) -> float:
     if raw == 0 and isinstance(raw, (int, float)) and not isinstance(raw, bool):
         return 0.0
-    return as_positive_float(raw, key)
+    g = as_positive_float(raw, key)
+    check_limit("rnn:g", g, key)
+    return g
 
 
 def _dims(raw: Mapping[str, object]) -> dict[str, int]:
@@ -61,9 +66,9 @@ def _dims(raw: Mapping[str, object]) -> dict[str, int]:
     cell = as_choice(raw["cell"], "cell", CELL_KINDS)
     if cell == "hodgkin_huxley" and dims["H"] % 4:
         raise ParamError("H", f"hodgkin_huxley needs H = 4N (state [V; m; n; h]), got {dims['H']}")
-    size = dims["B"] * dims["T"] * dims["H"]
-    if size > MAX_SIZE:
-        raise ParamError("B", f"B*T*H = {size} exceeds the limit {MAX_SIZE}")
+    check_limit("rnn:H", dims["H"], "H")
+    check_limit("rnn:I", dims["I"], "I")
+    check_limit("rnn:B*T*H", dims["B"] * dims["T"] * dims["H"], "B", what="B*T*H")
     dims["cell"] = CELL_KINDS.index(cell)
     return dims
 
@@ -80,13 +85,16 @@ def _weights(raw: object, key: str, dims: Mapping[str, int]) -> dict[str, np.nda
         shp = shapes[name]
         sub = f"{key}.{name}"
         out[name] = as_matrix(value, sub, shp) if len(shp) == 2 else as_vector(value, sub, shp[0])
+        check_magnitude(out[name], sub)
     return out
 
 
 def _A(raw: object, key: str, dims: Mapping[str, int]) -> np.ndarray:
     if CELL_KINDS[dims["cell"]] != "linear":
         raise ParamError(key, "only the 'linear' cell takes a state matrix A")
-    return as_matrix(raw, key, (dims["H"], dims["H"]))
+    A = as_matrix(raw, key, (dims["H"], dims["H"]))
+    check_magnitude(A, key)
+    return A
 
 
 def _task(raw: object, key: str, dims: Mapping[str, int]) -> str:
