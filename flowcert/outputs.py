@@ -97,7 +97,7 @@ def check_file(flag: str, path: str | os.PathLike[str], suffixes: tuple[str, ...
         raise OptionError(flag, f"the file name must end in {' or '.join(suffixes)}, got {shown}")
     try:
         info = os.lstat(name)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         info = None
     except OSError as exc:
         raise OptionError(flag, f"cannot inspect {shown} ({exc.strerror or exc})") from None
@@ -132,7 +132,7 @@ def check_folder(flag: str, path: str | os.PathLike[str]) -> Path:
     p = Path(name)
     try:
         info = os.lstat(name)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         info = None
     except OSError as exc:
         raise OptionError(flag, f"cannot inspect {shown} ({exc.strerror or exc})") from None
