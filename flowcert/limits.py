@@ -77,7 +77,7 @@ LIMITS: dict[str, int | float] = {
     "attention:samples": 2_000,     # simulate attention --samples (initial conditions to rest)
     "equilibria:n": 24,             # tokens of equilibria attention (sign patterns, Jacobians of size n d)
     "equilibria:cap": 100_000,      # --cap: sign patterns per eigenvector
-    "rnn:B*T*H": 200_000,           # trajectory entries of kpflow analyze / verify rnn
+    "rnn:B*T*H": 20_000,            # trajectory entries of kpflow analyze / verify rnn (200,000 took minutes)
     "rnn:H": 256,                   # state dimension
     "rnn:I": 1_024,                 # input dimension
     "rnn:g": 1e3,                   # recurrent gain of the random init (tanh saturates long before)

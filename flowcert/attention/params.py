@@ -402,6 +402,39 @@ def _tokens(raw: object, n: int | None, d: int, W: np.ndarray | None) -> np.ndar
     return X0
 
 
+def _not_continuous(entry: sp.Expr, t_end: float, certify: Any) -> bool:
+    """True when ``entry`` is certified not real and continuous on [0, t_end]: by interval evaluation,
+    or, where that is undecided (at a pole), by SymPy's exact ``continuous_domain``."""
+    verdict = certify(entry, t, t_end, budget_s=1.0).status
+    if verdict != "unknown":
+        return verdict == "fails"
+    from sympy.calculus.util import continuous_domain
+
+    try:
+        window = sp.Interval(0, sp.Rational(t_end))
+        return sp.Complement(window, continuous_domain(entry, t, window)).is_empty is False
+    except Exception:  # noqa: BLE001 - SymPy could not decide: leave it to the integrator's own checks
+        return False
+
+
+def _check_continuous(heads: tuple[Head, ...], t_end: float, listed: bool) -> None:
+    """Refuse a time-varying entry certified *not* real and continuous on [0, t_end] (a pole such as
+    1/(1-t) with t_end > 1): every command then refuses it alike, before any integration."""
+    from ..certificates.continuity import certify_continuous
+
+    for e, h in enumerate(heads):
+        for name in ("Q", "K", "V"):
+            value = getattr(h, name)
+            if not isinstance(value, sp.MatrixBase):
+                continue
+            key = (f"heads[{e}]." if listed else "") + ("P" if h.from_P and name == "K" else name)
+            for index, entry in enumerate(value):
+                if entry.free_symbols and _not_continuous(entry, t_end, certify_continuous):
+                    i, j = divmod(index, value.shape[1])
+                    raise ParamError(key, f"entry [{i}][{j}] = {entry} is not real and continuous on [0, t_end] = "
+                                          f"[0, {t_end:g}] (interval evaluation, or SymPy's continuous_domain at a pole); shorten t_end")
+
+
 def parse_attention(raw: Mapping[str, object]) -> AttentionParams:
     """Validate a raw mapping (from :func:`flowcert.params.load_file` or built in code).
 
@@ -467,6 +500,8 @@ def parse_attention(raw: Mapping[str, object]) -> AttentionParams:
     seed = _int(raw["seed"], "seed", 0) if "seed" in raw else 0
     check_limit("seed", seed, "seed")
     p = AttentionParams(heads, variant, n, d, beta, causal, norm, W, X0, t_end, seed, frozenset(raw))
+    if p.time_varying:
+        _check_continuous(heads, t_end, "heads" in raw)
     if "t_end" in raw:  # the fixed-step runs of simulate and --simulate take t_end / dt steps
         from . import default_dt
 

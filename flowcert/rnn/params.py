@@ -14,8 +14,8 @@ Schema (``H`` is the state dimension; for ``hodgkin_huxley`` H = 4N with N neuro
     A        no        H x H state matrix of the linear cell (default 0.9 g Q, Q random orthogonal)
     task     no        "memory_pro" (needs I = 3 and T divisible by 3) or "random" (default)
 
-Limits: B*T*H <= 200000 (the operators are matrix-free but analysis builds dense references
-at small sizes).
+Limits (:data:`flowcert.limits.LIMITS`, checked before any work): B*T*H <= 20,000, H <= 256,
+I <= 1024, g <= 1000, every weight entry at most 1e150 in absolute value.
 """
 
 from __future__ import annotations

@@ -81,6 +81,8 @@ def hostile(d: Path) -> Path:
     raw.pop("n")
     (d / "tokens.json").write_text(json.dumps(raw))
     _deep(ATT, d / "deep_att.json", "V")
+    (d / "pole.json").write_text(json.dumps({"heads": [{"P": [["1/(1-t)", 0], [0, 1]], "V": [[1, 0], [0, 1]]}],
+                                             "n": 3, "t_end": 2}))
     (d / "utf8.json").write_bytes(b'{"V": "\xff"}')
     (d / "folder.json").mkdir()
     (d / "empty").mkdir()
@@ -140,6 +142,7 @@ FUZZ: dict[str, list[Case]] = {
             "beta.json", "V308.json", "n6.json", "n308.json", "seed64.json", "d1.json", "tend.json", "tokens.json",
             "deep_att.json", "utf8.json", "folder.json", "fifo.json", "zero.json")),
         lambda d: ["verify", "gaussian", "--params", str(d / "empty")],
+        lambda d: ["verify", "attention", "--simulate", "--params", str(d / "pole.json")],
         lambda d: ["verify", "attention", "--params", str(ATT), "--seed", "-1"],
         lambda d: ["verify", "attention", "--params", str(ATT), "--seed", str(2**64 - 1)],
         lambda d: ["verify", "rnn", "--params", str(RNN), "--jobs", "2"],
