@@ -152,6 +152,12 @@ def verify_document(system: str, path: str, *, simulate: bool = False, seed: int
     if system == "attention":
         from . import attention
 
+        if simulate and not p.time_varying:  # --simulate runs fixed-step RK4 to t_end
+            from .limits import check_attention_run
+
+            check_attention_run(math.ceil(p.t_end / attention.default_dt(p)), p.n, p.d, len(p.heads), "t_end",
+                                file=path, t_end=p.t_end, dt=attention.default_dt(p))
+
         return attention.verify(p, simulate=simulate, seed=seed)
     from . import gaussian
 
@@ -250,13 +256,13 @@ def _ensemble(args: argparse.Namespace, p: Any, t_end: float) -> dict[str, Any] 
 def _simulate_attention(args: argparse.Namespace, p: Any, t_end: float) -> None:
     from . import attention
 
-    from .limits import check_limit
+    from .limits import check_attention_run, check_limit
 
     if args.samples is not None:
         check_limit("attention:samples", args.samples, "--samples")
     else:
-        check_limit("attention:steps", math.ceil(t_end / attention.default_dt(p)), "--t-end",
-                    what=f"steps t_end/dt (t_end {t_end:.3g}, dt {attention.default_dt(p):g})")
+        check_attention_run(math.ceil(t_end / attention.default_dt(p)), p.n, p.d, len(p.heads), "--t-end",
+                            t_end=t_end, dt=attention.default_dt(p))
     device = args.device or "cpu"
     _check_device(device)
     sim = attention.simulate(p, t_end=t_end, samples=args.samples, device=device, seed=args.seed)

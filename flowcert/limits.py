@@ -73,8 +73,9 @@ LIMITS: dict[str, int | float] = {
     "attention:d": 64,              # token dimension of verify/simulate attention
     "attention:n": 512,             # tokens of verify/simulate attention (the field costs n^2 d per step)
     "attention:heads": 16,          # attention heads
-    "attention:steps": 200_000,     # fixed RK4 steps t_end / dt of simulate attention (and --simulate)
-    "attention:samples": 2_000,     # simulate attention --samples (initial conditions to rest)
+    "attention:steps": 40_000,      # fixed RK4 steps t_end / dt of simulate attention (and --simulate): about 3 ms each at small n
+    "attention:step_work": 1e9,     # steps * n^2 * d * heads: the field's cost over a fixed-step run (n = 512, d = 3: 1270 steps)
+    "attention:samples": 256,       # simulate attention --samples (initial conditions run to rest, each classified)
     "equilibria:n": 24,             # tokens of equilibria attention (sign patterns, Jacobians of size n d)
     "equilibria:cap": 100_000,      # --cap: sign patterns per eigenvector
     "rnn:B*T*H": 20_000,            # trajectory entries of kpflow analyze / verify rnn (200,000 took minutes)
@@ -128,6 +129,15 @@ def check_limit(name: str, value: float, key: str, file: str | None = None, what
     if key.startswith("-"):
         raise OptionError(key, problem)
     raise ParamError(key, problem, file=file)
+
+
+def check_attention_run(steps: int, n: int, d: int, heads: int, key: str, file: str | None = None,
+                        t_end: float | None = None, dt: float | None = None) -> None:
+    """The two limits of a fixed-step attention run: ``attention:steps`` and ``attention:step_work``."""
+    where = f" (t_end {t_end:.3g}, dt {dt:g})" if t_end is not None and dt is not None else ""
+    check_limit("attention:steps", steps, key, file, what=f"steps t_end/dt{where}")
+    check_limit("attention:step_work", float(steps) * n * n * d * heads, key, file,
+                what=f"steps * n^2 * d * heads ({steps} * {n}^2 * {d} * {heads})")
 
 
 def max_jobs(files: int) -> int:

@@ -386,9 +386,8 @@ def _ellipsoid(raw: object, d: int) -> np.ndarray | None:
 
 
 def _tokens(raw: object, n: int | None, d: int, W: np.ndarray | None) -> np.ndarray:
-    shape = _shape_of(raw)
-    if shape and len(shape) == 2:  # before converting millions of tokens
-        check_limit("attention:n", shape[0], "X0")
+    rows = raw.shape[0] if isinstance(raw, np.ndarray) and raw.ndim else len(raw) if isinstance(raw, list) else 0
+    check_limit("attention:n", rows, "X0", what="tokens (rows of X0)")  # before converting millions of tokens
     X0 = as_matrix(raw, "X0", (n, d))
     if X0.shape[0] < 1:
         raise ParamError("X0", "expected at least one token (row)")
@@ -502,11 +501,6 @@ def parse_attention(raw: Mapping[str, object]) -> AttentionParams:
     p = AttentionParams(heads, variant, n, d, beta, causal, norm, W, X0, t_end, seed, frozenset(raw))
     if p.time_varying:
         _check_continuous(heads, t_end, "heads" in raw)
-    if "t_end" in raw:  # the fixed-step runs of simulate and --simulate take t_end / dt steps
-        from . import default_dt
-
-        check_limit("attention:steps", math.ceil(t_end / default_dt(p)), "t_end",
-                    what=f"steps t_end/dt (t_end {t_end:.3g}, dt {default_dt(p):g})")
     return p
 
 
