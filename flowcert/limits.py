@@ -72,6 +72,7 @@ COMMAND_BYTES = 2 * 2**30
 LIMITS: dict[str, int | float] = {
     "attention:d": 64,              # token dimension of verify/simulate attention
     "attention:n": 512,             # tokens of verify/simulate attention (the field costs n^2 d per step)
+    "attention:n*d": 1_024,         # verify/equilibria attention: Jacobians are (n d) x (n d); n d = 4096 took > 150 s and 3.2 GB
     "attention:heads": 16,          # attention heads
     "attention:steps": 40_000,      # fixed RK4 steps t_end / dt of simulate attention (and --simulate): about 3 ms each at small n
     "attention:step_work": 1e9,     # steps * n^2 * d * heads: the field's cost over a fixed-step run (n = 512, d = 3: 1270 steps)

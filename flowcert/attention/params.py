@@ -491,6 +491,7 @@ def parse_attention(raw: Mapping[str, object]) -> AttentionParams:
     X0 = _tokens(raw["X0"], n, d, W) if "X0" in raw else None
     if n is None:
         n = DEFAULT_N if X0 is None else int(X0.shape[0])
+    check_limit("attention:n*d", n * d, "n", what=f"n * d ({n} * {d})")
     beta = _real(raw["beta"], "beta") if "beta" in raw else 1.0
     check_limit("magnitude", abs(beta), "beta", what="|beta|")
     causal = _bool(raw["causal"], "causal") if "causal" in raw else False

@@ -157,7 +157,10 @@ def run(params_path: str, target_path: str, T: float, out: str | None = None) ->
     if out is not None and Path(out).suffix.lower() not in (".npz", ".json"):
         raise ParamError("out", f"controls file must end in .npz or .json, got {out!r}")
     if out is not None:
-        check_file("--out", out, (".npz", ".json"))
+        try:
+            check_file("--out", out, (".npz", ".json"))
+        except ParamError as err:  # named as the key 'out' of this function (the CLI's --out)
+            raise ParamError("out", err.problem, file=out) from None
     params = load_gaussian(params_path)
     if (problem := command_problem("reach", params.d)) is not None:
         raise ParamError("params", problem, file=params_path)
