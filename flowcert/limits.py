@@ -74,8 +74,8 @@ LIMITS: dict[str, int | float] = {
     "attention:n": 512,             # tokens of verify/simulate attention (the field costs n^2 d per step)
     "attention:n*d": 1_024,         # verify/equilibria attention: Jacobians are (n d) x (n d); n d = 4096 took > 150 s and 3.2 GB
     "attention:heads": 16,          # attention heads
-    "attention:steps": 40_000,      # fixed RK4 steps t_end / dt of simulate attention (and --simulate): about 3 ms each at small n
-    "attention:step_work": 1e9,     # steps * n^2 * d * heads: the field's cost over a fixed-step run (n = 512, d = 3: 1270 steps)
+    "attention:steps": 10_000,      # fixed RK4 steps t_end / dt of simulate attention (and --simulate); 20,000 ran past 146 s CPU
+    "attention:step_work": 5e8,     # steps * n^2 * d * heads: the field's cost over a fixed-step run (n = 512, d = 3: 635 steps)
     "attention:samples": 256,       # simulate attention --samples (initial conditions run to rest, each classified)
     "equilibria:n": 24,             # tokens of equilibria attention (sign patterns, Jacobians of size n d)
     "equilibria:cap": 100_000,      # --cap: sign patterns per eigenvector
