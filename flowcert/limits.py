@@ -70,7 +70,7 @@ COMMAND_BYTES = 2 * 2**30
 #: ``name -> largest value`` accepted, each checked before any work (exit 2 above it, the
 #: entry named in the message). Measured with ``/usr/bin/time -v`` at the limit (README table).
 LIMITS: dict[str, int | float] = {
-    "attention:d": 64,              # token dimension of verify/simulate attention
+    "attention:d": 16,              # token dimension of attention commands (verify at d = 64, n = 16 ran past 140 s CPU)
     "attention:n": 512,             # tokens of verify/simulate attention (the field costs n^2 d per step)
     "attention:n*d": 1_024,         # verify/equilibria attention: Jacobians are (n d) x (n d); n d = 4096 took > 150 s and 3.2 GB
     "attention:heads": 16,          # attention heads
@@ -112,7 +112,7 @@ def limit_problem(name: str, value: float, what: str | None = None) -> str | Non
         return None
     what = what or name.split(":", 1)[-1]
     shown = _shown(value)
-    return (f"{what} = {shown} exceeds {_shown(limit)}, the largest flowcert handles within "
+    return (f"{what} = {shown} is too large: at most {_shown(limit)}, the largest flowcert handles within "
             f"{COMMAND_SECONDS:g} s and {COMMAND_BYTES // 2**30} GB (flowcert.limits.LIMITS[{name!r}])")
 
 

@@ -139,9 +139,10 @@ def _p(name: str) -> Case:
 FUZZ: dict[str, list[Case]] = {
     "verify": [
         *(lambda d, f=f: ["verify", "attention", "--params", str(d / f)] for f in (
-            "beta.json", "V308.json", "n6.json", "n308.json", "seed64.json", "d1.json", "tend.json", "tokens.json",
+            "beta.json", "V308.json", "n6.json", "n308.json", "seed64.json", "d1.json", "tokens.json",
             "deep_att.json", "utf8.json", "folder.json", "fifo.json", "zero.json")),
         lambda d: ["verify", "gaussian", "--params", str(d / "empty")],
+        lambda d: ["verify", "attention", "--simulate", "--params", str(d / "tend.json")],
         lambda d: ["verify", "attention", "--simulate", "--params", str(d / "pole.json")],
         lambda d: ["verify", "attention", "--params", str(ATT), "--seed", "-1"],
         lambda d: ["verify", "attention", "--params", str(ATT), "--seed", str(2**64 - 1)],
