@@ -78,7 +78,7 @@ LIMITS: dict[str, int | float] = {
     "attention:step_work": 5e8,     # steps * n^2 * d * heads: the field's cost over a fixed-step run (n = 512, d = 3: 635 steps)
     "attention:samples": 256,       # simulate attention --samples (initial conditions run to rest, each classified)
     "equilibria:n": 24,             # tokens of equilibria attention (sign patterns, Jacobians of size n d)
-    "equilibria:cap": 100_000,      # --cap: sign patterns per eigenvector
+    "equilibria:cap": 4_096,        # --cap: sign patterns per eigenvector
     "rnn:B*T*H": 20_000,            # trajectory entries of kpflow analyze / verify rnn (200,000 took minutes)
     "rnn:H": 256,                   # state dimension
     "rnn:I": 1_024,                 # input dimension
