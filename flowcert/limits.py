@@ -72,7 +72,7 @@ COMMAND_BYTES = 2 * 2**30
 LIMITS: dict[str, int | float] = {
     "attention:d": 16,              # token dimension of attention commands (verify at d = 64, n = 16 ran past 140 s CPU)
     "attention:n": 512,             # tokens of verify/simulate attention (the field costs n^2 d per step)
-    "attention:n*d": 1_024,         # verify/equilibria attention: Jacobians are (n d) x (n d); n d = 4096 took > 150 s and 3.2 GB
+    "attention:n*d": 256,           # verify/equilibria attention: Jacobians are (n d) x (n d); n d = 1024 (n 64, d 16) ran past 150 s CPU
     "attention:heads": 16,          # attention heads
     "attention:steps": 10_000,      # fixed RK4 steps t_end / dt of simulate attention (and --simulate); 20,000 ran past 146 s CPU
     "attention:step_work": 5e8,     # steps * n^2 * d * heads: the field's cost over a fixed-step run (n = 512, d = 3: 635 steps)
