@@ -50,9 +50,11 @@ def _heads(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
 def _export(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     from .checkpoint import bad
     from .checkpoint import load_checkpoint
+    from ..outputs import check_file
     from ..systems import get_system
     from . import heads
 
+    check_file("--out", args.out, (".json", ".npz"))
     ck = load_checkpoint(args.model)
     if get_system(args.system).single_head and args.head is None:
         raise bad(f"--head: required for --system {args.system} (the {args.system} system has one head)")
@@ -237,6 +239,8 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any] | None, Any]:
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """The ``pretrained`` parser block (called from :func:`flowcert.cli.build_parser`)."""
+    from ..options import seed_arg
+
     pre = sub.add_parser("pretrained", help="real checkpoints: heads, parameter export, experiments")
     act = pre.add_subparsers(dest="action", required=True, parser_class=type(pre))
     h = act.add_parser("heads", help="every head's matrices, spectra and theorem verdicts")
@@ -251,7 +255,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     x = act.add_parser("experiment", help="the papers' pretrained-model experiments")
     x.add_argument("name", choices=("gaussianity", "covariance", "consensus"))
     x.add_argument("--full", action="store_true", help="the long version (minutes)")
-    x.add_argument("--seed", type=int, default=0)
+    x.add_argument("--seed", type=seed_arg, default=0)
     v = act.add_parser("verify", help="export and verify every selected head (a sweep: one JSON line per head)")
     v.add_argument("--system", choices=("gaussian", "attention"), required=True)
     v.add_argument("--layers", type=int, nargs="+", default=None, metavar="L", help="default: every layer")
