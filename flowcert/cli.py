@@ -47,9 +47,6 @@ def _load(system: str, path: str, command: str | None = None) -> Any:
     """Validated parameters of ``system`` from ``path`` (the registry's loader, with ``command``'s limits)."""
     return get_system(system).load(path, command=command)
 
-
-
-
 def cmd_verify(args: argparse.Namespace) -> int:
     from . import sweep
     from .systems import serves
@@ -59,11 +56,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
             if value is not None:
                 raise InputError(f"{flag}: sweeps cover {' and '.join(names('sweep'))}; 'verify {args.system}' takes one file")
     if serves(args.system, "sweep") and sweep.is_sweep(args.params, args.jobs, args.scheduler, args.resume):
-        from .limits import LIMITS, max_jobs
-
-        if args.jobs is not None and args.jobs > max_jobs(10**9):
-            raise InputError(f"--jobs: {args.jobs} exceeds {max_jobs(10**9)}, {LIMITS['sweep:jobs_per_core']} per core "
-                             "(flowcert.limits.LIMITS['sweep:jobs_per_core'])")
         if args.jobs is not None and args.scheduler:
             raise InputError("--jobs: not with --scheduler (the Dask cluster sets the parallelism)")
         for path in args.params:
@@ -100,7 +92,12 @@ def cmd_simulate(args: argparse.Namespace) -> None:
 
 
 def cmd_equilibria(args: argparse.Namespace) -> None:
+    from .limits import check_limit
+
     p = _load(args.system, args.params)
+    check_limit("equilibria:n", p.n, "n", file=args.params)
+    if args.cap is not None:
+        check_limit("equilibria:cap", args.cap, "--cap")
     doc = get_system(args.system).equilibria(p, cap=args.cap)
     lines = [f"{len(doc['equilibria'])} equilibria; skipped: {doc['skipped']}"]
     for e in doc["equilibria"]:
@@ -186,10 +183,8 @@ def cmd_report(args: argparse.Namespace) -> None:
 
     check_folder("--out", args.out)
     if args.params is not None:  # bad input exits 2 before the --out folder is made
-        from .reports.user import VERIFIERS
-
-        if args.system not in VERIFIERS:
-            raise InputError(f"--system: '{args.system}' has no verifier in the report (available: {', '.join(VERIFIERS)})")
+        if args.system not in names():
+            raise InputError(f"--system: '{args.system}' has no verifier in the report (available: {', '.join(names())})")
         _load(args.system, args.params)
     report = build_report(Path(args.out), quick=args.quick, only=args.only, params=args.params, system=args.system)
     for path in report.files:

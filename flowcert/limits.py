@@ -70,11 +70,11 @@ COMMAND_BYTES = 2 * 2**30
 #: ``name -> largest value`` accepted, each checked before any work (exit 2 above it, the
 #: entry named in the message). Measured with ``/usr/bin/time -v`` at the limit (README table).
 LIMITS: dict[str, int | float] = {
-    "attention:d": 16,              # token dimension of attention commands (verify at d = 64, n = 16 ran past 140 s CPU)
+    "attention:d": 768,             # token dimension: a GPT-2 head (768); pretrained heads must verify (MiniLM, d = 384)
     "attention:n": 512,             # tokens of verify/simulate attention (the field costs n^2 d per step)
-    "attention:n*d": 256,           # verify/equilibria attention: Jacobians are (n d) x (n d); n d = 1024 (n 64, d 16) ran past 150 s CPU
+    "attention:n*d": 8_192,         # verify attention: Jacobians are (n d) x (n d) (ten tokens of a GPT-2 head: 7,680)
     "attention:heads": 16,          # attention heads
-    "attention:steps": 10_000,      # fixed RK4 steps t_end / dt of simulate attention (and --simulate); 20,000 ran past 146 s CPU
+    "attention:steps": 200_000,     # fixed RK4 steps t_end / dt of simulate attention (and --simulate); step_work bounds the cost
     "attention:step_work": 5e8,     # steps * n^2 * d * heads: the field's cost over a fixed-step run (n = 512, d = 3: 635 steps)
     "attention:samples": 256,       # simulate attention --samples (initial conditions run to rest, each classified)
     "equilibria:n": 24,             # tokens of equilibria attention (sign patterns, Jacobians of size n d)

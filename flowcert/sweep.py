@@ -189,6 +189,13 @@ class Progress:
 def run(system: str, paths: Sequence[str], *, simulate: bool = False, jobs: int = 1, scheduler: str | None = None,
         resume: str | None = None, progress: bool = True, out: TextIO | None = None) -> int:
     """Run a sweep and write one JSON line per parameter set to ``out``; returns the exit code."""
+    from .limits import LIMITS, max_jobs
+
+    if jobs > max_jobs(10**9):  # bad input before any work, whichever command started the sweep
+        from .errors import OptionError
+
+        raise OptionError("--jobs", f"{jobs} exceeds {max_jobs(10**9)}, {LIMITS['sweep:jobs_per_core']} per core "
+                                    "(flowcert.limits.LIMITS['sweep:jobs_per_core'])")
     out = out or sys.stdout
     files = expand(paths)
     skip = done_files(resume) if resume else set()
@@ -197,7 +204,6 @@ def run(system: str, paths: Sequence[str], *, simulate: bool = False, jobs: int 
     if scheduler:
         runner = _dask(system, todo, simulate, scheduler)
     elif jobs > 1 and len(todo) > 1:
-        from .limits import max_jobs
 
         runner = _local(system, todo, simulate, min(jobs, max_jobs(len(todo))))
     else:

@@ -37,6 +37,8 @@ class AttentionSystem:
         """The ``verify attention`` document (:func:`flowcert.attention.verify`)."""
         from . import verify
 
+        if simulate and not p.time_varying:  # --simulate runs fixed-step RK4 to t_end
+            _check_fixed_step_run(p, p.t_end, "t_end")
         return verify(p, simulate=simulate, seed=seed)
 
     def verify_run(self, p: AttentionParams, *, simulate: bool = False,
@@ -56,8 +58,12 @@ class AttentionSystem:
         from .. import __version__
         from . import simulate
 
-        if options.samples is not None and options.samples < 1:
-            raise InputError(f"--samples: must be a positive integer, got {options.samples}")
+        from ..limits import check_limit
+
+        if options.samples is not None:
+            check_limit("attention:samples", options.samples, "--samples")
+        else:
+            _check_fixed_step_run(p, options.t_end, "--t-end")
         device = options.device or "cpu"
         if device != "cpu":
             import torch
@@ -111,6 +117,17 @@ class AttentionSystem:
                           "(no second simulation).](tokens.png)", ""]
         return {"title": f"Your parameters ({label}, system attention)", "markdown": "\n".join(lines),
                 "theorems": doc["theorems"], "figures": figures}
+
+
+def _check_fixed_step_run(p: AttentionParams, t_end: float, key: str) -> None:
+    """Refuse a fixed-step run to ``t_end`` over the ``attention:steps`` / ``attention:step_work`` limits (before any work)."""
+    import math
+
+    from ..limits import check_attention_run
+    from . import default_dt
+
+    dt = default_dt(p)
+    check_attention_run(math.ceil(t_end / dt), p.n, p.d, len(p.heads), key, t_end=t_end, dt=dt)
 
 
 #: The registry's object for this system (:data:`flowcert.systems.REGISTRY`).

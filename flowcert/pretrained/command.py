@@ -116,8 +116,10 @@ def export_heads(ckpt: Any, system: str, layers: list[int], heads: list[int], ou
     exports are deterministic, so a resumed sweep re-uses them); returns the paths in order."""
     from pathlib import Path
 
-    from .heads import attention_params, gaussian_params, write_params
+    from ..systems import get_system
+    from . import heads as exports
 
+    tokens = not get_system(system).single_head  # the token systems (attention) start from the prompt's tokens
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths, X0 = [], {}
@@ -125,15 +127,13 @@ def export_heads(ckpt: Any, system: str, layers: list[int], heads: list[int], ou
         for head in heads:
             path = out / f"L{layer}_H{head}.json"
             if not path.is_file():
-                if system == "gaussian":
-                    raw = gaussian_params(ckpt, layer, head)
-                else:
+                raw = getattr(exports, f"{system}_params")(ckpt, layer, head)  # heads.<system>_params
+                if tokens:
                     if layer not in X0:
                         X0[layer] = prompt_tokens(ckpt, layer, prompt)
-                    raw = attention_params(ckpt, layer, head)
                     raw.update(X0=X0[layer].tolist(), n=int(X0[layer].shape[0]))
                 tmp = path.with_suffix(".tmp.json")
-                write_params(raw, tmp)
+                exports.write_params(raw, tmp)
                 tmp.replace(path)  # a killed export never leaves a half-written file behind
             paths.append(str(path))
     return paths

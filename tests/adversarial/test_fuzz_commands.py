@@ -219,6 +219,17 @@ FUZZ: dict[str, list[Case]] = {
         lambda d: ["pretrained", "embed", "--model", str(d / "ck_good"), "--text", "cat"],  # no tokenizer.json
         lambda d: ["pretrained", "embed", "--model", str(d / "ck_deep"), "--text", "cat"],
     ],
+    "pretrained verify": [
+        lambda d: ["pretrained", "verify", "--model", str(d / "ck_sparse"), "--system", "gaussian"],
+        lambda d: ["pretrained", "verify", "--model", str(d / "ck_deep"), "--system", "attention"],
+        lambda d: ["pretrained", "verify", "--model", str(d / "ck_good"), "--system", "gaussian", "--jobs", "4800"],
+        lambda d: ["pretrained", "verify", "--model", str(d / "ck_good"), "--system", "gaussian",
+                   "--resume", str(d / "fifo.json")],
+    ],
+    "recheck": [
+        *(lambda d, f=f: ["recheck", str(d / f)] for f in (
+            "deep_att.json", "utf8.json", "folder.json", "fifo.json", "zero.json", "missing.jsonl", "bad_gauss.json")),
+    ],
     "pretrained experiment": [
         lambda d: ["pretrained", "experiment", "consensus", "--model", str(d / "ck_sparse")],
         lambda d: ["pretrained", "experiment", "consensus", "--model", str(d / "ck_good"), "--seed", "-5"],
