@@ -130,10 +130,10 @@ def limits_page() -> str:
     from flowcert import limits
 
     lines = [f"Stage budget: about {limits.STAGE_SECONDS:g} CPU seconds at the limit (`STAGE_SECONDS`).", "",
-             "### Stages (`STAGE_MAX_D`)", "", "| stage | largest $d$ | above it |", "|---|---|---|"]
+             "## Stages (`STAGE_MAX_D`)", "", "| stage | largest $d$ | above it |", "|---|---|---|"]
     for stage, d in limits.STAGE_MAX_D.items():
         lines.append(f"| `{stage}` | {d} | {_md_cell(limits.stage_skip_reason(stage, d + 1) or '')} |")
-    lines += ["", "### Commands (`COMMAND_MAX_D`)", "", "| command | largest $d$ | above it (exit 2) |", "|---|---|---|"]
+    lines += ["", "## Commands (`COMMAND_MAX_D`)", "", "| command | largest $d$ | above it (exit 2) |", "|---|---|---|"]
     for cmd, d in limits.COMMAND_MAX_D.items():
         lines.append(f"| `flowcert {cmd}` | {d} | {_md_cell(limits.command_problem(cmd, d + 1) or '')} |")
     return "\n".join(lines) + "\n"

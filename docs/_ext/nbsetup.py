@@ -26,9 +26,9 @@ except ImportError:  # pragma: no cover
     pass
 
 
-def shell(command: str, max_lines: int | None = 40) -> int:
+def shell(command: str, max_lines: int | None = 40) -> None:
     """Run ``command`` (``flowcert ...``), print ``$ command``, its output (at most ``max_lines``
-    lines) and its exit code; return the exit code."""
+    lines) and its exit code."""
     args = shlex.split(command)
     exe = Path(sys.executable).with_name(args[0])
     run = subprocess.run([str(exe), *args[1:]], capture_output=True, text=True, cwd=ROOT)
@@ -38,4 +38,4 @@ def shell(command: str, max_lines: int | None = 40) -> int:
     print("$ " + command)
     print("\n".join(lines))
     print(f"[exit code {run.returncode}]")
-    return run.returncode
+    return None
