@@ -54,7 +54,7 @@ nb_kernel_rgx_aliases = {".*": "python3"}
 # -- API reference -------------------------------------------------------------------------------
 autosummary_generate = True
 autosummary_imported_members = False
-autodoc_default_options = {"members": True, "show-inheritance": False}
+autodoc_default_options = {"members": True, "undoc-members": True, "show-inheritance": False}  # every public name appears
 autodoc_typehints = "none"  # numpydoc states the types; signatures stay readable
 autodoc_member_order = "bysource"
 numpydoc_show_class_members = False
