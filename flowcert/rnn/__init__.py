@@ -1,6 +1,6 @@
-r"""The ``rnn`` system (KPFlow paper, Hazelden et al.): parameter files (:mod:`flowcert.rnn.params`), the
+r"""The ``rnn`` system (KPFlow paper, Hazelden et al.): parameter files (:mod:`.params`), the
 catalogue entries ``kpflow:prop-1``, ``kpflow:cor-1``, ``kpflow:thm-1``, ``kpflow:thm-2`` and the
-``flowcert kpflow analyze`` document (:mod:`flowcert.rnn.analyze`), and CPU-scale experiments (:mod:`flowcert.rnn.experiments`).
+``flowcert kpflow analyze`` document (:mod:`.analyze`), and CPU-scale experiments (:mod:`.experiments`).
 
 Central identity (Prop. 1, eq. 5, discrete convention of note §1.3):
 :math:`\partial_sz=-\mathcal P\mathcal K\mathcal P^*\,\mathrm{Err}`.
