@@ -5,7 +5,16 @@ and K, and peak memory, for flowcert (float64 and float32; P stored or recompute
   Jacobian products :math:`\sum_{s\le t}A_t\cdots A_{s+1}q_s` (O(T^2) products), K by
   reverse-over-reverse autograd (``torch.autograd.grad`` twice), and
 * the public ``kpflow`` package (``PropagationOperator_LinearForm``, ``ParameterOperator``; float32
-  only) when it can be imported (install it beside flowcert, outside this repository).
+  only) when it can be imported: ``KPFLOW_PATH`` names a local checkout of meeree/kpflow (its
+  ``src`` folder is put on ``sys.path``; it is not on PyPI and is never vendored here).
+
+Times are medians of wall-clock seconds and, beside them (``*_cpu_s``), of process CPU seconds
+(``time.process_time``): on a loaded machine the CPU time is the fairer measure of the work.
+
+``--consensus`` adds the keep-T consensus spectrum of P P* at the same size (true partial trace by
+Rademacher probes, :mod:`flowcert.gpu.rnn.consensus`): its time, top eigenvalues with standard
+errors, kpflow's block sum beside it, and, at a size where the exact partial trace is affordable
+(B=8, T=25, H=32), the estimator's measured error against the exact one.
 
 Each configuration runs in a fresh process (spawn) so that its peak RSS (``ru_maxrss``) is its own;
 memory is reported as the peak minus the RSS after the model and trajectory were built. Outputs are
@@ -24,7 +33,13 @@ import statistics
 import time
 from typing import Any
 
+import os
+import sys
+
 SIZES = {"B": 32, "T": 100, "H": 128, "I": 3}
+if os.environ.get("KPFLOW_PATH"):  # also runs in the spawned workers (they re-import this module)
+    _src = os.path.join(os.environ["KPFLOW_PATH"], "src")
+    sys.path.insert(0, _src if os.path.isdir(_src) else os.environ["KPFLOW_PATH"])
 
 
 def _rss_mib() -> float:
@@ -48,14 +63,26 @@ def _setup(sizes: dict[str, int], dtype_name: str):
     return torch, cell, th, x, tr, q
 
 
+CPU: dict[str, float] = {}
+
+
 def _time(f, reps: int) -> tuple[float, Any]:
+    """Median wall time (returned) and median CPU time (left in CPU["last"]) of ``reps`` calls."""
     out = f()  # warm-up
-    ts = []
+    ts, cs = [], []
     for _ in range(reps):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         out = f()
         ts.append(time.perf_counter() - t0)
+        cs.append(time.process_time() - c0)
+    CPU["last"] = statistics.median(cs)
     return statistics.median(ts), out
+
+
+def _timed(res: dict[str, Any], key: str, f, reps: int) -> Any:
+    res[key], out = _time(f, reps)
+    res[key.replace("_s", "_cpu_s")] = CPU["last"]
+    return out
 
 
 def _worker(kind: str, sizes: dict[str, int], reps: int, queue: Any) -> None:
@@ -74,13 +101,13 @@ def _run(kind: str, sizes: dict[str, int], reps: int) -> dict[str, Any]:
         from flowcert.gpu.rnn.operators import Propagation, parameter_operator
 
         mode = "recompute" if "recompute" in kind else "stored"
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         P = Propagation(tr, mode)
         K = parameter_operator(tr)
-        res["setup_P_s"] = time.perf_counter() - t0
-        res["P_matvec_s"], Pq = _time(lambda: P(q), reps)
-        res["PT_matvec_s"], PTq = _time(lambda: P.adjoint(q), reps)
-        res["K_matvec_s"], Kq = _time(lambda: K(q), reps)
+        res["setup_P_s"], res["setup_P_cpu_s"] = time.perf_counter() - t0, time.process_time() - c0
+        Pq = _timed(res, "P_matvec_s", lambda: P(q), reps)
+        PTq = _timed(res, "PT_matvec_s", lambda: P.adjoint(q), reps)
+        Kq = _timed(res, "K_matvec_s", lambda: K(q), reps)
         res["K_scale"] = "1/B"
     elif kind == "reference":
         B, T, H = tr.shape
@@ -137,13 +164,13 @@ def _run(kind: str, sizes: dict[str, int], reps: int) -> dict[str, Any]:
         with torch.no_grad():
             for k, v in th.items():
                 getattr(gru, k).copy_(v)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         P = PropagationOperator_LinearForm(gru, x, tr.Z)
         K = ParameterOperator(gru, x, tr.Z)
-        res["setup_P_s"] = time.perf_counter() - t0
-        res["P_matvec_s"], Pq = _time(lambda: P._matvec(q), reps)
-        res["PT_matvec_s"], PTq = _time(lambda: P._rmatvec(q), reps)
-        res["K_matvec_s"], Kqr = _time(lambda: K._matvec(q), reps)
+        res["setup_P_s"], res["setup_P_cpu_s"] = time.perf_counter() - t0, time.process_time() - c0
+        Pq = _timed(res, "P_matvec_s", lambda: P._matvec(q), reps)
+        PTq = _timed(res, "PT_matvec_s", lambda: P._rmatvec(q), reps)
+        Kqr = _timed(res, "K_matvec_s", lambda: K._matvec(q), reps)
         Kq = Kqr / B  # kpflow's ParameterOperator has no 1/B
         res["K_scale"] = "none (divided by B here for the comparison)"
     res["peak_rss_over_base_MiB"] = _rss_mib() - base
@@ -190,14 +217,58 @@ def _interleaved(sizes: dict[str, int], reps: int, queue: Any) -> None:
         queue.put({"error": f"{type(exc).__name__}: {exc}"})
 
 
+def _consensus(sizes: dict[str, int], probes: int, queue: Any) -> None:
+    """keep-T consensus of P P* at ``sizes`` (time, spectrum, block sum) and the estimator's error
+    against the exact partial trace at B=8, T=25, H=32."""
+    try:
+        import torch
+
+        from flowcert.gpu.rnn import consensus as C
+        from flowcert.gpu.rnn.operators import KPFlow
+
+        out: dict[str, Any] = {"operator": "PP*", "keep": "T", "probes": probes}
+        for label, sz in (("peer_size", sizes), ("exact_check_size", {"B": 8, "T": 25, "H": 32, "I": 3})):
+            torch_, cell, th, x, tr, q = _setup(sz, "float64")
+            t0, c0 = time.perf_counter(), time.process_time()
+            kp = KPFlow.build(tr)
+            fa = lambda V, kp=kp: kp.P.adjoint_batch(V).reshape(V.shape[0], -1)  # noqa: E731
+            pt = C.partial_trace(kp.PP, "T", probes=probes, seed=0, factor_adjoint=fa, exact=False)
+            sp = pt.spectrum(6)
+            row: dict[str, Any] = {"sizes": sz, "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
+                                   "eigenvalues": sp["eigenvalues"], "stderr": sp["stderr"],
+                                   "stderr_frobenius": sp["stderr_frobenius"]}
+            bs = C.block_sum(kp.PP, "T") / pt.traced_size
+            lam_bs = torch.linalg.eigvalsh((bs + bs.T) / 2).flip(0)[:6]
+            row["block_sum_eigenvalues"] = lam_bs.tolist()
+            row["block_sum_minus_estimate_in_stderr"] = [(b - e) / s for b, e, s in zip(lam_bs.tolist(), sp["eigenvalues"], sp["stderr"])]
+            if label == "exact_check_size":
+                ex = C.partial_trace(kp.PP, "T", exact=True, factor_adjoint=fa)
+                lam = torch.linalg.eigvalsh((ex.matrix + ex.matrix.T) / (2 * ex.traced_size)).flip(0)[:6]
+                E = (pt.matrix - ex.matrix) / ex.traced_size
+                row["exact_eigenvalues"] = lam.tolist()
+                row["eigenvalue_error_in_stderr"] = [(e - t) / s for e, t, s in zip(sp["eigenvalues"], lam.tolist(), sp["stderr"])]
+                row["frobenius_error_over_stderr_frobenius"] = float(E.norm()) / sp["stderr_frobenius"]
+                row["relative_frobenius_error"] = float(E.norm() / (ex.matrix / ex.traced_size).norm())
+                row["block_sum_relative_error"] = float((bs - ex.matrix / ex.traced_size).norm() / (ex.matrix / ex.traced_size).norm())
+            out[label] = row
+        queue.put(out)
+    except Exception as exc:  # noqa: BLE001
+        queue.put({"error": f"{type(exc).__name__}: {exc}"})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--small", action="store_true", help="B=4, T=20, H=16")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--no-reference", action="store_true")
+    ap.add_argument("--no-recompute", action="store_true", help="leave out the recompute-mode configurations")
+    ap.add_argument("--consensus", action="store_true", help="also time the keep-T consensus spectrum")
+    ap.add_argument("--probes", type=int, default=48)
     args = ap.parse_args()
     sizes = {"B": 4, "T": 20, "H": 16, "I": 3} if args.small else dict(SIZES)
-    configs = ["flowcert_stored_f64", "flowcert_recompute_f64", "flowcert_stored_f32", "flowcert_recompute_f32"]
+    configs = ["flowcert_stored_f64", "flowcert_stored_f32"]
+    if not args.no_recompute:
+        configs += ["flowcert_recompute_f64", "flowcert_recompute_f32"]
     if not args.no_reference:
         configs.append("reference")
     try:
@@ -228,9 +299,14 @@ def main() -> None:
     ours = results["flowcert_stored_f64"]
     for other in ("reference", "kpflow_f32"):
         if other in results and "error" not in results[other]:
-            for c in ("flowcert_stored_f64", "flowcert_stored_f32", "flowcert_recompute_f64", "flowcert_recompute_f32"):
+            for c in configs:
+                if c == other or c not in results or "error" in results[c] or not c.startswith("flowcert"):
+                    continue
                 r = results[c]
-                ratios[f"{other}/{c}"] = {k: results[other][k] / r[k] for k in ("setup_P_s", "P_matvec_s", "PT_matvec_s", "K_matvec_s")}
+                keys = ("setup_P_s", "P_matvec_s", "PT_matvec_s", "K_matvec_s")
+                ratios[f"{other}/{c}"] = {k: results[other][k] / r[k] for k in keys}
+                ratios[f"{other}/{c} (cpu)"] = {k: results[other][k.replace("_s", "_cpu_s")] / r[k.replace("_s", "_cpu_s")]
+                                               for k in keys if k.replace("_s", "_cpu_s") in results[other]}
     interleaved = None
     if kp_available:
         qu = ctx.Queue()
@@ -238,9 +314,18 @@ def main() -> None:
         p.start()
         interleaved = qu.get()
         p.join()
-    ratios["recompute/stored_f64"] = {k: results["flowcert_recompute_f64"][k] / ours[k]
-                                      for k in ("setup_P_s", "P_matvec_s", "PT_matvec_s", "K_matvec_s", "peak_rss_over_base_MiB")}
-    print(json.dumps({"benchmark": "kpflow_ops", "cell": "gru", "sizes": sizes, "threads": 1,
+    if "flowcert_recompute_f64" in results:
+        ratios["recompute/stored_f64"] = {k: results["flowcert_recompute_f64"][k] / ours[k]
+                                          for k in ("setup_P_s", "P_matvec_s", "PT_matvec_s", "K_matvec_s", "peak_rss_over_base_MiB")}
+    ratios["stored_f64: PT/P"] = ours["PT_matvec_s"] / ours["P_matvec_s"]
+    cons = None
+    if args.consensus:
+        qu = ctx.Queue()
+        p = ctx.Process(target=_consensus, args=(sizes, args.probes, qu))
+        p.start()
+        cons = qu.get()
+        p.join()
+    print(json.dumps({"consensus": cons, "benchmark": "kpflow_ops", "cell": "gru", "sizes": sizes, "threads": 1,
                       "kpflow_available": kp_available, "results": results, "interleaved_matvecs": interleaved,
                       "ratios_other_over_flowcert (>1: flowcert faster)": ratios}, indent=1))
 

@@ -23,6 +23,10 @@ apart from 0, Sylvester's law; exact :math:`LDL^\top` otherwise). Within one pro
 certificate is re-checked once: :func:`recheck` memoises its answer by (kind, claim, checker,
 SHA-256 of the data), and :func:`memoised` does the same for hypothesis builders keyed by a digest
 of their arguments (:func:`clear_memo` empties both).
+
+The checker of every kind is named in :data:`flowcert.certificates.kinds.KINDS` and imported on
+the first certificate of that kind, so :func:`recheck` decides any saved certificate in a fresh
+interpreter, whatever was imported before; :func:`explain` also says why a certificate is refused.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import functools
 import hashlib
 import json
 import time
+from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, TypeVar
@@ -40,7 +45,7 @@ import flint
 import numpy as np
 import sympy as sp
 
-from . import exact
+from . import exact, kinds
 
 Status = str  # "holds" | "fails" | "unknown"
 
@@ -219,7 +224,7 @@ def negative_witness(M: Any) -> sp.Matrix | None:
 # Memoisation within one run
 # --------------------------------------------------------------------------------------------
 
-_RECHECKED: dict[str, bool] = {}
+_RECHECKED: dict[str, tuple[bool, str]] = {}
 _BUILT: dict[tuple[str, str], Any] = {}
 _MEMO_MAX = 4096
 T = TypeVar("T")
@@ -349,42 +354,123 @@ def _check_inertia(data: dict[str, Any]) -> bool:
     return got is not None and list(got) == list(data["inertia"])
 
 
-CHECKERS: dict[str, Callable[[dict[str, Any]], bool]] = {
+class _Checkers(MutableMapping[str, Callable[[dict[str, Any]], bool]]):
+    """kind -> checker: every kind of :data:`kinds.KINDS`, imported on first use, plus any added by :func:`register`.
+
+    Iteration lists every known kind without importing anything; looking one up imports the
+    module of its checker (once). ``CHECKERS[kind] = fn`` overrides a kind (tests, external code).
+    """
+
+    def __init__(self, loaded: dict[str, Callable[[dict[str, Any]], bool]]) -> None:
+        self._loaded = dict(loaded)
+
+    def __getitem__(self, kind: str) -> Callable[[dict[str, Any]], bool]:
+        fn = self._loaded.get(kind)
+        if fn is None:
+            fn = kinds.resolve(kind) if isinstance(kind, str) else None
+            if fn is None:
+                raise KeyError(kind)
+            self._loaded[kind] = fn
+        return fn
+
+    def __setitem__(self, kind: str, fn: Callable[[dict[str, Any]], bool]) -> None:
+        self._loaded[kind] = fn
+
+    def __delitem__(self, kind: str) -> None:
+        del self._loaded[kind]
+
+    def __contains__(self, kind: object) -> bool:
+        return kind in self._loaded or kind in kinds.KINDS
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys([*kinds.KINDS, *self._loaded]))
+
+    def __len__(self) -> int:
+        return len(set(kinds.KINDS) | set(self._loaded))
+
+
+#: Checker of every certificate kind (lazy: see :mod:`flowcert.certificates.kinds`).
+CHECKERS: MutableMapping[str, Callable[[dict[str, Any]], bool]] = _Checkers({
     "inertia": _check_inertia,
     "psd": _check_psd,
     "pd": _check_pd,
     "lyapunov": _check_lyapunov,
     "unstable": _check_unstable,
-}
+})
 
 
 def register(kind: str, checker: Callable[[dict[str, Any]], bool]) -> None:
-    """Add a checker for a new kind of claim (used by the system modules)."""
+    """Add (or override) the checker of a kind at run time, for code outside flowcert.
+
+    flowcert's own kinds are listed in :data:`flowcert.certificates.kinds.KINDS` and need no
+    registration; a kind registered here is known only in the process that registered it.
+    """
     CHECKERS[kind] = checker
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, KeyError):
+        return f"missing entry {exc.args[0]!r}" if exc.args else "missing entry"
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def explain(obj: Certificate | dict[str, Any]) -> tuple[bool, str]:
+    """Re-verify a certificate and say why when it is refused.
+
+    Returns
+    -------
+    accepted : bool
+        True only if the check of its kind passes on its data (as :func:`recheck`).
+    reason : str
+        ``""`` when accepted; otherwise why: malformed object, unknown kind, a checker that could
+        not be loaded or could not finish on the data, or the check itself failing.
+    """
+    try:
+        cert = obj if isinstance(obj, Certificate) else Certificate.from_json(obj)
+    except Exception as exc:  # noqa: BLE001 - not a certificate object
+        return False, f"not a certificate object ({_why(exc)})"
+    if not isinstance(cert.kind, str):
+        return False, "malformed certificate: 'kind' is not a string"
+    if not isinstance(cert.data, dict):
+        return False, "malformed certificate: 'data' is not an object"
+    try:
+        key = hashlib.sha256(json.dumps([cert.kind, cert.claim, cert.checker, cert.data], sort_keys=True,
+                                        allow_nan=False).encode()).hexdigest()
+    except (TypeError, ValueError, RecursionError) as exc:
+        return False, f"malformed certificate: data are not plain JSON ({_why(exc)})"
+    if key in _RECHECKED:
+        return _RECHECKED[key]
+    if cert.kind not in CHECKERS:
+        return False, f"unknown kind {cert.kind!r}"
+    try:
+        checker = CHECKERS[cert.kind]
+    except Exception as exc:  # noqa: BLE001 - a checker that cannot be loaded has not verified anything
+        return False, f"the checker of kind {cert.kind!r} could not be loaded ({_why(exc)})"
+    try:
+        ok = bool(checker(cert.data))
+    except Exception as exc:  # noqa: BLE001 - a checker that cannot finish has not verified anything
+        return False, f"the {cert.kind} check could not finish on these data ({_why(exc)})"
+    if len(_RECHECKED) >= _MEMO_MAX:
+        _RECHECKED.clear()
+    _RECHECKED[key] = (ok, "" if ok else f"the {cert.kind} check does not hold on these data")
+    return _RECHECKED[key]
 
 
 def recheck(obj: Certificate | dict[str, Any]) -> bool:
     """Re-verify a certificate (object or its JSON) from its data alone.
+
+    The checker of its kind is looked up in :data:`flowcert.certificates.kinds.KINDS` and
+    imported on first use, so this works in a fresh interpreter for every kind flowcert writes.
+    Within one process each certificate is checked once (memoised by kind, claim, checker and
+    a SHA-256 of the data); :func:`explain` gives the reason of a refusal.
 
     Returns
     -------
     bool
         True only if the exact check passes. Unknown kinds and malformed data give False.
     """
-    try:
-        cert = obj if isinstance(obj, Certificate) else Certificate.from_json(obj)
-        checker = CHECKERS.get(cert.kind) if isinstance(cert.kind, str) else None
-        if checker is None or not isinstance(cert.data, dict):
-            return False
-        key = hashlib.sha256(json.dumps([cert.kind, cert.claim, cert.checker, cert.data], sort_keys=True,
-                                        allow_nan=False).encode()).hexdigest()
-        if key not in _RECHECKED:
-            if len(_RECHECKED) >= _MEMO_MAX:
-                _RECHECKED.clear()
-            _RECHECKED[key] = bool(checker(cert.data))
-        return _RECHECKED[key]
-    except Exception:  # noqa: BLE001 - a checker that cannot finish has not verified anything
-        return False
+    return explain(obj)[0]
 
 
 @dataclass
@@ -424,6 +510,15 @@ def certified(
     return HypothesisResult(name, status, margin, method, cert, detail, secs)
 
 
+def _scientific(q: Fraction) -> str:
+    """``q`` in ``%.3e`` notation, also beyond the float range (a witness of huge entries)."""
+    try:
+        return f"{float(q):.3e}"
+    except OverflowError:
+        e = len(str(abs(q.numerator))) - len(str(q.denominator))
+        return f"{float(q / Fraction(10) ** e):.3f}e{e:+d}"
+
+
 def psd_hypothesis(name: str, M: Any, what: str) -> HypothesisResult:
     """Exact verdict on :math:`M\\succeq0` for given float data (exact rationals, no rounding)."""
     Mq = qmat(M)
@@ -444,5 +539,5 @@ def psd_hypothesis(name: str, M: Any, what: str) -> HypothesisResult:
     shown = [str(e) for e in w]
     return HypothesisResult(
         name, "fails", margin, method, None,
-        f"witness v = {shown[:16]}{' ...' if len(shown) > 16 else ''} gives v^T M v = {float(Fraction(int(value.p), int(value.q))):.3e} < 0",
+        f"witness v = {shown[:16]}{' ...' if len(shown) > 16 else ''} gives v^T M v = {_scientific(Fraction(int(value.p), int(value.q)))} < 0",
     )

@@ -193,11 +193,6 @@ def _check_unstable_point(data: dict[str, Any]) -> bool:
     return J == core.qmat(data["J"]) and core.CHECKERS["unstable"](data)
 
 
-core.register("unstable_point", _check_unstable_point)
-core.register("kantorovich", _check_kantorovich)
-core.register("stable_equilibrium", _check_stable_equilibrium)
-
-
 @core.memoised
 def stability(A: np.ndarray, B: np.ndarray, V: np.ndarray, Sigma: np.ndarray, name: str = "linearisation_hurwitz") -> core.HypothesisResult:
     """Decide whether the equilibrium near ``Sigma`` is linearly stable on Sym(d).
@@ -263,9 +258,6 @@ def _check_pd_equilibrium(data: dict[str, Any]) -> bool:
         return False
     res = kantorovich(A, B, V, S)
     return res is not None and sp.Rational(rho * rho) >= 8 * res["eta2"] and core.is_pd(core.shift(S, rho))
-
-
-core.register("pd_equilibrium", _check_pd_equilibrium)
 
 
 # ---------------------------------------------------------------------------------------
@@ -438,9 +430,6 @@ def _check_d2_equilibria(data: dict[str, Any]) -> bool:
     return eqs is not None and len(eqs) == int(data["count"]) and sum(e["pd"] for e in eqs) == int(data["pd_count"])
 
 
-core.register("d2_equilibria", _check_d2_equilibria)
-
-
 def _sign(M: np.ndarray, strict: bool = False) -> int | None:
     """+1 / -1 when the float eigenvalues of M's symmetric part are all >= 0 / <= 0 (> 0 / < 0 when
     ``strict``), else None: a guess of the sign an exact certificate then has to prove."""
@@ -465,9 +454,6 @@ def _trace_monotone_parts(data: dict[str, Any]) -> list[tuple[Any, bool]] | None
 def _check_trace_monotone(data: dict[str, Any]) -> bool:
     parts = _trace_monotone_parts(data)
     return parts is not None and all(core.is_pd(M) if strict else core.is_psd(M) for M, strict in parts)
-
-
-core.register("trace_monotone", _check_trace_monotone)
 
 
 @core.memoised
@@ -518,9 +504,6 @@ def _check_eta_pd_equilibrium(data: dict[str, Any]) -> bool:
 def _lyapunov_pd_solution_exists(inertia: tuple[int, int, int], sign_q: int) -> bool:
     """A^T P + P A = Q with sign_q Q > 0 has a PD solution iff A is anti-stable (+1) / Hurwitz (-1)."""
     return inertia[0 if sign_q > 0 else 1] == sum(inertia)
-
-
-core.register("eta_pd_equilibrium", _check_eta_pd_equilibrium)
 
 
 def pd_equilibrium_eta(A: np.ndarray, B: np.ndarray, eta: float, count: core.Certificate | None,

@@ -185,7 +185,3 @@ def full_column_rank(F: np.ndarray) -> bool:
         return is_pd_float_rigorous(G, delta)
     except ValueError:
         return False
-
-
-core.register("entry_asymmetry", _check_asymmetry)
-core.register("minor_not_psd", _check_minors)

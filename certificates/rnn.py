@@ -103,10 +103,6 @@ def _check_contraction(data: dict[str, Any]) -> bool:
     return Fraction(data["kappa_upper"]) >= gershgorin_upper(X)
 
 
-core.register("bounded_real", _check_bounded_real)
-core.register("contraction", _check_contraction)
-
-
 def _dyadic(M: np.ndarray, bits: int = 40) -> RMat:
     return exact.round_rational(np.asarray(M, dtype=float), bits, symmetrize=True)
 

@@ -168,9 +168,6 @@ def _check_spectrum_inertia(data: dict[str, Any]) -> bool:
     return J.rows == J.cols <= EXACT_INERTIA_MAX and list(exact_inertia(J)) == [int(x) for x in data["inertia"]]
 
 
-core.register("spectrum_inertia", _check_spectrum_inertia)
-
-
 def exact_verdict(name: str, J: np.ndarray, J_exact: Any, detail: str) -> core.HypothesisResult | None:
     """Hurwitz verdict from the exact spectral inertia (``holds``/``fails``), None beyond the size cap."""
     cert = inertia_certificate(J_exact)
@@ -254,9 +251,6 @@ def _check_unstable_count(data: dict[str, Any]) -> bool:
     return got is not None and got[2] == 0 and got[1] == int(data["count"])
 
 
-core.register("unstable_count", _check_unstable_count)
-
-
 # ---------------------------------------------------------------------------------------
 # Detectability of (Q, A), Q >= 0 (PBH in subspace form), exact
 # ---------------------------------------------------------------------------------------
@@ -315,4 +309,3 @@ def _check_detectability(data: dict[str, Any]) -> bool:
             and bool(data["detectable"]) == (p == 0 and z == 0))
 
 
-core.register("detectability", _check_detectability)

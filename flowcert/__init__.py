@@ -2,5 +2,48 @@
 
 Layers (dependencies point one way):
 ``symbolic <- numeric, gpu <- certificates <- flowcert (catalogue, API, CLI) <- reports``.
+
+From Python::
+
+    import flowcert
+    res = flowcert.verify("gaussian", {"A": A, "B": B, "V": V, "b": b, "mu0": mu0, "Sigma0": S0})
+    res.theorems["gaussian:thm-4.7.1"].applies, res.regime, res.to_json()
+
+The public names below are imported on first use (module ``__getattr__``), so ``import flowcert``
+and ``flowcert --help`` stay fast.
 """
+
+from __future__ import annotations
+
+from typing import Any
+
 __version__ = "0.1.0"
+
+#: public name -> module that defines it (imported on first access)
+_LAZY = {
+    "verify": "flowcert.api",
+    "Result": "flowcert.result",
+    "Theorem": "flowcert.result",
+    "Hypothesis": "flowcert.result",
+    "InputError": "flowcert.errors",
+    "ParamError": "flowcert.errors",
+    "System": "flowcert.system",
+    "get_system": "flowcert.systems",
+    "REGISTRY": "flowcert.systems",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'flowcert' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

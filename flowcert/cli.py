@@ -1,24 +1,28 @@
 """The ``flowcert`` command line (a contract: see DESIGN.md, "Command line").
 
 Exit codes: 0 the command ran (whatever the verdicts), 2 bad input (one line on stderr naming
-the key and the problem), 1 an internal error. Heavy modules are imported inside commands.
+the key and the problem), 1 an internal error, 3 (``recheck`` only) a certificate was refused.
+Heavy modules are imported inside commands.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
 from . import __version__
+from .documents import emit as _emit
+from .documents import finite as _finite  # noqa: F401  (kept for callers of the former private names)
+from .documents import json_default as _json_default  # noqa: F401
+from .documents import verify_document
+from .documents import verify_summary as _summary
+from .errors import InputError, ParamError
+from .systems import get_system, names
 
-SYSTEMS = ("gaussian", "attention")
-
-
-class InputError(Exception):
-    """Bad input: reported as one line with exit code 2."""
+#: Systems with a simulation (the choices of ``simulate``, ``codegen`` and ``reach``), from the registry.
+SYSTEMS = names("simulate")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -28,20 +32,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _load(system: str, path: str, command: str | None = None) -> Any:
-    from .limits import command_problem
-    from .params import load_gaussian
-
-    if system == "attention":
-        from .attention import load
-
-        return load(path)
-    if system != "gaussian":
-        raise InputError(f"system '{system}' is not available yet (available: {', '.join(SYSTEMS)})")
-    p = load_gaussian(path)
-    problem = command_problem(command, p.d) if command else None
-    if problem is not None:
-        raise InputError(f"--params: {problem}")
-    return p
+    """Validated parameters of ``system`` from ``path`` (the registry's loader, with ``command``'s limits)."""
+    return get_system(system).load(path, command=command)
 
 
 def _output_file(flag: str, path: str, suffixes: tuple[str, ...] | None = None) -> Path:
@@ -69,74 +61,11 @@ def _write_text(flag: str, path: Path, text: str) -> None:
         raise InputError(f"{flag}: cannot write {str(path)!r} ({exc.strerror or exc})") from None
 
 
-def _finite(obj: Any) -> Any:
-    """JSON has no inf/nan: non-finite floats are written as null (documented in the README)."""
-    if isinstance(obj, float):
-        return obj if obj == obj and abs(obj) != float("inf") else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
-
-
-def _emit(doc: dict[str, Any], as_json: bool, summary: str) -> None:
-    if as_json:
-        json.dump(_finite(json.loads(json.dumps(doc, default=_json_default))), sys.stdout, indent=1, allow_nan=False)
-        sys.stdout.write("\n")
-    else:
-        sys.stdout.write(summary)
-
-
-def _json_default(obj: Any) -> Any:
-    import numpy as np
-
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
-
-
-def _summary(doc: dict[str, Any]) -> str:
-    lines = [f"flowcert {doc['flowcert']} — verify {doc['system']}"]
-    for th in doc["theorems"]:
-        lines.append(f"{th['id']:<24} applies={th['applies']!s:<5} cross_check={th['cross_check']['status']}")
-        for h in th["hypotheses"]:
-            lines.append(f"    {h['status']:<8} {h['name']}  ({h['method']})")
-    if "regime" in doc:
-        r = doc["regime"]
-        lines.append(f"regime: Sigma {r['Sigma']}, mu {r['mu']} (basis: {r['basis']})")
-    if "simulation" in doc:
-        s = doc["simulation"]
-        if s.get("skipped"):
-            lines.append(f"simulation: {s['skipped']}")
-        else:
-            lines.append(f"simulation: t_end {s['t_end']:.4g}, blow-up {s['blowup_time']}, agrees {s['agrees']}")
-    return "\n".join(lines) + "\n"
-
-
-def verify_document(system: str, path: str, *, simulate: bool = False, seed: int | None = None) -> dict[str, Any]:
-    """The ``verify SYSTEM --params FILE`` document (one parameter set; the sweep calls this per file)."""
-    if system == "rnn":  # the KPFlow catalogue; its cross-checks always run (cheap at these sizes)
-        from .rnn.analyze import analyze
-        from .rnn.params import load_rnn
-
-        return analyze(load_rnn(path))
-    p = _load(system, path, "verify")
-    if system == "attention":
-        from . import attention
-
-        return attention.verify(p, simulate=simulate, seed=seed)
-    from . import gaussian
-
-    return gaussian.verify(p, simulate=simulate, seed=seed or 0)
-
-
 def cmd_verify(args: argparse.Namespace) -> int:
     from . import sweep
+    from .systems import serves
 
-    if args.system != "rnn" and sweep.is_sweep(args.params, args.jobs, args.scheduler, args.resume):
+    if serves(args.system, "sweep") and sweep.is_sweep(args.params, args.jobs, args.scheduler, args.resume):
         if args.jobs is not None and args.jobs < 1:
             raise InputError(f"--jobs: must be a positive integer, got {args.jobs}")
         if args.jobs is not None and args.scheduler:
@@ -147,7 +76,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return sweep.run(args.system, args.params, simulate=args.simulate, jobs=args.jobs or 1,
                          scheduler=args.scheduler, resume=args.resume, progress=not args.json)
     if len(args.params) != 1:
-        raise InputError(f"--params: one file for 'verify {args.system}' (sweeps cover gaussian and attention)")
+        raise InputError(f"--params: one file for 'verify {args.system}' (sweeps cover {' and '.join(names('sweep'))})")
     if args.seed is not None and args.seed < 0:
         raise InputError(f"--seed: must be a non-negative integer, got {args.seed}")
     doc = verify_document(args.system, args.params[0], simulate=args.simulate, seed=args.seed)
@@ -158,100 +87,23 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_simulate(args: argparse.Namespace) -> None:
     import numpy as np
 
-    from . import gaussian
-    from .numeric import gaussian as ng
+    from .system import SimulateOptions
 
-    plot = _output_file("--plot", args.plot, (".png",)) if args.plot else None
-    p = _load(args.system, args.params, "simulate")
+    if args.plot:
+        _output_file("--plot", args.plot, (".png",))
+    system = get_system(args.system)
+    p = system.load(args.params, command="simulate")
     t_end = p.t_end if args.t_end is None else args.t_end
     if not (t_end > 0 and np.isfinite(t_end)):
         raise InputError(f"--t-end: must be a positive finite number, got {t_end}")
-    if args.system == "attention":
-        return _simulate_attention(args, p, t_end)
-    ensemble = _ensemble(args, p, t_end)
-    sol = ng.integrate_moments(gaussian.coefficients(p), p.mu0, p.Sigma0, t_end)
-    doc = {
-        "flowcert": __version__, "system": args.system, "params": p.to_json(),
-        "simulation": {"t_end": float(sol.t[-1]), "blowup_time": sol.blowup_time, "status": sol.status,
-                       "mu_final": sol.mu[-1].tolist(), "Sigma_final": sol.Sigma[-1].tolist(), "agrees": None,
-                       "method": sol.method, "integrator_message": sol.message, "mean_escape_time": sol.mean_escape_time},
-    }
-    if args.plot:
-        from .reports.figures import plot_moments
-
-        try:
-            written = plot_moments(sol, plot)
-        except OSError as exc:
-            raise InputError(f"--plot: cannot write {args.plot!r} ({exc.strerror or exc})") from None
-        doc["simulation"]["plot"] = str(written)
-    summary = (f"t_end {sol.t[-1]:.6g}  status {sol.status}  blow-up {sol.blowup_time}\n"
-               f"mu = {np.array2string(sol.mu[-1], precision=6)}\nSigma =\n{np.array2string(sol.Sigma[-1], precision=6)}\n")
-    if ensemble is not None:
-        doc["ensemble"] = ensemble
-        spread = ensemble["blowup_time"]
-        summary += (f"ensemble of {ensemble['samples']} on {ensemble['device']}: {ensemble['blowups']} blow-ups"
-                    + (f" at t in [{spread['min']:.6g}, {spread['max']:.6g}]" if spread else "")
-                    + f", {ensemble['final_states']['samples']} reached t_end\n")
+    doc, summary = system.simulate(p, SimulateOptions(t_end=t_end, samples=args.samples, device=args.device,
+                                                      seed=args.seed, plot=args.plot or None))
     _emit(doc, args.json, summary)
 
 
-def _ensemble(args: argparse.Namespace, p: Any, t_end: float) -> dict[str, Any] | None:
-    """``--samples N [--device cpu|cuda] [--seed S]``: the batched torch ensemble, or None."""
-    if args.samples is None:
-        for flag, value in (("--device", args.device), ("--seed", args.seed)):
-            if value is not None:
-                raise InputError(f"{flag}: only with --samples N")
-        return None
-    from .gaussian.ensemble import MAX_SAMPLES, ensemble
-
-    if not 1 <= args.samples <= MAX_SAMPLES:
-        raise InputError(f"--samples: must be an integer in [1, {MAX_SAMPLES}], got {args.samples}")
-    if args.seed is not None and args.seed < 0:
-        raise InputError(f"--seed: must be a non-negative integer, got {args.seed}")
-    if p.time_varying:
-        raise InputError("--samples: the batched integrator takes constant parameters; these are time-varying")
-    device = args.device or "cpu"
-    if device not in ("cpu", "cuda"):
-        raise InputError(f"--device: must be cpu or cuda, got {device!r}")
-    if device == "cuda":
-        import torch
-
-        if not torch.cuda.is_available():
-            raise InputError("--device: cuda requested but torch sees no CUDA device (use --device cpu)")
-    return ensemble(p, args.samples, t_end, device=device, seed=args.seed or 0)
-
-
-def _simulate_attention(args: argparse.Namespace, p: Any, t_end: float) -> None:
-    from . import attention
-
-    if args.samples is not None and args.samples < 1:
-        raise InputError(f"--samples: must be a positive integer, got {args.samples}")
-    device = args.device or "cpu"
-    if device != "cpu":
-        import torch
-
-        try:
-            torch.empty(0, device=device)
-        except (RuntimeError, AssertionError) as exc:
-            raise InputError(f"--device: {device!r} is not available ({str(exc).splitlines()[0]})") from None
-    sim = attention.simulate(p, t_end=t_end, samples=args.samples, device=device, seed=args.seed)
-    doc = {"flowcert": __version__, "system": "attention", "params": p.to_json(), "simulation": sim}
-    if args.plot:
-        from .reports.multistability import plot_simulation
-
-        plot_simulation(sim, Path(args.plot))
-        sim["plot"] = args.plot
-    lines = [f"t_end {sim['t_end']:.6g}  limit_class {sim.get('limit_class')}  max drift {sim.get('max_drift')}"]
-    for row in sim.get("basins", {}).get("outcomes", []):
-        lines.append(f"  {row['fraction']:.3f} [{row['wilson'][0]:.3f}, {row['wilson'][1]:.3f}]  {row['label']}")
-    _emit(doc, args.json, "\n".join(lines) + "\n")
-
-
 def cmd_equilibria(args: argparse.Namespace) -> None:
-    from . import attention
-
-    p = _load("attention", args.params)
-    doc = attention.equilibria(p, cap=args.cap)
+    p = _load(args.system, args.params)
+    doc = get_system(args.system).equilibria(p, cap=args.cap)
     lines = [f"{len(doc['equilibria'])} equilibria; skipped: {doc['skipped']}"]
     for e in doc["equilibria"]:
         lines.append(f"  {'/'.join(e['class']):<22} k={e['eigvec_index']}  stable={e['stable']}  {e.get('label', '')}")
@@ -259,21 +111,9 @@ def cmd_equilibria(args: argparse.Namespace) -> None:
 
 
 def cmd_codegen(args: argparse.Namespace) -> None:
-    from .numeric import gaussian as ng
-    from .symbolic import codegen
-
     out = _output_file("--out", args.out) if args.out else None
-    if args.system == "attention":
-        from . import attention
-        from .symbolic.attention import Structure
-
-        structure = _load("attention", args.params).structure if args.params else Structure()
-        source = attention.codegen_source(structure, args.backend)
-    else:
-        programs = [ng.moment_program(), ng.linearisation_program()]
-        printer = {"numpy": codegen.NumpyPrinter(), "torch": codegen.TorchPrinter(), "c": codegen.ShapedCPrinter()}[args.backend]
-        header = {"numpy": "import numpy as np\n\n\n", "torch": "import torch\n\n\n", "c": ""}[args.backend]
-        source = header + "\n\n".join(printer.print(prog) for prog in programs)
+    system = get_system(args.system)
+    source = system.codegen(args.backend, args.params)
     if out is not None:
         _write_text("--out", out, source)
         sys.stdout.write(f"wrote {out}\n")
@@ -282,11 +122,11 @@ def cmd_codegen(args: argparse.Namespace) -> None:
 
 
 def cmd_reach(args: argparse.Namespace) -> None:
-    from . import reach
+    from .systems import serves
 
-    if args.system != "gaussian":
+    if not serves(args.system, "reach"):
         raise InputError(f"system '{args.system}' has no reachability construction")
-    doc = reach.run(args.params, args.target, args.T, args.out)
+    doc = get_system(args.system).reach(args.params, args.target, args.T, args.out)
     err = doc["terminal_error"]
     summary = (f"Theorem 3.3 controls over [0, {args.T}] (rank {doc['rank']}): terminal error "
                f"mu {err['mu']}, Sigma {err['Sigma']} (relative {err['Sigma_relative']})\n")
@@ -317,7 +157,7 @@ def cmd_design(args: argparse.Namespace) -> None:
         mats = [np.asarray(raw[k], dtype=float) for k in ("Sigma_inf", "K", "V", "B")]
         if not all(np.all(np.isfinite(m)) and m.ndim == 2 for m in mats):
             raise ValueError("entries must be finite numbers in d x d matrices")
-        doc = {"flowcert": __version__, "system": "gaussian", **lemma_4_4_design(*mats)}
+        doc = {"flowcert": __version__, "system": args.system, **lemma_4_4_design(*mats)}
     except (ValueError, TypeError) as exc:
         raise InputError(f"{args.spec}: {exc}") from None
     _emit(doc, args.json, f"A =\n{np.array2string(np.array(doc['A']), precision=12)}\n"
@@ -341,10 +181,18 @@ def cmd_report(args: argparse.Namespace) -> None:
 
 def cmd_kpflow(args: argparse.Namespace) -> None:
     """``flowcert kpflow analyze``: KPFlow identities, effective ranks and theorems (rnn system)."""
-    from .rnn.analyze import analyze
-    from .rnn.params import load_rnn
+    if args.consensus is not None:
+        from .gpu.rnn.consensus import parse_keep  # imports torch: only when asked
 
-    doc = analyze(load_rnn(args.params), mode=args.mode)
+        try:
+            parse_keep(args.consensus)
+        except ValueError as err:
+            raise InputError(f"--consensus: {err}") from None
+    if args.probes < 2:
+        raise InputError(f"--probes: must be at least 2, got {args.probes}")
+    rnn = get_system("rnn")
+    doc = rnn.verify(rnn.load(args.params), mode=args.mode, consensus=args.consensus, probes=args.probes,
+                     consensus_op=args.consensus_op)
     ident, ranks = doc["identities"], doc["effective_rank"]
     lines = [f"flowcert {doc['flowcert']} — kpflow analyze ({doc['params']['cell']})"]
     for r in ident["prop1"]["fd"]:
@@ -353,6 +201,10 @@ def cmd_kpflow(args: argparse.Namespace) -> None:
                  f"ntk {ident['ntk']['residual']:.2e}")
     lines.append("effective rank: " + ", ".join(f"{k} {ranks[k]['value']}" for k in ("K", "P", "PKP")))
     lines += [f"{t['id']:<16} applies={t['applies']!s:<5} cross_check={t['cross_check']['status']}" for t in doc["theorems"]]
+    if "consensus" in doc:
+        c = doc["consensus"]
+        top = ", ".join(f"{v:.4g}" + (f" ± {e:.2g}" if e else "") for v, e in zip(c["eigenvalues"][:4], c["stderr"] or [None] * 4))
+        lines.append(f"consensus {c['operator']} keep {c['keep']}: {top} ({'exact' if c['exact'] else str(c['probes']) + ' probes'})")
     _emit(doc, args.json, "\n".join(lines) + "\n")
 
 
@@ -380,6 +232,18 @@ def cmd_graph(args: argparse.Namespace) -> None:
         sys.stdout.write(f"wrote {target}\n")
 
 
+def cmd_recheck(args: argparse.Namespace) -> int:
+    """Exit 0 when every certificate re-checks (or there is none), 3 when one is refused."""
+    from . import recheck
+
+    try:
+        out = recheck.recheck_files(args.files)
+    except ParamError as exc:
+        raise InputError(f"FILE: {exc.file!r}: {exc.problem}") from None
+    _emit(out.to_json(), args.json, out.summary())
+    return 0 if out.ok else 3
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="flowcert", description="Verify the mathematics of transformer and RNN dynamics.")
     parser.add_argument("--version", action="version", version=f"flowcert {__version__}")
@@ -391,11 +255,12 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--only", default=None, metavar="PAPER", help="build only this paper's section")
     rep.add_argument("--params", default=None, metavar="FILE",
                      help="build the verdict and cross-check section for your own parameter file instead")
-    rep.add_argument("--system", default="gaussian", help="the system --params describes (default gaussian)")
+    rep.add_argument("--system", default="gaussian",
+                     help=f"the system --params describes ({'|'.join(names('report'))}; default gaussian)")
     rep.set_defaults(func=cmd_report)
 
     ver = sub.add_parser("verify", help="decide every theorem's hypotheses on given parameters")
-    ver.add_argument("system", choices=SYSTEMS + ("rnn",))
+    ver.add_argument("system", choices=names("verify"))
     ver.add_argument("--params", required=True, nargs="+", metavar="FILE",
                      help="parameter file (.json or .npz); several files or a directory run a sweep (one JSON line per set)")
     ver.add_argument("--simulate", action="store_true", help="cross-validate by simulation")
@@ -409,14 +274,14 @@ def build_parser() -> argparse.ArgumentParser:
     ver.set_defaults(func=cmd_verify)
 
     eq = sub.add_parser("equilibria", help="enumerate and classify equilibria (attention)")
-    eq.add_argument("system", choices=("attention",))
+    eq.add_argument("system", choices=names("equilibria"))
     eq.add_argument("--params", required=True)
     eq.add_argument("--cap", type=int, default=None, help="largest number of sign patterns per eigenvector")
     eq.add_argument("--json", action="store_true")
     eq.set_defaults(func=cmd_equilibria)
 
     des = sub.add_parser("design", help="Lemma 4.4 inverse design: A with a prescribed equilibrium Sigma_inf")
-    des.add_argument("system", choices=["gaussian"])
+    des.add_argument("system", choices=list(names("design")))
     des.add_argument("--spec", required=True, help="JSON file with Sigma_inf (PD), K (skew), V, B")
     des.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     des.set_defaults(func=cmd_design)
@@ -460,8 +325,20 @@ def build_parser() -> argparse.ArgumentParser:
     kpf.add_argument("--params", required=True, help="rnn parameter file (.json or .npz)")
     kpf.add_argument("--mode", choices=("stored", "recompute"), default="stored",
                      help="P: store the Jacobians (default) or recompute them by jvp/vjp")
+    kpf.add_argument("--consensus", default=None, metavar="AXES",
+                     help="kept axes of a consensus spectrum (true partial trace over the others), e.g. T, H, B, TH")
+    kpf.add_argument("--probes", type=int, default=64, help="Rademacher probes of the consensus estimator (default 64)")
+    kpf.add_argument("--consensus-op", choices=("PKP", "PP", "K"), default="PKP",
+                     help="operator of the consensus spectrum: P K P* (default), P P*, or K")
     kpf.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     kpf.set_defaults(func=cmd_kpflow)
+
+    rec = sub.add_parser("recheck", help="re-verify every certificate in saved flowcert documents, with no solver "
+                                         "(exit 3 if one is refused)")
+    rec.add_argument("files", nargs="+", metavar="FILE",
+                     help="a verify/equilibria/kpflow/pretrained JSON document, a sweep's JSON lines, or one certificate")
+    rec.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    rec.set_defaults(func=cmd_recheck)
 
     from .pretrained.command import add_parser as _pretrained_parser
 
@@ -472,7 +349,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     args = build_parser().parse_args(argv)
-    from .params import ParamError
 
     try:
         rc = args.func(args)

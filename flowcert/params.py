@@ -1,4 +1,5 @@
-r"""Deprecated re-exports, kept for one release: ``flowcert.params`` was split by concern.
+r"""Deprecated re-exports, kept for users only (the package never imports it; importing it warns):
+``flowcert.params`` was split by concern.
 
 * :mod:`flowcert.schema`: :class:`ParamError`, :class:`Field`, :class:`Schema`, :func:`validate` and the
   scalar validators and checks (shared by every system);
@@ -8,6 +9,8 @@ r"""Deprecated re-exports, kept for one release: ``flowcert.params`` was split b
 * :mod:`flowcert.gaussian.params`: the ``gaussian`` schema and :class:`GaussianParams`
   (gaussian paper, eq. (7): :math:`A,B,V,b,\mu_0,\Sigma_0`).
 """
+
+import warnings
 
 from .arrays import as_matrix, as_vector
 from .expressions import ELEMENTARY_FUNCTIONS, as_time_expression, expression_text, t
@@ -19,10 +22,10 @@ from .gaussian.params import (
     load_gaussian,
     parse_gaussian,
 )
+from .errors import ParamError
 from .schema import (
     INDEFINITE_RTOL,
     Field,
-    ParamError,
     Schema,
     Validator,
     Value,
@@ -35,6 +38,9 @@ from .schema import (
     nested_shape,
     validate,
 )
+
+warnings.warn("flowcert.params is deprecated; import from flowcert.schema, flowcert.arrays, flowcert.expressions, "
+              "flowcert.files or flowcert.gaussian.params instead", DeprecationWarning, stacklevel=2)
 
 __all__ = [
     "ParamError",

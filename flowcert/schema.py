@@ -25,74 +25,12 @@ from typing import Any, Union
 import numpy as np
 import sympy as sp
 
+from .errors import ParamError, _rebuild_param_error  # noqa: F401  (re-exported: the one input-error type)
+
 
 INDEFINITE_RTOL = 1e-10
 
 Value = Union[np.ndarray, sp.Matrix]
-
-
-class ParamError(ValueError):
-    """A parameter file or mapping is malformed.
-
-    Parameters
-    ----------
-    key : str or None
-        The offending key (``None`` for problems with the file as a whole).
-    problem : str
-        What is wrong and what was expected, one line.
-    file : str, optional
-        The file the parameters came from.
-    names_key : bool
-        True when ``problem`` already names the key (unknown / missing keys), so the
-        message does not repeat the ``key '...':`` prefix.
-
-    Attributes
-    ----------
-    key, problem, file
-
-    Notes
-    -----
-    ``str(err)`` is one line: ``params: [file 'F': ][key 'K': ]problem``.
-    """
-
-    def __init__(
-        self,
-        key: str | None,
-        problem: str,
-        *,
-        file: str | None = None,
-        names_key: bool = False,
-    ) -> None:
-        self.key = key
-        self.problem = " ".join(str(problem).splitlines())
-        self.file = file
-        self.names_key = names_key
-        super().__init__(self._message())
-
-    def _message(self) -> str:
-        parts = ["params: "]
-        if self.file is not None:
-            parts.append(f"file {self.file!r}: ")
-        if self.key is not None and not self.names_key:
-            parts.append(f"key {self.key!r}: ")
-        parts.append(self.problem)
-        return "".join(parts)
-
-    def __str__(self) -> str:
-        return self._message()
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild_param_error, (self.key, self.problem, self.file, self.names_key))
-
-    def with_file(self, file: str) -> ParamError:
-        """Return a copy of this error that also names ``file``."""
-        return ParamError(self.key, self.problem, file=file, names_key=self.names_key)
-
-
-def _rebuild_param_error(
-    key: str | None, problem: str, file: str | None, names_key: bool
-) -> ParamError:
-    return ParamError(key, problem, file=file, names_key=names_key)
 
 
 # ---------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ skips the files already reported there). A line is
 
 A failure in one set is its own line and never stops the others. The sweep's exit code is 0
 when every set ran, 1 if any set hit an internal error, otherwise 2 if any set was bad input.
-Shared by every system: the per-system work is :func:`flowcert.cli.verify_document`.
+Shared by every system: the per-system work is :func:`flowcert.documents.verify_document`.
 """
 
 from __future__ import annotations
@@ -56,17 +56,16 @@ def done_files(resume: str) -> set[str]:
 
 def verify_file(system: str, path: str, simulate: bool = False, index: int = 0) -> dict[str, Any]:
     """Verify one parameter file; never raises. The JSON line of the sweep (JSON-safe)."""
-    from . import cli
     from .certificates import core
-    from .params import ParamError
+    from .documents import plain, verify_document
+    from .errors import InputError
 
     core.clear_memo()  # memoisation is per parameter set: bounded memory in long-lived workers
     t0 = time.perf_counter()
     rec: dict[str, Any] = {"file": path, "index": index, "status": "ok", "exit_code": 0, "result": None, "error": None}
     try:
-        doc = cli.verify_document(system, path, simulate=simulate)
-        rec["result"] = cli._finite(json.loads(json.dumps(doc, default=cli._json_default)))
-    except (ParamError, cli.InputError) as exc:
+        rec["result"] = plain(verify_document(system, path, simulate=simulate))
+    except InputError as exc:
         rec.update(status="bad_input", exit_code=2, error=str(exc))
     except Exception as exc:  # noqa: BLE001 - one set's failure is its own line
         rec.update(status="internal_error", exit_code=1, error=f"{type(exc).__name__}: {exc}")
@@ -100,18 +99,13 @@ def _local(system: str, files: list[tuple[int, str]], simulate: bool, jobs: int)
                        "error": f"worker failed: {type(exc).__name__}: {exc}", "seconds": None}
 
 
-WARM = {
-    "gaussian": ("flowcert.gaussian", "flowcert.numeric.gaussian", "sympy"),
-    "attention": ("flowcert.attention", "sympy"),
-    "rnn": ("flowcert.rnn.analyze", "flowcert.rnn.params"),
-}
-
-
 def _warm(system: str) -> None:
-    """Import the modules verifying ``system`` needs, once, in the parent of forked workers."""
+    """Import the modules verifying ``system`` needs (its ``warm_modules``), once, in the parent of forked workers."""
     import importlib
 
-    for name in WARM.get(system, ()):
+    from .systems import get_system
+
+    for name in get_system(system).warm_modules:
         importlib.import_module(name)
 
 
@@ -134,13 +128,13 @@ def _dask(system: str, files: list[tuple[int, str]], simulate: bool, address: st
     try:
         from dask.distributed import Client, as_completed
     except ImportError as exc:
-        from .cli import InputError
+        from .errors import InputError
 
         raise InputError("--scheduler: dask.distributed is not installed (pip install 'flowcert[dask]')") from exc
     try:
         client = Client(address, timeout=30)
     except (OSError, TimeoutError, ValueError) as exc:
-        from .cli import InputError
+        from .errors import InputError
 
         raise InputError(f"--scheduler: cannot connect to {address!r}: {exc}") from None
     try:

@@ -1,12 +1,13 @@
 r"""The derivations report: ``flowcert report`` writes ``report.md``, ``report.html`` (one
 self-contained offline page: MathML, inline CSS, figures as ``data:`` URIs), ``report.json``
-and the figures, optionally ``report.pdf``.
+and the figures, and ``report.pdf`` (the same page printed by headless Chromium where one is on PATH,
+else pandoc with a LaTeX engine, else a note saying why not).
 
 Layout: a front page with the summary table of every theorem id, its verdict on the default
 parameters (:math:`\mathrm{applies}`) and its cross-check, each linked to its row; then one
 section per paper, each built by ``flowcert.reports.<paper>.section(out, quick=...)`` into
-``out/<paper>/``, followed by the theorem table generated from its records
-(:func:`flowcert.reports.common.theorem_table`, rows anchored for the front page's links).
+``out/<paper>/``, followed by one block per theorem generated from its records
+(:func:`flowcert.reports.common.theorem_blocks`, anchored for the front page's links).
 
 The section contract: ``section(out: Path, *, quick: bool) -> dict`` returns ``title`` (str),
 ``markdown`` (the body: GitHub Markdown, ``$$…$$`` display and ``$…$`` inline math, headings
@@ -24,12 +25,13 @@ import json
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from .common import cell, section_anchor, theorem_anchor, theorem_table, verdict_word
+from .common import cell, section_anchor, theorem_anchor, theorem_blocks, verdict_word
 from .html import _MD, write_report
 
 #: The paper sections, in report order. The lead appends "multistability", "consensus", "kpflow"
@@ -139,6 +141,33 @@ def _user_section(path: str, system: str, out: Path, quick: bool) -> BuiltSectio
                         time.process_time() - c0, time.perf_counter() - w0)
 
 
+def chromium_binary() -> str | None:
+    """Path of a Chromium (or Chrome) on PATH, or None."""
+    return next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
+
+
+def print_pdf(html_path: Path, pdf_path: Path, chromium: str, timeout: float = 300.0) -> Path:
+    """Print a page to PDF with headless Chromium (the page as the browser shows it, MathML rendered).
+
+    Raises
+    ------
+    OSError
+        Chromium failed, timed out or wrote no PDF.
+    """
+    pdf_path.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(prefix="flowcert-pdf-") as profile:
+        try:
+            subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                            "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+                            f"--user-data-dir={profile}", "--no-pdf-header-footer", f"--print-to-pdf={pdf_path}",
+                            html_path.resolve().as_uri()], check=True, capture_output=True, timeout=timeout)
+        except subprocess.SubprocessError as exc:
+            raise OSError(f"chromium: {type(exc).__name__}") from exc
+    if not pdf_path.is_file() or pdf_path.read_bytes()[:5] != b"%PDF-":
+        raise OSError("chromium wrote no PDF")
+    return pdf_path
+
+
 def _pdf_toolchain() -> tuple[str, str] | None:
     pandoc = shutil.which("pandoc")
     engine = next((e for e in ("xelatex", "lualatex", "pdflatex") if shutil.which(e)), None)
@@ -177,15 +206,16 @@ def _assemble(sections: list[BuiltSection], quick: bool, pdf_note: str, params: 
     for s in sections:
         md += [f"## [{s.title}]{{#{section_anchor(s.key)}}}", "", s.markdown.rstrip(), "",
                "### Theorems and verdicts", "",
-               f"Each row: the catalogue record on {'these' if s.key == 'user' else 'the default'} parameters "
-               "(`TheoremResult.to_json()`), with every hypothesis and how it was decided.", "",
-               *theorem_table(s.theorems), ""]
+               f"One block per theorem: the catalogue record on {'these' if s.key == 'user' else 'the default'} "
+               "parameters (`TheoremResult.to_json()`), its statement, every hypothesis with how it was decided "
+               "(click *detail* for margins and certificates), the prediction and the cross-check.", "",
+               *theorem_blocks(s.theorems), ""]
     return "\n".join(md)
 
 
 def prepare_out(out: Path) -> None:
     """Create the output folder; a path onto a file or an unwritable place is bad input."""
-    from ..cli import InputError
+    from ..errors import InputError
 
     if out.exists() and not out.is_dir():
         raise InputError(f"--out: '{out}' exists and is not a folder")
@@ -216,7 +246,8 @@ def build_report(out: Path, quick: bool = False, only: str | None = None, params
     params : str, optional
         A parameter file: the report is then the verdict and cross-check section for it.
     system : str
-        The system the parameter file describes (``gaussian``).
+        The system the parameter file describes (any registered system serving ``report``:
+        ``gaussian``, ``attention``, ``rnn``; :mod:`flowcert.systems`).
 
     Returns
     -------
@@ -225,12 +256,12 @@ def build_report(out: Path, quick: bool = False, only: str | None = None, params
 
     Raises
     ------
-    flowcert.cli.InputError
+    flowcert.errors.InputError
         Bad options (unknown ``only``, ``out`` onto a file); exit code 2.
     SectionError
         A section failed; nothing is written.
     """
-    from ..cli import InputError
+    from ..errors import InputError
 
     if only is not None and only not in SECTIONS:
         raise InputError(f"--only: unknown paper '{only}' (available: {', '.join(SECTIONS)})")
@@ -241,9 +272,16 @@ def build_report(out: Path, quick: bool = False, only: str | None = None, params
         sections = [_user_section(params, system, out, quick)]
     else:
         sections = [run_section(key, out, quick) for key in (SECTIONS if only is None else (only,))]
-    chain = _pdf_toolchain()
-    pdf_note = ("PDF: `report.pdf`, built with pandoc and {1}.".format(*chain) if chain else
-                "PDF: not produced — no LaTeX toolchain here (needs `pandoc` and one of xelatex, lualatex, pdflatex on PATH).")
+    chromium = chromium_binary()
+    chain = None if chromium else _pdf_toolchain()
+    if chromium:
+        pdf_note = ("PDF: `report.pdf`, this page printed by headless Chromium (formulas as MathML, as here; "
+                    "folded details stay folded).")
+    elif chain:
+        pdf_note = "PDF: `report.pdf`, built with pandoc and {1}.".format(*chain)
+    else:
+        pdf_note = ("PDF: not produced — needs Chromium (headless print-to-PDF of this page) or `pandoc` with one of "
+                    "xelatex, lualatex, pdflatex on PATH.")
     md = _assemble(sections, quick, pdf_note, params)
     report = Report(out, sections)
     if chain:
@@ -253,9 +291,17 @@ def build_report(out: Path, quick: bool = False, only: str | None = None, params
                            check=True, capture_output=True, timeout=600)
             report.files.append(out / "report.pdf")
         except (subprocess.SubprocessError, OSError) as exc:
-            md = md.replace(pdf_note, f"PDF: not produced — pandoc/{chain[1]} failed ({type(exc).__name__}).")
-    report.pdf = pdf_note
+            failed = f"PDF: not produced — pandoc/{chain[1]} failed ({type(exc).__name__})."
+            md, pdf_note = md.replace(pdf_note, failed), failed
     md_path, html_path = write_report(md, out, stem="report", title="flowcert report", captions=True)
+    if chromium:
+        try:
+            report.files.append(print_pdf(html_path, out / "report.pdf", chromium))
+        except OSError as exc:
+            failed = f"PDF: not produced — headless Chromium failed ({exc})."
+            md, pdf_note = md.replace(pdf_note, failed), failed
+            md_path, html_path = write_report(md, out, stem="report", title="flowcert report", captions=True)
+    report.pdf = pdf_note
     json_path = out / "report.json"
     json_path.write_text(json.dumps({"quick": quick, "params": params, "sections": [
         {"key": s.key, "title": s.title, "theorems": s.theorems,

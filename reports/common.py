@@ -1,8 +1,8 @@
 r"""Helpers every report section may use: theorem tables, verdict words, protocols from defaults.
 
-A theorem row carries the record's verdict :math:`\mathrm{applies}\in\{\mathrm{true},
+A theorem block carries the record's verdict :math:`\mathrm{applies}\in\{\mathrm{true},
 \mathrm{false},\mathrm{null}\}` written as ``applies`` / ``inapplicable`` / ``undecided`` and
-its cross-check status; the row's anchor is :func:`theorem_anchor` of its id, so the front
+its cross-check status; the block's anchor is :func:`theorem_anchor` of its id, so the front
 page links to it.
 """
 
@@ -21,7 +21,7 @@ def verdict_word(applies: bool | None) -> str:
 
 
 def theorem_anchor(theorem_id: str) -> str:
-    """Anchor of a theorem's row: ``thm-`` and the id with ``:`` and ``.`` turned into ``-``."""
+    """Anchor of a theorem's block: ``thm-`` and the id with ``:`` and ``.`` turned into ``-``."""
     return "thm-" + re.sub(r"[^A-Za-z0-9-]", "-", theorem_id)
 
 
@@ -51,9 +51,9 @@ def split_formula(latex: str) -> list[str]:
         if ch == "\\":
             m = re.match(r"\\([A-Za-z]+|.)", latex[i:])
             word = m.group(0) if m else ch
-            if word in (r"\left", r"\begin"):
+            if word in (r"\left", r"\begin", r"\langle"):
                 depth += 1
-            elif word in (r"\right", r"\end"):
+            elif word in (r"\right", r"\end", r"\rangle"):
                 depth -= 1
             elif depth == 0 and word in _BREAK_BEFORE and latex[start:i].strip():
                 pieces.append(latex[start:i])
@@ -75,11 +75,33 @@ def split_formula(latex: str) -> list[str]:
     return [p.strip() for p in pieces if p.strip()]
 
 
+_RELATIONS = ("=", "<", ">", r"\le", r"\ge", r"\leq", r"\geq", r"\preceq", r"\succeq", r"\prec", r"\succ")
+
+
+def _split_relations(piece: str, longer_than: int = 60) -> list[str]:
+    r"""A long piece cut before each top-level relation (``=``, ``\le``, …): MathML does not wrap."""
+    if len(piece) <= longer_than:
+        return [piece]
+    cuts, depth, i = [], 0, 0
+    while i < len(piece):
+        m = re.match(r"\\([A-Za-z]+|.)", piece[i:])
+        word = m.group(0) if m else piece[i]
+        if word in (r"\left", r"\begin") or word in "{([":
+            depth += 1
+        elif word in (r"\right", r"\end") or word in "})]":
+            depth -= 1
+        elif depth == 0 and i > 0 and word in _RELATIONS and not piece[i + len(word):i + len(word) + 1].isalpha():
+            cuts.append(i)
+        i += len(word)
+    bounds = [0, *cuts, len(piece)]
+    return [piece[a:b].strip() for a, b in zip(bounds, bounds[1:]) if piece[a:b].strip()]
+
+
 def cell_math(latex: str) -> str:
-    r"""Inline math for a table cell, split into pieces that can wrap (:func:`split_formula`);
-    ``\|`` and ``|`` become ``\Vert``, ``\vert`` (GitHub tables split on pipes)."""
+    r"""Inline math for a table cell, split into pieces that can wrap (:func:`split_formula`, and long
+    pieces before their relations); ``\|`` and ``|`` become ``\Vert``, ``\vert`` (GitHub tables split on pipes)."""
     latex = re.sub(r"\s+", " ", latex).replace(r"\|", r"\Vert ").replace("|", r"\vert ").strip()
-    return " ".join(f"${p}$" for p in split_formula(latex))
+    return " ".join(f"${q}$" for p in split_formula(latex) for q in _split_relations(p))
 
 
 def code(text: Any) -> str:
@@ -89,30 +111,153 @@ def code(text: Any) -> str:
     return f"{fence} {s} {fence}" if fence == "``" else f"`{s}`"
 
 
-def hypotheses_text(record: Mapping[str, Any]) -> str:
-    """``status name (method)`` for every hypothesis of a theorem record, ``;``-separated."""
-    parts = [f"`{h['status']}` {code(h['name'])} ({cell(h['method'])})" for h in record.get("hypotheses", [])]
-    return "; ".join(parts) or "none"
+# Markdown punctuation that could start markup here; an underscore only at a word's edge
+# (CommonMark never reads an intraword one as emphasis), so snake_case names stay legible
+_MD_SPECIAL = re.compile(r"([\\`*\[\]{}<#|&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
 
 
-def cross_check_text(record: Mapping[str, Any]) -> str:
-    """The cross-check status as a badge, with the reason when it was skipped."""
-    cc = record.get("cross_check", {})
+def plain(text: Any) -> str:
+    r"""Text from a record (a method, a reason, a name) as Markdown that shows it verbatim.
+
+    Markdown punctuation is backslash-escaped; text holding ``$`` or a TeX command (``\name``),
+    which the page may not show outside math, is set as code instead.
+    """
+    s = re.sub(r"\s+", " ", str(text)).strip()
+    if "$" in s or re.search(r"\\[A-Za-z]", s):
+        return code(s)
+    return _MD_SPECIAL.sub(r"\\\1", s)
+
+
+def _top_level_text(latex: str) -> list[tuple[str, str]]:
+    r"""Split a formula into ``("math", …)`` and ``("text", …)`` runs at top-level ``\text{…}``."""
+    runs: list[tuple[str, str]] = []
+    start, depth, i = 0, 0, 0
+    while i < len(latex):
+        if depth == 0 and latex.startswith(r"\text{", i):
+            j, level = i + len(r"\text{"), 1
+            while j < len(latex) and level:
+                level += {"{": 1, "}": -1}.get(latex[j], 0)
+                j += 1
+            runs += [("math", latex[start:i]), ("text", latex[i + len(r"\text{"):j - 1])]
+            start = i = j
+            continue
+        ch = latex[i]
+        if ch == "\\":
+            i += 2
+            continue
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        i += 1
+    runs.append(("math", latex[start:]))
+    return [(k, v) for k, v in runs if v.strip()]
+
+
+_EDGE_SPACE = re.compile(r"^(?:\\[ ,;:!]|\\q?quad|\s)+|(?:\\[ ,;:!]|\\q?quad|\s)+$")
+
+
+def statement_markdown(statement: str) -> str:
+    r"""A catalogue statement as text with inline math (never prose inside one formula).
+
+    A statement that already contains ``$`` is Markdown text with inline math and is returned
+    as it is. A bare LaTeX formula is cut at its top-level ``\text{…}`` runs, which become prose,
+    and at its top-level separators (:func:`split_formula`), each piece its own inline formula
+    (so the line can wrap between them).
+
+    Examples
+    --------
+    >>> statement_markdown(r"x>0\ \Rightarrow\ \dot V\le0\ \text{on}\ [0,T]")
+    '$x>0$ $\\Rightarrow$ $\\dot V\\le0$ on $[0,T]$'
+    """
+    statement = re.sub(r"\s+", " ", statement).strip()
+    if "$" in statement:
+        return statement
+    items: list[str] = []
+    for kind, run in _top_level_text(statement):
+        if kind == "text":
+            items.append(plain(run))
+        else:
+            for piece in split_formula(_EDGE_SPACE.sub("", run)):
+                piece = _EDGE_SPACE.sub("", piece)
+                if re.fullmatch(r"[,;:.]", piece):
+                    items.append(piece)  # a separator left alone is punctuation of the sentence
+                elif piece:
+                    items.append(f"${piece}$")
+    out = ""
+    for item in items:
+        glue = "" if not out or out.endswith("(") or re.match(r"\\?[-,.;:)]", item) else " "
+        out += glue + item
+    return out
+
+
+def _value(v: Any) -> str:
+    """One value of a prediction or cross-check detail, as Markdown."""
+    if isinstance(v, bool) or v is None:
+        return f"`{str(v).lower()}`" if isinstance(v, bool) else "none"
+    if isinstance(v, (int, float)):
+        return f"{v:.4g}"
+    if isinstance(v, str):
+        return plain(v)
+    import json
+
+    s = json.dumps(v, default=str, separators=(", ", ": "))
+    return code(s if len(s) <= 240 else s[:237] + "...")
+
+
+def _items(d: Mapping[str, Any], indent: str = "") -> list[str]:
+    return [f"{indent}- {plain(k)}: {_value(v)}" for k, v in d.items()]
+
+
+def _hypothesis(h: Mapping[str, Any]) -> list[str]:
+    """One list item: badge, name, how it was decided, and the detail folded in ``<details>``."""
+    line = f"- `{h['status']}` **{plain(h['name'])}**, decided by {plain(h.get('method') or 'unspecified')}"
+    detail: list[str] = []
+    if h.get("margin") is not None:
+        detail.append(f"margin: {_value(h['margin'])}")
+    cert = h.get("certificate")
+    if isinstance(cert, Mapping):
+        detail.append(f"certificate `{cert.get('kind')}`: {plain(cert.get('claim', ''))} "
+                      f"(re-checked by {plain(cert.get('checker', 'unspecified'))})")
+    if h.get("detail"):
+        detail.append(plain(h["detail"]))
+    if not detail:
+        return [line]
+    return [line, "  ::: details detail", *(f"  {d}\n" for d in detail), "  :::"]
+
+
+def theorem_block(r: Mapping[str, Any]) -> list[str]:
+    """One readable block for a theorem record: statement, hypotheses list, prediction, cross-check.
+
+    The block's heading carries the anchor :func:`theorem_anchor` of the id, so the front page links
+    to it; hypotheses are a list (status badge, name, method) with details folded in ``<details>``.
+    """
+    label = (r.get("source") or {}).get("label", "") if isinstance(r.get("source"), Mapping) else ""
+    cc = r.get("cross_check") or {}
     status = cc.get("status", "skipped")
-    reason = cc.get("details", {}).get("reason") if isinstance(cc.get("details"), dict) else None
-    return f"`{status}`" + (f" ({cell(reason)})" if reason and status == "skipped" else "")
+    lines = [":::: theorem", f"#### [{r['id']}]{{#{theorem_anchor(r['id'])}}}" + (f" — {plain(label)}" if label else ""), "",
+             f"Verdict `{verdict_word(r.get('applies'))}`, cross-check `{status}`.", ""]
+    statement = statement_markdown(r.get("statement") or "")
+    lines += [f"**Statement.** {statement}" if statement else "**Statement.** (not recorded)", ""]
+    if r.get("correction"):
+        lines += [f"*Corrected:* {plain(r['correction'])}", ""]
+    hyps = r.get("hypotheses") or []
+    lines += ["**Hypotheses**" + ("" if hyps else ": none."), ""]
+    for h in hyps:
+        lines += _hypothesis(h)
+    lines += [""]
+    pred = r.get("prediction") or {}
+    if pred:
+        lines += ["**Prediction**", "", *(_items(pred) if isinstance(pred, Mapping) else [f"- {_value(pred)}"]), ""]
+    details = cc.get("details") if isinstance(cc.get("details"), Mapping) else {}
+    reason = details.get("reason")
+    lines += [f"**Cross-check** `{status}`" + (f": {plain(reason)}" if reason else "."), ""]
+    rest = {k: v for k, v in details.items() if k != "reason"}
+    if rest:
+        lines += ["::: details measured", *_items(rest), ":::", ""]
+    return lines + ["::::", ""]
 
 
-def theorem_table(records: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Markdown table of theorem records, each row anchored at :func:`theorem_anchor`."""
-    lines = ["| theorem | statement | hypotheses | verdict | cross-check |", "|---|---|---|---|---|"]
-    for r in records:
-        statement = cell_math(r.get("statement") or "")
-        if r.get("correction"):
-            statement += f" (corrected: {cell(r['correction'])})"
-        lines.append(f"| [{r['id']}]{{#{theorem_anchor(r['id'])}}} | {statement} | {hypotheses_text(r)} | "
-                     f"`{verdict_word(r.get('applies'))}` | {cross_check_text(r)} |")
-    return lines
+def theorem_blocks(records: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Markdown blocks of theorem records (:func:`theorem_block`), one after another."""
+    return [line for r in records for line in theorem_block(r)]
 
 
 def defaults(func: Callable[..., Any], *names: str) -> dict[str, Any]:

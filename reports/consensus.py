@@ -25,7 +25,8 @@ from ..attention import consensus as cat
 from ..attention import parse
 from ..numeric.attention import consensus as num
 from ..symbolic.attention import consensus as sym
-from .figures import plt
+from .common import cell_math
+from .figures import new_figure, save_figure, subplots
 
 TITLE = "The asymptotic behaviour of attention: consensus (Rodríguez Abella, Silvestre, Tabuada)"
 INTEGRATOR = "scipy DOP853 (rtol 1e-9, atol 1e-11) on the manifold with retraction $\\pi_W$ at every output"
@@ -57,7 +58,7 @@ def _proofs_section(quick: bool) -> list[str]:
              "the sign arguments are the factorisations shown.", "",
              "| identity | residual |", "|---|---|"]
     for p in proofs:
-        lines.append(f"| ${p.latex}$ | {'0 (proved)' if p.proved else 'NONZERO'} |")
+        lines.append(f"| {cell_math(p.latex)} | {'0 (proved)' if p.proved else 'NONZERO'} |")
     lines += ["", f"{len(proofs)} identities in {secs:.1f} s"
               + ("" if not quick else " (the tetrahedron power sums run in the full report)") + ".", "",
               "Signs: on $\\mathcal E_P$, $\\dot V_P=-\\sum_kZ_k|\\dot y_k|_P^2\\le0$ ($Z_k>0$, $P\\succ0$); "
@@ -106,7 +107,7 @@ def _sphere_axes(ax: Any, W: np.ndarray | None) -> None:
 
 def _figure(name: str, out: Path, run: Any, lyap: np.ndarray | None, lyap_label: str, title: str,
             W: np.ndarray | None = None) -> str:
-    fig = plt.figure(figsize=(12, 3.6))
+    fig = new_figure(ncols=3)
     X = run.X
     if X.shape[2] == 3:
         ax = fig.add_subplot(1, 3, 1, projection="3d")
@@ -135,9 +136,7 @@ def _figure(name: str, out: Path, run: Any, lyap: np.ndarray | None, lyap_label:
     ax3.legend(fontsize=7)
     ax3.set_title("consensus measures")
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(out / name, dpi=100)
-    plt.close(fig)
+    save_figure(fig, out / name)
     return name
 
 
@@ -178,7 +177,9 @@ def _example(key: str, out: Path, fig_name: str, label: str, lyap_kind: str) -> 
     inc = num.largest_increase(ly if ly.ndim == 1 else ly[:, 0])
     caption = (f"{label}. Protocol: parameter file `tests/data/attention/consensus_{key}.json` "
                f"(ℓ = {s.ell}, d = {s.d}, h = {s.h}, {'causal' if p.causal else 'full'}, rows sum to $1/\\sqrt{{{s.d}}}$, seed {p.seed}), "
-               f"horizon {_fmt(float(run.t[-1]))}, {INTEGRATOR}, {run.t.size} samples; manifold drift {_fmt(run.drift, 2)}.")
+               f"horizon {_fmt(float(run.t[-1]))}, {INTEGRATOR}, {run.t.size} samples; manifold drift {_fmt(run.drift, 2)}. "
+               f"Claims: the Lyapunov function never increases by more than {_fmt(inc, 3)} (scale {_fmt(num.scale_of(ly), 3)}); "
+               f"final spread {_fmt(float(num.spread(run.X[-1])), 3)}.")
     lines += [f"![{caption}]({name})", "",
               f"- Largest step increase of the Lyapunov function: {_fmt(inc, 3)} (scale {_fmt(num.scale_of(ly), 3)}). {extra}.",
               f"- Final spread {_fmt(float(num.spread(run.X[-1])), 3)}, paper's $E$ {_fmt(float(num.paper_measure(run.X[-1])), 3)}, "
@@ -223,7 +224,7 @@ def _fig5_full(out: Path, quick: bool, full: bool) -> tuple[list[str], list[str]
     Es = [num.paper_measure(path[:, k]) for k in range(seeds)]
     Ss = [num.signed_measure(path[:, k]) for k in range(seeds)]
     moved = float(np.abs(path[:, :, 0] - path[:1, :, 0]).max())
-    fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    fig, ax = subplots()
     for E, S in zip(Es, Ss):
         ax.semilogy(ts, np.maximum(E, 1e-16), lw=1, color="C0")
         ax.semilogy(ts, np.maximum(S, 1e-16), "--", lw=1, color="C1")
@@ -238,10 +239,10 @@ def _fig5_full(out: Path, quick: bool, full: bool) -> tuple[list[str], list[str]
            f"initial tokens uniform on the cube of side 1 projected to the sphere, seeds 100–{99 + seeds}, horizon {T:g}, "
            f"batched torch RK4 (dt = {dt}) with retraction after every step (max drift {_fmt(drift, 2)}), generated kernel.")
     fig.suptitle(f"§7.4 ({size})", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(out / name, dpi=100)
-    plt.close(fig)
+    save_figure(fig, out / name)
     finals = [float(E[-1]) for E in Es]
+    cap = cap[:-1] + (f". Claims: final E {', '.join(_fmt(x, 3) for x in finals)}; token 1 moved at most {_fmt(moved, 2)} "
+                      "(Thm 5.1: it never moves).")
     k30 = int(np.argmin(np.abs(ts - min(30.0, T))))
     lines = [f"![{cap}]({name})", "",
              f"- {seeds} of {seeds} runs completed on the sphere; $E$ at t = {ts[k30]:g}: {', '.join(_fmt(float(E[k30]), 3) for E in Es)}; "
@@ -262,17 +263,15 @@ def _tetrahedron_section(out: Path) -> tuple[list[str], str]:
     eq = th.prediction.get("equilibrium", {})
     betas = np.linspace(-1, 4, 201)
     spec = [{k: float(v) for k, v in sym.tetrahedron_spectrum(sp.Float(b)).items()} for b in betas]
-    fig, ax = plt.subplots(figsize=(5, 3.2))
+    fig, ax = subplots()
     ax.plot(betas, [s["E"] for s in spec], label=r"$\lambda_E$ (×2)")
     ax.plot(betas, [s["T"] for s in spec], label=r"$\lambda_T$ (×3)")
     ax.axhline(0, color="k", lw=0.5)
     ax.axvline(float(sym.TETRAHEDRON_THRESHOLD), color="k", ls=":", lw=1)
     ax.set_xlabel(r"$\beta$")
     ax.legend(fontsize=8)
-    fig.tight_layout()
     name = "consensus_tetrahedron.png"
-    fig.savefig(out / name, dpi=100)
-    plt.close(fig)
+    save_figure(fig, out / name)
     bip = np.array([[1.0, 0, 0], [-1.0, 0, 0]])
     cc = th.cross_check.details
     lines = ["### A stable non-consensus: the regular tetrahedron", "",
@@ -283,7 +282,8 @@ def _tetrahedron_section(out: Path) -> tuple[list[str], str]:
              f"\\lambda_T={sp.latex(sym.tetrahedron_spectrum()['T'])},$$", "",
              f"so the configuration is stable (modulo rotations) iff $\\beta>{sp.latex(sym.TETRAHEDRON_THRESHOLD)}$.", "",
              f"![Tangent eigenvalues at the tetrahedron against β (closed form; the dotted line is β = 3/2). Protocol: "
-             f"formula of `tetrahedron_spectrum`, checked against central differences of the field at β ∈ {{-1, 1, 1.4, 1.6, 3}}.]({name})", "",
+             f"formula of `tetrahedron_spectrum`, checked against central differences of the field at β ∈ {{-1, 1, 1.4, 1.6, 3}}. "
+             f"Claims: the tetrahedron is stable modulo rotations iff β > {sym.TETRAHEDRON_THRESHOLD} (the dotted line).]({name})", "",
              f"- Hemisphere hypothesis: **{hemi.status}** ({hemi.method}; Gordan certificate $\\lambda$ = "
              f"{hemi.certificate.data['lambda'] if hemi.certificate else 'n/a'}); $P\\succ0$: "
              f"**{next(h.status for h in res['consensus:thm-3.2'].hypotheses if h.name.startswith('P'))}**. "
@@ -306,7 +306,7 @@ def _thm51_section(out: Path) -> tuple[list[str], str]:
     p = parse(raw)
     res = {r.id: r for r in cat.theorems(p, simulate=True, seed=0)}["consensus:thm-5.1"]
     ts = np.linspace(0.0, p.t_end, 301)
-    fig, ax = plt.subplots(figsize=(5, 3.2))
+    fig, ax = subplots()
     gaps = {}
     for eps in (0.0, 1e-3, -1e-3):
         ang = list(cat.THM51_ANGLES)
@@ -320,10 +320,8 @@ def _thm51_section(out: Path) -> tuple[list[str], str]:
     ax.set_xlabel("t")
     ax.set_ylabel(r"$\theta_3$")
     ax.legend(fontsize=7)
-    fig.tight_layout()
     name = "consensus_thm51_domain.png"
-    fig.savefig(out / name, dpi=100)
-    plt.close(fig)
+    save_figure(fig, out / name)
     cap = (f"Token 3's angle on the circle, causal attention, h = 1, P = I, U = I, rows sum to $1/\\sqrt2$, "
            f"$\\theta=(0,-0.3,\\theta_3)$ with $\\theta_3^*={cat.THM51_ANGLES[2]!r}$ and $\\theta_3^*\\pm10^{{-3}}$; horizon {p.t_end:g}, {INTEGRATOR}.")
     lines = ["### Theorem 5.1's domain of attraction (correction)", "",
@@ -332,7 +330,8 @@ def _thm51_section(out: Path) -> tuple[list[str], str]:
              f"(neighbours: {_fmt(gaps[1e-3], 3)}, {_fmt(gaps[-1e-3], 3)}, leaving towards consensus on either side). "
              f"The catalogue's cross-check on this input is **{res.cross_check.status}** "
              f"({res.cross_check.details.get('reason', res.cross_check.details.get('criterion', ''))[:90]}…).", "",
-             f"![{cap}]({name})", ""]
+             f"![{cap} Claims: " + f"|θ3(30) - π| = {_fmt(gaps[0.0], 3)} from θ3*, {_fmt(gaps[1e-3], 3)} and "
+             f"{_fmt(gaps[-1e-3], 3)} from its neighbours.]({name})", ""]
     return lines, name
 
 

@@ -64,5 +64,6 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
         lines += [f"![Theorem graph of the {paper} paper. Protocol: nodes are the catalogue ids of flowcert.graph "
                   f"(plus the paper's standing assumptions), edges the proof dependencies read from the notes; "
                   f"layout by longest path from a source; red false as printed, orange downstream, "
-                  f"dashed red erratum links.]({name})", ""]
+                  f"dashed red erratum links. Claims: {n_res} results, {G.number_of_edges()} dependencies, "
+                  f"{len(false)} false as printed, {len(down)} resting on a false statement.]({name})", ""]
     return {"title": TITLE, "markdown": "\n".join(lines), "theorems": [], "figures": figures}

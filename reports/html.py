@@ -29,6 +29,7 @@ import mimetypes
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -40,9 +41,10 @@ from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 from mdit_py_plugins.anchors import anchors_plugin
 from mdit_py_plugins.attrs import attrs_plugin
+from mdit_py_plugins.container import container_plugin
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-__all__ = ["VERDICTS", "render", "markdown_to_html", "write_report", "slugify"]
+__all__ = ["VERDICTS", "TexLeakError", "check_visible_text", "render", "markdown_to_html", "write_report", "slugify"]
 
 _DEFAULT_TITLE = "flowcert report"
 
@@ -88,6 +90,19 @@ img { max-width: 100%; height: auto; display: block; margin: 0.5em auto; }
 math { font-size: 1.08em; }
 math[display="block"] { margin: 0.4em auto; }
 :target { background: #fff6c8; }
+/* one block per theorem: statement, hypotheses list, prediction, cross-check */
+div.theorem { border: 1px solid #d9d9d2; border-left: 4px solid #8aa4c8; border-radius: 4px;
+              padding: 0.2em 1em 0.4em; margin: 1.2em 0; background: #fff; }
+div.theorem h4 { margin: 0.5em 0 0.3em; }
+div.theorem ul { padding-left: 1.4em; }
+div.theorem li { margin: 0.25em 0; overflow-wrap: anywhere; }
+details { margin: 0.2em 0 0.4em; font-size: 0.92em; color: #333; }
+details > summary { cursor: pointer; color: #1a5fb4; }
+details > p, details > ul { margin: 0.3em 0 0.3em 1em; }
+@media print { body { max-width: none; margin: 0; background: #fff; font-size: 0.95rem; }
+               div.theorem, img, tr, .caption { break-inside: avoid; } h2, h3, h4 { break-after: avoid; } }
+@media (max-width: 900px) { body { padding: 0 0.6rem; } table { font-size: 0.85em; }
+                            th, td { padding: 0.25em 0.35em; } div.theorem { padding: 0.2em 0.6em 0.4em; } }
 code.verdict { white-space: nowrap; overflow-wrap: normal; font-weight: bold; padding: 0.08em 0.45em; border-radius: 0.7em;
                border: 1px solid transparent; }
 code.verdict-holds, code.verdict-agrees, code.verdict-applies { color: #0f5b1e;
@@ -249,6 +264,18 @@ def _parser() -> MarkdownIt:
     md.use(attrs_plugin, spans=True, after=("span_close",))
     md.core.ruler.push("restrict_attrs", _restrict_attrs)
 
+    def details(self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+        tok = tokens[idx]
+        if tok.nesting != 1:
+            return "</details>\n"
+        summary = tok.info.strip()[len("details"):].strip() or "details"
+        return f"<details><summary>{html.escape(summary, quote=False)}</summary>\n"
+
+    # ":::: theorem" is one theorem's block (<div class="theorem">); "::: details S" folds its body
+    # under the summary S (<details>), the only way to get that element while raw HTML is off
+    container_plugin(md, "theorem")
+    container_plugin(md, "details", render=details)
+
     def math_inline(self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
         return _math_html(tokens[idx].content, False, env, True)
 
@@ -303,6 +330,99 @@ def _embed(src: str, env: EnvType) -> str:
     return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
 
 
+# ---------------------------------------------------------------------------
+# the visible-text check: no TeX outside math
+# ---------------------------------------------------------------------------
+
+_HIDDEN = frozenset({"code", "pre", "math", "style", "title", "script"})
+_LEAK = re.compile(r"\$|\\[A-Za-z]+")
+
+
+class TexLeakError(ValueError):
+    """A page would show TeX source (``$`` or ``\\name``) outside code, pre and math, or an ``<merror>``."""
+
+
+class _VisibleText(HTMLParser):
+    """Text a reader sees (outside code, pre, math), with the section and heading it sits under."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.hidden = 0
+        self.heading: str | None = None
+        self.where = {"h2": "(front page)", "h3": "", "h4": ""}
+        self.text = ""
+        self.leaks: list[tuple[str, str, str]] = []  # (section, heading, text node)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _HIDDEN:
+            self.hidden += 1
+        elif tag in self.where:
+            self.heading, self.text = tag, ""
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _HIDDEN:
+            self.hidden = max(0, self.hidden - 1)
+        elif tag == self.heading:
+            self.where[tag] = " ".join(self.text.split())
+            for lower in ("h3", "h4")[("h2", "h3", "h4").index(tag):]:
+                if lower != tag:
+                    self.where[lower] = ""
+            self.heading = None
+
+    def handle_data(self, data: str) -> None:
+        if self.heading:
+            self.text += data
+        if not self.hidden and _LEAK.search(data):
+            under = " / ".join(w for w in (self.where["h3"], self.where["h4"]) if w)
+            self.leaks.append((self.where["h2"], under, data))
+
+
+def _source_line(md: str, text: str, token: str) -> str:
+    """The Markdown line a leaked text node came from (its longest run of words that is found)."""
+    lines = md.splitlines()
+    for probe in (text.strip(), text.strip()[:40], text.strip()[-40:]):
+        hit = next((ln for ln in lines if probe and probe in ln), None)
+        if hit:
+            return hit.strip()
+    hit = next((ln for ln in lines if token in ln), None)
+    return hit.strip() if hit else "(not found verbatim)"
+
+
+def check_visible_text(body: str, md: str = "") -> None:
+    """Refuse HTML whose visible text shows TeX: ``$`` or a control word outside code/pre/math.
+
+    Parameters
+    ----------
+    body : str
+        Rendered HTML.
+    md : str
+        The Markdown source, to quote the line each leak came from.
+
+    Raises
+    ------
+    TexLeakError
+        Naming the section and heading of the first leaks, the snippet a reader would see and
+        its Markdown source line; also when latex2mathml left an ``<merror>`` element.
+    """
+    if "<merror" in body:
+        bad = body[body.index("<merror"):][:200]
+        raise TexLeakError(f"a formula rendered as <merror> (invalid TeX): {bad!r}")
+    parser = _VisibleText()
+    parser.feed(body)
+    parser.close()
+    if not parser.leaks:
+        return
+    report = []
+    for section, under, text in parser.leaks[:5]:
+        m = _LEAK.search(text)
+        assert m is not None
+        snippet = " ".join(text[max(0, m.start() - 40):m.end() + 40].split())
+        report.append(f"section '{section}'{f' ({under})' if under else ''}: {m.group(0)!r} in visible text "
+                      f"{snippet!r}; Markdown source: {_source_line(md, text, m.group(0))[:300]!r}")
+    raise TexLeakError(f"{len(parser.leaks)} place(s) show TeX outside math; every formula needs its own $…$ "
+                       "and prose stays outside it:\n  " + "\n  ".join(report))
+
+
 @dataclass
 class Rendered:
     """A rendered page and what the renderer noticed."""
@@ -313,7 +433,8 @@ class Rendered:
     missing_images: list[str]
 
 
-def render_page(md: str, title: str = _DEFAULT_TITLE, base: Path | None = None, captions: bool = False) -> Rendered:
+def render_page(md: str, title: str = _DEFAULT_TITLE, base: Path | None = None, captions: bool = False,
+                strict: bool = False) -> Rendered:
     """Render Markdown to a standalone page.
 
     Parameters
@@ -327,9 +448,16 @@ def render_page(md: str, title: str = _DEFAULT_TITLE, base: Path | None = None, 
         ``data:`` URIs. Without it, image paths stay as written.
     captions : bool
         Show each image's text (its alt text, math rendered) as a caption below it.
+    strict : bool
+        Refuse a page that shows TeX outside math (:func:`check_visible_text`, raises
+        :class:`TexLeakError`) or has a formula that fell back to source.
     """
     env: dict[str, Any] = {"fallbacks": 0, "base": base, "captions": captions}
     body = _MD.render(md, env)
+    if strict:
+        check_visible_text(body, md)
+        if env["fallbacks"]:
+            raise TexLeakError(f"{env['fallbacks']} formula(s) could not be converted to MathML and would show as source")
     page = (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
@@ -361,7 +489,7 @@ def _title_from_markdown(md: str) -> str | None:
 
 
 def write_report(md: str, out: Path, *, stem: str = "report", title: str | None = None,
-                 embed: bool = True, captions: bool = False) -> tuple[Path, Path]:
+                 embed: bool = True, captions: bool = False, strict: bool = True) -> tuple[Path, Path]:
     """Write ``<stem>.md`` and ``<stem>.html`` into ``out`` (created).
 
     Parameters
@@ -378,6 +506,9 @@ def write_report(md: str, out: Path, *, stem: str = "report", title: str | None 
         Embed local images as ``data:`` URIs (the page is then one self-contained file).
     captions : bool
         Show each image's text as a visible caption.
+    strict : bool
+        Refuse to write a page that shows TeX outside math (:func:`render_page`); the
+        Markdown is written first, so the offending source can be read.
 
     Returns
     -------
@@ -388,6 +519,6 @@ def write_report(md: str, out: Path, *, stem: str = "report", title: str | None 
     md_path, html_path = out / f"{stem}.md", out / f"{stem}.html"
     md_path.write_text(md, encoding="utf-8")
     page = render_page(md, title or _title_from_markdown(md) or _DEFAULT_TITLE, out if embed else None,
-                       captions=captions).page
+                       captions=captions, strict=strict).page
     html_path.write_text(page, encoding="utf-8")
     return md_path, html_path

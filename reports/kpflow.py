@@ -36,12 +36,9 @@ def _prop1_rates(cells_: tuple[str, ...]) -> dict[str, Any]:
 
 
 def _fig_prop1(rates: dict[str, Any], path: Path) -> None:
-    import matplotlib
+    from .figures import save_figure, subplots
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    fig, ax = subplots()
     for c, r in rates.items():
         rows = r["prop1"]["fd"]
         s = [row["eta"] for row in rows]
@@ -51,16 +48,14 @@ def _fig_prop1(rates: dict[str, Any], path: Path) -> None:
     ax.set_ylabel("relative residual")
     ax.set_title("Prop. 1: FD step vs $-PKP^*$Err (dotted: rounding floor)", fontsize=9)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def _fig_collapse(res: dict[str, Any], path: Path) -> None:
-    import matplotlib.pyplot as plt
+    from .figures import save_figure, subplots
 
     keys = ("K", "P", "PKP", "pca95")
-    fig, axes = plt.subplots(1, 4, figsize=(12, 3.0))
+    fig, axes = subplots(1, 4)
     for ax, k in zip(axes, keys):
         for run in res["runs"]:
             its = [c["iter"] for c in run["checkpoints"]]
@@ -70,15 +65,13 @@ def _fig_collapse(res: dict[str, Any], path: Path) -> None:
         if k == "P":
             ax.set_yscale("log")
     axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def _fig_interference(res: dict[str, Any], path: Path) -> None:
-    import matplotlib.pyplot as plt
+    from .figures import save_figure, subplots
 
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.3))
+    fig, axes = subplots(1, 3)
     names = ["MP", "MA", "DP", "DA"]
     for ax, M, t in ((axes[0], np.array(res["C"][-1]), "cumulative interference C"),
                      (axes[1], np.array(res["hidden_cos"][-1]), "hidden-state cosine (end)")):
@@ -94,9 +87,7 @@ def _fig_interference(res: dict[str, Any], path: Path) -> None:
     ax.plot(res["iters"], res["mem_del_hidden"], "r--", label="hidden: Mem/Del")
     ax.set_xlabel("GD iteration")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def _first_cross(its: list[int], a: list[float], b: list[float]) -> int | None:
@@ -143,7 +134,11 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
            "finite-difference residual is the rounding floor (it grows like $1/\\eta$). For the nonlinear cells the residual is "
            "$O(\\eta)$ (observed order ≈ 1) until it meets the floor; η is scaled so that $\\eta\\|\\nabla L\\|/\\|\\theta\\|\\in\\{10^{-1},\\dots,10^{-4}\\}$.", "",
            "![Prop. 1 residual against η for each cell, B=3, T=9 (Memory-Pro trials, steps of 3), H=6 (HH: 2 neurons, H=8, dt=0.01 ms; "
-           "others dt=0.1), g=0.8, seed 0; dotted lines: measured rounding floor of one rollout](kpflow_prop1.png)", ""]
+           "others dt=0.1), g=0.8, seed 0; dotted lines: measured rounding floor of one rollout. Claims: the exact-jvp "
+           "identity holds to " + f"{max(r['prop1']['prop1_jvp'] for r in rates.values()):.1e}" + " for every cell, and the "
+           "finite-difference residual of the nonlinear cells shrinks with η at observed orders "
+           + ", ".join(f"{c} {np.nanmedian([o if o is not None else np.nan for o in (row.get('observed_order') for row in r['prop1']['fd'][1:])]):.2f}"
+                       for c, r in rates.items() if c != "linear") + " (median; theory 1)](kpflow_prop1.png)", ""]
 
     # ---- 2. theorems on the default parameters
     default = {"cell": "rnn_tanh", "B": 3, "T": 6, "H": 4, "I": 3, "dt": 0.1, "g": 1.5, "seed": 0, "task": "memory_pro"}
@@ -218,7 +213,9 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
            f"(at init {min(init[g]['K_trH'] for g in gs)}–{max(init[g]['K_trH'] for g in gs)}). Convergence speed vs g "
            "is not measured at this scale (one seed, no threshold protocol): that claim is **not tested** here.", "",
            f"![Effective ranks over GD: eq. 8 RNN (dt=1), H={pc['H']}, {pc['trials']} Memory-Pro trials, T={pc['T']}, Adam lr {pc['lr']}, "
-           f"seed {pc['seed']}, exact spectra (σ² weights); P on a log axis](kpflow_collapse.png)", ""]
+           f"seed {pc['seed']}, exact spectra (σ² weights); P on a log axis. Claims: effrank PKP* ≤ effrank K at every "
+           f"checkpoint: {'yes' if all(c['PKP'] <= c['K'] for r in cs['runs'] for c in r['checkpoints']) else 'no'}; final K "
+           f"ranks {min(last[g]['K_trH'] for g in gs)}–{max(last[g]['K_trH'] for g in gs)}](kpflow_collapse.png)", ""]
     ip = it["protocol"]
     c_cross = _first_cross(it["iters"], it["pro_anti_C"], it["mem_del_C"])
     h_cross = _first_cross(it["iters"], it["pro_anti_hidden"], it["mem_del_hidden"])
@@ -235,7 +232,9 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
            f"{'predicts it earlier' if (c_cross is not None and h_cross is not None and c_cross < h_cross) else 'does not predict it earlier'} "
            f"(paper: predicted early, transition later): **{'reproduced' if (c_cross is not None and h_cross is not None and c_cross < h_cross) else 'not reproduced'}**.", "",
            f"![Left: cumulative interference C at the end; middle: hidden-state cosines; right: Pro/Anti and Mem/Del filter means over GD. "
-           f"GRU H={ip['H']}, {ip['angles_per_task']} angles per task, T={ip['T']}, Adam lr {ip['lr']}, seed {ip['seed']}](kpflow_interference.png)", ""]
+           f"GRU H={ip['H']}, {ip['angles_per_task']} angles per task, T={ip['T']}, Adam lr {ip['lr']}, seed {ip['seed']}. "
+           f"Claims: interference C favours Pro/Anti from iteration {c_cross}, the hidden states from iteration {h_cross} "
+           f"(final C: Pro/Anti {it['pro_anti_C'][-1]:.3f}, Mem/Del {it['mem_del_C'][-1]:.3f})](kpflow_interference.png)", ""]
     lp = ly["protocol"]
     md += [f"**Lyapunov spectrum vs g** (autonomous eq. 8 map, H={lp['H']}, T={lp['T']}, burn-in {lp['burn_in']}, QR method):", "",
            "| g | λ_max per step | Kaplan–Yorke dim |", "|---|---|---|"]

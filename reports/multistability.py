@@ -15,16 +15,13 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
 
 from ..attention import multistability as fm  # noqa: E402
 from ..attention.params import parse_attention  # noqa: E402
 from ..certificates import core  # noqa: E402
 from ..numeric.attention import multistability as nm  # noqa: E402
+from .figures import new_figure, save_figure, subplots  # noqa: E402
 
 #: Default parameters of the section: a multistable d = 3 instance (consensus v1 and the 2:2
 #: bipartite point at v1 are both certified stable).
@@ -145,7 +142,7 @@ def _printed9_study(blocks: int = 300, seed: int = 3) -> dict[str, int]:
 
 def plot_simulation(sim: dict[str, Any], path: Path) -> Path:
     """``simulate attention --plot``: basin fractions with Wilson intervals, or the final tokens."""
-    fig, ax = plt.subplots(figsize=(6, 3.4))
+    fig, ax = subplots()
     if "basins" in sim:
         outs = sim["basins"]["outcomes"]
         fr = np.array([o["fraction"] for o in outs])
@@ -160,9 +157,7 @@ def plot_simulation(sim: dict[str, Any], path: Path) -> Path:
         X = np.array(sim["X_final"])
         ax.plot(X[:, 0], X[:, 1] if X.shape[1] > 1 else 0 * X[:, 0], "o")
         ax.set_title(f"final tokens at t = {sim['t_end']:.4g} (first two coordinates)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
     return path
 
 
@@ -176,7 +171,7 @@ def _fig_sphere(p: Any, out: Path, seed: int) -> tuple[str, dict[str, Any]]:
     T, steps = 60.0, 1200
     tr = ga.simulate(p.structure, torch.as_tensor(X0), args, T, steps, record_every=10)
     path = tr.path[:, 0].numpy()
-    fig = plt.figure(figsize=(4.4, 4.2))
+    fig = new_figure(square=True)
     ax = fig.add_subplot(projection="3d")
     u, v = np.mgrid[0:2 * np.pi:30j, 0:np.pi:15j]
     ax.plot_wireframe(np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v), color="0.85", lw=0.4)
@@ -184,15 +179,13 @@ def _fig_sphere(p: Any, out: Path, seed: int) -> tuple[str, dict[str, Any]]:
         ax.plot(*path[:, i].T, lw=1)
         ax.scatter(*path[-1, i], s=18, color="k")
     ax.set_box_aspect((1, 1, 1))
-    fig.tight_layout()
-    fig.savefig(out / "multistability_sphere.png", dpi=110)
-    plt.close(fig)
+    save_figure(fig, out / "multistability_sphere.png")
     label = fm.classify_run(p, path[-1])
     return "multistability_sphere.png", {"T": T, "steps": steps, "drift": tr.max_drift, **label}
 
 
 def _fig_ex3a(ex: dict[str, Any], out: Path) -> str:
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8.5, 3.2))
+    fig, (ax1, ax2) = subplots(1, 2)
     totals = [r["total"] for r in ex["rows"]]
     ax1.hist(totals, bins=30, color="tab:blue")
     ax1.set_xlabel(f"certified stable points among {ex['d']}·2^{ex['n']}")
@@ -201,9 +194,7 @@ def _fig_ex3a(ex: dict[str, Any], out: Path) -> str:
     ax2.bar(range(1, ex["d"] + 1), (per_k > 0).sum(0))
     ax2.set_xlabel("eigenvector index k")
     ax2.set_ylabel("instances with a stable point at v_k")
-    fig.tight_layout()
-    fig.savefig(out / "multistability_ex3a.png", dpi=110)
-    plt.close(fig)
+    save_figure(fig, out / "multistability_ex3a.png")
     return "multistability_ex3a.png"
 
 
@@ -226,16 +217,14 @@ def _fig_spectra(out: Path) -> tuple[str, dict[str, Any]]:
             if r["verdict"] == "stable" and amb[:, 0].max() > 0:
                 X = nm.bipartite_point(D.U[:, k], np.r_[np.ones(n - 1), -1.0])
                 sp_ = nm.spectra(nm.ambient_jacobian(X, D.Mb, D.V), X)
-                fig, ax = plt.subplots(figsize=(5.2, 3.0))
+                fig, ax = subplots()
                 ax.plot(sp_.ambient.real, sp_.ambient.imag, "o", mfc="none", ms=9, label="ambient (paper's lists)")
                 ax.plot(sp_.tangent.real, sp_.tangent.imag, "x", color="tab:red", label="tangent (decides stability)")
                 ax.axvline(0, color="k", lw=0.6)
                 ax.legend(fontsize=7)
                 ax.set_xlabel("Re")
                 ax.set_ylabel("Im")
-                fig.tight_layout()
-                fig.savefig(out / "multistability_spectra.png", dpi=110)
-                plt.close(fig)
+                save_figure(fig, out / "multistability_spectra.png")
                 return "multistability_spectra.png", {"V": V.tolist(), "M": M.tolist(), "n": n, "k": k + 1,
                                                       "max_ambient": float(amb[:, 0].max()),
                                                       "max_tangent": float(sp_.tangent.real.max()),
@@ -299,7 +288,8 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
         f"{len(b['basins']['reached_certified_unstable'])}.",
         "",
         f"![Basin fractions with 95% Wilson intervals; green = certified stable. Protocol: {b['samples']} samples, seed 1, "
-        "RK4 dt 0.05 + retraction, run to speed < 1e-7 or t = 300, limits identified by closed form or Newton.]"
+        "RK4 dt 0.05 + retraction, run to speed < 1e-7 or t = 300, limits identified by closed form or Newton. "
+        f"Claims: {outc}; certified-unstable points reached: {len(b['basins']['reached_certified_unstable'])}.]"
         "(multistability_basins.png)",
         "",
         f"![Trajectories of {sphere_p.n} tokens on the sphere (default V, Q, K; seed 3; RK4 {sph_info['steps']} steps to "
@@ -314,7 +304,9 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
         f"undecided points: {ex3a['unknown']}.",
         "",
         f"![Example 3(a): histogram of certified stable counts and instances with a stable point at each $v_k$ "
-        f"(seed {ex3a['seed']}, {ex3a['instances']} instances).](multistability_ex3a.png)",
+        f"(seed {ex3a['seed']}, {ex3a['instances']} instances). Claims: stable count min {ex3a['min']}, median "
+        f"{ex3a['median']:g}, max {ex3a['max']}; a stable point at an interior $v_k$ in {ex3a['with_interior_k']} "
+        f"instances.](multistability_ex3a.png)",
         "",
         f"**Example 3(b)** (d={ex3b['d']}, n={ex3b['n']}, {ex3b['per_k']} random sign patterns per $v_k$, seed {ex3b['seed']}, "
         f"{len(ex3b['rows'])} instances): stable among {ex3b['d'] * ex3b['per_k']}: min {ex3b['min']}, max {ex3b['max']}, mean "
@@ -344,7 +336,9 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
     if spec_fig:
         md += ["", f"![Ambient (circles) and tangent (crosses) spectra at a singleton-group bipartite point (d=3, n={spec['n']}, "
                    f"k={spec['k']}; first hit of a seeded search (seed 0) over V=(G+G^T)/2 rounded to 3 digits, "
-                   f"M ~ 3 N(0,1); ambient and tangent spectra of the Lemma 8 Jacobian).](multistability_spectra.png)"]
+                   f"M ~ 3 N(0,1); ambient and tangent spectra of the Lemma 8 Jacobian). Claims: the largest ambient real "
+                   f"part {spec['max_ambient']:.3g} is positive, the largest tangent real part {spec['max_tangent']:.3g} is "
+                   "negative: the point is stable although the paper's ambient list says otherwise.](multistability_spectra.png)"]
     md += ["", f"Section computed in {time.perf_counter() - t0:.1f} s ({'quick' if quick else 'full'})."]
     return {"title": "Multistability of self-attention (Altafini)", "markdown": "\n".join(md), "theorems": theorems,
             "figures": figures, "equilibria_listed": len(eqs["equilibria"])}

@@ -40,10 +40,11 @@ def param_names(kind: str) -> tuple[str, ...]:
             "linear": ("W_in", "b")}[kind]
 
 
-def param_shapes(kind: str, H: int, I: int) -> dict[str, tuple[int, ...]]:
-    """Names and shapes of the trained parameters θ of a cell (N = H/4 neurons for HH)."""
-    if kind == "rnn_tanh":
-        return {"W": (H, H), "W_in": (H, I)}
+def param_shapes(kind: str, H: int, I: int, bias: bool = False) -> dict[str, tuple[int, ...]]:
+    """Names and shapes of the trained parameters θ of a cell (N = H/4 neurons for HH); ``bias``: the
+    optional trained bias b of the eq. 8 cells (``rnn_tanh``, ``relu_rnn``)."""
+    if kind in ("rnn_tanh", "relu_rnn"):
+        return {"W": (H, H), "W_in": (H, I), **({"b": (H,)} if bias else {})}
     if kind == "torch_rnn":
         return {"W_ih": (H, I), "b_ih": (H,), "W_hh": (H, H), "b_hh": (H,)}
     if kind == "gru":

@@ -100,3 +100,36 @@ def test_theorem2_singular_jacobians(tmp_path, capsys):
     th2 = json.loads(capsys.readouterr().out)["theorems"][3]
     assert th2["applies"] is False and th2["hypotheses"][0]["status"] == "fails"
     assert th2["cross_check"]["details"]["uvu_relative_residual"] is None
+
+
+def test_consensus_flag(tmp_path, capsys):
+    """--consensus T adds the consensus key: exact when the traced size <= probes (compared with the
+    dense partial trace), an estimate with standard errors otherwise; bad axes exit 2."""
+    import torch
+
+    from flowcert.cli import main
+    from flowcert.gpu.rnn import spectra
+    from flowcert.gpu.rnn.operators import KPFlow
+    from flowcert.rnn.analyze import build_model
+    from flowcert.rnn.params import parse_rnn
+
+    p = {"cell": "gru", "B": 3, "T": 5, "H": 4, "I": 2, "seed": 2}
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps(p))
+    assert main(["kpflow", "analyze", "--params", str(f), "--json", "--consensus", "T", "--probes", "12"]) == 0
+    c = json.loads(capsys.readouterr().out)["consensus"]
+    assert {"keep", "eigenvalues", "stderr", "probes", "method"} <= set(c)
+    assert c["keep"] == "T" and c["exact"] and c["probes"] == 12
+    kp = KPFlow.build(build_model(parse_rnn(p))["tr"])
+    ref = spectra.partial_trace_dense(kp.PKP.dense(), (3, 5, 4), ["B", "H"]) / 12
+    lam = torch.linalg.eigvalsh(ref).flip(0)
+    assert torch.allclose(torch.tensor(c["eigenvalues"], dtype=torch.float64), lam, atol=1e-13 * float(lam[0]))
+    assert main(["kpflow", "analyze", "--params", str(f), "--json", "--consensus", "T", "--probes", "6",
+                 "--consensus-op", "PP"]) == 0
+    c = json.loads(capsys.readouterr().out)["consensus"]
+    assert not c["exact"] and c["probes"] == 6 and all(s > 0 for s in c["stderr"]) and c["operator"] == "PP*"
+    for bad, key in ((["--consensus", "X"], "--consensus"), (["--consensus", "BTH"], "--consensus"),
+                     (["--consensus", "T", "--probes", "1"], "--probes")):
+        assert main(["kpflow", "analyze", "--params", str(f), *bad]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and key in err[0]

@@ -122,3 +122,66 @@ def test_no_system_prefix_sprawl(top):
         for system in SYSTEMS:
             rooms = [p.name for p in folder.glob(f"{system}_*.py") if not _is_alias(p)]
             assert len(rooms) <= 2, f"{folder.relative_to(ROOT)}: {rooms}: make a subpackage {system}/"
+
+
+#: Compatibility aliases kept for users only: each warns on import, and the package never imports one.
+ALIASES = {
+    "flowcert.params": "flowcert/params.py",
+    "flowcert.reach": "flowcert/reach.py",
+    "flowcert.gaussian_asymptotics": "flowcert/gaussian_asymptotics.py",
+    "flowcert.numeric.gaussian_reach": "numeric/gaussian_reach.py",
+    "flowcert.numeric.gaussian_riccati": "numeric/gaussian_riccati.py",
+    "flowcert.numeric.gaussian_relu": "numeric/gaussian_relu.py",
+}
+
+
+def _imported(path: Path) -> list[tuple[int, str]]:
+    """Every module an import in ``path`` can load (``from a import b`` may load ``a.b``)."""
+    name, _ = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            out += [(node.lineno, mod)] + [(node.lineno, f"{mod}.{a.name}") for a in node.names]
+    return out
+
+
+def test_alias_table_is_the_alias_files():
+    """The table names real alias modules (the scan below would pass vacuously on stale names)."""
+    for module, rel in ALIASES.items():
+        assert (ROOT / rel).is_file(), rel
+        assert _is_alias(ROOT / rel) or "warnings.warn" in (ROOT / rel).read_text(), rel
+        assert _module_name(ROOT / rel)[0] == module
+
+
+@pytest.mark.parametrize("path", _sources(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_nothing_imports_the_cli_or_an_alias(path):
+    """The CLI is a leaf (only ``__main__`` starts it) and the aliases are for users only."""
+    rel = str(path.relative_to(ROOT))
+    if rel in ALIASES.values():
+        return
+    mods = _imported(path)
+    if rel != "flowcert/__main__.py":
+        assert not [(n, m) for n, m in mods if m == "flowcert.cli"], f"{rel} imports flowcert.cli"
+    bad = [(n, m) for n, m in mods if m in ALIASES]
+    assert not bad, f"{rel} imports the deprecated alias(es) {bad}: use the canonical module"
+
+
+def test_aliases_warn():
+    """Each alias emits a DeprecationWarning when a user imports it (a fresh interpreter per alias)."""
+    import subprocess
+    import sys
+
+    for module in ALIASES:
+        code = (f"import warnings; warnings.simplefilter('error', DeprecationWarning)\n"
+                f"try:\n import {module}\nexcept DeprecationWarning as w:\n print('warned', w)\n")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert out.stdout.startswith("warned"), (module, out.stdout, out.stderr[-500:])

@@ -329,7 +329,11 @@ def test_cli_equilibria_verify_and_bad_input(tmp_path, capsys):
     assert "symmetric" in capsys.readouterr().err
     rep = tmp_path / "r.json"
     rep.write_text(json.dumps({**MULTI, "V": [[1, 0, 0], [0, 1, 0], [0, 0, -0.5]]}))
-    assert cli.main(["equilibria", "attention", "--params", str(rep)]) == 2
+    # a repeated lambda_1 fails Assumption 1 but is valid input: its classes are continua (subspace classes),
+    # none asymptotically stable (exact multiplicity 2 of the characteristic polynomial's root 1)
+    assert cli.main(["equilibria", "attention", "--params", str(rep), "--json"]) == 0
+    sub = [c for c in json.loads(capsys.readouterr().out)["classes"] if c["k"] == 1]
+    assert sub and all(c["subspace"]["dimension"] == 2 and c["stable"] is False for c in sub)
     assert cli.main(["verify", "attention", "--params", str(bad), "--json"]) == 0
     th = {t["id"]: t for t in json.loads(capsys.readouterr().out)["theorems"]}
     assert th["multistability:thm-2"]["applies"] is False

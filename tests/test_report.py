@@ -19,7 +19,7 @@ import sympy as sp
 from flowcert import cli
 from flowcert.reports import build
 from flowcert.reports import gaussian as gsec
-from flowcert.reports.common import split_formula, theorem_anchor, verdict_word
+from flowcert.reports.common import plain, split_formula, statement_markdown, theorem_anchor, verdict_word
 from flowcert.reports.html import mathml
 
 
@@ -42,10 +42,11 @@ def _cells(line: str) -> list[str]:
     return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
 
 
-def _row(md: str, theorem_id: str) -> list[str]:
-    rows = [line for line in md.splitlines() if line.startswith(f"| [{theorem_id}]{{#{theorem_anchor(theorem_id)}}}")]
-    assert len(rows) == 1, theorem_id
-    return _cells(rows[0])
+def _block(md: str, theorem_id: str) -> str:
+    """The Markdown of one theorem's block (from its anchored heading to the closing fence)."""
+    heads = [m.start() for m in re.finditer(re.escape(f"#### [{theorem_id}]{{#{theorem_anchor(theorem_id)}}}"), md)]
+    assert len(heads) == 1, theorem_id
+    return md[heads[0]:md.index("\n::::\n", heads[0])]
 
 
 def _verify_json(params: dict[str, Any] | Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -81,13 +82,14 @@ def test_gaussian_rows_carry_the_verdicts_of_verify(report: tuple[build.Report, 
     assert [t["id"] for t in in_report] == [t["id"] for t in verified]
     for t in verified:
         word = f"`{verdict_word(t['applies'])}`"
-        assert _row(md, t["id"])[3] == word, t["id"]  # the section's theorem table
+        block = _block(md, t["id"])
+        assert f"Verdict {word}," in block, t["id"]  # the section's theorem block
         front = [line for line in md.splitlines() if line.startswith(f"| [{t['id']}](#{theorem_anchor(t['id'])})")]
         assert len(front) == 1 and _cells(front[0])[1] == word  # the front page summary
-        statuses = {h["name"]: h["status"] for h in t["hypotheses"]}
-        hyps = _row(md, t["id"])[2]
-        for name, status in statuses.items():
-            assert f"`{status}` `{name}`" in hyps.replace("\\|", "|")
+        items = [line for line in block.splitlines() if line.startswith("- `")]
+        assert len(items) == len(t["hypotheses"])  # one list item per hypothesis, in order
+        for item, h in zip(items, t["hypotheses"]):
+            assert item.startswith(f"- `{h['status']}` **{plain(h['name'])}**, decided by "), item
 
 
 def test_figures_exist_and_are_referenced(report: tuple[build.Report, str, dict[str, Any]]) -> None:
@@ -136,6 +138,19 @@ def test_model_equations_come_from_sympy(report: tuple[build.Report, str, dict[s
         assert sp.latex(expr) in md
 
 
+def test_pdf_printed_by_chromium_or_explained(report: tuple[build.Report, str, dict[str, Any]]) -> None:
+    rep, md, _ = report
+    pdf = rep.out / "report.pdf"
+    if build.chromium_binary() is None:
+        assert "PDF: not produced" in md and "Chromium" in md
+        return
+    assert "printed by headless Chromium" in md and rep.pdf in md
+    data = pdf.read_bytes()
+    assert data[:5] == b"%PDF-" and data.rstrip().endswith(b"%%EOF")
+    assert len(data) > 500_000  # the figures are in it, not only text
+    assert pdf in rep.files
+
+
 def test_report_math_all_converts(report: tuple[build.Report, str, dict[str, Any]]) -> None:
     rep, _, _ = report
     page = (rep.out / "report.html").read_text(encoding="utf-8")
@@ -150,6 +165,59 @@ def test_split_formula_pieces_are_formulas() -> None:
                       r"\left(a, b\right),", r"x\in[0, T)"]
     for p in pieces:
         assert "<math" in mathml(p, False)
+
+
+def test_statements_are_text_with_inline_math(report: tuple[build.Report, str, dict[str, Any]]) -> None:
+    from flowcert.reports.html import render_page
+
+    # prose written as \text{...} at the top of a formula comes out as prose between formulas
+    assert statement_markdown(r"\text{The }g\text{-orthogonal map}\ \text{on}\ [0,T]") == "The $g$-orthogonal map on $[0,T]$"
+    # a spacing command at a piece's edge is dropped, so no formula ends in a backslash ("\$")
+    assert statement_markdown(r"x\ (\ell=2:\ \text{from all } y\ne0)") == r"$x$ $(\ell=2:$ from all $y\ne0)$"
+    # text that already carries its $...$ is kept as written
+    assert statement_markdown("At $v_1$: stable.") == "At $v_1$: stable."
+    _, _, doc = report
+    for s in doc["sections"]:
+        for t in s["theorems"]:
+            md = statement_markdown(t["statement"] or "")
+            assert not re.search(r"\$\\text\{", md), t["id"]  # no formula opens with prose
+            render_page(md, strict=True)  # no TeX outside math, every formula converts
+
+
+def test_rate_fit_interval_covers_the_true_slope() -> None:
+    """The slope interval of :func:`fit_rate` has its nominal coverage on synthetic power laws."""
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    Ns = np.array([50, 100, 200, 400, 800])
+    covered = sum(gsec.fit_rate(Ns, 0.3 * Ns ** -0.5 * np.exp(0.4 * rng.standard_normal((16, 5)))).contains(-0.5)
+                  for _ in range(200))
+    assert 178 <= covered <= 199  # Binomial(200, 0.95): mean 190, sd 3.1
+    wrong = gsec.fit_rate(Ns, 0.3 * Ns ** -0.25 * np.exp(0.4 * rng.standard_normal((16, 5))))
+    assert not wrong.contains(-0.5) and wrong.hi - wrong.lo < 0.25  # a wrong rate is refused, not drowned in noise
+
+
+def test_report_particle_interval_contains_minus_half(report: tuple[build.Report, str, dict[str, Any]]) -> None:
+    """The quick report's Prop. 2.1 figure states a slope interval that contains -1/2, in text and caption."""
+    _, md, _ = report
+    m = re.search(r"\$s=(-?[\d.]+)\$, 95% confidence interval \$\[(-?[\d.]+),(-?[\d.]+)\]\$ \(contains the theory's", md)
+    assert m, "the particle slope and its interval are stated"
+    s, lo, hi = map(float, m.groups())
+    assert lo <= -0.5 <= hi and lo < s < hi and hi - lo < 0.4
+    assert f"fitted slope {s:.3f} [{lo:.3f}, {hi:.3f}] (95% interval), which contains the theory's -1/2" in md
+
+
+@pytest.mark.slow
+def test_particle_rate_interval_contains_minus_half() -> None:
+    """Prop. 2.1 on the light-tailed parameters: the quick build's slope interval contains -1/2 (seeded)."""
+    from flowcert.gaussian.params import parse_gaussian
+
+    proto = gsec.PARTICLE_RATE["quick"]
+    fit = gsec.particle_rate(parse_gaussian(gsec.LIGHT_EXAMPLE), 0.5, proto["Ns"], proto["runs"], proto["seed"])
+    assert fit.errors.shape == (proto["runs"], len(proto["Ns"]))
+    assert fit.contains(-0.5), (fit.slope, fit.lo, fit.hi)
+    assert fit.hi - fit.lo < 0.4  # informative: it excludes -1 and 0
+    assert not fit.contains(0.0) and not fit.contains(-1.0)
 
 
 # ------------------------------------------------------------------ the section contract
@@ -194,9 +262,9 @@ def test_images_rebased_into_section_folder(monkeypatch: pytest.MonkeyPatch, tmp
     build.build_report(tmp_path, quick=True)
     md = (tmp_path / "report.md").read_text()
     assert "![cap f.png](fakepaper/f.png) and `f.png`" in md
-    row = _row(md, "gaussian:thm-9")
-    assert row[1] == r"$\Vert x\Vert  \le \vert y\vert$" and row[3] == "`undecided`"
-    assert "`h\\|1`" in row[2]
+    block = _block(md, "gaussian:thm-9")
+    assert r"**Statement.** $\|x\| \le |y|$" in block and "Verdict `undecided`," in block
+    assert "- `unknown` **h\\|1**, decided by m" in block
     assert 'src="data:image/png;base64,' in (tmp_path / "report.html").read_text()
 
 
@@ -235,4 +303,4 @@ def test_params_report_matches_verify(tmp_path: Path, capsys: pytest.CaptureFixt
     verified = _verify_json(data, tmp_path, capsys)["theorems"]
     assert "Your parameters" in md
     for t in verified:
-        assert _row(md, t["id"])[3] == f"`{verdict_word(t['applies'])}`"
+        assert f"Verdict `{verdict_word(t['applies'])}`," in _block(md, t["id"])

@@ -1,11 +1,12 @@
 """The HTML report in a real browser: headless Debian Chromium driven by Selenium + chromedriver.
 
 The report (``flowcert report --quick``) is served on localhost and opened in Chromium; the test
-checks that the math renders (MathML elements with non-zero size), every figure loads
+checks that the math renders (MathML elements with non-zero size), no TeX is left outside it
+(``$`` or ``\\command`` in the visible text, no ``<merror>``), theorem blocks are full width, every figure loads
 (``naturalWidth > 0``), every internal link resolves to an element, wide tables do not scroll
 sideways, and the page makes no request outside localhost (Performance resource entries and the
-DevTools network log). Screenshots of the front page and of the gaussian section are saved in
-``reports/out/browser`` (or ``$FLOWCERT_SCREENSHOTS``).
+DevTools network log). Screenshots of the front page, theorem blocks and a figure at 1280 px and
+800 px are saved in ``reports/out/browser`` (or ``$FLOWCERT_SCREENSHOTS``).
 
 When Chromium, chromedriver or selenium is missing the test is skipped with a loud reason;
 under ``CI=true`` or ``FLOWCERT_REQUIRE_BROWSER=1`` (set by ``.ci/run``) that is a failure instead;
@@ -18,6 +19,7 @@ import functools
 import http.server
 import json
 import os
+import re
 import shutil
 import socketserver
 import sys
@@ -144,18 +146,72 @@ def test_internal_links_resolve(browser: Any) -> None:
     unresolved = [t for t in targets if not browser.execute_script(
         "return document.getElementById(decodeURIComponent(arguments[0].slice(1))) !== null;", t)]
     assert unresolved == []
-    # a summary link lands on its theorem row in the section
-    first = browser.execute_script("return document.querySelector('a[href^=\"#thm-\"]').getAttribute('href');")
-    row = browser.execute_script("return document.getElementById(arguments[0].slice(1)).closest('tr') !== null;", first)
-    assert row
+    # every summary link lands on its theorem's block in the section
+    links = browser.execute_script("return Array.from(document.querySelectorAll('a[href^=\"#thm-\"]')).map(a => a.getAttribute('href'));")
+    assert len(links) >= 30
+    in_block = browser.execute_script(
+        "return arguments[0].filter(h => document.getElementById(h.slice(1)).closest('div.theorem') !== null).length;", links)
+    assert in_block == len(links)
 
 
-def test_wide_tables_do_not_scroll(browser: Any) -> None:
-    overflow = browser.execute_script(
-        "return Array.from(document.querySelectorAll('table')).filter(t => t.scrollWidth > t.clientWidth + 1"
-        " || t.getBoundingClientRect().right > document.querySelector('main').getBoundingClientRect().right + 1).length;")
-    assert overflow == 0
-    assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth + 1")
+_TEX = r"\$|\\[A-Za-z]+"
+
+
+def test_no_tex_outside_math(browser: Any) -> None:
+    """The rendered DOM shows no ``$`` and no ``\\command`` outside code/pre/math, and no ``<merror>``."""
+    # innerText is what a reader sees: open every <details>, hide code/pre/math, read body.innerText
+    visible = browser.execute_script(
+        "const open = Array.from(document.querySelectorAll('details:not([open])'));"
+        "open.forEach(d => d.open = true);"
+        "const hidden = Array.from(document.querySelectorAll('code, pre, math'));"
+        "const saved = hidden.map(e => e.style.display); hidden.forEach(e => e.style.display = 'none');"
+        "const text = document.body.innerText;"
+        "hidden.forEach((e, i) => e.style.display = saved[i]); open.forEach(d => d.open = false);"
+        "return text;")
+    assert len(visible) > 10_000
+    leaks = [visible[max(0, m.start() - 60):m.end() + 60] for m in re.finditer(_TEX, visible)]
+    assert leaks == []
+    # and every text node in the DOM (captions, closed details, alt-free text) outside those elements
+    nodes = browser.execute_script(
+        "const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT); const out = [];"
+        "while (w.nextNode()) { const n = w.currentNode;"
+        "  if (!n.parentElement.closest('code, pre, math, style, script')) out.push(n.textContent); }"
+        "return out;")
+    assert [n for n in nodes if re.search(_TEX, n)] == []
+    assert browser.execute_script("return document.getElementsByTagName('merror').length") == 0
+    assert browser.execute_script("return document.getElementsByTagNameNS('http://www.w3.org/1998/Math/MathML', 'merror').length") == 0
+
+
+def test_theorem_blocks_readable(browser: Any) -> None:
+    """One block per theorem; hypotheses are list items (badge first) whose details fold in <details>."""
+    blocks = browser.execute_script(
+        "return Array.from(document.querySelectorAll('div.theorem')).map(b => ["
+        " b.querySelector('h4 [id^=\"thm-\"]') !== null,"
+        " Array.from(b.querySelectorAll(':scope > ul')).filter(u => (u.previousElementSibling || {}).textContent === 'Hypotheses')"
+        "  .flatMap(u => Array.from(u.children)).map(li => li.firstElementChild ? li.firstElementChild.className : ''),"
+        " b.getBoundingClientRect().width]);")
+    assert len(blocks) >= 30
+    main_width = browser.execute_script("return document.querySelector('main').getBoundingClientRect().width")
+    assert sum(len(items) for _, items, _ in blocks) >= 100  # the hypotheses were found
+    for anchored, items, width in blocks:
+        assert anchored
+        assert all(c.startswith("verdict ") for c in items)  # each hypothesis starts with its status badge
+        assert width > 0.9 * main_width  # a full-width block, not a narrow table column
+    assert browser.execute_script("return document.querySelectorAll('div.theorem details > summary').length") > 20
+
+
+@pytest.mark.parametrize("width", [1280, 800])
+def test_wide_tables_do_not_scroll(browser: Any, width: int) -> None:
+    browser.set_window_size(width, 1600)
+    try:
+        overflow = browser.execute_script(
+            "return Array.from(document.querySelectorAll('table, div.theorem')).filter(t => t.scrollWidth > t.clientWidth + 1"
+            " || t.getBoundingClientRect().right > document.querySelector('main').getBoundingClientRect().right + 1)"
+            ".map(t => t.textContent.slice(0, 80));")
+        assert overflow == []
+        assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth + 1")
+    finally:
+        browser.set_window_size(1280, 1600)
 
 
 def test_no_request_outside_localhost(browser: Any, served_report: tuple[str, Path]) -> None:
@@ -177,12 +233,19 @@ def test_no_request_outside_localhost(browser: Any, served_report: tuple[str, Pa
 
 
 def test_screenshots(browser: Any) -> None:
+    """Front page, a theorem block and a figure at 1280 px and 800 px, saved for a person to look at."""
     folder = _screenshot_dir()
-    browser.execute_script("window.scrollTo(0, 0);")
-    assert browser.save_screenshot(str(folder / "front_page.png"))
-    browser.execute_script("document.getElementById('sec-gaussian').scrollIntoView();")
-    assert browser.save_screenshot(str(folder / "gaussian_section.png"))
-    browser.execute_script("document.querySelector('img').scrollIntoView();")
-    assert browser.save_screenshot(str(folder / "gaussian_figure.png"))
-    for name in ("front_page.png", "gaussian_section.png", "gaussian_figure.png"):
-        assert (folder / name).stat().st_size > 10_000
+    views = (("front_page", "window.scrollTo(0, 0);"),
+             ("gaussian_theorems", "document.getElementById('thm-gaussian-prop-2-1').scrollIntoView();"),
+             ("multistability_theorem", "document.getElementById('thm-multistability-thm-2').scrollIntoView();"),
+             ("gaussian_figure", "document.querySelector('img').scrollIntoView();"))
+    try:
+        for width in (1280, 800):
+            browser.set_window_size(width, 1400)
+            for name, script in views:
+                browser.execute_script(script)
+                path = folder / f"{name}_{width}.png"
+                assert browser.save_screenshot(str(path))
+                assert path.stat().st_size > 10_000
+    finally:
+        browser.set_window_size(1280, 1600)

@@ -218,15 +218,55 @@ def test_fallback_escapes_source() -> None:
     assert "<b>" not in _body(page)
 
 
+@pytest.mark.parametrize("md, token", [
+    ("## Multistability\n\n### Theorems\n\n$At an equal split point$ x$ ok", "$"),  # prose inside one $...$ pair
+    ("## Consensus\n\n| a | b |\n|---|---|\n| $\\dot V=\\sum_k|\\dot y_k|$ | 0 |", "\\"),  # a pipe splits the cell
+    ("## S\n\nThe rate \\lambda is bare TeX.", "\\lambda"),
+    ("## S\n\nA literal \\$ sign.", "$"),
+])
+def test_strict_render_refuses_tex_outside_math(md: str, token: str) -> None:
+    from flowcert.reports.html import TexLeakError, render_page
+
+    with pytest.raises(TexLeakError) as err:
+        render_page(md, strict=True)
+    message = str(err.value)
+    assert "section '" + md.split("\n", 1)[0][3:] + "'" in message  # names the section
+    assert "Markdown source:" in message and token in message
+    render_page(md)  # the lenient renderer (not used for reports) still renders it
+
+
+def test_strict_render_accepts_math_code_and_pre() -> None:
+    from flowcert.reports.html import render_page
+
+    md = "## S\n\nInline $x^2$ and `$y$`, `\\lambda`.\n\n```\n$$\\frac12$$ \\sum\n```\n\n$$\\dot V\\le0$$\n"
+    r = render_page(md, strict=True)
+    assert r.page.count("<math") == 2
+
+
+def test_strict_render_refuses_fallback_math() -> None:
+    from flowcert.reports.html import TexLeakError, render_page
+
+    with pytest.raises(TexLeakError):
+        render_page("$$\\frac{$$", strict=True)
+
+
+def test_write_report_is_strict(tmp_path: Path) -> None:
+    from flowcert.reports.html import TexLeakError
+
+    with pytest.raises(TexLeakError):
+        write_report("# T\n\nstray $ here", tmp_path)
+    assert not (tmp_path / "report.html").exists()
+
+
 def test_write_report(tmp_path: Path) -> None:
-    md_path, html_path = write_report(SAMPLE, tmp_path / "out", stem="cert")
+    md_path, html_path = write_report(SAMPLE, tmp_path / "out", stem="cert", strict=False)
     assert md_path == tmp_path / "out" / "cert.md"
     assert html_path == tmp_path / "out" / "cert.html"
     assert md_path.read_text(encoding="utf-8") == SAMPLE
     page = html_path.read_text(encoding="utf-8")
     assert page.count("<math") == 5
     assert "<title>Stability certificate for rnn-2 &lt;draft&gt;</title>" in page
-    _, html2 = write_report("no heading", tmp_path, title="Custom")
+    _, html2 = write_report("no heading", tmp_path, title="Custom", strict=False)
     assert "<title>Custom</title>" in html2.read_text(encoding="utf-8")
 
 

@@ -31,6 +31,7 @@ Each predicate returns a :class:`~flowcert.certificates.core.HypothesisResult`; 
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Sequence
@@ -73,10 +74,6 @@ def _check_no_hemisphere(data: dict[str, Any]) -> bool:
         return False
     d = len(Y[0])
     return all(sum(lam[i] * Y[i][k] for i in range(len(Y))) == 0 for k in range(d))
-
-
-core.register("open_hemisphere", _check_hemisphere)
-core.register("no_open_hemisphere", _check_no_hemisphere)
 
 
 def _encode_rows(Y: list[list[Fraction]]) -> list[list[str]]:
@@ -216,11 +213,6 @@ def _check_repeated_top(data: dict[str, Any]) -> bool:
 def _check_nonpositive_top(data: dict[str, Any]) -> bool:
     U = core.decode(data["U"])
     return U == U.T and _inertia(U)[0] == 0
-
-
-core.register("simple_positive_top_eigenvalue", _check_simple_top)
-core.register("repeated_top_eigenvalue", _check_repeated_top)
-core.register("nonpositive_top_eigenvalue", _check_nonpositive_top)
 
 
 @dataclass
@@ -447,9 +439,6 @@ def _check_sup_bound(data: dict[str, Any]) -> bool:
     return b is not None and b <= Fraction(data["bound"])
 
 
-core.register("sup_norm_bound", _check_sup_bound)
-
-
 def _as_symbolic(M: Any) -> tuple[sp.Matrix, sp.Symbol]:
     Ms = sp.Matrix(M) if not isinstance(M, sp.MatrixBase) else M
     ts = sorted((s for s in Ms.free_symbols if s.name == "t"), key=str)
@@ -524,10 +513,56 @@ def uniformly_continuous(heads_P: Sequence[Any], name: str = "P_uniformly_contin
                           "Lipschitz: interval arithmetic on dP/dt over t >= 0; re-evaluated", "; ".join(notes))
 
 
-def lemma_4_1_constants(b: float, W_min_eig: float, ell: int, d: int) -> tuple[float, float]:
-    r"""Lemma 4.1: :math:`c_1=1/(\sqrt{d}\,\ell\,e^{2K^2b})`, :math:`c_2=e^{2K^2b}`, :math:`K=\lambda_{\min}(W)^{-1/2}`."""
-    K2 = 1.0 / W_min_eig
-    return 1.0 / (math.sqrt(d) * ell * math.exp(2 * K2 * b)), math.exp(2 * K2 * b)
+@dataclass(frozen=True)
+class Lemma41Constants:
+    r"""Lemma 4.1's constants in log space: :math:`\log c_1=-\tfrac12\log d-\log\ell-2K^2b`,
+    :math:`\log c_2=2K^2b`, :math:`K^2=1/\lambda_{\min}(W)`.
+
+    ``c1``/``c2`` are the numbers when a float64 represents them (``c1`` a normal positive float,
+    ``c2`` finite), else ``None`` with the reason in ``c1_reason``/``c2_reason``: the logs are
+    always finite, so no exponent ever overflows.
+    """
+
+    log_c1: float
+    log_c2: float
+
+    @staticmethod
+    def _number(log_value: float) -> tuple[float | None, str | None]:
+        if log_value > LOG_FLOAT_MAX:
+            return None, f"exp({log_value:.6g}) exceeds the largest float64 (log {LOG_FLOAT_MAX:.6g})"
+        if log_value < LOG_FLOAT_TINY:
+            return None, f"exp({log_value:.6g}) is below the smallest normal float64 (log {LOG_FLOAT_TINY:.6g})"
+        return math.exp(log_value), None
+
+    @property
+    def c1(self) -> float | None:
+        return self._number(self.log_c1)[0]
+
+    @property
+    def c1_reason(self) -> str | None:
+        return self._number(self.log_c1)[1]
+
+    @property
+    def c2(self) -> float | None:
+        return self._number(self.log_c2)[0]
+
+    @property
+    def c2_reason(self) -> str | None:
+        return self._number(self.log_c2)[1]
+
+
+#: log of the largest finite float64 and of the smallest normal one.
+LOG_FLOAT_MAX = math.log(sys.float_info.max)
+LOG_FLOAT_TINY = math.log(sys.float_info.min)
+
+
+def lemma_4_1_constants(b: float, W_min_eig: float, ell: int, d: int) -> Lemma41Constants:
+    r"""Lemma 4.1: :math:`c_1=1/(\sqrt{d}\,\ell\,e^{2K^2b})`, :math:`c_2=e^{2K^2b}`, :math:`K=\lambda_{\min}(W)^{-1/2}`,
+    computed in log space (:class:`Lemma41Constants`; never overflows)."""
+    if not W_min_eig > 0:
+        raise ValueError(f"lambda_min(W) = {W_min_eig} is not positive")
+    x = 2.0 * float(b) / W_min_eig  # 2 K^2 b, finite for finite b and lambda_min(W) >= the smallest float
+    return Lemma41Constants(-(0.5 * math.log(d) + math.log(ell) + x), x)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -621,6 +656,3 @@ def _check_tetra(data: dict[str, Any]) -> bool:
     stable = b > 0 and 3 - 2 * b < 0
     unstable = b < 0 or 3 - 2 * b > 0
     return bool(data["stable"]) == stable and (stable or unstable)
-
-
-core.register("tetrahedron_spectrum_sign", _check_tetra)

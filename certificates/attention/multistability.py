@@ -113,6 +113,16 @@ class Enclosure:
     sin_theta: list[Fraction | None]
     separated: bool
     U: list[list[Fraction]]
+    #: multiplicity of the eigenvalue of index k (1 unless :func:`exact_enclosure` proved it repeated)
+    multiplicity: list[int] | None = None
+
+    def mult(self, k: int) -> int:
+        return 1 if self.multiplicity is None else self.multiplicity[k]
+
+    def cluster(self, k: int) -> list[int]:
+        """Indices sharing the eigenvalue of index ``k`` (``[k]`` when simple)."""
+        return [j for j in range(len(self.mu)) if self.mu[j] == self.mu[k] and self.radius[j] == self.radius[k]] \
+            if self.mult(k) > 1 else [k]
 
     @property
     def lo(self) -> list[Fraction]:
@@ -176,6 +186,87 @@ def eigen_enclosure(V: Any, U: list[list[Fraction]] | None = None) -> Enclosure:
     return Enclosure(mus, rads, sins, ordered and all(s is not None for s in sins), U)
 
 
+def _arb_fractions(x: Any) -> tuple[Fraction, Fraction]:
+    """Exact rational endpoints of an ``arb`` ball (midpoint and radius are dyadic)."""
+    m, e = x.mid().man_exp()
+    rm, re_ = x.rad().man_exp()
+    mid = Fraction(int(m)) * Fraction(2) ** int(e)
+    rad = Fraction(int(rm)) * Fraction(2) ** int(re_)
+    return mid - rad, mid + rad
+
+
+def _charpoly(Vq: list[list[Fraction]]) -> Any:
+    from flint import fmpq, fmpq_mat
+
+    return fmpq_mat([[fmpq(e.numerator, e.denominator) for e in row] for row in Vq]).charpoly()
+
+
+def exact_eigenvalues(V: Any) -> list[tuple[Fraction, Fraction, int]] | None:
+    r"""Distinct eigenvalues of rational symmetric ``V`` with their multiplicities, exactly:
+    :math:`\chi_V` over :math:`\mathbb Q` (python-flint), its roots isolated in rigorous ``arb``
+    balls with their multiplicities (Arb's squarefree factorisation and root isolation), refined
+    until the balls are pairwise disjoint. Descending ``(lo, hi, multiplicity)``; None if a root
+    is not real or the balls cannot be separated."""
+    from flint import ctx
+
+    Vq = _mat(V)
+    poly = _charpoly(Vq).numer()
+    old = ctx.prec
+    try:
+        for prec in (64, 128, 256, 1024, 4096):
+            ctx.prec = prec
+            roots = poly.complex_roots()
+            if any(not r.imag.contains(0) for r, _ in roots):
+                return None
+            bounds = sorted(((*_arb_fractions(r.real), int(m)) for r, m in roots), key=lambda t: -t[0])
+            if all(bounds[i][0] > bounds[i + 1][1] for i in range(len(bounds) - 1)):
+                return bounds
+        return None
+    finally:
+        ctx.prec = old
+
+
+def exact_enclosure(V: Any, U: list[list[Fraction]] | None = None) -> Enclosure | None:
+    r"""Eigen-enclosures from :func:`exact_eigenvalues` when the Krylov–Weinstein intervals overlap
+    (a repeated or nearly repeated eigenvalue). Index :math:`k` (descending, with multiplicity)
+    gets the ball of its distinct eigenvalue; a simple eigenvalue also gets the Davis–Kahan bound
+    :math:`\sin\theta_k\le r_k/\delta_k`, :math:`\delta_k` the distance from the Rayleigh quotient
+    of :math:`u_k` to the other eigenvalues' balls (valid for any :math:`\mu`: the part of
+    :math:`u_k` orthogonal to :math:`v_k` has :math:`\|(V-\mu)w\|\ge\delta_k\|w\|`); a repeated one
+    gets ``None``. ``separated`` is True iff every eigenvalue is simple and isolated."""
+    Vq = _mat(V)
+    d = len(Vq)
+    vals = exact_eigenvalues(Vq)
+    if vals is None or sum(m for _, _, m in vals) != d:
+        return None
+    kw = eigen_enclosure(Vq, U)
+    U = kw.U
+    lo: list[Fraction] = []
+    hi: list[Fraction] = []
+    mult: list[int] = []
+    which: list[int] = []
+    for i, (a, b, m) in enumerate(vals):
+        lo += [a] * m
+        hi += [b] * m
+        mult += [m] * m
+        which += [i] * m
+    sins: list[Fraction | None] = []
+    for k in range(d):
+        if mult[k] > 1:
+            sins.append(None)
+            continue
+        mu, r = kw.mu[k], kw.radius[k]
+        gaps = [max(a - mu, mu - b) for i, (a, b, _) in enumerate(vals) if i != which[k]]
+        delta = min(gaps) if gaps else None
+        if delta is not None and delta <= 0:
+            sins.append(None)
+            continue
+        sins.append(Fraction(0) if delta is None else min(Fraction(1), r / delta))
+    mid = [(a + b) / 2 for a, b in zip(lo, hi)]
+    rad = [(b - a) / 2 for a, b in zip(lo, hi)]
+    return Enclosure(mid, rad, sins, all(m == 1 for m in mult) and all(x is not None for x in sins), U, mult)
+
+
 def enclosure_certificate(V: Any, enc: Enclosure) -> core.Certificate:
     """Certificate that every eigenvalue of ``V`` is simple, with the stated enclosures."""
     Vq = _mat(V)
@@ -194,9 +285,6 @@ def _check_enclosure(data: dict[str, Any]) -> bool:
     lo = [Fraction(x) for x in data["lo"]]
     hi = [Fraction(x) for x in data["hi"]]
     return enc.separated and all(a <= b for a, b in zip(lo, enc.lo)) and all(a >= b for a, b in zip(hi, enc.hi))
-
-
-core.register("symmetric_eigen_enclosure", _check_enclosure)
 
 
 def a_enclosure(M: Any, enc: Enclosure, k: int) -> tuple[Fraction, Fraction] | None:
@@ -277,7 +365,9 @@ def verdict_certificate(V: Any, Mbeta: Any, enc: Enclosure, k: int, n1: int, n2:
     interval of :math:`a_k` and the interval trace/determinant tests from the data."""
     data = {**(encoded or encode_data(V, Mbeta, enc)), "k": k, "n1": n1, "n2": n2, "variant": variant, "claim": claim}
     what = {"stable": "the tangent linearisation is Hurwitz (Lyapunov matrix diag(Z) (x) I)",
-            "unstable": "the tangent linearisation has a real eigenvalue > 0"}[claim]
+            "unstable": "the tangent linearisation has a real eigenvalue > 0",
+            "not_asymptotically_stable": "lambda_k is a repeated eigenvalue: the class is a continuum of equilibria, "
+                                         "none asymptotically stable"}[claim]
     return core.Certificate("attention_bipartite_spectrum",
                             f"at x_i = s_i v_{k + 1} with ({n1}, {n2}) signs, {what}", data,
                             "exact eigen-enclosures + interval arithmetic (mpmath iv)")
@@ -299,26 +389,70 @@ def _intervals(V: Strings, U: Strings, M: Strings) -> tuple[list[Any], list[Any]
     d = len(Vq)
     if any(Vq[i][j] != Vq[j][i] for i in range(d) for j in range(d)):
         return None
-    enc = eigen_enclosure(Vq, [[Fraction(e) for e in row] for row in U])
-    if not all(enc.isolated(j) for j in range(d)):
+    Uq = [[Fraction(e) for e in row] for row in U]
+    enc = spectral_enclosure(Vq, Uq)
+    if enc is None:
         return None
     Mq = [[Fraction(e) for e in row] for row in M]
     lam = [enc.interval(j) for j in range(d)]
-    avals = []
+    avals: list[Any] = []
     for k in range(d):
         ab = a_enclosure(Mq, enc, k)
-        avals.append(iv.mpf([_iv_lo(ab[0]), _iv_hi(ab[1])]))
-    return lam, avals
+        avals.append(None if ab is None else iv.mpf([_iv_lo(ab[0]), _iv_hi(ab[1])]))
+    return lam, avals, [enc.mult(k) for k in range(d)]
+
+
+def spectral_enclosure(V: Any, U: list[list[Fraction]] | None = None) -> Enclosure | None:
+    """Krylov–Weinstein enclosures when they separate every eigenvalue, else
+    :func:`exact_enclosure` (exact characteristic polynomial), else None."""
+    enc = eigen_enclosure(V, U)
+    if all(enc.isolated(j) for j in range(len(enc.mu))):
+        return enc
+    return exact_enclosure(V, enc.U)
 
 
 def verdict_from_strings(V: Strings, U: Strings, M: Strings, k: int, n1: int, n2: int, variant: str) -> tuple[str, str]:
     """The verdict from rational data given as strings (also the re-check)."""
     got = _intervals(V, U, M)
     if got is None:
-        return "unknown", "V is not symmetric or its eigenvalues could not be separated (not all simple?)"
-    lam, avals = got
+        return "unknown", "V is not symmetric or its eigenvalues could not be enclosed"
+    lam, avals, mult = got
+    if mult[k] > 1:
+        return subspace_verdict(lam, M, k, n1, n2, mult[k], variant)
     a = avals[k] if variant == "self_attention" else iv.mpf(0)
+    if a is None:
+        return "unknown", f"v_{k + 1}^T M v_{k + 1} could not be enclosed (eigenvalue gap too small for Davis-Kahan)"
     return class_verdict(lam, a, k, n1, n2, variant)
+
+
+#: subintervals of a in [-|M|_F, |M|_F] for the subspace classes' interval test (dependency of e^a).
+SUBSPACE_PIECES = 64
+
+
+def subspace_verdict(lam: list[Any], M: Strings, k: int, n1: int, n2: int, mult: int, variant: str) -> tuple[str, str]:
+    r"""Verdict on the subspace class :math:`x_i=s_iw`, :math:`w` any unit vector of the eigenspace
+    :math:`E_k` of a repeated eigenvalue (dimension ``mult`` :math:`\ge2`). Every such point is an
+    equilibrium (:math:`Vw=\lambda_kw`), so they form a continuum and none is asymptotically
+    stable: ``not_asymptotically_stable``. It is ``unstable`` (every point of the continuum) when
+    the interval test of :func:`class_verdict` finds a positive eigenvalue for every
+    :math:`a=w^\top Mw\in[-\|M\|_F,\|M\|_F]` (the decoupling holds at any eigenvector :math:`w`)."""
+    if variant != "self_attention" or n1 == 0 or n2 == 0:
+        pieces = [iv.mpf(0)]  # consensus: every block is e^a times an a-free expression, the signs do not depend on a
+    else:
+        F = sqrt_up(sum(Fraction(e) ** 2 for row in M for e in row))
+        cuts = [-F + 2 * F * Fraction(i, SUBSPACE_PIECES) for i in range(SUBSPACE_PIECES + 1)]
+        pieces = [iv.mpf([_iv_lo(lo), _iv_hi(hi)]) for lo, hi in zip(cuts, cuts[1:])]
+    verdicts = [class_verdict(lam, a, k, n1, n2, variant) for a in pieces]
+    status, why = ("", "")
+    if all(v == "unstable" for v, _ in verdicts):
+        status = "unstable"
+        why = verdicts[0][1] if len(pieces) == 1 else \
+            f"on each of {len(pieces)} subintervals of a = w^T M w in [-|M|_F, |M|_F] a block has a positive eigenvalue (first: {verdicts[0][1]})"
+    if status == "unstable":
+        return "unstable", f"every point of the {mult}-dimensional eigenspace class is unstable: {why}"
+    return ("not_asymptotically_stable",
+            f"lambda_{k + 1} has multiplicity {mult} (exact characteristic polynomial): x_i = s_i w is an equilibrium for "
+            f"every unit w of its eigenspace, a continuum, so no point of it is asymptotically stable")
 
 
 def verdict_from_data(V: Any, Mbeta: Any, enc: Enclosure, k: int, n1: int, n2: int, variant: str,
@@ -331,7 +465,6 @@ def verdict_from_data(V: Any, Mbeta: Any, enc: Enclosure, k: int, n1: int, n2: i
 def _check_verdict(data: dict[str, Any]) -> bool:
     got, _ = verdict_from_strings(_strings(data["V"]), _strings(data["U"]), _strings(data["M"]), int(data["k"]),
                                   int(data["n1"]), int(data["n2"]), data["variant"])
-    return got == data["claim"] and data["claim"] in ("stable", "unstable")
+    return got == data["claim"] and data["claim"] in ("stable", "unstable", "not_asymptotically_stable")
 
 
-core.register("attention_bipartite_spectrum", _check_verdict)

@@ -35,6 +35,9 @@ Public API
     -> the ``equilibria attention`` JSON document (multistability module).
 ``codegen_source(structure, backend)``
     -> source of the generated kernel (``numpy``, ``torch`` or ``c``).
+
+The system's :class:`flowcert.system.System` object, listed in :mod:`flowcert.systems`, is
+:data:`flowcert.attention.system.SYSTEM`.
 """
 
 from __future__ import annotations
@@ -140,7 +143,7 @@ def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None
     seed = p.seed if seed is None else seed
     dev = torch.device(device)
     if samples:
-        from ..cli import InputError
+        from ..errors import InputError
         from . import enumeration
 
         if p.time_varying:
@@ -164,7 +167,7 @@ def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None
     try:
         from . import enumeration
 
-        out.update(enumeration.classify_run(p, X))
+        out.update(enumeration.classify_run(p, X, t=t_end))
     except (ImportError, AttributeError):
         out["limit_class_reason"] = "no classifier available"
     return out
@@ -224,10 +227,12 @@ def _simulation_from_run(p: AttentionParams, module: Any, run: Any, results: lis
         return out
     lim = module.consensus_limit(s, run)
     out["consensus_limit"] = lim
-    if lim.get("limit_class") == "consensus":
-        out["limit_class"] = "consensus"
-    else:
-        out["limit_class_reason"] = lim.get("basis", "not classified")
+    from .classify import limit_of, limit_record
+
+    out.update(limit_record(limit_of(p, run.X[-1], t=float(run.t[-1]), speed=run.speed)))
+    if lim.get("limit_class") == "consensus":  # certified exponentially attracting consensus, settled or not
+        out["limit_class"] = ["consensus"]
+        out.pop("limit_class_reason", None)
     checks = {th.id: th.cross_check.status for th in results if th.cross_check is not None}
     agree = sorted(k for k, v in checks.items() if v == "agrees")
     disagree = sorted(k for k, v in checks.items() if v == "disagrees")

@@ -31,8 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import cached_property
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import sympy as sp
@@ -43,6 +42,7 @@ from ..certificates.attention import consensus as cert
 from ..certificates.hypotheses import holds_by
 from ..numeric.attention import consensus as num
 from ..symbolic.attention import consensus as sym
+from .isolation import attempt, guarded
 from .examples import THM51_ANGLES, Fig5, fig5_parameters, paper_examples  # noqa: F401 - re-exported
 from .params import AttentionParams
 
@@ -55,154 +55,26 @@ CONSENSUS_SPREAD = 1e-5
 SAMPLES = 1501
 
 
-def _fails(name: str, method: str, detail: str) -> core.HypothesisResult:
-    return core.HypothesisResult(name, "fails", None, method, None, detail)
-
-
-# the setting as the consensus paper writes it
-
-
-@dataclass
-class Setting:
-    """Heads :math:`(P_\\eta, U_\\eta)`, manifold and initial tokens read from :class:`AttentionParams`."""
-
-    p: AttentionParams
-    X0: np.ndarray
-
-    @property
-    def h(self) -> int:
-        return len(self.p.heads)
-
-    @property
-    def ell(self) -> int:
-        return int(self.X0.shape[0])
-
-    @property
-    def d(self) -> int:
-        return self.p.d
-
-    @property
-    def row_sum(self) -> float:
-        return 1.0 / math.sqrt(self.d) if self.p.normalization == "sqrt" else 1.0
-
-    @cached_property
-    def P(self) -> list[Any]:
-        """:math:`P_\\eta=\\beta Q_\\eta^\\top K_\\eta` (numpy, or a SymPy matrix in t)."""
-        out = []
-        for hd in self.p.heads:
-            if isinstance(hd.Q, sp.MatrixBase) or isinstance(hd.K, sp.MatrixBase):
-                Q = sp.Matrix(hd.Q) if not isinstance(hd.Q, sp.MatrixBase) else hd.Q
-                K = sp.Matrix(hd.K) if not isinstance(hd.K, sp.MatrixBase) else hd.K
-                M = K if hd.from_P else Q.T * K
-                out.append(M if self.p.beta == 1 else sp.Float(self.p.beta) * M)
-            else:
-                M = np.asarray(hd.K, float) if hd.from_P else np.asarray(hd.Q, float).T @ np.asarray(hd.K, float)
-                out.append(M if self.p.beta == 1 else self.p.beta * M)
-        return out
-
-    @property
-    def U(self) -> list[Any]:
-        return [hd.V for hd in self.p.heads]
-
-    @property
-    def P_constant(self) -> bool:
-        return not any(isinstance(P, sp.MatrixBase) for P in self.P)
-
-    def P_at(self, eta: int, t: float) -> np.ndarray:
-        return self.p.M(eta, t)
-
-    @property
-    def W(self) -> np.ndarray:
-        return np.eye(self.d) if self.p.W is None else self.p.W
-
-
-def setting(p: AttentionParams, seed: int | None = None) -> Setting:
-    """The consensus setting of ``p``; random initial tokens from ``seed`` when ``X0`` is absent."""
-    X0 = p.initial_tokens() if p.X0 is not None else p.initial_tokens(None, np.random.default_rng(p.seed if seed is None else seed))
-    return Setting(p, X0)
-
-
-# structural hypotheses (decided exactly on the given data)
-
-
-def _exact_equal(A: Any, B: Any) -> bool:
-    if isinstance(A, sp.MatrixBase) or isinstance(B, sp.MatrixBase):
-        return sp.simplify(sp.Matrix(A) - sp.Matrix(B)) == sp.zeros(*sp.Matrix(A).shape)
-    return bool(np.array_equal(np.asarray(A, float), np.asarray(B, float)))
-
-
-def value_identity(s: Setting) -> core.HypothesisResult:
-    bad = [k + 1 for k, U in enumerate(s.U) if not _exact_equal(U, np.eye(s.d))]
-    if bad:
-        return _fails("U_eta = I", "exact comparison", f"value matrix of head(s) {bad} is not the identity")
-    return holds_by("U_eta = I", "exact comparison", "every head's value matrix is the identity")
-
-
-def full_attention(s: Setting) -> core.HypothesisResult:
-    return _fails("full attention", "parameter", "causal = true") if s.p.causal else holds_by("full attention", "parameter")
-
-
-def causal_attention(s: Setting) -> core.HypothesisResult:
-    return holds_by("causal attention", "parameter") if s.p.causal else _fails("causal attention", "parameter", "causal = false")
-
-
-def single_head(s: Setting) -> core.HypothesisResult:
-    return holds_by("h = 1", "parameter") if s.h == 1 else _fails("h = 1", "parameter", f"h = {s.h}")
-
-
-def sphere(s: Setting) -> core.HypothesisResult:
-    if s.p.W is None or _exact_equal(s.p.W, np.eye(s.d)):
-        return holds_by("tokens on the unit sphere (W = I)", "parameter")
-    return _fails("tokens on the unit sphere (W = I)", "exact comparison", "W is not the identity")
-
-
-def ellipsoid(s: Setting) -> core.HypothesisResult:
-    return holds_by("W = W^T > 0", "validated by the loader (exact rational LDL^T)")
-
-
-def constant_P(s: Setting) -> core.HypothesisResult:
-    if s.P_constant:
-        return holds_by("P constant", "parameter")
-    return _fails("P constant", "parameter", "P(t) depends on t")
-
-
-def W_equals_P(s: Setting) -> core.HypothesisResult:
-    name = "tokens on E_P (W = P; erratum)"
-    if not s.P_constant:
-        return _fails(name, "parameter", "P depends on t")
-    if s.p.W is not None and _exact_equal(s.p.W, s.P[0]):
-        return holds_by(name, "exact comparison")
-    if s.p.W is None and _exact_equal(s.P[0], np.eye(s.d)):
-        return holds_by(name, "exact comparison", "P = I and tokens on the sphere")
-    return _fails(name, "exact comparison", "the ellipsoid matrix W differs from P (Thm 3.2 needs tokens on E_P)")
-
-
-def P_spd(s: Setting) -> core.HypothesisResult:
-    if not s.P_constant:
-        return _fails("P = P^T > 0", "parameter", "P depends on t")
-    return cert.symmetric_positive_definite(np.asarray(s.P[0], float), "P")
-
-
-def P_bounded(s: Setting) -> tuple[core.HypothesisResult, Fraction | None]:
-    return cert.bounded([sp.Matrix(P) if not isinstance(P, sp.MatrixBase) else P for P in s.P],
-                        "sup_t |P_eta(t)| <= b")
-
-
-def P_uniformly_continuous(s: Setting) -> core.HypothesisResult:
-    return cert.uniformly_continuous([sp.Matrix(P) if not isinstance(P, sp.MatrixBase) else P for P in s.P],
-                                     "P_eta uniformly continuous on t >= 0")
-
-
-def U_constant(s: Setting) -> core.HypothesisResult:
-    if any(isinstance(U, sp.MatrixBase) for U in s.U):
-        return _fails("U constant", "parameter", "U depends on t")
-    return holds_by("U constant", "parameter")
-
-
-def proofs_hypothesis(name: str, proofs: Any) -> core.HypothesisResult:
-    ok = all(q.proved for q in proofs)
-    return core.HypothesisResult(name, "holds" if ok else "unknown", None, "SymPy identities (residual 0)", None,
-                                 ", ".join(f"{q.name}: {'0' if q.proved else 'nonzero'}" for q in proofs))
+from .consensus_hypotheses import (  # noqa: F401 - re-exported: the entries below and callers use them
+    _finite_or_none,
+    _fails,
+    Setting,
+    setting,
+    _exact_equal,
+    value_identity,
+    full_attention,
+    causal_attention,
+    single_head,
+    sphere,
+    ellipsoid,
+    constant_P,
+    W_equals_P,
+    P_spd,
+    P_bounded,
+    P_uniformly_continuous,
+    U_constant,
+    proofs_hypothesis,
+)
 
 
 # simulation shared by the cross-checks
@@ -266,6 +138,12 @@ def consensus_limit(s: Setting, run: Run) -> dict[str, Any]:
     else:
         out["limit_class"] = "not_settled"
         out["basis"] = "max |F| = %.2e at t_end" % run.speed
+    # the shared classifier (same end state, every structure): consensus / bipartite (bipolar) / clustering k / polygonal
+    from .classify import limit_of
+
+    lc = limit_of(s.p, X, t=float(run.t[-1]), speed=run.speed, settle_tol=SETTLED_SPEED)
+    out["classes"] = lc.labels
+    out["limit"] = lc.to_json()
     return out
 
 
@@ -403,10 +281,17 @@ def lemma_4_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hy
     pred: dict[str, Any] = {}
     if b is not None:
         lam_min = float(np.linalg.eigvalsh(s.W).min())
-        c1, c2 = cert.lemma_4_1_constants(float(b), lam_min, s.ell, s.d)
-        scale = s.row_sum * math.sqrt(s.d)
-        pred = {"b": float(b), "K": lam_min ** -0.5, "c1": c1 * scale, "c2_paper": c2, "c2_sharp": s.row_sum,
+        consts = cert.lemma_4_1_constants(float(b), lam_min, s.ell, s.d)
+        # rows summing to c instead of 1/sqrt(d) scale c1 by c sqrt(d): a shift of its log
+        log_c1 = consts.log_c1 + math.log(s.row_sum * math.sqrt(s.d))
+        c1 = cert.Lemma41Constants(log_c1, consts.log_c2)
+        pred = {"b": float(b), "K": lam_min ** -0.5, "c1": c1.c1, "c2_paper": c1.c2, "c2_sharp": s.row_sum,
+                "log_c1": _finite_or_none(log_c1), "log_c2_paper": _finite_or_none(consts.log_c2),
                 "statement": "c1 <= alpha_ij <= c2 along every trajectory (c2 = row sum suffices)"}
+        if c1.c1_reason:
+            pred["c1_reason"] = f"not representable as a float64: {c1.c1_reason}; log_c1 is exact up to rounding"
+        if c1.c2_reason:
+            pred["c2_paper_reason"] = f"not representable as a float64: {c1.c2_reason}; see log_c2_paper"
     r = TheoremResult("consensus:lemma-4.1", "Lemma 4.1",
                       r"\sup_t\|P_\eta(t)\|\le b\Rightarrow c_1\le\alpha^\eta_{ij}\le c_2,\ c_1=\frac1{\sqrt{n+1}\,\ell\,e^{2K^2b}},\ K=\lambda_{\min}(W)^{-1/2};\ \alpha^\eta_{ij}\le\tfrac1{\sqrt{n+1}}",
                       hyps, pred, correction="K = lambda_min(W)^(-1/2); the paper's c2 = exp(2K^2 b) is valid but loose: alpha <= 1/sqrt(n+1) always")
@@ -420,12 +305,15 @@ def lemma_4_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hy
             idx = np.linspace(0, run.t.size - 1, min(run.t.size, 301)).astype(int)
             for k in idx:
                 for eta in range(s.h):
-                    A = num.attention_weights(run.X[k], s.P_at(eta, float(run.t[k])), causal=s.p.causal, row_sum=s.row_sum)
-                    vals = A[np.tril(np.ones_like(A, bool))] if s.p.causal else A.ravel()
+                    L = num.log_attention_weights(run.X[k], s.P_at(eta, float(run.t[k])), causal=s.p.causal, row_sum=s.row_sum)
+                    vals = L[np.tril(np.ones_like(L, bool))] if s.p.causal else L.ravel()
                     lo, hi = min(lo, float(vals.min())), max(hi, float(vals.max()))
-            ok = lo >= pred["c1"] * (1 - 1e-12) and hi <= pred["c2_sharp"] * (1 + 1e-12)
+            # compared in log space: c1 and the smallest alpha may be below the smallest float64
+            lc1 = pred["log_c1"]
+            ok = (lc1 is None or lo >= lc1 - 1e-12 * max(1.0, abs(lc1))) and hi <= math.log(pred["c2_sharp"]) + 1e-12
             r.cross_check = CrossCheck("agrees" if ok else "disagrees",
-                                       {"min_alpha": lo, "max_alpha": hi, "samples": int(idx.size), "c1": pred["c1"], "c2_sharp": pred["c2_sharp"],
+                                       {"min_alpha": math.exp(lo), "max_alpha": math.exp(hi), "log_min_alpha": lo, "log_max_alpha": hi,
+                                        "samples": int(idx.size), "c1": pred["c1"], "log_c1": lc1, "c2_sharp": pred["c2_sharp"],
                                         "criterion": "c1 <= alpha_ij <= row sum at every sampled time"})
     return r
 
@@ -618,11 +506,51 @@ def theorem_5_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.
 # §6: causal, symmetric U
 
 
+#: largest d for the exact (algebraic-number) side-of-v decision of Thm 6.1
+EXACT_SIDE_MAX_D = 24
+
+
+def _hemisphere_of_v_exact(s: Setting, te: cert.TopEigen) -> tuple[core.HypothesisResult, int] | None:
+    """Signs of v^T y_i(0) decided exactly: v has coordinates in Q(lambda) (rational data), so
+    v^T y = 0 is a zero test modulo the minimal polynomial of lambda and a nonzero sign is
+    separated by ball arithmetic (:mod:`flowcert.certificates.attention.algebraic`). None when
+    not applicable (large d, lambda not simple, U not rational symmetric)."""
+    from ..certificates.attention.algebraic import AlgebraicEigenvector
+
+    name = "v^T y_i(0) of one strict sign for all i"
+    if s.d > EXACT_SIDE_MAX_D or isinstance(s.U[0], sp.MatrixBase):
+        return None
+    Uq = core.fractions(np.asarray(s.U[0], float))
+    if any(Uq[i][j] != Uq[j][i] for i in range(s.d) for j in range(s.d)):
+        return None
+    try:
+        ae = AlgebraicEigenvector(Uq, 0)
+        signs = ae.inner_signs(core.fractions(s.X0))
+        orient = ae.sign(ae.inner(te.v.tolist()))  # w = orient * |c| v_float-side
+    except (ValueError, ArithmeticError):
+        return None
+    method = (f"exact: v in Q(lambda), minimal polynomial of degree {ae.f.degree()}; v^T y_i = 0 decided modulo it, "
+              "nonzero signs by ball arithmetic")
+    b = s.X0 @ te.v
+    margin = float(np.abs(b).min())
+    on = [i + 1 for i, g in enumerate(signs) if g == 0]
+    if on:
+        return core.HypothesisResult(name, "fails", 0.0, method, None, f"token(s) {on} lie exactly on v^perp"), 0
+    if len(set(signs)) > 1 or orient == 0:
+        return core.HypothesisResult(name, "fails", -margin, method, None, "tokens on both sides of v^perp (exact)"), 0
+    sign = signs[0] * orient
+    return core.HypothesisResult(name, "holds", margin, method, None, f"sign {sign:+d} (exact)"), sign
+
+
 def _hemisphere_of_v(s: Setting, te: cert.TopEigen | None) -> tuple[core.HypothesisResult, int]:
-    """All tokens strictly on one side of v^perp, with the eigenvector error bounded (Davis–Kahan)."""
+    """All tokens strictly on one side of v^perp: exactly on rational data
+    (:func:`_hemisphere_of_v_exact`), else with the eigenvector error bounded (Davis–Kahan)."""
     name = "v^T y_i(0) of one strict sign for all i"
     if te is None:
         return core.HypothesisResult(name, "unknown", None, "needs the top eigenvector", None), 0
+    exact = _hemisphere_of_v_exact(s, te)
+    if exact is not None:
+        return exact
     U = np.asarray(s.U[0], float)
     v = te.v
     r = U @ v - te.lam * v
@@ -717,20 +645,34 @@ def theorems_with_run(params: AttentionParams, *, simulate: bool = False, seed: 
     if params.variant != "self_attention":
         return [], None
     s = setting(params, seed)
-    bound = P_bounded(s)
-    uc = P_uniformly_continuous(s)
-    hemi, v = cert.open_hemisphere(s.X0, "open hemisphere containing y_i(0) (SOCP witness v)")
+
+    def unknown(name: str) -> Callable[[str], Any]:
+        return lambda why: core.HypothesisResult(name, "unknown", None, "evaluation", None, f"could not be evaluated ({why})")
+
+    bound = attempt(lambda: P_bounded(s), lambda why: (unknown("P_bounded")(why), None))
+    uc = attempt(lambda: P_uniformly_continuous(s), unknown("P_uniformly_continuous"))
+    hemi_name = "open hemisphere containing y_i(0) (SOCP witness v)"
+    hemi, v = attempt(lambda: cert.open_hemisphere(s.X0, hemi_name), lambda why: (unknown(hemi_name)(why), None))
+    top_name = "U symmetric, lambda_max(U) > 0 simple"
     constU = not any(isinstance(U, sp.MatrixBase) for U in s.U)
-    top = cert.simple_positive_top_eigenvalue(np.asarray(s.U[0], float), "U symmetric, lambda_max(U) > 0 simple") if constU \
-        else (core.HypothesisResult("U symmetric, lambda_max(U) > 0 simple", "fails", None, "parameter", None, "U depends on t"), None)
-    run = run_simulation(s) if simulate else None
-    return [
-        lemma_3_1(s, simulate), theorem_3_1(s, simulate), theorem_3_2(s, simulate, run),
-        lemma_4_1(s, simulate, run, bound), lemma_4_2(s, simulate, run, bound, uc, v),
-        theorem_4_1(s, simulate, run, bound, uc, hemi, v),
-        lemma_5_1(s, simulate, run, bound), theorem_5_1(s, simulate, run, bound),
-        lemma_6_1(s, simulate, run, top), theorem_6_1(s, simulate, run, bound, top),
-    ], run
+    top = attempt(lambda: cert.simple_positive_top_eigenvalue(np.asarray(s.U[0], float), top_name),
+                  lambda why: (unknown(top_name)(why), None)) if constU \
+        else (core.HypothesisResult(top_name, "fails", None, "parameter", None, "U depends on t"), None)
+    run = attempt(lambda: run_simulation(s), lambda why: Run(np.zeros(1), s.X0[None], False, f"the integration raised {why}",
+                                                             float("nan"), float("nan"))) if simulate else None
+    entries: list[tuple[str, str, Callable[..., TheoremResult], tuple]] = [
+        ("consensus:lemma-3.1", "Lemma 3.1", lemma_3_1, (s, simulate)),
+        ("consensus:thm-3.1", "Theorem 3.1", theorem_3_1, (s, simulate)),
+        ("consensus:thm-3.2", "Theorem 3.2", theorem_3_2, (s, simulate, run)),
+        ("consensus:lemma-4.1", "Lemma 4.1", lemma_4_1, (s, simulate, run, bound)),
+        ("consensus:lemma-4.2", "Lemma 4.2", lemma_4_2, (s, simulate, run, bound, uc, v)),
+        ("consensus:thm-4.1", "Theorem 4.1", theorem_4_1, (s, simulate, run, bound, uc, hemi, v)),
+        ("consensus:lemma-5.1", "Lemma 5.1", lemma_5_1, (s, simulate, run, bound)),
+        ("consensus:thm-5.1", "Theorem 5.1", theorem_5_1, (s, simulate, run, bound)),
+        ("consensus:lemma-6.1", "Lemma 6.1", lemma_6_1, (s, simulate, run, top)),
+        ("consensus:thm-6.1", "Theorem 6.1", theorem_6_1, (s, simulate, run, bound, top)),
+    ]
+    return [guarded(id_, label, fn, *args) for id_, label, fn, args in entries], run
 
 
 # the paper's examples (§7), as parameter mappings

@@ -21,7 +21,7 @@ import sympy as sp
 
 from ..certificates import core
 from ..certificates.attention import multistability as cm
-from ..cli import InputError
+from ..errors import InputError
 from ..numeric.attention import multistability as nm
 from .params import AttentionParams
 
@@ -87,7 +87,7 @@ def _data(p: AttentionParams) -> Data:
     c = 1.0 if p.normalization == "unit" else 1.0 / math.sqrt(p.d)
     Vq = core.rational_matrix(V) if small else None
     symmetric = bool(Vq == Vq.T) if small else bool(np.array_equal(V, V.T))
-    enc = cm.eigen_enclosure(Vq) if symmetric and small else None
+    enc = cm.spectral_enclosure(Vq) if symmetric and small else None  # exact charpoly when KW intervals overlap
     lam, U = nm.eigen_desc((V + V.T) / 2)
     return Data(p, V, Mb, c, symmetric, enc, lam, U, Mq, Vq)
 
@@ -126,7 +126,11 @@ def _assumption1(D: Data, need_positive: bool = True) -> list[core.HypothesisRes
             out.append(core.HypothesisResult("Assumption 1: lambda_1 > 0", "unknown", float(D.lam[0]),
                                              "exact eigen-enclosure", None, reason))
         return out
-    if enc.separated:
+    if enc.mult(0) > 1:
+        out.append(core.HypothesisResult("Assumption 1: lambda_1 simple", "fails", 0.0,
+                                         "exact characteristic polynomial (python-flint) and Arb root isolation", None,
+                                         f"lambda_1 in [{float(enc.lo[0]):.17g}, {float(enc.hi[0]):.17g}] has multiplicity {enc.mult(0)}"))
+    elif enc.separated and enc.multiplicity is None:
         cert = cm.enclosure_certificate(core.rational_matrix(D.V), enc)
         gap = float(enc.lo[0] - enc.hi[1]) if len(enc.mu) > 1 else float("inf")
         out.append(core.certified("Assumption 1: lambda_1 simple", "holds", cert, gap,
@@ -181,6 +185,71 @@ def _ok(hyps: list[core.HypothesisResult]) -> bool:
     return all(h.status == "holds" for h in hyps)
 
 
+def decidable(D: Data) -> bool:
+    """Classes can be decided: V symmetric with enclosures, lambda_1 simple and isolated
+    (Assumption 1 as stated: lower eigenvalues may repeat, their classes are subspace classes)."""
+    return D.symmetric and D.enc is not None and D.enc.mult(0) == 1 and D.enc.isolated(0) and \
+        (len(D.enc.mu) == 1 or D.enc.lo[0] > max(D.enc.hi[1:]))
+
+
+def class_indices(D: Data) -> list[int]:
+    """One 0-based index per distinct eigenvalue (the first of a repeated one's cluster)."""
+    assert D.enc is not None
+    return [k for k in range(D.p.d) if D.enc.cluster(k)[0] == k]
+
+
+STABLE = {"stable": True, "unstable": False, "not_asymptotically_stable": False}
+
+#: largest d for exact algebraic-number decisions (a_k = 0)
+EXACT_A_MAX_D = 24
+
+
+def a_sign(D: Data, k: int) -> int | None:
+    r"""Exact sign of :math:`a_k=v_k^\top\beta Q^\top Kv_k` (0-based ``k``), or None if undecided:
+    0 for every k when :math:`M+M^\top=0` exactly (every score :math:`x^\top Mx` vanishes); the
+    certified interval when it excludes 0; else exact arithmetic in :math:`\mathbb Q(\lambda_k)`
+    (:mod:`flowcert.certificates.attention.algebraic`) for a simple :math:`\lambda_k`."""
+    if D.Mq is None or D.Vq is None:
+        return None
+    if D.Mq + D.Mq.T == sp.zeros(*D.Mq.shape):
+        return 0
+    if D.enc is None or D.enc.mult(k) > 1:
+        return None
+    ab = cm.a_enclosure(D.Mq, D.enc, k)
+    if ab is not None and (ab[0] > 0 or ab[1] < 0):
+        return 1 if ab[0] > 0 else -1
+    if D.p.d > EXACT_A_MAX_D:
+        return None
+    from ..certificates.attention.algebraic import AlgebraicEigenvector
+
+    try:
+        return AlgebraicEigenvector(core.fractions(D.Vq), k).quadratic_sign(core.fractions(D.Mq))
+    except (ValueError, ArithmeticError):
+        return None
+
+
+def lambda_is_zero(D: Data, k: int) -> bool:
+    r""":math:`\lambda_k=0` exactly: :math:`\det V=0` and the k-th (isolating) enclosure contains 0."""
+    if D.Vq is None or D.enc is None or not (D.enc.lo[k] <= 0 <= D.enc.hi[k]):
+        return False
+    if not (D.enc.isolated(k) or D.enc.mult(k) > 1):
+        return False
+    return core.qmat(D.Vq).det() == 0
+
+
+def eigen_labels(D: Data, k: int, n1: int, n2: int) -> list[str]:
+    r"""Every class the point :math:`x_i=\pm v_k` (``n1`` plus, ``n2`` minus) belongs to, decided
+    exactly: consensus or bipartite; also polygonal (:math:`V\sum_jA_{ij}x_j=0` for all i) when
+    :math:`\lambda_k=0`, or for an equal split when :math:`A=\tfrac cn\mathbb 1\mathbb 1^\top`
+    (multiagent Oja, or :math:`a_k=0` exactly, note 001 §2)."""
+    labels = ["consensus"] if min(n1, n2) == 0 else ["bipartite"]
+    if lambda_is_zero(D, k):
+        labels.append("polygonal")
+    elif n1 == n2 and (D.variant == "multiagent_oja" or (D.variant == "self_attention" and a_sign(D, k) == 0)):
+        labels.append("polygonal")
+    return labels
+
+
 # ---------------------------------------------------------------------------------------
 # verdicts on classes (k, n1, n2)
 # ---------------------------------------------------------------------------------------
@@ -194,20 +263,25 @@ def class_result(D: Data, k: int, n1: int, n2: int, variant: str | None = None, 
     Vq = D.Vq
     status, reason = cm.verdict_from_data(Vq, D.Mq, D.enc, k, n1, n2, variant, D.encoded)
     cert = None
-    if certify and status in ("stable", "unstable"):
+    if certify and status in STABLE:
         cert = cm.verdict_certificate(Vq, D.Mq, D.enc, k, n1, n2, variant, status, D.encoded)
         if not core.recheck(cert):
             status, reason, cert = "unknown", "certificate re-check failed", None
     tang, normal = nm.bipartite_spectra(D.lam, D.a(k) if variant == "self_attention" else 0.0, k, n1, n2, D.c, variant)
-    return {"k": k + 1, "n1": n1, "n2": n2, "stable": {"stable": True, "unstable": False}.get(status),
-            "verdict": status, "reason": reason, "certificate": cert.to_json() if cert else None,
-            "tangent_spectrum": [[float(z.real), float(z.imag)] for z in tang],
-            "ambient_spectrum": [[float(z.real), float(z.imag)] for z in np.concatenate([tang, normal])]}
+    out = {"k": k + 1, "n1": n1, "n2": n2, "stable": STABLE.get(status),
+           "verdict": status, "reason": reason, "certificate": cert.to_json() if cert else None,
+           "tangent_spectrum": [[float(z.real), float(z.imag)] for z in tang],
+           "ambient_spectrum": [[float(z.real), float(z.imag)] for z in np.concatenate([tang, normal])]}
+    if D.enc.mult(k) > 1:
+        cl = D.enc.cluster(k)
+        out["subspace"] = {"dimension": len(cl), "eigvec_indices": [j + 1 for j in cl],
+                           "spectra_at": "the float eigenvector u_k, one point of the continuum x_i = s_i w, w in the eigenspace"}
+    return out
 
 
 def _classes(D: Data, variant: str | None = None) -> list[dict[str, Any]]:
-    n, d = D.p.n, D.p.d
-    return [class_result(D, k, n1, n - n1, variant) for k in range(d) for n1 in range(n, (n - 1) // 2, -1)]
+    n = D.p.n
+    return [class_result(D, k, n1, n - n1, variant) for k in class_indices(D) for n1 in range(n, (n - 1) // 2, -1)]
 
 
 # ---------------------------------------------------------------------------------------
@@ -226,9 +300,8 @@ def _require_enumerable(p: AttentionParams) -> Data:
     if not D.symmetric:
         raise InputError("params: key 'V': equilibria attention needs a symmetric V (Assumption 1); "
                          f"max |V - V^T| = {float(np.abs(D.V - D.V.T).max()):.3e}")
-    if not D.enc.separated:
-        raise InputError("params: key 'V': the eigenvalues of V could not be certified simple; with a repeated "
-                         "eigenvalue the consensus/bipartite equilibria form continua and are not enumerable")
+    if D.enc is None:
+        raise InputError("params: key 'V': the eigenvalues of V could not be enclosed (exact characteristic polynomial)")
     return D
 
 
@@ -262,19 +335,18 @@ def equilibria(p: AttentionParams, cap: int | None = None, samples: int = 16, se
     index = {(c["k"], c["n1"], c["n2"]): i for i, c in enumerate(classes)}
     pats, total = _patterns(n, cap)
     eqs = []
-    for k in range(d):
+    for k in class_indices(D):
         for s in pats:
             n1, n2 = int((s > 0).sum()), int((s < 0).sum())
             key = (k + 1, n1, n2) if (k + 1, n1, n2) in index else (k + 1, n2, n1)
             cl = classes[index[key]]
-            labels = ["consensus"] if n2 == 0 else ["bipartite"]
-            if n1 == n2 and D.variant == "multiagent_oja":
-                labels.append("polygonal")
+            labels = eigen_labels(D, k, n1, n2)
             eqs.append({"class": labels, "eigvec_index": k + 1, "signs": s.astype(int).tolist(), "n1": n1, "n2": n2,
                         "X": nm.bipartite_point(D.U[:, k], s).tolist(),
                         "tangent_spectrum": cl["tangent_spectrum"], "ambient_spectrum": cl["ambient_spectrum"],
                         "stable": cl["stable"], "certificate": None if cl["certificate"] is None else
-                        {"kind": cl["certificate"]["kind"], "claim": cl["certificate"]["claim"], "class": index[key]}})
+                        {"kind": cl["certificate"]["kind"], "claim": cl["certificate"]["claim"], "class": index[key]},
+                        **({"subspace": cl["subspace"]} if "subspace" in cl else {})})
     found = _newton_limits(D, samples, p.seed if seed is None else seed)
     eqs += found
     skipped = {"patterns_per_eigenvector": total, "listed_per_eigenvector": len(pats),
@@ -291,6 +363,8 @@ def equilibria(p: AttentionParams, cap: int | None = None, samples: int = 16, se
 
 def _newton_limits(D: Data, samples: int, seed: int) -> list[dict[str, Any]]:
     """Non-eigenvector equilibria (clustering, polygonal) from simulation limits + Newton."""
+    from .classify import limit_of
+
     if samples <= 0 or D.variant != "self_attention":
         return []
     rest = _run_to_rest(D.p, samples, seed, t_max=D.p.t_end if "t_end" in D.p.given else 400.0)
@@ -303,21 +377,41 @@ def _newton_limits(D: Data, samples: int, seed: int) -> list[dict[str, Any]]:
         if not nr.converged:
             continue
         cl = nm.classify(nr.X, D.V, D.Mb, D.c)
-        if cl.k is not None:
-            continue
+        lc = limit_of(D.p, nr.X, speed=0.0)  # the shared classifier (consensus/bipartite/polygonal/clustering k)
+        if cl.k is not None or {"consensus", "bipartite"} & set(lc.labels):
+            continue  # +-w with V w || w: a point of an (enumerated, possibly subspace) eigenvector class
         key = np.array(sorted(map(tuple, np.round(nr.X, 6))))
         if any(key.shape == s.shape and np.abs(key - s).max() < 1e-5 for s in seen):
             continue
         seen.append(key)
         F = nm.ambient_jacobian(nr.X, D.Mb, D.V, D.c)
         sp_ = nm.spectra(F, nr.X)
-        out.append({"class": cl.labels, "eigvec_index": None, "X": nr.X.tolist(), "clusters": cl.clusters,
+        verdict, why, cert = certify_newton_point(D, nr.X)
+        out.append({"class": lc.labels, "eigvec_index": None, "X": nr.X.tolist(), "clusters": lc.clusters,
                     "tangent_spectrum": [[float(z.real), float(z.imag)] for z in sp_.tangent],
                     "ambient_spectrum": [[float(z.real), float(z.imag)] for z in sp_.ambient],
-                    "stable": None, "certificate": None,
-                    "reason": ("located by Newton (residual %.1e); no certificate at a numerically located point; "
-                               "floating max Re(tangent) = %.3e" % (nr.residual, float(sp_.tangent.real.max())))})
+                    "stable": STABLE.get(verdict) if cert is not None else None,
+                    "certificate": cert.to_json() if cert is not None else None,
+                    "reason": ("located by Newton (residual %.1e); %s; floating max Re(tangent) = %.3e"
+                               % (nr.residual, why, float(sp_.tangent.real.max())))})
     return out
+
+
+def certify_newton_point(D: Data, X: np.ndarray) -> tuple[str, str, Any]:
+    """Krawczyk existence + ball-Lyapunov inertia verdict at a Newton-located point of (1)
+    (:mod:`flowcert.certificates.attention.krawczyk`); the certificate only after a re-check."""
+    from ..certificates.attention import krawczyk
+
+    if D.variant != "self_attention" or D.Vq is None or D.Mq is None:
+        return "unknown", "no exact data for the Krawczyk certificate", None
+    sqrt_d = None if D.p.normalization == "unit" else D.p.d
+    try:
+        verdict, why, cert = krawczyk.certify_equilibrium(X, D.Vq, D.Mq, sqrt_d)
+    except (ValueError, ArithmeticError, ZeroDivisionError) as exc:
+        return "unknown", f"Krawczyk certificate failed ({type(exc).__name__}: {exc})", None
+    if cert is not None and not core.recheck(cert):
+        return "unknown", "Krawczyk certificate re-check failed", None
+    return verdict, why, cert
 
 
 # ---------------------------------------------------------------------------------------
@@ -353,7 +447,8 @@ def _label(D: Data, X: np.ndarray) -> tuple[str, dict[str, Any]]:
         n1, n2 = int((s > 0).sum()), int((s < 0).sum())
         lo, hi = max(n1, n2), min(n1, n2)
         name = f"consensus v{k + 1}" if hi == 0 else f"bipartite v{k + 1} ({lo}:{hi})"
-        return name, {"k": k, "n1": lo, "n2": hi, "labels": ["consensus" if hi == 0 else "bipartite"]}
+        return name, {"k": k, "n1": lo, "n2": hi, "labels": eigen_labels(D, k, lo, hi) if D.enc is not None else
+                      ["consensus" if hi == 0 else "bipartite"]}
     nr = nm.newton(X, D.Mb, D.V, D.c, variant=D.variant)
     if not nr.converged:
         return "newton_failed", {"residual": nr.residual}
@@ -363,25 +458,36 @@ def _label(D: Data, X: np.ndarray) -> tuple[str, dict[str, Any]]:
         lo, hi = max(n1, n2), min(n1, n2)
         name = f"consensus v{cl.k + 1}" if hi == 0 else f"bipartite v{cl.k + 1} ({lo}:{hi})"
         return name, {"k": cl.k, "n1": lo, "n2": hi, "labels": cl.labels}
-    return f"{'/'.join(cl.labels)} (m={cl.clusters})", {"labels": cl.labels, "clusters": cl.clusters}
+    return f"{'/'.join(cl.labels)} (m={cl.clusters})", {"labels": cl.labels, "clusters": cl.clusters, "X": nr.X}
 
 
-def classify_run(p: AttentionParams, X: np.ndarray, settle_tol: float = 1e-7) -> dict[str, Any]:
-    r"""``limit_class`` of one simulated final state, only once the run has settled (speed
-    :math:`\max_i|f_i|<` ``settle_tol``): the limit is identified in closed form or by Newton and
-    its class verdict (certified) is returned as ``limit_verdict``; otherwise None with the reason."""
-    if _applicable_structure(p).status != "holds":
-        return {"limit_class": None, "limit_class_reason": "structure outside the multistability classifier"}
+def classify_run(p: AttentionParams, X: np.ndarray, settle_tol: float = 1e-7, t: float | None = None) -> dict[str, Any]:
+    r"""``limit_class`` of one simulated final state (at time ``t``, default ``p.t_end``), for every
+    structure, from the one classifier (:func:`flowcert.attention.classify.limit_of`): the labels
+    once the run has settled (speed :math:`\max_i|f_i|<` ``settle_tol``), else None with the final
+    speed and time (``limit``). For model (1)/(2)/(5) the limit is also identified in closed form or
+    by Newton (``limit_label``) and its certified class verdict is ``limit_verdict``."""
+    from .classify import limit_of, limit_record
+
+    lc = limit_of(p, X, t=t, settle_tol=settle_tol)
+    out = limit_record(lc)
+    if not lc.settled or _applicable_structure(p).status != "holds":
+        return out
     D = _data(p)
-    speed = float(np.abs(nm.field_one_head(X, D.Mb, D.V, D.c, variant=D.variant)).max())
-    if not speed < settle_tol:
-        return {"limit_class": None, "limit_class_reason": f"not settled: speed {speed:.2e} >= {settle_tol:g}"}
     name, info = _label(D, X)
     if name == "newton_failed":
-        return {"limit_class": None, "limit_class_reason": f"Newton did not converge ({info['residual']:.2e})"}
-    out: dict[str, Any] = {"limit_class": info["labels"], "limit_label": name}
-    if "k" in info and D.symmetric and D.enc.separated:
+        out["limit_label_reason"] = f"Newton did not converge ({info['residual']:.2e}); classes from the end state"
+        return out
+    out["limit_label"] = name
+    for lab in info["labels"]:  # exact labels (e.g. polygonal at a_k = 0) join the geometric ones
+        if lab not in out["limit_class"] and lab != "clustering":
+            out["limit_class"] = [*[x for x in out["limit_class"] if x != "clustering"], lab]
+    if "k" in info and decidable(D):
         out["limit_verdict"] = class_result(D, info["k"], info["n1"], info["n2"], certify=False)["verdict"]
+    elif "X" in info:  # a clustering/polygonal limit: Krawczyk + ball Lyapunov verdict at the Newton point
+        verdict, why, cert = certify_newton_point(D, info["X"])
+        out["limit_verdict"] = verdict if cert is not None else "unknown"
+        out["limit_verdict_reason"] = why
     return out
 
 
@@ -406,7 +512,7 @@ def basins(p: AttentionParams, samples: int, seed: int = 0, device: Any = "cpu",
             name, info = _label(D, X)
             if name == "newton_failed":
                 name = "not converged (Newton did not converge)"
-            if "k" in info and D.symmetric and D.enc.separated and name not in verdicts:
+            if "k" in info and decidable(D) and name not in verdicts:
                 verdicts[name] = class_result(D, info["k"], info["n1"], info["n2"], certify=False)["verdict"]
         counts[name] = counts.get(name, 0) + 1
     outcomes = [{"label": name, "count": c, "fraction": c / samples, "wilson": list(wilson(c, samples)),

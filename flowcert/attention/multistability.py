@@ -26,7 +26,7 @@ Public API: :func:`theorems` (catalogue), :func:`equilibria`, :func:`basins`,
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
@@ -46,12 +46,15 @@ from .enumeration import (  # noqa: F401 - equilibria, basins, wilson … re-exp
     _data,
     _ok,
     _patterns,
+    a_sign,
     basins,
+    decidable,
     class_result,
     classify_run,
     equilibria,
     wilson,
 )
+from .isolation import guarded
 from .params import AttentionParams
 
 THEOREM_IDS = ("multistability:lemma-1", "multistability:lemma-2", "multistability:lemma-4", "multistability:lemma-5",
@@ -147,21 +150,110 @@ def _symbolic_proofs(d: int) -> tuple[bool, bool]:
     return (sm.oja_lyapunov_identity(d)["residual"] == 0, sm.multiagent_lyapunov_identity(3, 2)["residual"] == 0)
 
 
+class _Context:
+    """What the entries share, each part computed once on first use (so a failure in one part
+    fails only the entries that need it)."""
+
+    def __init__(self, p: AttentionParams, simulate: bool, seed: int) -> None:
+        self.p, self.simulate, self.seed = p, simulate, seed
+
+    @cached_property
+    def structure(self) -> core.HypothesisResult:
+        return _applicable_structure(self.p)
+
+    @cached_property
+    def D(self) -> Data:
+        return _data(self.p)
+
+    @cached_property
+    def A1(self) -> list[core.HypothesisResult]:
+        return _assumption1(self.D)
+
+    def unpack(self) -> tuple[Any, ...]:
+        """``(p, D, simulate, seed, structure, A1, A1s, sa_ok, can)``: A1s is Assumption 1 without
+        lambda_1 > 0 (Lemma 1 does not need it); ``can``: classes decidable (only lambda_1 simple)."""
+        ok = _ok([self.structure])
+        A1s = self.A1[:2] if len(self.A1) > 1 else self.A1
+        return (self.p, self.D, self.simulate, self.seed, self.structure, self.A1, A1s,
+                ok and self.p.variant == "self_attention", ok and decidable(self.D))
+
+    @property
+    def can(self) -> bool:
+        return self.unpack()[-1]
+
+    @property
+    def sa_ok(self) -> bool:
+        return self.unpack()[-2]
+
+    @cached_property
+    def proofs(self) -> tuple[bool, bool]:
+        return _symbolic_proofs(min(self.p.d, 4))
+
+    @cached_property
+    def mao(self) -> list[dict[str, Any]]:
+        return _classes(self.D, "multiagent_oja") if self.can else []
+
+    @cached_property
+    def mao_p(self) -> AttentionParams | None:
+        from dataclasses import replace
+
+        p = self.p
+        return replace(p, variant="multiagent_oja", heads=(replace(p.heads[0], Q=None, K=None),)) if _ok([self.structure]) else None
+
+    @cached_property
+    def sac(self) -> list[dict[str, Any]]:
+        return _classes(self.D) if self.can and self.sa_ok else []
+
+    @cached_property
+    def hyp_sa(self) -> list[core.HypothesisResult]:
+        p = self.p
+        return [*self.unpack()[6], self.structure,
+                core.HypothesisResult("variant self_attention", "holds" if p.variant == "self_attention" else "fails",
+                                      None, "parameters")]
+
+    @cached_property
+    def res6(self) -> float | None:
+        p, D = self.p, self.D
+        if not (self.can and self.sa_ok):
+            return None
+        return max(float(np.abs(nm.field_one_head(nm.bipartite_point(D.U[:, k], s), D.Mb, D.V, D.c)).max())
+                   for k in range(p.d) for s in _patterns(p.n, 16)[0])
+
+    @cached_property
+    def rank_info(self) -> list[dict[str, Any]] | None:
+        p, D = self.p, self.D
+        if not (self.can and self.sa_ok):
+            return None
+        rank_info = []
+        for k in range(p.d):
+            sgn = a_sign(D, k)  # exact: M + M^T = 0, a certified interval, or Q(lambda_k) arithmetic
+            s = np.ones(p.n)
+            s[p.n // 2:] = -1
+            A = nm.attention_weights(nm.bipartite_point(D.U[:, k], s), D.Mb, D.c)
+            a = D.a(k)
+            n1, n2 = int((s > 0).sum()), int((s < 0).sum())
+            al1, al2 = nm.scaled_weights(a)  # eq. (8) is homogeneous of degree 0 in (e^a, e^-a)
+            b1, b2 = n1 * al1 + n2 * al2, n1 * al2 + n2 * al1
+            pred8 = D.c * np.block([[np.full((n1, n1), al1 / b1), np.full((n1, n2), al2 / b1)],
+                                    [np.full((n2, n1), al2 / b2), np.full((n2, n2), al1 / b2)]])
+            rank_info.append({"k": k + 1, "a_k": a, "a_k_nonzero_certified": sgn is not None and sgn != 0,
+                              "a_k_zero_exact": sgn == 0,
+                              "bipartite_rank_prediction": {None: "2 iff a_k != 0 (undecided)", 0: 1}.get(sgn, 2),
+                              "eq8_residual": float(np.abs(A - pred8).max())})
+        return rank_info
+
+
 def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> list[TheoremResult]:
-    """Every multistability catalogue entry on ``p`` (see :data:`THEOREM_IDS`)."""
-    from dataclasses import replace
+    """Every multistability catalogue entry on ``p`` (see :data:`THEOREM_IDS`), one function per
+    entry (:data:`ENTRIES`); an entry whose evaluation raises is reported alone as ``unknown``
+    with the error named (:mod:`flowcert.attention.isolation`)."""
+    ctx = _Context(p, simulate, seed)
+    return [guarded(id_, id_.split(":")[1], fn, ctx) for id_, fn in ENTRIES]
 
-    structure = _applicable_structure(p)
-    D = _data(p)
-    A1 = _assumption1(D)
-    A1s = A1[:2] if len(A1) > 1 else A1  # symmetric + simple (Lemma 1 does not need lambda_1 > 0)
-    out: list[TheoremResult] = []
-    sa_ok = _ok([structure]) and p.variant == "self_attention"
-    mao_p = replace(p, variant="multiagent_oja", heads=(replace(p.heads[0], Q=None, K=None),)) if _ok([structure]) else None
-    can = _ok([structure]) and D.symmetric and D.enc is not None and D.enc.separated
 
-    # Lemma 1 --------------------------------------------------------------------------
-    proofs = _symbolic_proofs(min(p.d, 4))
+def _lemma_1(ctx: _Context) -> TheoremResult:
+    p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
+    proofs = ctx.proofs
     h_sym = core.HypothesisResult("SymPy: Wdot + |(I-xx^T)Vx|^2 = -(x^T V x)^2 (1 - x^T x)", "holds" if proofs[0]
                                   else "fails", 0.0, f"sympy.expand (polynomial identity, d = {min(p.d, 4)})")
     pred: dict[str, Any] = {"equilibria": "+-v_k", "stable": "+-v_1 only",
@@ -169,18 +261,20 @@ def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> li
     if can:
         pred["oja_verdicts"] = [{"k": k + 1, "verdict": cm.verdict_from_data(D.Vq, D.Mq, D.enc, k, 1, 0, "oja", D.encoded)[0]}
                                 for k in range(p.d)]
-    out.append(_th("multistability:lemma-1", "Lemma 1 (Oja flow (2))",
+    return (_th("multistability:lemma-1", "Lemma 1 (Oja flow (2))",
                    r"$\dot x=(I-xx^\top)Vx$: equilibria $\pm v_k$; $W=\tfrac12(\lambda_1-x^\top Vx)$ has "
                    r"$\dot W=-\|(I-xx^\top)Vx\|^2\le0$; $\pm v_1$ asymptotically stable, the others unstable.",
                    [*A1s, h_sym, structure], pred,
                    _oja_trajectory_check(D, seed) if simulate and can else None))
 
-    # Lemma 2 --------------------------------------------------------------------------
+def _lemma_2(ctx: _Context) -> TheoremResult:
+    p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
+
     res2 = None
     if can:
         res2 = max(float(np.abs(nm.field_one_head(nm.bipartite_point(D.U[:, k], s), D.Mb, D.V, D.c, variant="multiagent_oja")).max())
                    for k in range(p.d) for s in _patterns(p.n, 16)[0])
-    out.append(_th("multistability:lemma-2", "Lemma 2 (equilibria of (5))",
+    return (_th("multistability:lemma-2", "Lemma 2 (equilibria of (5))",
                    r"Equilibria of (5): $x_i=s_iv_k$ with $\sum_is_i\ne0$, $\lambda_k\ne0$ (consensus, bipartite), "
                    r"and the polygonal set $\{V\sum_jx_j=0\}$.",
                    [*A1s, structure], {"consensus_bipartite_points": f"{p.d} x 2^{p.n} sign patterns",
@@ -190,8 +284,10 @@ def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> li
                    correction="Precise form (note 001 §2): if y != 0 every x_i = +-y/|y| and V xbar || xbar forces an eigenvector; "
                               "equal splits are polygonal for (5)."))
 
-    # Lemma 4, Theorem 1 (multiagent Oja) ----------------------------------------------
-    mao = _classes(D, "multiagent_oja") if can else []
+def _lemma_4(ctx: _Context) -> TheoremResult:
+    p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
+
+    mao = ctx.mao
     pred4 = {"consensus_v1": "stable", "consensus_vk_k>=2": "unstable", "bipartite": "unstable", **(_summ(mao) if mao else {})}
     if mao:
         pred4["agrees_with_lemma"] = [(c["k"], c["n2"]) for c in mao if c["verdict"] == "stable"] == [(1, 0)]
@@ -206,51 +302,41 @@ def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> li
         cross4 = CrossCheck("agrees" if max(errs) <= 1e-9 * (1 + np.abs(D.V).max()) else "disagrees",
                             {"check": "tangent spectrum of the Lemma 3 Jacobian at consensus v_k vs "
                                       "{lambda_h - lambda_k} + {-lambda_k}^((n-1)(d-1))", "max_difference": max(errs)})
-    out.append(_th("multistability:lemma-4", "Lemma 4 (local stability for (5))",
+    return (_th("multistability:lemma-4", "Lemma 4 (local stability for (5))",
                    r"For (5): consensus at $v_1$ is asymptotically stable, consensus at $v_k$ ($k\ge2$), bipartite and "
                    r"polygonal equilibria are unstable. Tangent spectrum at consensus $v_k$: "
                    r"$\{\lambda_h-\lambda_k\}_{h\ne k}\cup\{-\lambda_k\}^{(n-1)(d-1)}$.",
                    [*A1, structure], pred4, cross4,
                    correction="The paper's bipartite argument uses normal (ambient) eigenvalues; the verdict is re-derived on "
                               "the tangent space (note 001 Lemma 4 [C]); eigenvector class 3 is {z^i _|_ v_k, sum z^i = 0}."))
+
+def _lemma_5(ctx: _Context) -> TheoremResult:
+    p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
+    proofs = ctx.proofs
     h5 = core.HypothesisResult("SymPy: Wdot + (1/n) sum|xdot_i|^2 = -(1/n) sum (x_i^T y)^2 (1 - |x_i|^2)",
                                "holds" if proofs[1] else "fails", 0.0, "sympy.expand (polynomial identity, n = 3, d = 2)")
-    out.append(_th("multistability:lemma-5", "Lemma 5 (Lyapunov function for (5))",
+    return (_th("multistability:lemma-5", "Lemma 5 (Lyapunov function for (5))",
                    r"$W=\tfrac12(\lambda_1-\bar x^\top V\bar x)\ge0$, $\dot W=-\frac1n\sum_i\|\dot x_i\|^2\le0$ on "
                    r"$(\mathbb S^{d-1})^n$; $\dot W=0$ iff equilibrium.",
                    [*A1s, h5, structure], {"W_nonincreasing": True},
                    _multiagent_lyapunov_check(D, seed) if simulate and can else None,
                    correction="Normalisation corrected to W = (lambda_1 - xbar^T V xbar)/2 (the printed scalings are "
                               "inconsistent; note 001 Lemma 5 [C])."))
-    out.append(_th("multistability:thm-1", "Theorem 1 (multiagent Oja)",
+
+def _thm_1(ctx: _Context) -> TheoremResult:
+    p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
+    mao, mao_p = ctx.mao, ctx.mao_p
+    return (_th("multistability:thm-1", "Theorem 1 (multiagent Oja)",
                    r"Under Assumption 1, consensus at $\pm v_1$ is the only asymptotically stable equilibrium of (5) and "
                    r"attracts almost every initial condition.",
                    [*A1, structure], {"limit": "consensus v1 for almost every initial condition", **(_summ(mao) if mao else {})},
                    _basin_check(mao_p, seed, 32, mao) if simulate and can and mao_p is not None else None))
 
-    # Lemma 6, 7 (SA equilibria, attention at equilibria) -------------------------------
-    res6, rank_info = None, None
-    if can and sa_ok:
-        res6 = max(float(np.abs(nm.field_one_head(nm.bipartite_point(D.U[:, k], s), D.Mb, D.V, D.c)).max())
-                   for k in range(p.d) for s in _patterns(p.n, 16)[0])
-        rank_info = []
-        for k in range(p.d):
-            ab = cm.a_enclosure(D.Mq, D.enc, k)
-            nz = ab is not None and (ab[0] > 0 or ab[1] < 0)
-            s = np.ones(p.n)
-            s[p.n // 2:] = -1
-            A = nm.attention_weights(nm.bipartite_point(D.U[:, k], s), D.Mb, D.c)
-            a = D.a(k)
-            n1, n2 = int((s > 0).sum()), int((s < 0).sum())
-            b1, b2 = n1 * math.exp(a) + n2 * math.exp(-a), n1 * math.exp(-a) + n2 * math.exp(a)
-            pred8 = D.c * np.block([[np.full((n1, n1), math.exp(a) / b1), np.full((n1, n2), math.exp(-a) / b1)],
-                                    [np.full((n2, n1), math.exp(-a) / b2), np.full((n2, n2), math.exp(a) / b2)]])
-            rank_info.append({"k": k + 1, "a_k": a, "a_k_nonzero_certified": nz,
-                              "bipartite_rank_prediction": 2 if nz else "2 iff a_k != 0 (undecided)",
-                              "eq8_residual": float(np.abs(A - pred8).max())})
-    hyp_sa = [*A1s, structure, core.HypothesisResult("variant self_attention", "holds" if p.variant == "self_attention" else "fails",
-                                                     None, "parameters")]
-    out.append(_th("multistability:lemma-6", "Lemma 6 (equilibria of (1))",
+def _lemma_6(ctx: _Context) -> TheoremResult:
+    p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
+
+    res6, hyp_sa = ctx.res6, ctx.hyp_sa
+    return (_th("multistability:lemma-6", "Lemma 6 (equilibria of (1))",
                    r"Consensus and bipartite points $x_i=\pm v_k$ are equilibria of (1) for every $Q,K$; the other "
                    r"equilibria are polygonal ($V\sum_jA_{ij}x_j=0$) or clustering.",
                    hyp_sa, {"max_field_residual_at_points": res6},
@@ -258,7 +344,11 @@ def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> li
                               {"max_residual": res6}) if res6 is not None else None,
                    correction="Class 4 as printed contains all equilibria; a 1-clustering (all tokens equal, not an "
                               "eigenvector) is never an equilibrium (note 001 Remark 4 [C])."))
-    out.append(_th("multistability:lemma-7", "Lemma 7 (attention at equilibria)",
+
+def _lemma_7(ctx: _Context) -> TheoremResult:
+    p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
+    rank_info, hyp_sa = ctx.rank_info, ctx.hyp_sa
+    return (_th("multistability:lemma-7", "Lemma 7 (attention at equilibria)",
                    r"Consensus: $A=\frac1n\mathbb 1\mathbb 1^\top$; bipartite: eq. (8), rank 2 iff $a_k\ne0$; "
                    r"$m$-clustering: rank $\le m$ (generically $m$).",
                    hyp_sa, {"per_eigenvector": rank_info},
@@ -266,8 +356,10 @@ def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> li
                               {"max_eq8_residual": max(r["eq8_residual"] for r in rank_info)}) if rank_info else None,
                    correction="rank 2 holds iff a_k != 0 (if a_k = 0, A = 11^T/n); rank m only generically."))
 
-    # Theorem 2, Lemmas 9-10 (SA stability) ---------------------------------------------
-    sac = _classes(D) if can and sa_ok else []
+def _thm_2(ctx: _Context) -> TheoremResult:
+    p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
+
+    sac, hyp_sa = ctx.sac, ctx.hyp_sa
     pred2: dict[str, Any] = {"consensus_v1": "stable (any Q, K)", "consensus_vk_k>=2": "unstable"}
     if sac:
         pred2.update(_summ(sac))
@@ -275,7 +367,7 @@ def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> li
         pred2["consensus_v1_certified"] = c1["verdict"]
         pred2["consensus_vk_unstable_certified"] = all(c["verdict"] == "unstable" for c in sac if c["k"] > 1 and c["n2"] == 0)
         pred2["corrected_vs_printed_9"] = _printed9_disagreements(D, sac)
-    out.append(_th("multistability:thm-2", "Theorem 2 (stability of (1))",
+    return (_th("multistability:thm-2", "Theorem 2 (stability of (1))",
                    r"Under Assumption 1 and any $Q,K$: consensus at $v_1$ is asymptotically stable, at $v_k$ "
                    r"($k\ge2$) unstable; a bipartite point at $v_k$ with split $(n_1,n_2)$ is asymptotically stable iff "
                    r"$\delta_\ell\lambda_k>0$ for each group with $n_\ell\ge2$ and, for all $j\ne k$, "
@@ -287,6 +379,10 @@ def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> li
                    correction="Inequality (9) corrected: the sign of the alpha_2 (n1^2+n2^2) term, of the lambda_j lambda_k "
                               "term and of the whole determinant condition were wrong; delta_l lambda_k > 0 is needed only "
                               "for groups of >= 2 tokens (the paper uses ambient normal eigenvalues). Note 001 §3."))
+
+def _lemma_9(ctx: _Context) -> TheoremResult:
+    p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
+    hyp_sa = ctx.hyp_sa
     lemma9 = None
     if can and sa_ok:
         errs = []
@@ -299,12 +395,16 @@ def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> li
             F7 = D.c * (np.kron(np.full((p.n, p.n), 1 / p.n), P @ D.V) - np.kron(np.eye(p.n), L))
             errs.append(float(np.abs(F - F7).max()))
         lemma9 = max(errs)
-    out.append(_th("multistability:lemma-9", "Lemma 9 (Jacobian at consensus of (1))",
+    return (_th("multistability:lemma-9", "Lemma 9 (Jacobian at consensus of (1))",
                    r"$F(v_k)=\tfrac1n\mathbb 1\mathbb 1^\top\otimes(I-v_kv_k^\top)V-I_n\otimes\lambda_k(I+v_kv_k^\top)$ for "
                    r"every $Q,K$ (eq. (7), identical to (5)).",
                    hyp_sa, {"independent_of_QK": True, "max_|F_lemma8 - F_eq7|": lemma9},
                    CrossCheck("agrees" if lemma9 is not None and lemma9 <= 1e-12 * (1 + np.abs(D.V).max()) else "disagrees",
                               {"max_difference": lemma9}) if lemma9 is not None else None))
+
+def _lemma_10(ctx: _Context) -> TheoremResult:
+    p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
+    hyp_sa = ctx.hyp_sa
     l10 = None
     if can and sa_ok:
         rng = np.random.default_rng(seed)
@@ -318,7 +418,7 @@ def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> li
             tang, _ = nm.bipartite_spectra(D.lam, D.a(k), k, n1, n2, D.c)
             errs.append(float(np.abs(np.sort(spn.tangent.real) - np.sort(tang.real)).max()))
         l10 = max(errs)
-    out.append(_th("multistability:lemma-10", "Lemma 10 (bipartite Jacobian and spectrum)",
+    return (_th("multistability:lemma-10", "Lemma 10 (bipartite Jacobian and spectrum)",
                    r"$F=A(\mathbf x^*)\otimes PV-D_\delta\otimes L$; tangent eigenvalues $-\delta_\ell\lambda_k$ "
                    r"(multiplicity $(n_\ell-1)(d-1)$) and $\gamma_{j,\pm}$ of $\begin{bmatrix}a_j&b_j\\c_j&d_j\end{bmatrix}$; "
                    r"normal eigenvalues $-2\delta_\ell\lambda_k$.",
@@ -327,13 +427,20 @@ def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> li
                               {"max_difference": l10, "random patterns": 4, "seed": seed}) if l10 is not None else None,
                    correction="The paper's eigenvalue list is ambient; the n normal eigenvalues -2 delta_l lambda_k do not "
                               "decide stability on the manifold."))
-    out.append(_th("multistability:lemma-11", "Lemma 11 (polygonal equilibria of (1))",
+
+def _lemma_11(ctx: _Context) -> TheoremResult:
+    p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
+    sac, hyp_sa = ctx.sac, ctx.hyp_sa
+    return (_th("multistability:lemma-11", "Lemma 11 (polygonal equilibria of (1))",
                    r"Polygonal equilibria ($V\sum_jA_{ij}x_j=0\ \forall i$) are not asymptotically stable.",
                    hyp_sa, {"polygonal": "not asymptotically stable (heuristic proof in the paper; may be non-hyperbolic)"},
-                   CrossCheck("skipped", {"reason": "the paper's proof is heuristic (note 001 Lemma 11); linearisations "
-                                                    "can be inconclusive (zero tangent eigenvalues)"}),
+                   _lemma11_check(D, sac) if sac else None,
                    correction="Proof not rigorous (stray 1/n, uncontrolled Xi zeta_1 term); the claim is kept as "
                               "'not asymptotically stable', not 'has a positive eigenvalue'."))
+
+def _prop_2(ctx: _Context) -> TheoremResult:
+    p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
+    hyp_sa = ctx.hyp_sa
     prop2 = None
     if _ok([structure]) and p.variant == "self_attention":
         rng = np.random.default_rng(seed)
@@ -343,7 +450,7 @@ def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> li
         f0 = nm.field_one_head(X, M0, D.V, D.c, variant="multiagent_oja")
         ratios = [float(np.abs(nm.field_one_head(X, b * M0, D.V, D.c) - f0).max() / b) for b in (1e-2, 1e-3, 1e-4)]
         prop2 = ratios
-    out.append(_th("multistability:prop-2", "Proposition 2 (beta -> 0)",
+    return (_th("multistability:prop-2", "Proposition 2 (beta -> 0)",
                    r"As $\beta\to0$, (1) with $A_{ij}=\operatorname{softmax}_j(\beta x_i^\top Q^\top Kx_j)$ tends to (5); "
                    r"$\|f^\beta_{SA}-f_{MAOja}\|=O(\beta)$.",
                    [structure, hyp_sa[-1]], {"|f_beta - f_0|/beta at beta = 1e-2, 1e-3, 1e-4": prop2},
@@ -351,11 +458,14 @@ def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> li
                               ("agrees" if prop2 is not None and max(prop2) < 1e-12 else "disagrees"),
                               {"ratios": prop2, "seed": seed}) if prop2 is not None else None))
 
-    # derived closed forms ----------------------------------------------------------------
+def _obs_d2(ctx: _Context) -> TheoremResult:
+    p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
+    sac, hyp_sa = ctx.sac, ctx.hyp_sa
+
     d2 = None
     if sac and p.n % 2 == 0:
         d2 = []
-        for k in range(p.d):
+        for k in sorted({c["k"] - 1 for c in sac}):
             t = math.tanh(D.a(k))
             cl = next(c for c in sac if c["k"] == k + 1 and c["n1"] == p.n // 2)
             pred_vals = sorted([-t * D.lam[k] * D.c] * ((p.n - 2) * (p.d - 1))
@@ -366,7 +476,7 @@ def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> li
                           (k == p.d - 1 and t < 0 and D.lam[-1] < 0 and D.lam[0] < t * D.lam[-1])
             d2.append({"k": k + 1, "tanh_a": t, "spectrum_error": float(np.abs(np.array(pred_vals) - np.array(got)).max()),
                        "closed_form_stable": bool(pred_stable), "certified": cl["verdict"]})
-    out.append(_th("multistability:obs-D2", "Note 001, D2 (equal split)",
+    return (_th("multistability:obs-D2", "Note 001, D2 (equal split)",
                    r"At an equal-split bipartite point ($n_1=n_2$) the tangent spectrum is "
                    r"$\{-\tanh(a_k)\lambda_k\}^{(n-2)(d-1)}\cup\{\lambda_j-\tanh(a_k)\lambda_k,\ \tanh(a_k)(\lambda_j-\lambda_k)\}_{j\ne k}$.",
                    [*hyp_sa, core.HypothesisResult("n even", "holds" if p.n % 2 == 0 else "fails", None, "parameters")],
@@ -374,19 +484,47 @@ def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> li
                    CrossCheck("agrees" if d2 and all(r["spectrum_error"] <= 1e-9 and
                               (r["certified"] == "unknown" or (r["certified"] == "stable") == r["closed_form_stable"]) for r in d2)
                               else "disagrees", {"rows": d2}) if d2 else None))
+
+def _obs_d3(ctx: _Context) -> TheoremResult:
+    p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
+    sac, hyp_sa = ctx.sac, ctx.hyp_sa
     d3 = None
     if sac:
         bad = [c for c in sac if c["verdict"] == "stable" and c["n2"] >= 1 and 1 < c["k"] < p.d]
         bad_d = [c for c in sac if c["verdict"] == "stable" and c["n2"] >= 2 and c["k"] == p.d and not abs(D.lam[-1]) > D.lam[0]]
         d3 = {"stable_bipartite_at_interior_k": len(bad), "stable_at_v_d_without_|lambda_d|>lambda_1": len(bad_d)}
-    out.append(_th("multistability:obs-D3", "Note 001, D3 (alignment)",
+    return (_th("multistability:obs-D3", "Note 001, D3 (alignment)",
                    r"A stable bipartite point with both groups of size $\ge2$ lies at $v_1$ or $v_d$; at $v_d$ it "
                    r"requires $|\lambda_d|>\lambda_1$.",
                    hyp_sa, {"counts": d3},
                    CrossCheck("agrees" if d3 is not None and d3["stable_at_v_d_without_|lambda_d|>lambda_1"] == 0 and
                               all(c["n1"] < 2 or c["n2"] < 2 for c in sac if c["verdict"] == "stable" and 1 < c["k"] < p.d)
                               else "disagrees", {"counts": d3}) if d3 is not None else None))
-    return out
+
+
+#: the catalogue, in order: (id, entry function)
+ENTRIES = (("multistability:lemma-1", _lemma_1), ("multistability:lemma-2", _lemma_2), ("multistability:lemma-4", _lemma_4),
+           ("multistability:lemma-5", _lemma_5), ("multistability:thm-1", _thm_1), ("multistability:lemma-6", _lemma_6),
+           ("multistability:lemma-7", _lemma_7), ("multistability:thm-2", _thm_2), ("multistability:lemma-9", _lemma_9),
+           ("multistability:lemma-10", _lemma_10), ("multistability:lemma-11", _lemma_11), ("multistability:prop-2", _prop_2),
+           ("multistability:obs-D2", _obs_d2), ("multistability:obs-D3", _obs_d3))
+
+
+def _lemma11_check(D: Data, classes: list[dict[str, Any]]) -> CrossCheck:
+    """Lemma 11 on the polygonal points the exact enumeration knows: bipartite/consensus points
+    labelled polygonal exactly (:func:`flowcert.attention.enumeration.eigen_labels`: a_k = 0 with an
+    equal split, or lambda_k = 0). None of their certified verdicts may be ``stable``."""
+    from .enumeration import eigen_labels
+
+    poly = [c for c in classes if "polygonal" in eigen_labels(D, c["k"] - 1, c["n1"], c["n2"])]
+    if not poly:
+        return CrossCheck("skipped", {"reason": "no polygonal point among the exactly enumerated classes "
+                                                "(needs a_k = 0 with an equal split, or lambda_k = 0)"})
+    bad = [(c["k"], c["n1"], c["n2"]) for c in poly if c["verdict"] == "stable"]
+    return CrossCheck("disagrees" if bad else "agrees",
+                      {"polygonal_classes": [{"k": c["k"], "n1": c["n1"], "n2": c["n2"], "verdict": c["verdict"]} for c in poly],
+                       "certified_stable_polygonal": bad,
+                       "criterion": "no exactly polygonal class has a certified 'stable' verdict"})
 
 
 def _printed9_disagreements(D: Data, classes: list[dict[str, Any]]) -> dict[str, int]:
@@ -398,7 +536,7 @@ def _printed9_disagreements(D: Data, classes: list[dict[str, Any]]) -> dict[str,
         if n1 < 2 or n2 < 2 or c["verdict"] == "unknown":
             continue
         a = D.a(k)
-        al1, al2 = math.exp(a), math.exp(-a)
+        al1, al2 = nm.scaled_weights(a)  # every quantity below is homogeneous of degree 0 in (al1, al2)
         b1, b2 = n1 * al1 + n2 * al2, n1 * al2 + n2 * al1
         d1, d2 = (n1 * al1 - n2 * al2) / b1, (n2 * al1 - n1 * al2) / b2
         lk = D.lam[k]

@@ -22,7 +22,7 @@ Schema (``d`` from the value matrix; ``n`` from ``X0`` or ``n``)::
     t_end          positive horizon (default 20)
     seed           non-negative integer (default 0) for random initial tokens and samples
 
-Every problem raises :class:`flowcert.params.ParamError` (one line naming the key): unknown
+Every problem raises :class:`flowcert.errors.ParamError` (one line naming the key): unknown
 keys, wrong shapes, NaN/inf, a non-symmetric or indefinite ``W``, tokens off the manifold,
 mixing ``heads`` with ``V/Q/K``, attention keys for an Oja variant. Properties that are
 hypotheses of a theorem (a symmetric ``V`` for Assumption 1, a simple top eigenvalue ...) are not
@@ -47,7 +47,10 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ..params import ParamError, as_choice, as_matrix, as_positive_float, check_symmetric, load_file, t
+from ..arrays import as_matrix
+from ..expressions import t
+from ..files import load_file
+from ..schema import ParamError, as_choice, as_positive_float, check_symmetric
 from ..symbolic.attention import Structure
 
 __all__ = ["ATTENTION_KEYS", "AttentionParams", "Head", "load_attention", "parse_attention"]
@@ -64,7 +67,7 @@ Value = Any  # np.ndarray (constant) or sp.Matrix (entries in t)
 def _echo(value: Value) -> Any:
     if isinstance(value, np.ndarray):
         return value.tolist()
-    from ..params import expression_text
+    from ..expressions import expression_text
 
     return [[int(e) if isinstance(e, sp.Integer) else float(e) if isinstance(e, sp.Float) else expression_text(e)
              for e in value.row(i)] for i in range(value.rows)]
@@ -129,7 +132,7 @@ def _evaluator(values: list[Value]) -> _Evaluator:
 @dataclass(frozen=True, eq=False)
 class Head:
     """One attention head: scores :math:`x_i^\\top Q^\\top K x_j`, value ``V`` (``U`` in the consensus
-    paper). Entries are read-only float64 arrays, or ``sympy.Matrix`` in :data:`flowcert.params.t`.
+    paper). Entries are read-only float64 arrays, or ``sympy.Matrix`` in :data:`flowcert.expressions.t`.
     ``from_P`` records that the file gave :math:`P=Q^\\top K` (then ``Q = I``, ``K = P``)."""
 
     Q: Value
@@ -295,7 +298,7 @@ class AttentionParams:
 
 
 def _shape_of(raw: object) -> tuple[int, ...] | None:
-    from ..params import nested_shape
+    from ..schema import nested_shape
 
     try:
         return nested_shape(raw, "?")
@@ -397,7 +400,7 @@ def _tokens(raw: object, n: int | None, d: int, W: np.ndarray | None) -> np.ndar
 
 
 def parse_attention(raw: Mapping[str, object]) -> AttentionParams:
-    """Validate a raw mapping (from :func:`flowcert.params.load_file` or built in code).
+    """Validate a raw mapping (from :func:`flowcert.files.load_file` or built in code).
 
     Raises
     ------

@@ -5,7 +5,9 @@ r"""The Gaussian Transformer on the public face (gaussian paper): catalogue, asy
   :math:`\dot\mu=(A+V+V\Sigma B)\mu+b`, :math:`\dot\Sigma=A\Sigma+\Sigma A^\top+V\Sigma B\Sigma+\Sigma B^\top\Sigma V^\top`;
 * :mod:`.asymptotics`: Thm 4.1, 4.7, 4.8, 4.11, Lemma 4.4 and the regime (Table 1);
 * :mod:`.reach`: ``flowcert reach gaussian`` and the controls files (Thm 3.3);
-* :mod:`.params`: the parameter schema of the system.
+* :mod:`.params`: the parameter schema of the system;
+* :mod:`.system`: the system's :class:`flowcert.system.System` object (load, verify, simulate,
+  codegen, reach, report section) listed in :mod:`flowcert.systems`.
 
 The package re-exports the names of the former module ``flowcert.gaussian`` (:mod:`.catalogue`).
 """

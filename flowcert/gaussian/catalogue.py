@@ -379,12 +379,19 @@ def verify(p: GaussianParams, simulate: bool = False, seed: int = 0) -> dict[str
     Floating-point overflow inside a check is handled where it matters (non-finite results become
     ``unknown``/``failed``, and ``null`` in JSON), so numpy's raw warnings are not shown to the user.
     """
+    return verify_run(p, simulate, seed)[0]
+
+
+def verify_run(p: GaussianParams, simulate: bool = False, seed: int = 0) -> tuple[dict[str, Any], Any]:
+    """:func:`verify`, with the run of eq. (7) behind the regime and ``simulation`` (a
+    :class:`~flowcert.numeric.gaussian.moments.MomentSolution`, or None when the size limit skipped it),
+    so a caller can plot it without integrating again."""
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return _verify(p, simulate, seed)
 
 
-def _verify(p: GaussianParams, simulate: bool, seed: int) -> dict[str, Any]:
+def _verify(p: GaussianParams, simulate: bool, seed: int) -> tuple[dict[str, Any], Any]:
     integrate_skip = stage_skip_reason("gaussian:integrate", p.d)
     sol = ng.integrate_moments(coefficients(p), p.mu0, p.Sigma0, p.t_end) if integrate_skip is None else None
     entries = [("gaussian:prop-2.1", "Proposition 2.1", lambda: prop_2_1(p, simulate, seed)),
@@ -439,4 +446,4 @@ def _verify(p: GaussianParams, simulate: bool, seed: int) -> dict[str, Any]:
             "mean_escape_time": sol.mean_escape_time,
         }
     asymptotics_consistency(doc)
-    return doc
+    return doc, sol

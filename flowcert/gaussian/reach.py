@@ -39,7 +39,7 @@ from ..schema import (
     check_symmetric,
     validate,
 )
-from .params import load_gaussian
+from .params import GaussianParams, load_gaussian
 from ..numeric.gaussian.reach import FORMAT, ReachControls, ReachResult, build_controls
 
 __all__ = ["run", "load_target", "target_schema", "THEOREM"]
@@ -130,7 +130,7 @@ def run(params_path: str, target_path: str, T: float, out: str | None = None) ->
         Final time, > 0.
     out : str or None
         Where to write the controls (``.npz`` or ``.json``, format
-        ``flowcert-reach-controls/1`` of :mod:`flowcert.numeric.gaussian_reach`); None: not written.
+        ``flowcert-reach-controls/1`` of :mod:`flowcert.numeric.gaussian.reach`); None: not written.
 
     Returns
     -------
@@ -183,6 +183,12 @@ def run(params_path: str, target_path: str, T: float, out: str | None = None) ->
                 "out", f"cannot write the controls file ({exc.strerror or exc})", file=out
             ) from None
 
+    return _document(result, T, written, params, mu_hat, Sigma_hat)
+
+
+def _document(result: Any, T: float, written: str | None, params: GaussianParams, mu_hat: np.ndarray,
+              Sigma_hat: np.ndarray) -> dict[str, Any]:
+    """The ``reach gaussian`` JSON document of a construction (see :func:`run`, "Returns")."""
     err = result.terminal_error()
     ok = result.status == "ok"
     return {
@@ -199,7 +205,7 @@ def run(params_path: str, target_path: str, T: float, out: str | None = None) ->
         "controls": written,
         "method": METHOD,
         "theorem": THEOREM,
-        "params": {"mu0": mu0.tolist(), "Sigma0": Sigma0.tolist()},
+        "params": {"mu0": params.mu0.tolist(), "Sigma0": params.Sigma0.tolist()},
         "target": {"mu": mu_hat.tolist(), "Sigma": Sigma_hat.tolist()},
         "integration": {
             "method": "DOP853",

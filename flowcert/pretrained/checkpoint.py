@@ -28,13 +28,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..params import ParamError
+from ..errors import ParamError
 
 __all__ = ["LayerWeights", "Checkpoint", "load_checkpoint", "from_tensors", "find_minilm", "bad"]
 
 
 def bad(message: str) -> ParamError:
-    """Bad input as a one-line :class:`~flowcert.params.ParamError` (exit code 2 in the CLI)."""
+    """Bad input as a one-line :class:`~flowcert.errors.ParamError` (exit code 2 in the CLI)."""
     return ParamError(None, message)
 
 

@@ -12,6 +12,7 @@ import argparse
 from typing import Any
 
 from .. import __version__
+from ..systems import names
 
 __all__ = ["run"]
 
@@ -44,16 +45,14 @@ def _heads(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
 def _export(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     from .checkpoint import bad
     from .checkpoint import load_checkpoint
-    from .heads import attention_params, gaussian_params, write_params
+    from ..systems import get_system
+    from . import heads
 
     ck = load_checkpoint(args.model)
-    if args.system == "gaussian":
-        if args.head is None:
-            raise bad("--head: required for --system gaussian (the gaussian system has one head)")
-        raw = gaussian_params(ck, args.layer, args.head)
-    else:
-        raw = attention_params(ck, args.layer, args.head)
-    path = write_params(raw, args.out)
+    if get_system(args.system).single_head and args.head is None:
+        raise bad(f"--head: required for --system {args.system} (the {args.system} system has one head)")
+    raw = getattr(heads, f"{args.system}_params")(ck, args.layer, args.head)  # heads.<system>_params
+    path = heads.write_params(raw, args.out)
     doc = {"flowcert": __version__, "system": args.system, "params": {"model": ck.summary(), "layer": args.layer,
                                                                       "head": args.head, "file": str(path)}}
     return doc, f"wrote {path}\n"
@@ -110,7 +109,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     e = act.add_parser("export", help="write one layer/head as a verify parameter file")
     e.add_argument("--layer", type=int, required=True)
     e.add_argument("--head", type=int, default=None)
-    e.add_argument("--system", choices=("gaussian", "attention"), required=True)
+    e.add_argument("--system", choices=names("export"), required=True)
     e.add_argument("--out", required=True, help=".json (or .npz for gaussian)")
     m = act.add_parser("embed", help="mean-pooled sentence embeddings and their cosine similarities")
     m.add_argument("--text", action="append", default=[])

@@ -131,7 +131,7 @@ def _pick(ckpt: Checkpoint, layer: int, head: int | None) -> list[Head]:
 def gaussian_params(ckpt: Checkpoint, layer: int, head: int) -> dict[str, Any]:
     """A ``gaussian`` parameter mapping for one head (attention only: A = 0, b = 0;
     B = K^T Q / sqrt(d_h), V = W_O W_V; mu0 = 0, Sigma0 = I), validated by ``parse_gaussian``."""
-    from ..params import parse_gaussian
+    from ..gaussian.params import parse_gaussian
 
     h = _pick(ckpt, layer, head)[0]
     d = h.d

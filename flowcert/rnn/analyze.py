@@ -1,6 +1,8 @@
 r"""``flowcert kpflow analyze``: the KPFlow catalogue (``kpflow:prop-1``, ``kpflow:cor-1``,
 ``kpflow:thm-1``, ``kpflow:thm-2``) evaluated on one model, with the identity residuals and the
-effective ranks of K, P and PKP*.
+effective ranks of K, P and PKP*; with ``consensus`` a consensus spectrum (true partial trace,
+:mod:`flowcert.gpu.rnn.consensus`). :func:`analyze_cell` gives the same document for a user's own
+torch cell (``cell(x_t, h_prev) -> h_t``).
 
 Statements (corrected as in note §2, §5):
 
@@ -41,14 +43,15 @@ def build_model(p: RNNParams) -> dict[str, Any]:
     from ..gpu.rnn import cells, tasks
     from ..gpu.rnn.operators import Trajectory
 
-    cell, theta = cells.init_params(p.cell, p.H, p.I, g=p.g, seed=p.seed, dt=p.dt)
+    cell, theta = cells.init_params(p.cell, p.H, p.I, g=p.g, seed=p.seed, dt=p.dt, bias=p.bias, noisy=p.noise > 0)
     if p.weights:
         theta.update({k: torch.tensor(np.asarray(v), dtype=torch.float64) for k, v in p.weights.items()})
     if p.A is not None:
-        cell = cells.Cell(cell.kind, cell.H, cell.I, cell.dt, torch.tensor(np.asarray(p.A), dtype=torch.float64))
+        cell = cells.Cell(cell.kind, cell.H, cell.I, cell.dt, torch.tensor(np.asarray(p.A), dtype=torch.float64),
+                          bias=cell.bias, noisy=cell.noisy)
     gen = torch.Generator().manual_seed(p.seed + 1)
-    if p.task == "memory_pro":
-        x, y = tasks.memory_task("MP", p.B, steps=p.T // 3)
+    if p.task != "random":
+        x, y = tasks.make_task(p.task, p.B, p.T, p.I, seed=p.seed + 1)
     else:
         x = torch.randn(p.B, p.T, p.I, generator=gen, dtype=torch.float64)
         y = torch.randn(p.B, p.T, 3, generator=gen, dtype=torch.float64)
@@ -58,6 +61,8 @@ def build_model(p: RNNParams) -> dict[str, Any]:
         W_out[:, p.H // 4:] = 0.0
         W_out = W_out / 30.0  # voltages are O(10-100) mV
     b_out = torch.zeros(O, dtype=torch.float64)
+    if cell.noisy:
+        x = cells.with_noise(x, p.H, p.noise, seed=p.seed + 2)
     tr = Trajectory.run(cell, theta, x, cells.initial_state(cell, p.B))
     return {"cell": cell, "theta": theta, "x": x, "y": y, "W_out": W_out, "b_out": b_out, "tr": tr}
 
@@ -80,11 +85,29 @@ def _fd_agrees(rows: list[dict[str, Any]]) -> tuple[bool, str]:
     return False, f"observed orders above the rounding floor: {[round(o, 3) for o in orders]}"
 
 
-def theorem_prop1(ident: dict[str, Any], which: str = "prop1") -> TheoremResult:
+def smoothness(m: dict[str, Any]) -> core.HypothesisResult:
+    """'F differentiable in (z, theta) along the trajectory': by construction for the smooth cells;
+    for the ReLU cell, no state met by a Jacobian after the first step sits on a kink (exact zero test);
+    for a user's module, not inspected (``unknown``)."""
+    name = "F differentiable in (z, theta)"
+    kind = getattr(m["cell"], "kind", "module")
+    if kind == "module":
+        return core.HypothesisResult(name, "unknown", None, "user module: smoothness not inspected", None,
+                                     "the finite-difference order of Prop. 1 tests it empirically")
+    if kind == "relu_rnn":
+        zs = m["tr"].Z[:, :-1]
+        kinks = int((zs == 0).sum())
+        return core.HypothesisResult(name, "holds" if kinks == 0 else "fails", float(zs.abs().min()) if zs.numel() else None,
+                                     "exact test z_{t-1} != 0 for t >= 2 (ReLU is smooth off 0; z_0 is not perturbed)",
+                                     None, f"{kinks} states on a kink")
+    return holds_by(name, "cell definition (smooth activations)")
+
+
+def theorem_prop1(ident: dict[str, Any], which: str = "prop1", smooth: core.HypothesisResult | None = None) -> TheoremResult:
     rows = ident["fd"]
     ok, why = _fd_agrees(rows if which == "prop1" else [{**r, "residual": r["cor1_residual"]} for r in rows])
     ok = ok and ident["prop1_jvp"] < 1e-9 and ident["gradient"] < 1e-9
-    hyps = [holds_by("F differentiable in (z, theta)", "cell definition (smooth activations)"),
+    hyps = [smooth or holds_by("F differentiable in (z, theta)", "cell definition (smooth activations)"),
             holds_by("plain gradient descent, first order in eta", "the check takes plain GD steps theta - eta grad L")]
     if which == "prop1":
         return TheoremResult(
@@ -113,6 +136,11 @@ def theorem1(m: dict[str, Any], exact_max: int = EXACT_MAX) -> TheoremResult:
     tr = m["tr"]
     cell = m["cell"]
     B, T, H = tr.shape
+    if getattr(cell, "kind", "module") == "module":
+        return TheoremResult("kpflow:thm-1", "Theorem 1", r"\operatorname{rank}\operatorname{tr}_H\mathcal K_j\le\operatorname{rank}F_j",
+                             [core.HypothesisResult("f = f^outer(W_j f_j^inner): structure of the cell known", "unknown", None,
+                                                    "user module", None, "the inner features F_j of a user's module are not known")],
+                             {}, CrossCheck("skipped", {"reason": "user module: inner features F_j unknown"}))
     const = cell.constant_outer()
     hyps = [holds_by("each W_j used once per evaluation of f", "cell definition"),
             holds_by("K = (1/B) G G^T is positive semidefinite", "Gram form (semidefinite, not definite as printed)"),
@@ -126,7 +154,7 @@ def theorem1(m: dict[str, Any], exact_max: int = EXACT_MAX) -> TheoremResult:
     feats = cell.features(tr.theta, tr.Zprev.reshape(B * T, H), tr.x.reshape(B * T, -1))
     from ..symbolic.rnn import param_shapes
 
-    shapes = param_shapes(cell.kind, cell.H, cell.I)
+    shapes = param_shapes(cell.kind, cell.H, cell.I, cell.bias)
     per, all_ok, paper_ok = {}, True, True
     for name, F in feats.items():
         Kj = parameter_operator(tr, only=[name]).dense()
@@ -215,7 +243,7 @@ def theorem2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[Th
             pred["certified_P_norm_bound"] = bound
             details["qr_exponent_below_certified_bound"] = bool(lams[0] <= info["lyapunov_upper"] + 1e-12)
             ok = ok and details["qr_exponent_below_certified_bound"] and (P_norm is None or P_norm <= bound * (1 + 1e-9))
-        if cell.kind == "linear":
+        if getattr(cell, "kind", None) == "linear":
             hyp2, gamma = crnn.bounded_real_bound(cell.A.numpy())
             certs.append(hyp2.to_json())
             if gamma is not None:
@@ -242,28 +270,37 @@ def _gram_exact(A: np.ndarray) -> list[list[Any]]:
     return [[sum((Q[k][i] * Q[k][j] for k in range(n)), 0) for j in range(n)] for i in range(n)]
 
 
-def analyze(p: RNNParams, *, mode: str = "stored", exact_max: int = EXACT_MAX) -> dict[str, Any]:
+def analyze(p: RNNParams, *, mode: str = "stored", exact_max: int = EXACT_MAX, consensus: str | None = None,
+            probes: int = 64, consensus_op: str = "PKP") -> dict[str, Any]:
     """The ``kpflow analyze`` document (see DESIGN.md, "Command line")."""
     import torch
-
-    from ..gpu.rnn.identities import operator_identities, prop1
-    from ..gpu.rnn.operators import KPFlow
-    from ..gpu.rnn.spectra import DEFINITION, effective_rank
 
     torch.set_num_threads(1)
     m = build_model(p)
     if not bool(torch.isfinite(m["tr"].Z).all()):
-        from ..cli import InputError
+        from ..errors import InputError
 
         raise InputError("the trajectory is not finite (diverged); lower g or dt")
+    return analyze_model(m, p.to_json(), mode=mode, exact_max=exact_max, seed=p.seed, consensus=consensus,
+                         probes=probes, consensus_op=consensus_op)
+
+
+def analyze_model(m: dict[str, Any], params: dict[str, Any], *, mode: str = "stored", exact_max: int = EXACT_MAX,
+                  seed: int = 0, consensus: str | None = None, probes: int = 64, consensus_op: str = "PKP") -> dict[str, Any]:
+    """The document of :func:`analyze` for a built model ``m`` (keys ``cell, tr, W_out, b_out, y``)."""
+    from ..gpu.rnn.identities import operator_identities, prop1
+    from ..gpu.rnn.operators import KPFlow
+    from ..gpu.rnn.spectra import DEFINITION, effective_rank
+
     kp = KPFlow.build(m["tr"], mode)
     ident = prop1(kp, m["W_out"], m["b_out"], m["y"])
-    ops = operator_identities(kp, seed=p.seed)
+    ops = operator_identities(kp, seed=seed)
     ranks = {name: effective_rank(op, exact_max=exact_max) for name, op in (("K", kp.K), ("P", kp.P), ("PKP", kp.PKP))}
     th2, certs = theorem2(m, kp, exact_max)
-    theorems = [theorem_prop1(ident), theorem_prop1(ident, "cor1"), theorem1(m, exact_max), th2]
-    return {
-        "flowcert": __version__, "system": "rnn", "params": p.to_json(),
+    smooth = smoothness(m)
+    theorems = [theorem_prop1(ident, smooth=smooth), theorem_prop1(ident, "cor1", smooth=smooth), theorem1(m, exact_max), th2]
+    doc = {
+        "flowcert": __version__, "system": "rnn", "params": params,
         "identities": {
             "prop1": {"name": "prop1", "statement": ident["statement"], "fd": ident["fd"],
                       "exact_jvp_residual": ident["prop1_jvp"], "gradient_residual": ident["gradient"]},
@@ -275,3 +312,91 @@ def analyze(p: RNNParams, *, mode: str = "stored", exact_max: int = EXACT_MAX) -
         "theorems": [t.to_json() for t in theorems],
         "operator_mode": mode,
     }
+    if consensus is not None:
+        from ..gpu.rnn.consensus import consensus as consensus_spectrum
+
+        doc["consensus"] = consensus_spectrum(kp, consensus_op, consensus, probes=probes, seed=seed)
+    return doc
+
+
+class CellAnalysis(dict):
+    """The ``kpflow analyze`` document of a user's cell: a dict, with :meth:`to_json`."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON document (a plain dict)."""
+        return dict(self)
+
+
+def analyze_cell(cell: Any, inputs: Any, *, h0: Any = None, targets: Any = None, mode: str = "stored",
+                 dtype: Any = None, seed: int = 0, consensus: str | None = None, probes: int = 64,
+                 consensus_op: str = "PKP", exact_max: int = EXACT_MAX) -> CellAnalysis:
+    r"""KPFlow analysis of a user's recurrent cell (any ``torch.nn.Module`` with the signature of
+    ``torch.nn.RNNCell``: ``cell(x_t, h_prev) -> h_t``, batched).
+
+    Parameters
+    ----------
+    cell : torch.nn.Module
+        Left untouched: a copy is converted to ``dtype``; θ = its parameters that require grad.
+    inputs : array or Tensor
+        [B, T, I].
+    h0 : array or Tensor, optional
+        [B, H]; default zeros, H from ``cell.hidden_size`` (then required if the cell has none).
+    targets : array or Tensor, optional
+        [B, T, O] for the readout loss :math:`\tfrac12\|W_{out}z+b_{out}-y^*\|^2`; default random
+        (O = 3). W_out is random :math:`\mathcal N(0,1/H)`, b_out = 0 (both seeded by ``seed``).
+    mode : {"stored", "recompute"}
+    dtype : torch.dtype, optional
+        float64 by default.
+    consensus, probes, consensus_op
+        As the CLI's ``--consensus``, ``--probes``, ``--consensus-op``.
+
+    Returns
+    -------
+    CellAnalysis
+        The same document as ``flowcert kpflow analyze --json``: identities (prop1 with its
+        finite-difference order, adjoint, inverse, ntk), effective ranks of K, P, PKP*, and the
+        theorems (Prop. 1, Cor. 1, Thm. 2 apply to a general cell; Thm. 1 needs the cell's
+        structure and is skipped).
+    """
+    import copy
+
+    import torch
+
+    from ..gpu.rnn.cells import ModuleCell
+    from ..gpu.rnn.operators import Trajectory
+
+    dt = torch.float64 if dtype is None else dtype
+    x = torch.as_tensor(inputs).to(dt)
+    if x.dim() != 3:
+        raise ValueError(f"inputs must have shape [B, T, I], got {tuple(x.shape)}")
+    B, T, I = x.shape
+    mod = copy.deepcopy(cell).to(dt)
+    if h0 is None:
+        H = getattr(cell, "hidden_size", None)
+        if H is None:
+            raise ValueError("h0 is required: the cell has no hidden_size attribute")
+        z0 = torch.zeros(B, int(H), dtype=dt)
+    else:
+        z0 = torch.as_tensor(h0).to(dt)
+        if z0.shape[0] != B or z0.dim() != 2:
+            raise ValueError(f"h0 must have shape [B, H] with B = {B}, got {tuple(z0.shape)}")
+    H = z0.shape[1]
+    mc = ModuleCell(mod, H, I)
+    theta = mc.parameters()
+    gen = torch.Generator().manual_seed(int(seed))
+    y = (torch.randn(B, T, 3, generator=gen, dtype=torch.float64).to(dt) if targets is None
+         else torch.as_tensor(targets).to(dt))
+    if y.dim() != 3 or y.shape[:2] != (B, T):
+        raise ValueError(f"targets must have shape [B, T, O] with B, T = {B}, {T}, got {tuple(y.shape)}")
+    W_out = (torch.randn(y.shape[-1], H, generator=gen, dtype=torch.float64) / math.sqrt(H)).to(dt)
+    b_out = torch.zeros(y.shape[-1], dtype=dt)
+    with torch.no_grad():
+        tr = Trajectory.run(mc, theta, x, z0)
+    if tuple(tr.Z.shape) != (B, T, H) or not bool(torch.isfinite(tr.Z).all()):
+        raise ValueError("the cell's trajectory is not finite or not of shape [B, T, H]")
+    m = {"cell": mc, "theta": theta, "x": x, "y": y, "W_out": W_out, "b_out": b_out, "tr": tr}
+    params = {"cell": "module", "module": type(cell).__name__, "B": B, "T": T, "H": H, "I": I, "seed": seed,
+              "parameters": {k: list(v.shape) for k, v in theta.items()},
+              "targets": "given" if targets is not None else "random", "dtype": str(dt).replace("torch.", "")}
+    return CellAnalysis(analyze_model(m, params, mode=mode, exact_max=exact_max, seed=seed, consensus=consensus,
+                                      probes=probes, consensus_op=consensus_op))

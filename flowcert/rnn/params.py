@@ -1,10 +1,11 @@
-"""Parameter files of the ``rnn`` system (schema and loader; reuses :mod:`flowcert.params`).
+"""Parameter files of the ``rnn`` system (schema and loader; reuses :mod:`flowcert.schema`).
 
 Schema (``H`` is the state dimension; for ``hodgkin_huxley`` H = 4N with N neurons)::
 
     key      required  value
     -------  --------  ------------------------------------------------------------------
-    cell     yes       "rnn_tanh" (paper eq. 8, Euler), "torch_rnn", "gru", "hodgkin_huxley", "linear"
+    cell     yes       "rnn_tanh" (paper eq. 8, Euler), "relu_rnn" (eq. 8 with ReLU), "torch_rnn", "gru",
+                       "hodgkin_huxley", "linear"
     B, T     yes       positive integers: trials and time steps
     H, I     yes       positive integers: state and input dimension
     dt       no        Euler step of rnn_tanh / hodgkin_huxley (default 0.1; ignored otherwise)
@@ -12,7 +13,12 @@ Schema (``H`` is the state dimension; for ``hodgkin_huxley`` H = 4N with N neuro
     g        no        non-negative number (default 1.0): recurrent gain of the random init
     weights  no        object name -> matrix/vector overriding the random init (names per cell)
     A        no        H x H state matrix of the linear cell (default 0.9 g Q, Q random orthogonal)
-    task     no        "memory_pro" (needs I = 3 and T divisible by 3) or "random" (default)
+    task     no        "memory_pro" (needs I = 3 and T divisible by 3), "flip_flop" (I bits),
+                       "line_attractor" (integrate the I inputs), "low_rank_forecast" (next step of a
+                       rank-2 rotation in R^I), or "random" (default); see flowcert.gpu.rnn.tasks
+    bias     no        eq. 8 cells only: true adds a trained bias b (default false)
+    noise    no        eq. 8 cells only: std of the input noise xi_t added to the drive (default 0;
+                       one fixed realisation drawn from seed)
 
 Limits: B*T*H <= 200000 (the operators are matrix-free but analysis builds dense references
 at small sizes).
@@ -27,11 +33,14 @@ from typing import Any
 
 import numpy as np
 
-from ..params import Field, ParamError, Schema, as_choice, as_matrix, as_positive_float, as_vector, load_file, validate
+from ..arrays import as_matrix, as_vector
+from ..files import load_file
+from ..schema import Field, ParamError, Schema, as_choice, as_positive_float, validate
 from ..symbolic.rnn import param_shapes
 
-CELL_KINDS = ("rnn_tanh", "torch_rnn", "gru", "hodgkin_huxley", "linear")
-TASK_KINDS = ("random", "memory_pro")
+CELL_KINDS = ("rnn_tanh", "relu_rnn", "torch_rnn", "gru", "hodgkin_huxley", "linear")
+EQ8 = ("rnn_tanh", "relu_rnn")
+TASK_KINDS = ("random", "memory_pro", "flip_flop", "line_attractor", "low_rank_forecast")
 MAX_SIZE = 200_000
 
 
@@ -65,6 +74,8 @@ def _dims(raw: Mapping[str, object]) -> dict[str, int]:
     if size > MAX_SIZE:
         raise ParamError("B", f"B*T*H = {size} exceeds the limit {MAX_SIZE}")
     dims["cell"] = CELL_KINDS.index(cell)
+    b = raw.get("bias", False)
+    dims["bias"] = int(isinstance(b, (bool, np.bool_)) and bool(b))
     return dims
 
 
@@ -72,12 +83,12 @@ def _weights(raw: object, key: str, dims: Mapping[str, int]) -> dict[str, np.nda
     if not isinstance(raw, Mapping):
         raise ParamError(key, "must be an object mapping parameter names to matrices/vectors")
     cell = CELL_KINDS[dims["cell"]]
-    shapes = param_shapes(cell, dims["H"], dims["I"])
+    allowed = param_shapes(cell, dims["H"], dims["I"], bool(dims["bias"]) and cell in EQ8)
     out = {}
     for name, value in raw.items():
-        if name not in shapes:
-            raise ParamError(key, f"unknown weight {name!r} for cell {cell!r} (allowed: {', '.join(shapes)})")
-        shp = shapes[name]
+        if name not in allowed:
+            raise ParamError(key, f"unknown weight {name!r} for cell {cell!r} (allowed: {', '.join(allowed)})")
+        shp = allowed[name]
         sub = f"{key}.{name}"
         out[name] = as_matrix(value, sub, shp) if len(shp) == 2 else as_vector(value, sub, shp[0])
     return out
@@ -99,6 +110,21 @@ def _task(raw: object, key: str, dims: Mapping[str, int]) -> str:
     return task
 
 
+def _bias(raw: object, key: str, dims: Mapping[str, int]) -> bool:
+    if not isinstance(raw, (bool, np.bool_)):
+        raise ParamError(key, f"must be true or false, got {raw!r}")
+    if raw and CELL_KINDS[dims["cell"]] not in EQ8:
+        raise ParamError(key, f"only the eq. 8 cells ({', '.join(EQ8)}) take a bias option")
+    return bool(raw)
+
+
+def _noise(raw: object, key: str, dims: Mapping[str, int]) -> float:
+    v = _gain(raw, key, dims)
+    if v and CELL_KINDS[dims["cell"]] not in EQ8:
+        raise ParamError(key, f"only the eq. 8 cells ({', '.join(EQ8)}) take a noise option")
+    return v
+
+
 _INT = Field(lambda raw, key, dims: as_positive_int(raw, key))
 
 RNN_SCHEMA = Schema(
@@ -112,6 +138,8 @@ RNN_SCHEMA = Schema(
         "weights": Field(_weights, required=False, default=None, doc="explicit weights"),
         "A": Field(_A, required=False, default=None, doc="state matrix of the linear cell"),
         "task": Field(_task, required=False, default="random", doc="task"),
+        "bias": Field(_bias, required=False, default=False, doc="eq. 8 bias"),
+        "noise": Field(_noise, required=False, default=0.0, doc="eq. 8 input-noise std"),
     },
     infer_dims=_dims,
 )
@@ -132,10 +160,12 @@ class RNNParams:
     weights: dict[str, np.ndarray] | None = None
     A: np.ndarray | None = None
     task: str = "random"
+    bias: bool = False
+    noise: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in ("cell", "B", "T", "H", "I", "dt", "seed", "g", "task")}
+        d = {k: getattr(self, k) for k in ("cell", "B", "T", "H", "I", "dt", "seed", "g", "task", "bias", "noise")}
         d["weights"] = None if self.weights is None else {k: v.tolist() for k, v in self.weights.items()}
         d["A"] = None if self.A is None else self.A.tolist()
         return d

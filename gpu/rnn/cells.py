@@ -5,7 +5,13 @@ differentiates them in :math:`z` and :math:`\theta`. float64 by default.
 
 * ``rnn_tanh`` (paper eq. 8, explicit Euler with step :math:`\Delta t`):
 
-  .. math:: F = z + \Delta t\,(-z + W\tanh(z) + W_{in}x),\qquad \theta=\{W, W_{in}\}.
+  .. math:: F = z + \Delta t\,(-z + W\phi(z) + W_{in}x\,[+\,b]\,[+\,\xi_t]),\qquad \theta=\{W, W_{in}\,[,b]\},
+
+  :math:`\phi=\tanh`; ``relu_rnn`` is the same cell with :math:`\phi=\max(0,\cdot)` (supplementary
+  Fig. 12; kpflow's ``BasicRNNCell``). Options: a trained bias b (``bias``), and input noise
+  :math:`\xi_t\sim\mathcal N(0,\sigma^2I_H)` (``noisy``): one fixed realisation, carried as H extra
+  input channels after the I real ones (so every operator sees a deterministic map of
+  :math:`(z_{t-1},x_t)`).
 
 * ``torch_rnn`` (PyTorch ``nn.RNNCell``): :math:`F=\tanh(W_{ih}x+b_{ih}+W_{hh}z+b_{hh})`.
 * ``gru`` (PyTorch ``nn.GRUCell``, gate order r, u(=z), n):
@@ -39,7 +45,8 @@ from ...symbolic.rnn import param_shapes
 
 Params = dict[str, torch.Tensor]
 
-CELLS = ("rnn_tanh", "torch_rnn", "gru", "hodgkin_huxley", "linear")
+CELLS = ("rnn_tanh", "relu_rnn", "torch_rnn", "gru", "hodgkin_huxley", "linear")
+EQ8 = ("rnn_tanh", "relu_rnn")
 
 # Classical Hodgkin–Huxley constants (mV, ms, mS/cm^2).
 HH = {"g_K": 36.0, "g_Na": 120.0, "g_l": 0.3, "V_K": -77.0, "V_Na": 50.0, "V_l": -54.387,
@@ -80,6 +87,8 @@ class Cell:
     I: int
     dt: float = 1.0
     A: torch.Tensor | None = field(default=None, compare=False)
+    bias: bool = False
+    noisy: bool = False
 
     @property
     def neurons(self) -> int:
@@ -90,15 +99,107 @@ class Cell:
         """:math:`F(z, x;\\theta)` for batched ``z`` [N, H], ``x`` [N, I]."""
         return _STEPS[self.kind](self, theta, z, x)
 
+    def state_jacobian(self, theta: Params, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor | None:
+        r"""Closed-form :math:`\partial_zF(z,x)` for batched points, [N, H, H], or None (use autograd).
+
+        * eq. 8: :math:`(1-\Delta t)I+\Delta t\,W\operatorname{diag}\phi'(z)` (:math:`\phi'=1-\tanh^2`, or
+          :math:`1_{z>0}`, torch's convention at 0);
+        * torch RNN: :math:`\operatorname{diag}(1-F^2)W_{hh}`;
+        * GRU: :math:`\operatorname{diag}(u)+\operatorname{diag}(c_u)W_{hu}+\operatorname{diag}(c_n)W_{hn}+\operatorname{diag}(c_r)W_{hr}`
+          with :math:`c_u=(h-n)u(1-u)`, :math:`c_n=(1-u)(1-n^2)r`, :math:`c_r=(1-u)(1-n^2)(W_{hn}h+b_{hn})r(1-r)`;
+        * linear: A.
+
+        Checked against autograd in the tests; memory is J itself (in-place accumulation).
+        """
+        if self.kind in EQ8:
+            d = 1.0 - torch.tanh(z) ** 2 if self.kind == "rnn_tanh" else (z > 0).to(z.dtype)
+            J = (self.dt * theta["W"])[None] * d[:, None, :]
+            J.diagonal(dim1=1, dim2=2).add_(1.0 - self.dt)
+            return J
+        if self.kind == "torch_rnn":
+            F = _torch_rnn(self, theta, z, x)
+            return (1.0 - F**2)[:, :, None] * theta["W_hh"][None]
+        if self.kind == "gru":
+            H = self.H
+            gi = x @ theta["weight_ih"].T + theta["bias_ih"]
+            gh = z @ theta["weight_hh"].T + theta["bias_hh"]
+            r = torch.sigmoid(gi[:, :H] + gh[:, :H])
+            u = torch.sigmoid(gi[:, H:2 * H] + gh[:, H:2 * H])
+            n = torch.tanh(gi[:, 2 * H:] + r * gh[:, 2 * H:])
+            a = (1.0 - u) * (1.0 - n**2)
+            W = theta["weight_hh"]
+            J = ((z - n) * u * (1.0 - u))[:, :, None] * W[None, H:2 * H]
+            J.addcmul_((a * r)[:, :, None], W[None, 2 * H:])
+            J.addcmul_((a * gh[:, 2 * H:] * r * (1.0 - r))[:, :, None], W[None, :H])
+            J.diagonal(dim1=1, dim2=2).add_(u)
+            return J
+        if self.kind == "linear" and self.A is not None:
+            return self.A[None].expand(z.shape[0], -1, -1).clone()
+        return None
+
+    def parameter_linearisation(self, theta: Params, z: torch.Tensor, x: torch.Tensor) -> tuple[
+            Callable[[torch.Tensor], Params], Callable[[Params], torch.Tensor]] | None:
+        r"""Closed-form :math:`G^\top` (q [N, H] -> per-parameter gradients) and :math:`G` (dθ -> [N, H])
+        of :math:`G=\partial_\theta F(z,x)`, or None (autograd). GRU (gate cotangents, module docstring's
+        equations differentiated by hand), torch RNN and eq. 8; intermediates cached here (O(NH)).
+        """
+        if self.kind in EQ8:
+            phi = torch.tanh(z) if self.kind == "rnn_tanh" else torch.relu(z)
+            xi, dt = x[:, : self.I], self.dt
+
+            def vjp8(q: torch.Tensor) -> Params:
+                g = {"W": dt * q.T @ phi, "W_in": dt * q.T @ xi}
+                return {**g, "b": dt * q.sum(0)} if self.bias else g
+
+            def jvp8(d: Params) -> torch.Tensor:
+                out = phi @ d["W"].T + xi @ d["W_in"].T
+                return dt * (out + d["b"] if self.bias else out)
+            return vjp8, jvp8
+        if self.kind == "torch_rnn":
+            sd = 1.0 - _torch_rnn(self, theta, z, x) ** 2
+
+            def vjpr(q: torch.Tensor) -> Params:
+                d = q * sd
+                return {"W_ih": d.T @ x, "b_ih": d.sum(0), "W_hh": d.T @ z, "b_hh": d.sum(0)}
+
+            def jvpr(d: Params) -> torch.Tensor:
+                return sd * (x @ d["W_ih"].T + d["b_ih"] + z @ d["W_hh"].T + d["b_hh"])
+            return vjpr, jvpr
+        if self.kind != "gru":
+            return None
+        H = self.H
+        gi = x @ theta["weight_ih"].T + theta["bias_ih"]
+        gh = z @ theta["weight_hh"].T + theta["bias_hh"]
+        r = torch.sigmoid(gi[:, :H] + gh[:, :H])
+        u = torch.sigmoid(gi[:, H:2 * H] + gh[:, H:2 * H])
+        n = torch.tanh(gi[:, 2 * H:] + r * gh[:, 2 * H:])
+        ghn = gh[:, 2 * H:]
+        a = (1.0 - u) * (1.0 - n**2)  # dF/d(pre-activation of n)
+        su, sr = (z - n) * u * (1.0 - u), a * ghn * r * (1.0 - r)  # dF/d(pre u), dF/d(pre r)
+
+        def vjpg(q: torch.Tensor) -> Params:
+            dn = q * a
+            di = torch.cat([q * sr, q * su, dn], 1)  # cotangent of gi
+            dh = torch.cat([q * sr, q * su, dn * r], 1)  # cotangent of gh
+            return {"weight_ih": di.T @ x, "weight_hh": dh.T @ z, "bias_ih": di.sum(0), "bias_hh": dh.sum(0)}
+
+        def jvpg(d: Params) -> torch.Tensor:
+            dgi = x @ d["weight_ih"].T + d["bias_ih"]
+            dgh = z @ d["weight_hh"].T + d["bias_hh"]
+            return (sr * (dgi[:, :H] + dgh[:, :H]) + su * (dgi[:, H:2 * H] + dgh[:, H:2 * H])
+                    + a * (dgi[:, 2 * H:] + r * dgh[:, 2 * H:]))
+        return vjpg, jvpg
+
     def features(self, theta: Params, z: torch.Tensor, x: torch.Tensor) -> dict[str, torch.Tensor]:
         r"""Inner features :math:`f_j^{inner}` each weight multiplies (Theorem 1), [N, d_j] per weight.
 
         Biases multiply the constant feature 1. Weights whose outer Jacobian
         :math:`D f^{outer}` is constant are listed in :meth:`constant_outer`.
         """
-        one = torch.ones(z.shape[0], 1, dtype=z.dtype)
-        if self.kind == "rnn_tanh":
-            return {"W": torch.tanh(z), "W_in": x}
+        one = torch.ones(z.shape[0], 1, dtype=z.dtype, device=z.device)
+        if self.kind in EQ8:
+            f = {"W": torch.tanh(z) if self.kind == "rnn_tanh" else torch.relu(z), "W_in": x[:, : self.I]}
+            return {**f, "b": one} if self.bias else f
         if self.kind == "torch_rnn":
             return {"W_hh": z, "W_ih": x, "b_hh": one, "b_ih": one}
         if self.kind == "gru":
@@ -110,11 +211,17 @@ class Cell:
 
     def constant_outer(self) -> bool:
         """True when :math:`f=f^{outer}(W_j f_j^{inner},\\dots)` has a constant outer Jacobian for every j."""
-        return self.kind in ("rnn_tanh", "hodgkin_huxley", "linear")
+        return self.kind in EQ8 + ("hodgkin_huxley", "linear")
 
 
-def _rnn_tanh(c: Cell, th: Params, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    return z + c.dt * (-z + torch.tanh(z) @ th["W"].T + x @ th["W_in"].T)
+def _eq8(c: Cell, th: Params, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    phi = torch.tanh(z) if c.kind == "rnn_tanh" else torch.relu(z)
+    drive = phi @ th["W"].T + x[:, : c.I] @ th["W_in"].T
+    if c.bias:
+        drive = drive + th["b"]
+    if c.noisy:
+        drive = drive + x[:, c.I:]
+    return z + c.dt * (-z + drive)
 
 
 def _torch_rnn(c: Cell, th: Params, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -161,24 +268,32 @@ def _linear(c: Cell, th: Params, z: torch.Tensor, x: torch.Tensor) -> torch.Tens
 
 
 _STEPS: dict[str, Callable[[Cell, Params, torch.Tensor, torch.Tensor], torch.Tensor]] = {
-    "rnn_tanh": _rnn_tanh, "torch_rnn": _torch_rnn, "gru": _gru, "hodgkin_huxley": _hh, "linear": _linear,
+    "rnn_tanh": _eq8, "relu_rnn": _eq8, "torch_rnn": _torch_rnn, "gru": _gru, "hodgkin_huxley": _hh, "linear": _linear,
 }
 
 
+def with_noise(x: torch.Tensor, H: int, noise: float, seed: int = 0) -> torch.Tensor:
+    r"""Inputs [B, T, I] with one noise realisation :math:`\xi\sim\mathcal N(0,\sigma^2)` [B, T, H] appended."""
+    gen = torch.Generator().manual_seed(int(seed))
+    xi = noise * torch.randn(x.shape[0], x.shape[1], H, generator=gen, dtype=torch.float64)
+    return torch.cat([x, xi.to(dtype=x.dtype, device=x.device)], -1)
+
+
 def init_params(kind: str, H: int, I: int, *, g: float = 1.0, seed: int = 0, dt: float = 1.0,
-                dtype: torch.dtype = torch.float64) -> tuple[Cell, Params]:
+                dtype: torch.dtype = torch.float64, device: torch.device | str = "cpu", bias: bool = False,
+                noisy: bool = False) -> tuple[Cell, Params]:
     r"""A cell and random parameters.
 
     ``rnn_tanh``/``hodgkin_huxley``: :math:`W_{ij}\sim\mathcal N(0,g^2/N)` (paper, main text),
     :math:`W_{in}\sim\mathcal N(0,1/I)`. ``torch_rnn``/``gru``: PyTorch's default
     :math:`U(-1/\sqrt H,1/\sqrt H)`, with the recurrent weight multiplied by g (as the paper's code).
     ``linear``: :math:`A=g\,Q` with Q a random orthogonal matrix times 0.9 (so :math:`\|A\|=0.9g`).
+    The eq. 8 bias b starts at 0.1·N(0, 1).
     """
     gen = torch.Generator().manual_seed(int(seed))
-    shapes = param_shapes(kind, H, I)
     th: Params = {}
     A = None
-    for name, shp in shapes.items():
+    for name, shp in param_shapes(kind, H, I, bias and kind in EQ8).items():
         if kind in ("torch_rnn", "gru"):
             k = 1.0 / H**0.5
             w = (torch.rand(shp, generator=gen, dtype=dtype) * 2 - 1) * k
@@ -193,16 +308,50 @@ def init_params(kind: str, H: int, I: int, *, g: float = 1.0, seed: int = 0, dt:
         th[name] = w
     if kind == "linear":
         Q, _ = torch.linalg.qr(torch.randn(H, H, generator=gen, dtype=dtype))
-        A = 0.9 * g * Q
-    return Cell(kind, H, I, dt, A), th
+        A = (0.9 * g * Q).to(device)
+    return Cell(kind, H, I, dt, A, bias=bias and kind in EQ8, noisy=noisy and kind in EQ8), {k: v.to(device) for k, v in th.items()}
 
 
-def initial_state(cell: Cell, B: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+def initial_state(cell: Cell, B: int, dtype: torch.dtype = torch.float64,
+                  device: torch.device | str = "cpu") -> torch.Tensor:
     """z_0: zeros, or for Hodgkin–Huxley the resting state (V=-65 mV, gates at steady state)."""
     if cell.kind != "hodgkin_huxley":
-        return torch.zeros(B, cell.H, dtype=dtype)
+        return torch.zeros(B, cell.H, dtype=dtype, device=device)
     N = cell.neurons
     V = torch.full((B, N), -65.0, dtype=dtype)
     r = hh_rates(V)
     gates = [r[k][0] / (r[k][0] + r[k][1]) for k in ("m", "n", "h")]
-    return torch.cat([V] + gates, dim=1)
+    return torch.cat([V] + gates, dim=1).to(device)
+
+
+class ModuleCell:
+    r"""A user's ``torch.nn.Module`` with the ``torch.nn.RNNCell`` signature ``cell(x_t, h_prev) -> h_t`` as a
+    step map :math:`F(z,x;\theta)` (``torch.func.functional_call`` with θ = its trainable parameters).
+
+    Same interface as :class:`Cell` where the operators use it (``step``, ``H``, ``I``, ``kind``);
+    ``kind`` is ``"module"`` and the structure-dependent parts (:meth:`Cell.features`) do not exist.
+    """
+
+    kind = "module"
+    dt = 1.0
+    A = None
+    bias = False
+    noisy = False
+
+    def __init__(self, module: torch.nn.Module, H: int, I: int) -> None:
+        self.module, self.H, self.I = module, int(H), int(I)
+
+    @property
+    def neurons(self) -> int:
+        return self.H
+
+    def parameters(self) -> Params:
+        """θ: the module's parameters that require grad, detached."""
+        return {k: v.detach() for k, v in self.module.named_parameters() if v.requires_grad}
+
+    def step(self, theta: Params, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """:math:`F(z, x;\\theta)` = ``module(x, z)`` with the parameters replaced by ``theta``."""
+        return torch.func.functional_call(self.module, theta, (x, z))
+
+    def constant_outer(self) -> bool:
+        return False

@@ -67,7 +67,8 @@ def prop1(kp: KPFlow, W_out: torch.Tensor, b_out: torch.Tensor, y: torch.Tensor,
     # rounding noise of one rollout: perturb every parameter by ~4 ulp (what rounding theta - eta g does)
     gen = torch.Generator().manual_seed(11)
     with torch.no_grad():
-        th_ulp = {k: v * (1 + 4 * EPS * torch.sign(torch.randn(v.shape, generator=gen, dtype=v.dtype))) for k, v in tr.theta.items()}
+        th_ulp = {k: v * (1 + 4 * EPS * torch.sign(torch.randn(v.shape, generator=gen, dtype=v.dtype).to(v.device)))
+                  for k, v in tr.theta.items()}
         noise = float((rollout(tr.cell, th_ulp, tr.x, tr.h0) - tr.Z).norm()) + EPS * float(tr.Z.norm())
     yflow = flow @ W_out.T
     for eta in etas:
@@ -88,8 +89,9 @@ def operator_identities(kp: KPFlow, seed: int = 0) -> dict[str, Any]:
     """Adjoint, inverse and hidden-NTK residuals on random probes (float64)."""
     gen = torch.Generator().manual_seed(seed)
     shp = kp.tr.shape
-    q = torch.randn(shp, generator=gen, dtype=torch.float64)
-    r = torch.randn(shp, generator=gen, dtype=torch.float64)
+    dt, dev = kp.tr.dtype, kp.tr.device
+    q = torch.randn(shp, generator=gen, dtype=torch.float64).to(dtype=dt, device=dev)
+    r = torch.randn(shp, generator=gen, dtype=torch.float64).to(dtype=dt, device=dev)
 
     def adj(op: Any) -> float:
         a, b = op(q), op.adjoint(r)

@@ -68,21 +68,40 @@ def previous(Z: Tensor, h0: Tensor) -> Tensor:
 
 
 class Operator:
-    r"""A linear map on [B, T, H] tensors with its Euclidean adjoint.
+    r"""A linear map on [B, T, H] tensors with its Euclidean adjoint; operators compose.
+
+    :math:`A+B`, :math:`A-B`, :math:`cA`, :math:`-A`, :math:`A\circ B` (``A @ B``) and
+    :math:`A^\top` (``A.T``) are operators again, with adjoints :math:`(A+B)^\top=A^\top+B^\top`,
+    :math:`(AB)^\top=B^\top A^\top`; see also :func:`identity` and :func:`projector`.
 
     Parameters
     ----------
     shape : tuple of int
         (B, T, H).
     matvec, rmatvec : callable
-        :math:`q\mapsto Aq` and :math:`r\mapsto A^\top r`.
+        :math:`q\mapsto Aq` and :math:`r\mapsto A^\top r` on one [B, T, H] tensor.
     name : str
+    dtype, device : torch.dtype, torch.device or str
+        Of the vectors the operator acts on (float64 on the CPU by default).
+    batch, rbatch : callable, optional
+        :math:`A` and :math:`A^\top` on m vectors at once, ``V`` of shape [m, B, T, H]; default: one
+        call per vector.
     """
 
     def __init__(self, shape: Sequence[int], matvec: Callable[[Tensor], Tensor],
-                 rmatvec: Callable[[Tensor], Tensor], name: str = "A") -> None:
+                 rmatvec: Callable[[Tensor], Tensor], name: str = "A", *,
+                 dtype: torch.dtype = torch.float64, device: torch.device | str = "cpu",
+                 batch: Callable[[Tensor], Tensor] | None = None,
+                 rbatch: Callable[[Tensor], Tensor] | None = None) -> None:
         self.shape = tuple(int(s) for s in shape)
         self._mv, self._rmv, self.name = matvec, rmatvec, name
+        self.dtype, self.device = dtype, torch.device(device)
+        self._bmv, self._rbmv = batch, rbatch
+
+    def _like(self, mv: Callable[[Tensor], Tensor], rmv: Callable[[Tensor], Tensor], name: str,
+              batch: Callable[[Tensor], Tensor] | None = None,
+              rbatch: Callable[[Tensor], Tensor] | None = None) -> "Operator":
+        return Operator(self.shape, mv, rmv, name, dtype=self.dtype, device=self.device, batch=batch, rbatch=rbatch)
 
     @property
     def size(self) -> int:
@@ -96,34 +115,108 @@ class Operator:
         """:math:`A^\\top r`."""
         return self._rmv(r)
 
+    def apply_batch(self, V: Tensor) -> Tensor:
+        """:math:`A` applied to each of the m vectors of ``V`` [m, B, T, H]."""
+        if self._bmv is not None:
+            return self._bmv(V)
+        return torch.stack([self._mv(v) for v in V]) if len(V) else torch.zeros_like(V)
+
+    def adjoint_batch(self, V: Tensor) -> Tensor:
+        """:math:`A^\\top` applied to each of the m vectors of ``V`` [m, B, T, H]."""
+        if self._rbmv is not None:
+            return self._rbmv(V)
+        return torch.stack([self._rmv(v) for v in V]) if len(V) else torch.zeros_like(V)
+
     @property
     def T(self) -> "Operator":
         """The adjoint operator."""
-        return Operator(self.shape, self._rmv, self._mv, f"{self.name}^T")
+        return self._like(self._rmv, self._mv, f"{self.name}^T", self._rbmv, self._bmv)
 
     def __matmul__(self, other: "Operator") -> "Operator":
-        return Operator(self.shape, lambda q: self(other(q)), lambda r: other.adjoint(self.adjoint(r)),
-                        f"{self.name}{other.name}")
+        return self._like(lambda q: self(other(q)), lambda r: other.adjoint(self.adjoint(r)), f"{self.name}{other.name}",
+                          lambda V: self.apply_batch(other.apply_batch(V)),
+                          lambda V: other.adjoint_batch(self.adjoint_batch(V)))
 
-    def dense(self, dtype: torch.dtype = torch.float64) -> Tensor:
+    def __add__(self, other: "Operator") -> "Operator":
+        if not isinstance(other, Operator):
+            return NotImplemented
+        if other.shape != self.shape:
+            raise ValueError(f"shapes differ: {self.shape} and {other.shape}")
+        return self._like(lambda q: self(q) + other(q), lambda r: self.adjoint(r) + other.adjoint(r),
+                          f"({self.name}+{other.name})",
+                          lambda V: self.apply_batch(V) + other.apply_batch(V),
+                          lambda V: self.adjoint_batch(V) + other.adjoint_batch(V))
+
+    def __mul__(self, c: float) -> "Operator":
+        if isinstance(c, Operator) or not isinstance(c, (int, float)):
+            return NotImplemented
+        c = float(c)
+        return self._like(lambda q: c * self(q), lambda r: c * self.adjoint(r), f"{c:g}*{self.name}",
+                          lambda V: c * self.apply_batch(V), lambda V: c * self.adjoint_batch(V))
+
+    __rmul__ = __mul__
+
+    def __neg__(self) -> "Operator":
+        return self * -1.0
+
+    def __sub__(self, other: "Operator") -> "Operator":
+        return self + (-other)
+
+    def gram(self) -> "Operator":
+        r""":math:`AA^\top` (self-adjoint, PSD)."""
+        op = self @ self.T
+        return self._like(op, op, f"{self.name}{self.name}^T", op.apply_batch, op.apply_batch)
+
+    def dense(self, dtype: torch.dtype | None = None) -> Tensor:
         """The (BTH)×(BTH) matrix (row-major flattening of [B, T, H]); small sizes only."""
         n = self.size
-        cols = [self(e.reshape(self.shape)).reshape(-1) for e in torch.eye(n, dtype=dtype)]
-        return torch.stack(cols, 1)
+        E = torch.eye(n, dtype=self.dtype, device=self.device).reshape(n, *self.shape)
+        M = self.apply_batch(E).reshape(n, n).T
+        return M if dtype is None else M.to(dtype)
 
     def to_scipy(self):  # -> scipy.sparse.linalg.LinearOperator
-        """Export as a ``scipy.sparse.linalg.LinearOperator`` (float64, flattened row-major)."""
+        """Export as a ``scipy.sparse.linalg.LinearOperator`` (flattened row-major).
+
+        The numpy dtype is the operator's (float32 or float64); vectors are moved to the
+        operator's device and back.
+        """
         import numpy as np
         from scipy.sparse.linalg import LinearOperator
 
+        npdt = np.float32 if self.dtype == torch.float32 else np.float64
+
         def wrap(f: Callable[[Tensor], Tensor]) -> Callable[[np.ndarray], np.ndarray]:
             def g(v: np.ndarray) -> np.ndarray:
-                t = torch.as_tensor(np.ascontiguousarray(v, dtype=np.float64).reshape(self.shape))
-                return f(t).detach().reshape(-1).numpy()
+                t = torch.as_tensor(np.ascontiguousarray(v, dtype=npdt).reshape(self.shape)).to(self.device)
+                return f(t).detach().reshape(-1).cpu().numpy()
             return g
 
-        return LinearOperator((self.size, self.size), matvec=wrap(self._mv), rmatvec=wrap(self._rmv),
-                              dtype=np.float64)
+        return LinearOperator((self.size, self.size), matvec=wrap(self._mv), rmatvec=wrap(self._rmv), dtype=npdt)
+
+
+def identity(shape: Sequence[int], *, dtype: torch.dtype = torch.float64, device: torch.device | str = "cpu") -> Operator:
+    """The identity on [B, T, H]."""
+    f = lambda q: q  # noqa: E731
+    return Operator(shape, f, f, "I", dtype=dtype, device=device, batch=f, rbatch=f)
+
+
+def projector(y: Tensor, x: Tensor | None = None) -> Operator:
+    r"""Rank one :math:`|y\rangle\langle x|:\ q\mapsto\langle x,q\rangle\,y` (adjoint :math:`|x\rangle\langle y|`).
+
+    With ``x`` omitted, the orthogonal projector :math:`yy^\top/\|y\|^2` onto the span of y.
+    """
+    if x is None:
+        y = y / y.norm()
+        x = y
+    if x.shape != y.shape:
+        raise ValueError(f"shapes differ: {tuple(y.shape)} and {tuple(x.shape)}")
+    dims = tuple(range(1, y.dim() + 1))
+
+    def rank1(a: Tensor, b: Tensor) -> Callable[[Tensor], Tensor]:
+        return lambda V: torch.tensordot(V, b, dims=(dims, tuple(range(b.dim()))))[(...,) + (None,) * a.dim()] * a
+
+    return Operator(y.shape, lambda q: (x * q).sum() * y, lambda r: (y * r).sum() * x, "proj",
+                    dtype=y.dtype, device=y.device, batch=rank1(y, x), rbatch=rank1(x, y))
 
 
 @dataclass
@@ -147,6 +240,22 @@ class Trajectory:
         return tuple(self.Z.shape)  # type: ignore[return-value]
 
     @property
+    def dtype(self) -> torch.dtype:
+        return self.Z.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self.Z.device
+
+    def to(self, dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> "Trajectory":
+        """The same model in another dtype and/or on another device (states re-run there)."""
+        import dataclasses
+
+        cv = lambda v: v.to(device=device, dtype=dtype if v.is_floating_point() else None)  # noqa: E731
+        cell = self.cell if self.cell.A is None else dataclasses.replace(self.cell, A=cv(self.cell.A))
+        return Trajectory.run(cell, {k: cv(v) for k, v in self.theta.items()}, cv(self.x), cv(self.h0))
+
+    @property
     def Zprev(self) -> Tensor:
         return previous(self.Z, self.h0)
 
@@ -161,16 +270,22 @@ class Trajectory:
 def state_jacobians(tr: Trajectory) -> Tensor:
     """All :math:`A_t=\\partial_zF(z_{t-1},x_t)`, shape [B, T, H, H] (contiguous).
 
-    One reverse-mode graph of the cell over all B·T points, then H vjps with the basis
+    Closed form where the cell has one (:meth:`Cell.state_jacobian`: eq. 8, torch RNN, GRU, linear),
+    else one reverse-mode graph of the cell over all B·T points, then H vjps with the basis
     cotangents :math:`e_k` (row k of every :math:`A_t` at once); peak memory is J itself plus one
     cell evaluation, unlike a vmapped jvp whose intermediates are H times larger.
     """
     B, T, H = tr.shape
     zp, xf = tr._flat()
+    closed = getattr(tr.cell, "state_jacobian", lambda *a: None)
+    with torch.no_grad():
+        Jc = closed({k: v.detach() for k, v in tr.theta.items()}, zp, xf)
+    if Jc is not None:
+        return Jc.reshape(B, T, H, H)
     z = zp.detach().requires_grad_(True)
     with torch.enable_grad():
         out = tr.cell.step({k: v.detach() for k, v in tr.theta.items()}, z, xf)
-    J = torch.empty(B * T, H, H, dtype=zp.dtype)
+    J = torch.empty(B * T, H, H, dtype=zp.dtype, device=zp.device)
     for k in range(H):  # plain autograd: about 2x faster than torch.func.vjp closures here
         J[:, k, :] = torch.autograd.grad(out[:, k].sum(), z, retain_graph=k < H - 1)[0]
     return J.reshape(B, T, H, H)
@@ -192,7 +307,9 @@ class Propagation(Operator):
             raise ValueError(f"mode must be 'stored' or 'recompute', got {mode!r}")
         self.tr, self.mode = tr, mode
         self.J = state_jacobians(tr) if mode == "stored" else None
-        super().__init__(tr.shape, self._forward, self._backward, "P")
+        super().__init__(tr.shape, self._forward, self._backward, "P", dtype=tr.dtype, device=tr.device,
+                         batch=self._forward_batch if self.J is not None else None,
+                         rbatch=self._backward_batch if self.J is not None else None)
 
     def apply_A(self, t: int, v: Tensor) -> Tensor:
         """:math:`A_{t+1}v` for 0-based time index t (batched over trials)."""
@@ -204,7 +321,8 @@ class Propagation(Operator):
     def apply_At(self, t: int, v: Tensor) -> Tensor:
         """:math:`A_{t+1}^\\top v` for 0-based time index t."""
         if self.J is not None:
-            return torch.bmm(self.J[:, t].transpose(1, 2), v[:, :, None])[:, :, 0]
+            # row vector times A (same numbers as A^T v, without a transposed view: faster)
+            return torch.bmm(v[:, None, :], self.J[:, t])[:, 0]
         tr = self.tr
         zr, out = _at_z(tr.cell, tr.theta, tr.Zprev[:, t], tr.x[:, t])
         return _grad(out, [zr], v, False)[0]
@@ -217,6 +335,21 @@ class Propagation(Operator):
             p = V[:, t] + torch.bmm(J[:, t], p)
             out.append(p)
         return torch.stack(out, 1)
+
+    def _forward_batch(self, V: Tensor) -> Tensor:
+        """P on [m, B, T, H] (stored Jacobians): columns [B, H, m], one bmm per step."""
+        return self.apply_many(V.permute(1, 2, 3, 0)).permute(3, 0, 1, 2)
+
+    def _backward_batch(self, V: Tensor) -> Tensor:
+        """P^T on [m, B, T, H] (stored Jacobians): row vectors [B, m, H] times A_t, one bmm per step."""
+        assert self.J is not None
+        R = V.permute(1, 2, 0, 3)  # [B, T, m, H]
+        T = R.shape[1]
+        a, out = R[:, -1], [R[:, -1]]
+        for t in range(T - 2, -1, -1):
+            a = R[:, t] + torch.bmm(a, self.J[:, t + 1])
+            out.append(a)
+        return torch.stack(out[::-1], 1).permute(2, 0, 1, 3)
 
     def _forward(self, q: Tensor) -> Tensor:
         p, out = q[:, 0], [q[:, 0]]
@@ -261,7 +394,7 @@ class Propagation(Operator):
             back = torch.cat([self._all_At(r)[:, 1:], torch.zeros_like(r[:, :1])], 1)
             return r - back
 
-        return Operator(self.shape, inv, inv_t, "P^-1")
+        return self._like(inv, inv_t, "P^-1")
 
 
 # ---------------------------------------------------------------------------------------- K
@@ -284,15 +417,26 @@ class ParameterJacobian:
         fixed = {k: v for k, v in tr.theta.items() if k not in self.names}
         self._f = lambda th: tr.cell.step({**fixed, **th}, zp, xf)  # noqa: E731
         self._theta = {k: tr.theta[k] for k in self.names}
+        lin = getattr(tr.cell, "parameter_linearisation", lambda *a: None)
+        with torch.no_grad():
+            self._closed = lin({k: v.detach() for k, v in tr.theta.items()}, zp, xf)
+        if self._closed is not None:  # closed form: no graph kept, no transient beyond O(BTH)
+            return
         self._leaves = {k: v.detach().requires_grad_(True) for k, v in self._theta.items()}
         with torch.enable_grad():
             self._out = self._f(self._leaves)  # graph kept for repeated vjps
 
     def __call__(self, dtheta: Params) -> Tensor:
+        if self._closed is not None:
+            full = {k: dtheta[k] if k in dtheta else torch.zeros_like(v) for k, v in self.tr.theta.items()}
+            return self._closed[1](full).reshape(self.tr.shape)
         return jvp(self._f, (self._theta,), (dtheta,))[1].reshape(self.tr.shape)
 
     def adjoint(self, q: Tensor) -> Params:
         B, T, H = self.tr.shape
+        if self._closed is not None:
+            g = self._closed[0](q.reshape(B * T, H))
+            return {k: g[k] for k in self.names}
         g = _grad(self._out, list(self._leaves.values()), q.reshape(B * T, H), True)
         return {k: (torch.zeros_like(v) if gi is None else gi) for (k, v), gi in zip(self._leaves.items(), g)}
 
@@ -305,7 +449,7 @@ def parameter_operator(tr: Trajectory, only: Sequence[str] | None = None) -> Ope
     def K(q: Tensor) -> Tensor:
         return G({k: v / B for k, v in G.adjoint(q).items()})
 
-    return Operator(tr.shape, K, K, "K")
+    return Operator(tr.shape, K, K, "K", dtype=tr.dtype, device=tr.device)
 
 
 def hidden_ntk(tr: Trajectory) -> Operator:
@@ -321,7 +465,7 @@ def hidden_ntk(tr: Trajectory) -> Operator:
         g = {k: (torch.zeros_like(v) if gi is None else gi) / B for (k, v), gi in zip(leaves.items(), grads)}
         return jvp(f, (tr.theta,), (g,))[1]
 
-    return Operator(tr.shape, ntk, ntk, "NTK")
+    return Operator(tr.shape, ntk, ntk, "NTK", dtype=tr.dtype, device=tr.device)
 
 
 @dataclass
@@ -346,13 +490,14 @@ class KPFlow:
     def PKP(self) -> Operator:
         r""":math:`\mathcal P\mathcal K\mathcal P^*` (self-adjoint, PSD)."""
         op = self.P @ self.K @ self.P.T
-        return Operator(op.shape, op, op, "PKP*")
+        return op._like(op, op, "PKP*", op.apply_batch, op.apply_batch)
 
     @property
     def PP(self) -> Operator:
         r""":math:`\mathcal P\mathcal P^*` ("optimise-then-discretise")."""
-        op = self.P @ self.P.T
-        return Operator(op.shape, op, op, "PP*")
+        op = self.P.gram()
+        op.name = "PP*"
+        return op
 
     def gd_flow(self, err: Tensor) -> Tensor:
         r""":math:`\partial_sz=-\mathcal P\mathcal K\mathcal P^*\mathrm{Err}` (Proposition 1)."""
@@ -389,7 +534,7 @@ def task_blocks(kp: KPFlow, err: Tensor, tasks: Sequence[Tensor]) -> list[list[T
 def interference_matrix(blocks: list[list[Tensor]]) -> Tensor:
     r""":math:`M_{ij}=\langle\delta z_{ii},\delta z_{ij}\rangle/(\|\delta z_{ii}\|\|\delta z_{ij}\|)` (§2.6)."""
     n = len(blocks)
-    M = torch.zeros(n, n, dtype=blocks[0][0].dtype)
+    M = torch.zeros(n, n, dtype=blocks[0][0].dtype, device=blocks[0][0].device)
     for i in range(n):
         for j in range(n):
             a, b = blocks[i][i].reshape(-1), blocks[i][j].reshape(-1)

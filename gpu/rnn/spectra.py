@@ -14,6 +14,15 @@ inner product), i.e. the eigenvalues of the Gram :math:`A^\top A`. Exact (dense 
 sizes; at large sizes the top singular values come from Lanczos (``scipy.sparse.linalg.svds``) and
 the total :math:`\|A\|_F^2=\operatorname{tr}(A^\top A)` from Hutch++ (Meyer et al. 2021).
 
+**Matrix-free estimators** for any :class:`~.operators.Operator` (batched mat-vecs): Hutch++
+:math:`\operatorname{tr}A\approx\operatorname{tr}(Q^\top AQ)+\tfrac1k\operatorname{tr}(G^\top(I-QQ^\top)A(I-QQ^\top)G)`,
+Q an orthonormal basis of :math:`AS` (S, G Rademacher, k columns each), unbiased for every square A
+since :math:`\operatorname{tr}A=\operatorname{tr}(QQ^\top A)+\operatorname{tr}((I-QQ^\top)A(I-QQ^\top))`;
+:math:`\|A\|_F^2=\operatorname{tr}(A^\top A)`; alignment
+:math:`\operatorname{tr}(A^\top B)/(\|A\|_F\|B\|_F)` (kpflow's ``op_alignment``); participation ratio
+:math:`(\sum\sigma_i^2)^2/\sum\sigma_i^4=\operatorname{tr}(A^\top A)^2/\operatorname{tr}((A^\top A)^2)`.
+Exact (basis vectors) when :math:`BTH\le m`.
+
 **Theorem 2** (corrected, note §2.4): :math:`\mathcal P=\mathcal U\mathcal V\mathcal U^{-1}` with
 :math:`(\mathcal Uq)_t=U_tq_t`, :math:`U_t=A_t\cdots A_1`, and :math:`\mathcal V` the cumulative
 sum over time. The Volterra operator :math:`(Vq)(t)=\int_0^tq` on :math:`L^2[0,T]` has
@@ -113,10 +122,45 @@ def hutchpp(matvec: Callable[[np.ndarray], np.ndarray], n: int, m: int = 60, see
     return float(np.trace(Q.T @ MQ) + np.trace(G2.T @ MG) / k)
 
 
+def trace(op: Operator, m: int = 60, seed: int = 0) -> float:
+    r"""Hutch++ estimate of :math:`\operatorname{tr}A` with about m mat-vecs (exact when BTH <= m)."""
+    n = op.size
+    if n <= m:
+        E = torch.eye(n, dtype=op.dtype, device=op.device).reshape(n, *op.shape)
+        return float((op.apply_batch(E).reshape(n, n) * E.reshape(n, n)).sum())
+    k = max(1, m // 3)
+    gen = torch.Generator().manual_seed(int(seed))
+    rad = lambda: (torch.randint(0, 2, (k, n), generator=gen) * 2 - 1).to(dtype=op.dtype, device=op.device)  # noqa: E731
+    S, G = rad(), rad()
+    AS = op.apply_batch(S.reshape(k, *op.shape)).reshape(k, n)
+    Q = torch.linalg.qr(AS.T.to(torch.float64))[0].T.to(op.dtype)  # [k, n], orthonormal rows
+    AQ = op.apply_batch(Q.reshape(k, *op.shape)).reshape(k, n)
+    G2 = G - (G @ Q.T) @ Q
+    AG = op.apply_batch(G2.reshape(k, *op.shape)).reshape(k, n)
+    AG = AG - (AG @ Q.T) @ Q
+    return float((Q * AQ).sum(dtype=torch.float64) + (G2 * AG).sum(dtype=torch.float64) / k)
+
+
+def frobenius_norm(op: Operator, m: int = 60, seed: int = 0) -> float:
+    r""":math:`\|A\|_F=\sqrt{\operatorname{tr}(A^\top A)}` (Hutch++ on the Gram)."""
+    return math.sqrt(max(trace(op.T @ op, m, seed), 0.0))
+
+
+def alignment(A: Operator, B: Operator, m: int = 60, seed: int = 0) -> float:
+    r"""Frobenius cosine :math:`\operatorname{tr}(A^\top B)/(\|A\|_F\|B\|_F)` (kpflow's ``op_alignment``)."""
+    return trace(A.T @ B, m, seed) / max(frobenius_norm(A, m, seed) * frobenius_norm(B, m, seed), 1e-300)
+
+
+def participation_ratio(op: Operator, m: int = 60, seed: int = 0) -> float:
+    r""":math:`(\sum\sigma_i^2)^2/\sum\sigma_i^4`, matrix-free (Hutch++ for both traces)."""
+    G = op.T @ op
+    return trace(G, m, seed) ** 2 / max(trace(G @ G, m, seed), 1e-300)
+
+
 def singular_values_squared(op: Operator) -> np.ndarray:
     """All :math:`\\sigma_i^2` of ``op`` by dense SVD (small sizes)."""
-    s = torch.linalg.svdvals(op.dense())
-    return (s**2).numpy()
+    s = torch.linalg.svdvals(op.dense(torch.float64))
+    return (s**2).cpu().numpy()
 
 
 def effective_rank(op: Operator, *, exact_max: int = 2000, k: int = 60, frac: float = 0.95,
@@ -142,13 +186,15 @@ def effective_rank(op: Operator, *, exact_max: int = 2000, k: int = 60, frac: fl
     kk = min(k, n - 2)
     s = svds(L, k=kk, return_singular_vectors=False, random_state=seed)
     v = np.sort(s**2)[::-1]
-    total = hutchpp(lambda u: L.rmatvec(L.matvec(u)), n, m=3 * kk, seed=seed)
+    total = trace(op.T @ op, m=3 * kk, seed=seed)
     total = max(total, float(v.sum()))
+    pr = participation_ratio(op, m=3 * kk, seed=seed)
     c = np.cumsum(v)
     hit = np.nonzero(c >= frac * total)[0]
     value = int(hit[0] + 1) if hit.size else kk
     return {"value": value, "method": f"Lanczos top-{kk} (svds) + Hutch++ total ({3 * kk} mat-vecs)",
-            "exact": False, "lower_bound": not bool(hit.size), "participation_ratio": None, "size": n}
+            "exact": False, "lower_bound": not bool(hit.size), "participation_ratio": pr,
+            "participation_ratio_method": f"Hutch++ ({3 * kk} probes) for tr(A^T A) and tr((A^T A)^2)", "size": n}
 
 
 def numerical_rank(M: np.ndarray | torch.Tensor) -> tuple[int, float]:

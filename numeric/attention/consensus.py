@@ -16,6 +16,8 @@ tokens ``X`` of shape (..., ℓ, d) (rows are tokens; a trajectory is (m, ℓ, d
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 Array = np.ndarray
@@ -169,17 +171,23 @@ def quotient_matrix(J: Array, T: Array, S: Array | None = None) -> Array:
     return C.T @ J @ C
 
 
-def attention_weights(X: Array, P: Array, *, causal: bool = False, row_sum: float | None = None) -> Array:
-    r"""Attention matrix :math:`\alpha_{ij}=c\,e^{y_i^\top Py_j}/\sum_ke^{y_i^\top Py_k}` (Lemma 4.1's
-    quantity), rows summing to ``row_sum`` (default :math:`c=1/\sqrt d`, the paper's convention)."""
+def log_attention_weights(X: Array, P: Array, *, causal: bool = False, row_sum: float | None = None) -> Array:
+    r""":math:`\log\alpha_{ij}=\log c+s_{ij}-\log\sum_ke^{s_{ik}}` (log-sum-exp; finite for every finite
+    score, where :math:`\alpha_{ij}` itself may underflow); :math:`-\infty` above the diagonal when causal."""
     X = np.asarray(X, float)
     ell, d = X.shape[-2:]
     S = np.einsum("...id,de,...je->...ij", X, P, X)
     if causal:
         S = np.where(np.tril(np.ones((ell, ell), bool)), S, -np.inf)
-    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    top = S.max(axis=-1, keepdims=True)
     c = 1.0 / np.sqrt(d) if row_sum is None else row_sum
-    return c * E / E.sum(axis=-1, keepdims=True)
+    return math.log(c) + S - top - np.log(np.exp(S - top).sum(axis=-1, keepdims=True))
+
+
+def attention_weights(X: Array, P: Array, *, causal: bool = False, row_sum: float | None = None) -> Array:
+    r"""Attention matrix :math:`\alpha_{ij}=c\,e^{y_i^\top Py_j}/\sum_ke^{y_i^\top Py_k}` (Lemma 4.1's
+    quantity), rows summing to ``row_sum`` (default :math:`c=1/\sqrt d`, the paper's convention)."""
+    return np.exp(log_attention_weights(X, P, causal=causal, row_sum=row_sum))
 
 
 def oja_token(y0: Array, U: Array, t: Array, rate: float) -> Array:

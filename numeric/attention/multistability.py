@@ -36,6 +36,7 @@ Public API: :func:`ambient_jacobian`, :func:`tangent_basis`, :func:`spectra`, :f
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -169,6 +170,16 @@ def bipartite_point(v: Array, signs: Array) -> Array:
     return np.asarray(signs, float)[:, None] * np.asarray(v, float)[None, :]
 
 
+def scaled_weights(a: float) -> tuple[float, float]:
+    r""":math:`(e^{a},e^{-a})` divided by the larger of the two: :math:`(1,e^{-2a})` for :math:`a\ge0`,
+    :math:`(e^{2a},1)` otherwise. Every bipartite quantity (eq. (8), :math:`\delta_\ell`, the
+    :math:`2\times2` blocks) is homogeneous of degree 0 in :math:`(\alpha_1,\alpha_2)`, so the scaled
+    pair gives the same values and never overflows (a tiny entry underflows to 0 harmlessly)."""
+    a = float(a)
+    return (1.0, math.exp(-2.0 * a) if -2.0 * a > -745.0 else 0.0) if a >= 0 else \
+        (math.exp(2.0 * a) if 2.0 * a > -745.0 else 0.0, 1.0)
+
+
 def bipartite_spectra(lam: Array, a: float, k: int, n1: int, n2: int, c: float = 1.0,
                       variant: str = "self_attention") -> tuple[Array, Array]:
     """Closed-form tangent and normal spectra at :math:`x_i=\\pm v_k` with ``n1`` plus and ``n2``
@@ -183,7 +194,7 @@ def bipartite_spectra(lam: Array, a: float, k: int, n1: int, n2: int, c: float =
         tang = np.repeat(np.array(others) - lk, n1 + n2)
         return tang.astype(complex), np.full(n1 + n2, -2 * lk, complex)
     a = a if variant == "self_attention" else 0.0
-    al1, al2 = np.exp(a), np.exp(-a)
+    al1, al2 = scaled_weights(a)
     b1, b2 = n1 * al1 + n2 * al2, n1 * al2 + n2 * al1
     d1 = (n1 * al1 - n2 * al2) / b1 if n1 else 0.0
     d2 = (n2 * al1 - n1 * al2) / b2 if n2 else 0.0

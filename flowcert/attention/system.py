@@ -1,0 +1,117 @@
+r"""The ``attention`` system (multistability and consensus papers) as a :class:`flowcert.system.System`.
+
+.. math::
+
+    \dot x_i = (I - x_i x_i^\top W)\sum_{\eta=1}^h V_\eta \sum_j A^\eta_{ij}(t, X)\, x_j .
+
+Loading (:mod:`.params`), the ``verify`` and ``equilibria`` documents, ``simulate`` (batched torch
+RK4 with retraction, or basin statistics with ``--samples``), the generated field kernel and the
+``report --params`` section all delegate to :mod:`flowcert.attention`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..system import SimulateOptions, load_any
+from .params import AttentionParams, load_attention, parse_attention
+
+__all__ = ["SYSTEM", "AttentionSystem"]
+
+
+class AttentionSystem:
+    """Self-attention (and the Oja variants) on the sphere or an ellipsoid (see :class:`flowcert.system.System`)."""
+
+    name = "attention"
+    params_type = AttentionParams
+    warm_modules = ("flowcert.attention", "sympy")
+    single_head = False
+
+    def load(self, params: Any, *, command: str | None = None) -> AttentionParams:
+        """Validated parameters (path, mapping or :class:`AttentionParams`)."""
+        return load_any(params, AttentionParams, parse_attention, load_attention)
+
+    def verify(self, p: AttentionParams, *, simulate: bool = False, seed: int | None = None) -> dict[str, Any]:
+        """The ``verify attention`` document (:func:`flowcert.attention.verify`)."""
+        from . import verify
+
+        return verify(p, simulate=simulate, seed=seed)
+
+    def verify_run(self, p: AttentionParams, *, simulate: bool = False,
+                   seed: int | None = None) -> tuple[dict[str, Any], Any]:
+        """The document and the run behind ``simulation`` (its own ``X_final``; no separate object)."""
+        doc = self.verify(p, simulate=simulate, seed=seed)
+        return doc, doc.get("simulation")
+
+    def equilibria(self, p: AttentionParams, cap: int | None = None) -> dict[str, Any]:
+        """The ``equilibria attention`` document (:func:`flowcert.attention.equilibria`)."""
+        from . import equilibria
+
+        return equilibria(p, cap=cap)
+
+    def simulate(self, p: AttentionParams, options: SimulateOptions) -> tuple[dict[str, Any], str]:
+        """``simulate attention``: one run from ``X0``, or ``--samples`` runs with basin statistics."""
+        from .. import __version__
+        from . import simulate
+
+        if options.samples is not None and options.samples < 1:
+            raise InputError(f"--samples: must be a positive integer, got {options.samples}")
+        device = options.device or "cpu"
+        if device != "cpu":
+            import torch
+
+            try:
+                torch.empty(0, device=device)
+            except (RuntimeError, AssertionError) as exc:
+                raise InputError(f"--device: {device!r} is not available ({str(exc).splitlines()[0]})") from None
+        sim = simulate(p, t_end=options.t_end, samples=options.samples, device=device, seed=options.seed)
+        doc = {"flowcert": __version__, "system": self.name, "params": p.to_json(), "simulation": sim}
+        if options.plot is not None:
+            from ..reports.multistability import plot_simulation
+
+            plot_simulation(sim, Path(options.plot))
+            sim["plot"] = options.plot
+        lines = [f"t_end {sim['t_end']:.6g}  limit_class {sim.get('limit_class')}  max drift {sim.get('max_drift')}"]
+        for row in sim.get("basins", {}).get("outcomes", []):
+            lines.append(f"  {row['fraction']:.3f} [{row['wilson'][0]:.3f}, {row['wilson'][1]:.3f}]  {row['label']}")
+        return doc, "\n".join(lines) + "\n"
+
+    def codegen(self, backend: str, p: Any = None) -> str:
+        """The field kernel of the structure of ``p`` (path, mapping or parameters; the default
+        one-head structure without ``p``)."""
+        from ..symbolic.attention import Structure
+        from . import codegen_source
+
+        return codegen_source(self.load(p).structure if p is not None else Structure(), backend)
+
+    def report_section(self, p: AttentionParams, out: Path, *, label: str, quick: bool,
+                       run: tuple[dict[str, Any], Any] | None = None) -> dict[str, Any]:
+        """Parameters as understood, the verdicts, and the cross-checking run (final tokens plotted)."""
+        import json
+
+        from ..reports.common import cell
+
+        doc, sim = run if run is not None else self.verify_run(p, simulate=True)
+        figures: list[str] = []
+        lines = ["### Parameters as understood", "", "```json", json.dumps(doc["params"]), "```", "",
+                 "### Simulation", ""]
+        if sim:
+            lines += [f"- run to $t={sim['t_end']:g}$ ({cell(sim.get('integrator', ''))}): limit class "
+                      f"`{sim.get('limit_class')}`"
+                      + (f" ({cell(sim['limit_class_reason'])})" if sim.get("limit_class_reason") else "")
+                      + f"; agrees with the verdicts: {sim.get('agrees')}", ""]
+            if sim.get("X_final") is not None:
+                from ..reports.multistability import plot_simulation
+
+                plot_simulation(sim, out / "tokens.png")
+                figures.append("tokens.png")
+                lines += [f"![Final tokens for {cell(label)}: the run of `verify --simulate` itself "
+                          "(no second simulation).](tokens.png)", ""]
+        return {"title": f"Your parameters ({label}, system attention)", "markdown": "\n".join(lines),
+                "theorems": doc["theorems"], "figures": figures}
+
+
+#: The registry's object for this system (:data:`flowcert.systems.REGISTRY`).
+SYSTEM = AttentionSystem()

@@ -1,0 +1,95 @@
+r"""JSON documents: what ``--json`` prints and what :meth:`flowcert.result.Result.to_json` returns.
+
+One encoding for every command (DESIGN.md, "Command line"): numpy scalars and arrays become
+numbers and nested lists (:func:`json_default`), and JSON having no :math:`\pm\infty` or NaN,
+non-finite floats are written as ``null`` (:func:`finite`). :func:`plain` applies both, so the
+dict it returns is exactly the document the command line prints; :func:`emit` prints it.
+:func:`verify_document` is the ``verify SYSTEM --params FILE`` document of one parameter set (the
+sweep calls it per file).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+__all__ = ["emit", "finite", "json_default", "plain", "verify_document", "verify_summary"]
+
+
+def finite(obj: Any) -> Any:
+    """JSON has no inf/nan: non-finite floats are written as null (documented in the README)."""
+    if isinstance(obj, float):
+        return obj if obj == obj and abs(obj) != float("inf") else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    return obj
+
+
+def json_default(obj: Any) -> Any:
+    """``json.dumps`` fallback: numpy scalars and arrays as Python numbers and nested lists."""
+    import numpy as np
+
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def plain(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` as the plain JSON value ``--json`` prints (numpy converted, non-finite floats null)."""
+    return finite(json.loads(json.dumps(doc, default=json_default)))
+
+
+def emit(doc: dict[str, Any], as_json: bool, summary: str) -> None:
+    """Print ``doc`` as one JSON document (``as_json``) or the human ``summary``."""
+    if as_json:
+        json.dump(plain(doc), sys.stdout, indent=1, allow_nan=False)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(summary)
+
+
+def verify_summary(doc: dict[str, Any]) -> str:
+    """The human-readable lines of a ``verify`` document (without ``--json``)."""
+    lines = [f"flowcert {doc['flowcert']} — verify {doc['system']}"]
+    for th in doc["theorems"]:
+        lines.append(f"{th['id']:<24} applies={th['applies']!s:<5} cross_check={th['cross_check']['status']}")
+        for h in th["hypotheses"]:
+            lines.append(f"    {h['status']:<8} {h['name']}  ({h['method']})")
+    if "regime" in doc:
+        r = doc["regime"]
+        lines.append(f"regime: Sigma {r['Sigma']}, mu {r['mu']} (basis: {r['basis']})")
+    if "simulation" in doc:
+        s = doc["simulation"]
+        if s.get("skipped"):
+            lines.append(f"simulation: {s['skipped']}")
+        else:
+            lines.append(f"simulation: t_end {s['t_end']:.4g}, blow-up {s['blowup_time']}, agrees {s['agrees']}")
+    return "\n".join(lines) + "\n"
+
+
+def verify_document(system: str, path: Any, *, simulate: bool = False, seed: int | None = None) -> dict[str, Any]:
+    """The ``verify SYSTEM --params FILE`` document (one parameter set; the sweep calls this per file).
+
+    Parameters
+    ----------
+    system : str
+        A registered system name (:data:`flowcert.systems.REGISTRY`).
+    path : str or path-like or mapping or parameter object
+        The parameters, as :meth:`flowcert.system.System.load` takes them.
+    simulate, seed
+        As ``--simulate`` / ``--seed``.
+
+    Returns
+    -------
+    dict
+        The document (numpy values not yet converted: see :func:`plain`).
+    """
+    from .systems import get_system
+
+    sysobj = get_system(system)
+    return sysobj.verify(sysobj.load(path, command="verify"), simulate=simulate, seed=seed)

@@ -1,0 +1,166 @@
+r"""The ``gaussian`` system (gaussian paper, eq. (7)) as a :class:`flowcert.system.System`.
+
+.. math::
+
+    \dot\mu=(A+V+V\Sigma B)\mu+b,\qquad
+    \dot\Sigma=A\Sigma+\Sigma A^\top+V\Sigma B\Sigma+\Sigma B^\top\Sigma V^\top .
+
+Loading (:mod:`.params`, with the command's size limit of :mod:`flowcert.limits`), the ``verify``
+document (:mod:`.catalogue`), ``simulate`` (one DOP853/Radau run of eq. (7), optionally a batched
+torch ensemble, :mod:`.ensemble`), the generated moment and linearisation kernels, and the
+``report --params`` section, which plots the run ``verify`` already made.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..system import SimulateOptions, load_any
+from .params import GaussianParams, load_gaussian, parse_gaussian
+
+__all__ = ["SYSTEM", "GaussianSystem"]
+
+
+class GaussianSystem:
+    """The mean-field Gaussian transformer, eq. (7) (see :class:`flowcert.system.System`)."""
+
+    name = "gaussian"
+    params_type = GaussianParams
+    warm_modules = ("flowcert.gaussian", "flowcert.numeric.gaussian", "sympy")
+    single_head = True
+
+    def load(self, params: Any, *, command: str | None = None) -> GaussianParams:
+        """Validated parameters; ``command`` applies its size limit (:func:`flowcert.limits.command_problem`)."""
+        from ..limits import command_problem
+
+        p = load_any(params, GaussianParams, parse_gaussian, load_gaussian)
+        problem = command_problem(command, p.d) if command else None
+        if problem is not None:
+            raise InputError(f"--params: {problem}")
+        return p
+
+    def verify(self, p: GaussianParams, *, simulate: bool = False, seed: int | None = None) -> dict[str, Any]:
+        """The ``verify gaussian`` document (:func:`flowcert.gaussian.catalogue.verify`)."""
+        return self.verify_run(p, simulate=simulate, seed=seed)[0]
+
+    def verify_run(self, p: GaussianParams, *, simulate: bool = False,
+                   seed: int | None = None) -> tuple[dict[str, Any], Any]:
+        """The document and the run of eq. (7) behind it (None when the size limit skipped it)."""
+        from .catalogue import verify_run
+
+        return verify_run(p, simulate=simulate, seed=seed or 0)
+
+    def simulate(self, p: GaussianParams, options: SimulateOptions) -> tuple[dict[str, Any], str]:
+        """``simulate gaussian``: one run of eq. (7) to ``t_end``, and the ``--samples`` ensemble if asked."""
+        import numpy as np
+
+        from .. import __version__
+        from ..numeric import gaussian as ng
+        from .catalogue import coefficients
+
+        ensemble = _ensemble(p, options)
+        sol = ng.integrate_moments(coefficients(p), p.mu0, p.Sigma0, options.t_end)
+        doc: dict[str, Any] = {
+            "flowcert": __version__, "system": self.name, "params": p.to_json(),
+            "simulation": {"t_end": float(sol.t[-1]), "blowup_time": sol.blowup_time, "status": sol.status,
+                           "mu_final": sol.mu[-1].tolist(), "Sigma_final": sol.Sigma[-1].tolist(), "agrees": None,
+                           "method": sol.method, "integrator_message": sol.message,
+                           "mean_escape_time": sol.mean_escape_time},
+        }
+        if options.plot is not None:
+            from ..reports.figures import plot_moments
+
+            try:
+                written = plot_moments(sol, Path(options.plot))
+            except OSError as exc:
+                raise InputError(f"--plot: cannot write {options.plot!r} ({exc.strerror or exc})") from None
+            doc["simulation"]["plot"] = str(written)
+        summary = (f"t_end {sol.t[-1]:.6g}  status {sol.status}  blow-up {sol.blowup_time}\n"
+                   f"mu = {np.array2string(sol.mu[-1], precision=6)}\n"
+                   f"Sigma =\n{np.array2string(sol.Sigma[-1], precision=6)}\n")
+        if ensemble is not None:
+            doc["ensemble"] = ensemble
+            spread = ensemble["blowup_time"]
+            summary += (f"ensemble of {ensemble['samples']} on {ensemble['device']}: {ensemble['blowups']} blow-ups"
+                        + (f" at t in [{spread['min']:.6g}, {spread['max']:.6g}]" if spread else "")
+                        + f", {ensemble['final_states']['samples']} reached t_end\n")
+        return doc, summary
+
+    def codegen(self, backend: str, p: Any = None) -> str:
+        """The moment equation (7) and its linearisation as ``numpy``, ``torch`` or ``c`` source
+        (matrix-level kernels: the same for every parameter set, so ``p`` is not read)."""
+        from ..numeric import gaussian as ng
+        from ..symbolic import codegen
+
+        programs = [ng.moment_program(), ng.linearisation_program()]
+        printer = {"numpy": codegen.NumpyPrinter(), "torch": codegen.TorchPrinter(),
+                   "c": codegen.ShapedCPrinter()}[backend]
+        header = {"numpy": "import numpy as np\n\n\n", "torch": "import torch\n\n\n", "c": ""}[backend]
+        return header + "\n\n".join(printer.print(prog) for prog in programs)
+
+    def reach(self, params: str, target: str, T: float, out: str | None = None) -> dict[str, Any]:
+        """``reach gaussian``: Theorem 3.3's controls steering ``(mu0, Sigma0)`` to ``target`` in time ``T``."""
+        from .reach import run
+
+        return run(params, target, T, out)
+
+    def report_section(self, p: GaussianParams, out: Path, *, label: str, quick: bool,
+                       run: tuple[dict[str, Any], Any] | None = None) -> dict[str, Any]:
+        """Parameters as understood, Table 1 regime, the simulation and its figure (the verify run's own)."""
+        import json
+
+        from ..reports.common import cell
+        from ..reports.figures import plot_moments
+        from ..reports.gaussian import integrator_protocol
+
+        doc, sol = run if run is not None else self.verify_run(p, simulate=True)
+        reg, sim = doc["regime"], doc["simulation"]
+        figures: list[str] = []
+        lines = ["### Parameters as understood", "", "```json", json.dumps(doc["params"]), "```", "",
+                 "### Table 1 regime and simulation", "",
+                 f"- $\\Sigma$: `{reg['Sigma']}`; $\\mu$: `{reg['mu']}`; basis: {reg['basis']}"
+                 + (f" ({cell(reg['reason'])})" if reg.get("reason") else ""),
+                 f"- certified upper bound on the blow-up time: {reg.get('blowup_time_upper_bound')}",
+                 f"- simulation to $t={sim['t_end']:g}$ ({cell(sim.get('method', ''))}): blow-up time "
+                 f"{sim['blowup_time']}, agrees with the regime: {sim['agrees']}"
+                 if sim.get("t_end") is not None else f"- simulation skipped: {cell(sim.get('skipped'))}", ""]
+        if sol is not None and sol.t.size > 1:
+            plot_moments(sol, out / "moments.png", f"parameters from {label}")
+            figures.append("moments.png")
+            lines += [f"![Moments for {cell(label)}. Protocol: the parameters above, horizon t={p.t_end:g}, "
+                      f"deterministic; integrator: {integrator_protocol()}; method used: {sol.method or 'n/a'}; "
+                      "the run of `verify` itself, at the integrator's own steps.](moments.png)", ""]
+        return {"title": f"Your parameters ({label}, system gaussian)", "markdown": "\n".join(lines),
+                "theorems": doc["theorems"], "figures": figures}
+
+
+def _ensemble(p: GaussianParams, options: SimulateOptions) -> dict[str, Any] | None:
+    """``--samples N [--device cpu|cuda] [--seed S]``: the batched torch ensemble, or None."""
+    if options.samples is None:
+        for flag, value in (("--device", options.device), ("--seed", options.seed)):
+            if value is not None:
+                raise InputError(f"{flag}: only with --samples N")
+        return None
+    from .ensemble import MAX_SAMPLES, ensemble
+
+    if not 1 <= options.samples <= MAX_SAMPLES:
+        raise InputError(f"--samples: must be an integer in [1, {MAX_SAMPLES}], got {options.samples}")
+    if options.seed is not None and options.seed < 0:
+        raise InputError(f"--seed: must be a non-negative integer, got {options.seed}")
+    if p.time_varying:
+        raise InputError("--samples: the batched integrator takes constant parameters; these are time-varying")
+    device = options.device or "cpu"
+    if device not in ("cpu", "cuda"):
+        raise InputError(f"--device: must be cpu or cuda, got {device!r}")
+    if device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise InputError("--device: cuda requested but torch sees no CUDA device (use --device cpu)")
+    return ensemble(p, options.samples, options.t_end, device=device, seed=options.seed or 0)
+
+
+#: The registry's object for this system (:data:`flowcert.systems.REGISTRY`).
+SYSTEM = GaussianSystem()

@@ -1,0 +1,120 @@
+r"""The one ``System`` protocol every dynamical system of flowcert implements (DESIGN.md, "Systems").
+
+A system (``gaussian``: eq. (7) of the gaussian paper, :math:`(\mu,\Sigma)`; ``attention``: tokens
+on the sphere, multistability and consensus papers; ``rnn``: KPFlow, :math:`\partial_s z=-\mathcal
+P\mathcal K\mathcal P^*\mathrm{Err}`) is an object with its ``name``, parameter loading, the
+``verify`` document, and where it has them a simulation, generated kernels and a report section.
+The registry (:mod:`flowcert.systems`) lists them; the command line, the sweep, ``report
+--params`` and ``pretrained`` look systems up there instead of comparing names.
+
+:func:`load_any` is the shared parameter intake: a path (JSON or ``.npz``), a mapping of numpy
+arrays / nested lists, or an already validated parameter object.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from .errors import InputError
+
+__all__ = ["SimulateOptions", "System", "load_any"]
+
+
+@dataclass(frozen=True)
+class SimulateOptions:
+    """The ``simulate`` flags a system reads (``None``: not given)."""
+
+    t_end: float
+    samples: int | None = None
+    device: str | None = None
+    seed: int | None = None
+    plot: str | None = None  # as given on the command line (checked by the caller)
+
+
+@runtime_checkable
+class System(Protocol):
+    """What the command line, the sweep, the report and :func:`flowcert.verify` need of a system.
+
+    Attributes
+    ----------
+    name : str
+        The system key (``flowcert verify NAME``).
+    params_type : type
+        The validated parameter object :meth:`load` returns.
+    warm_modules : tuple of str
+        Modules a sweep imports once before forking its workers.
+    single_head : bool
+        The system models one attention head (``pretrained export`` then needs ``--head``).
+
+    Notes
+    -----
+    A system also has the method of each optional command its registry line lists:
+    ``equilibria(p, cap=None)`` (``equilibria``) and ``reach(params, target, T, out)`` (``reach``).
+    """
+
+    name: str
+    params_type: type
+    warm_modules: tuple[str, ...]
+    single_head: bool
+
+    def load(self, params: Any, *, command: str | None = None) -> Any:
+        """Validate ``params`` (path, mapping or parameter object); :class:`~flowcert.errors.InputError` if bad."""
+        ...
+
+    def verify(self, p: Any, *, simulate: bool = False, seed: int | None = None) -> dict[str, Any]:
+        """The ``verify`` document of validated parameters ``p``."""
+        ...
+
+    def verify_run(self, p: Any, *, simulate: bool = False, seed: int | None = None) -> tuple[dict[str, Any], Any]:
+        """``(verify document, the run behind its simulation or None)`` (the report plots the run)."""
+        ...
+
+    def simulate(self, p: Any, options: SimulateOptions) -> tuple[dict[str, Any], str]:
+        """``simulate`` document and text summary (systems without a simulation raise InputError)."""
+        ...
+
+    def codegen(self, backend: str, p: Any | None = None) -> str:
+        """Source of the kernels generated from the symbolic model, for ``backend``."""
+        ...
+
+    def report_section(self, p: Any, out: Path, *, label: str, quick: bool) -> dict[str, Any]:
+        """The ``report --params`` section: ``{"title", "markdown", "theorems", "figures"}``."""
+        ...
+
+
+def _scalars(value: Any) -> Any:
+    """0-d numpy arrays and numpy scalars as Python numbers (as the ``.npz`` reader gives them), in
+    nested mappings and lists too (``heads``); arrays of one or more dimensions are kept."""
+    import numpy as np
+
+    if isinstance(value, np.ndarray) and value.ndim == 0 or isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Mapping):
+        return {k: _scalars(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and any(isinstance(v, Mapping) for v in value):
+        return [_scalars(v) for v in value]
+    return value
+
+
+def load_any(params: Any, params_type: type, parse: Callable[[Mapping[str, Any]], Any],
+             load: Callable[[Any], Any]) -> Any:
+    """Validated parameters from a path, a mapping (numpy arrays or nested lists) or a parameter object.
+
+    Raises
+    ------
+    flowcert.errors.InputError
+        ``params`` is none of these; :class:`~flowcert.errors.ParamError` (an InputError naming the
+        key) when the parameters themselves are bad.
+    """
+    if isinstance(params, params_type):
+        return params
+    if isinstance(params, Mapping):
+        return parse({k: _scalars(v) for k, v in params.items()})
+    if isinstance(params, (str, os.PathLike)):
+        return load(params)
+    raise InputError(f"params: expected a file path, a mapping of arrays or a {params_type.__name__}, "
+                     f"got {type(params).__name__}")

@@ -1,0 +1,157 @@
+"""``flowcert.rnn.analyze_cell`` on user-defined torch cells (identities at round-off, Prop. 1 at
+first order), the ``relu_rnn`` cell and the eq. 8 bias/noise options, and the new task names."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import flowcert.rnn as R
+from flowcert.gpu.rnn import cells, tasks
+from flowcert.gpu.rnn.operators import Trajectory, parameter_operator
+
+torch.set_num_threads(1)
+F64 = torch.float64
+
+
+class TwoLayer(torch.nn.Module):
+    """h_t = (1 - a) h + a tanh(W2 tanh(W1 [x; h] + b1) + b2): a leaky two-layer cell."""
+
+    def __init__(self, I: int, H: int, a: float = 0.3) -> None:
+        super().__init__()
+        self.hidden_size, self.a = H, a
+        self.l1 = torch.nn.Linear(H + I, 2 * H)
+        self.l2 = torch.nn.Linear(2 * H, H)
+
+    def forward(self, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        u = torch.tanh(self.l1(torch.cat([x, h], -1)))
+        return (1 - self.a) * h + self.a * torch.tanh(self.l2(u))
+
+
+def check_doc(doc):
+    ident = doc["identities"]
+    assert ident["adjoint"]["P"] < 1e-14 and ident["adjoint"]["K"] < 1e-14 and ident["adjoint"]["P_inv"] < 1e-14
+    assert ident["inverse"]["residual"] < 1e-13 and ident["ntk"]["residual"] < 1e-13
+    assert ident["prop1"]["exact_jvp_residual"] < 1e-12 and ident["prop1"]["gradient_residual"] < 1e-12
+    orders = [r["observed_order"] for r in ident["prop1"]["fd"][1:]]
+    assert 0.85 < orders[-1] < 1.15
+    th = {t["id"]: t for t in doc["theorems"]}
+    assert th["kpflow:prop-1"]["cross_check"]["status"] == "agrees"
+    assert th["kpflow:thm-1"]["cross_check"]["status"] == "skipped"
+    json.dumps(doc.to_json())
+
+
+def test_user_two_layer_cell():
+    torch.manual_seed(0)
+    cell = TwoLayer(2, 4)
+    w0 = cell.l1.weight.detach().clone()
+    x = torch.randn(3, 6, 2)
+    doc = R.analyze_cell(cell, x)
+    check_doc(doc)
+    assert doc["params"]["cell"] == "module" and doc["params"]["module"] == "TwoLayer"
+    assert cell.l1.weight.dtype == torch.float32 and torch.equal(cell.l1.weight, w0)  # the user's module untouched
+
+
+def test_user_cell_is_nn_grucell_same_as_builtin_gru():
+    """torch.nn.GRUCell through analyze_cell gives the same K as flowcert's own gru cell."""
+    torch.manual_seed(1)
+    m = torch.nn.GRUCell(2, 3).double()
+    x = torch.randn(2, 4, 2, dtype=F64)
+    doc = R.analyze_cell(m, x, h0=0.1 * torch.ones(2, 3, dtype=F64), targets=torch.randn(2, 4, 2, dtype=F64))
+    check_doc(doc)
+    cell = cells.Cell("gru", 3, 2)
+    th = {k: v.detach() for k, v in m.named_parameters()}
+    tr = Trajectory.run(cell, th, x, 0.1 * torch.ones(2, 3, dtype=F64))
+    Kc = parameter_operator(tr).dense()
+    tr2 = Trajectory.run(cells.ModuleCell(m, 3, 2), th, x, 0.1 * torch.ones(2, 3, dtype=F64))
+    assert torch.allclose(parameter_operator(tr2).dense(), Kc, atol=1e-14 * float(Kc.abs().max()), rtol=0)
+
+
+def test_user_cell_shared_weights_make_dense_K_blocks():
+    """Contrast with the GRU erratum: a cell whose units share parameters (the two-layer cell) has
+    K blocks that are not diagonal in the hidden index."""
+    torch.manual_seed(0)
+    mc = cells.ModuleCell(TwoLayer(2, 4).double(), 4, 2)
+    tr = Trajectory.run(mc, mc.parameters(), torch.randn(2, 3, 2, dtype=F64), torch.zeros(2, 4, dtype=F64))
+    K = parameter_operator(tr).dense().reshape(2, 3, 4, 2, 3, 4).permute(0, 1, 3, 4, 2, 5)
+    off = ~torch.eye(4, dtype=torch.bool)
+    assert float(K[..., off].abs().max()) > 1e-2 * float(K.abs().max())
+
+
+def test_bad_calls():
+    with pytest.raises(ValueError, match="h0"):
+        R.analyze_cell(torch.nn.Identity(), torch.zeros(1, 2, 3))
+    with pytest.raises(ValueError, match="inputs"):
+        R.analyze_cell(torch.nn.GRUCell(2, 3), torch.zeros(2, 3))
+
+
+@pytest.mark.parametrize("extra", [{"cell": "relu_rnn"}, {"cell": "rnn_tanh", "bias": True, "noise": 0.2},
+                                   {"cell": "relu_rnn", "bias": True, "noise": 0.1, "task": "flip_flop"}])
+def test_eq8_options_in_parameter_files(tmp_path, capsys, extra):
+    from flowcert.cli import main
+
+    p = {"B": 3, "T": 6, "H": 4, "I": 2, "g": 1.2, "seed": 3, "dt": 0.3, **extra}
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps(p))
+    assert main(["kpflow", "analyze", "--params", str(f), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    ident = doc["identities"]
+    assert ident["adjoint"]["P"] < 1e-14 and ident["inverse"]["residual"] < 1e-13 and ident["ntk"]["residual"] < 1e-13
+    th = {t["id"]: t for t in doc["theorems"]}
+    assert th["kpflow:prop-1"]["cross_check"]["status"] == "agrees"
+    # Theorem 1 (3) holds with equality for the eq. 8 cells (constant outer Jacobian), bias feature included
+    assert th["kpflow:thm-1"]["cross_check"]["status"] == "agrees"
+    if extra.get("bias"):
+        assert "b" in th["kpflow:thm-1"]["prediction"]["per_weight"]
+    assert doc["params"]["bias"] == bool(extra.get("bias", False))
+
+
+def test_eq8_bias_and_noise_enter_the_step():
+    cell, th = cells.init_params("relu_rnn", 3, 2, bias=True, noisy=True, dt=0.5, seed=1)
+    z, x = torch.randn(4, 3, dtype=F64), torch.randn(4, 2 + 3, dtype=F64)
+    ref = z + 0.5 * (-z + torch.relu(z) @ th["W"].T + x[:, :2] @ th["W_in"].T + th["b"] + x[:, 2:])
+    assert torch.allclose(cell.step(th, z, x), ref, atol=1e-15)
+
+
+@pytest.mark.parametrize("bad,key", [({"cell": "gru", "bias": True}, "bias"), ({"cell": "gru", "noise": 0.1}, "noise"),
+                                     ({"cell": "rnn_tanh", "bias": 1}, "bias"), ({"cell": "rnn_tanh", "task": "nope"}, "task")])
+def test_bad_options(tmp_path, capsys, bad, key):
+    from flowcert.cli import main
+
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps({"B": 2, "T": 3, "H": 2, "I": 2, **bad}))
+    assert main(["kpflow", "analyze", "--params", str(f)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and key in err[0]
+
+
+def test_tasks_definitions():
+    x, y = tasks.flip_flop(4, 50, 3, p=0.2, seed=0)
+    for b in range(4):
+        for i in range(3):
+            last = 0.0
+            for t in range(50):
+                if x[b, t, i] != 0:
+                    last = float(x[b, t, i])
+                assert float(y[b, t, i]) == last
+    x, y = tasks.line_attractor(2, 10, 2, seed=0)
+    assert torch.allclose(y[:, 1:] - y[:, :-1], x[:, 1:]) and torch.equal(y[:, 0], x[:, 0])
+    x, y = tasks.low_rank_forecast(3, 20, 5, rank=2, seed=0)
+    assert torch.equal(y[:, :-1], x[:, 1:])
+    # the next step is a fixed linear map of rank 2 of the current one
+    M = torch.linalg.lstsq(x.reshape(-1, 5), y.reshape(-1, 5)).solution
+    assert torch.allclose(x.reshape(-1, 5) @ M, y.reshape(-1, 5), atol=1e-10)
+    s = torch.linalg.svdvals(M)
+    assert float(s[2]) < 1e-8 * float(s[0]) and float(s[1]) > 0.5
+
+
+@pytest.mark.parametrize("task", ["flip_flop", "line_attractor", "low_rank_forecast"])
+def test_task_names_in_parameter_files(tmp_path, capsys, task):
+    from flowcert.cli import main
+
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps({"cell": "gru", "B": 2, "T": 5, "H": 3, "I": 2, "task": task}))
+    assert main(["kpflow", "analyze", "--params", str(f), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["params"]["task"] == task
