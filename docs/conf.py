@@ -54,7 +54,9 @@ nb_kernel_rgx_aliases = {".*": "python3"}
 # -- API reference -------------------------------------------------------------------------------
 autosummary_generate = True
 autosummary_imported_members = False
-autodoc_default_options = {"members": True, "undoc-members": True, "show-inheritance": False}  # every public name appears
+# every public name appears, on the page of the module that defines it (a package's re-exports are not
+# documented twice: that would be a duplicate object description)
+autodoc_default_options = {"members": True, "undoc-members": True, "show-inheritance": False, "ignore-module-all": True}
 autodoc_typehints = "none"  # numpydoc states the types; signatures stay readable
 autodoc_member_order = "bysource"
 numpydoc_show_class_members = False
