@@ -31,7 +31,7 @@ def shell(command: str, max_lines: int | None = 40) -> None:
     lines) and its exit code."""
     args = shlex.split(command)
     exe = Path(sys.executable).with_name(args[0])
-    run = subprocess.run([str(exe), *args[1:]], capture_output=True, text=True, cwd=ROOT)
+    run = subprocess.run([str(exe), *args[1:]], capture_output=True, text=True, cwd=os.getcwd())
     lines = (run.stdout + run.stderr).splitlines()
     if max_lines is not None and len(lines) > max_lines:
         lines = lines[:max_lines] + [f"... ({len(lines) - max_lines} more lines)"]
