@@ -136,6 +136,12 @@ def limits_page() -> str:
     lines += ["", "## Commands (`COMMAND_MAX_D`)", "", "| command | largest $d$ | above it (exit 2) |", "|---|---|---|"]
     for cmd, d in limits.COMMAND_MAX_D.items():
         lines.append(f"| `flowcert {cmd}` | {d} | {_md_cell(limits.command_problem(cmd, d + 1) or '')} |")
+    table = getattr(limits, "LIMITS", None)  # input limits checked before any work (exit 2 above them)
+    if table:
+        lines += ["", "## Input limits (`LIMITS`)", "", "Checked before any work; above a limit the command exits 2 "
+                  "with one line naming the key.", "", "| limit | value |", "|---|---|"]
+        lines += [f"| `{name}` | {value:,} |" if isinstance(value, int) else f"| `{name}` | {value:g} |"
+                  for name, value in table.items()]
     return "\n".join(lines) + "\n"
 
 
