@@ -19,15 +19,27 @@ from .documents import json_default as _json_default  # noqa: F401
 from .documents import verify_document
 from .documents import verify_summary as _summary
 from .errors import InputError, ParamError
+from .options import device_arg, one_line, positive_int_arg, seed_arg
 from .systems import get_system, names
 
 #: Systems with a simulation (the choices of ``simulate``, ``codegen`` and ``reach``), from the registry.
 SYSTEMS = names("simulate")
 
 
+def _check_device(device: str) -> None:
+    """Refuse a CUDA device that torch does not see (exit 2)."""
+    if device == "cpu":
+        return
+    import torch
+
+    index = int(device.split(":")[1]) if ":" in device else 0
+    if not torch.cuda.is_available() or index >= torch.cuda.device_count():
+        raise InputError(f"--device: {device!r} requested but torch sees {torch.cuda.device_count()} CUDA device(s) (use --device cpu)")
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"flowcert: error: {message}\n")
+        sys.stderr.write(f"flowcert: error: {one_line(message)}\n")
         raise SystemExit(2)
 
 
@@ -36,49 +48,33 @@ def _load(system: str, path: str, command: str | None = None) -> Any:
     return get_system(system).load(path, command=command)
 
 
-def _output_file(flag: str, path: str, suffixes: tuple[str, ...] | None = None) -> Path:
-    """Check an output file name before any work: allowed suffix, an existing folder, not a folder itself.
-
-    The name is used exactly as given, so the path written is the path reported.
-    """
-    p = Path(path)
-    if suffixes is not None and p.suffix.lower() not in suffixes:
-        raise InputError(f"{flag}: the file name must end in {' or '.join(suffixes)}, got {path!r}")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(f"{flag}: folder {str(parent)!r} does not exist, for {path!r}")
-    if p.is_dir():
-        raise InputError(f"{flag}: {path!r} is a folder, expected a file name")
-    if p.exists() and not p.is_file():
-        raise InputError(f"{flag}: {path!r} exists and is not a regular file")
-    return p
-
-
-def _write_text(flag: str, path: Path, text: str) -> None:
-    try:
-        path.write_text(text)
-    except OSError as exc:
-        raise InputError(f"{flag}: cannot write {str(path)!r} ({exc.strerror or exc})") from None
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from . import sweep
     from .systems import serves
 
+    if not serves(args.system, "sweep"):
+        for flag, value in (("--jobs", args.jobs), ("--resume", args.resume), ("--scheduler", args.scheduler)):
+            if value is not None:
+                raise InputError(f"{flag}: sweeps cover {' and '.join(names('sweep'))}; 'verify {args.system}' takes one file")
     if serves(args.system, "sweep") and sweep.is_sweep(args.params, args.jobs, args.scheduler, args.resume):
-        if args.jobs is not None and args.jobs < 1:
-            raise InputError(f"--jobs: must be a positive integer, got {args.jobs}")
+        from .limits import LIMITS, max_jobs
+
+        if args.jobs is not None and args.jobs > max_jobs(10**9):
+            raise InputError(f"--jobs: {args.jobs} exceeds {max_jobs(10**9)}, {LIMITS['sweep:jobs_per_core']} per core "
+                             "(flowcert.limits.LIMITS['sweep:jobs_per_core'])")
         if args.jobs is not None and args.scheduler:
             raise InputError("--jobs: not with --scheduler (the Dask cluster sets the parallelism)")
         for path in args.params:
             if not Path(path).exists():
                 raise InputError(f"--params: no such file or directory: {path}")
+        if not sweep.expand(args.params):
+            raise InputError(f"--params: no .json or .npz files in {', '.join(map(repr, args.params))}")
         return sweep.run(args.system, args.params, simulate=args.simulate, jobs=args.jobs or 1,
                          scheduler=args.scheduler, resume=args.resume, progress=not args.json)
     if len(args.params) != 1:
         raise InputError(f"--params: one file for 'verify {args.system}' (sweeps cover {' and '.join(names('sweep'))})")
-    if args.seed is not None and args.seed < 0:
-        raise InputError(f"--seed: must be a non-negative integer, got {args.seed}")
     doc = verify_document(args.system, args.params[0], simulate=args.simulate, seed=args.seed)
     _emit(doc, args.json, _summary(doc))
     return 0
@@ -89,8 +85,10 @@ def cmd_simulate(args: argparse.Namespace) -> None:
 
     from .system import SimulateOptions
 
+    from .outputs import check_file
+
     if args.plot:
-        _output_file("--plot", args.plot, (".png",))
+        check_file("--plot", args.plot, (".png",))
     system = get_system(args.system)
     p = system.load(args.params, command="simulate")
     t_end = p.t_end if args.t_end is None else args.t_end
@@ -111,11 +109,13 @@ def cmd_equilibria(args: argparse.Namespace) -> None:
 
 
 def cmd_codegen(args: argparse.Namespace) -> None:
-    out = _output_file("--out", args.out) if args.out else None
+    from .outputs import check_file, write_text
+
+    out = check_file("--out", args.out) if args.out else None
     system = get_system(args.system)
     source = system.codegen(args.backend, args.params)
     if out is not None:
-        _write_text("--out", out, source)
+        write_text("--out", out, source)
         sys.stdout.write(f"wrote {out}\n")
     else:
         sys.stdout.write(source)
@@ -133,10 +133,12 @@ def cmd_reach(args: argparse.Namespace) -> None:
     _emit(doc, True, summary) if args.json else sys.stdout.write(summary)
 
 
-def cmd_pretrained(args: argparse.Namespace) -> None:
+def cmd_pretrained(args: argparse.Namespace) -> int | None:
     from .pretrained.command import run
 
     doc, summary = run(args)
+    if doc is None:  # ``pretrained verify``: a sweep, its JSON lines are written; summary is the exit code
+        return summary
     _emit(doc, args.json, summary)
 
 
@@ -144,20 +146,34 @@ def cmd_design(args: argparse.Namespace) -> None:
     """``flowcert design gaussian --spec FILE``: Lemma 4.4's inverse design (A from Sigma_inf, K, V, B)."""
     import numpy as np
 
+    from .arrays import as_matrix
     from .files import load_file
     from .gaussian.regime import lemma_4_4_design
+    from .limits import check_limit
+    from .schema import check_magnitude
 
+    keys = ("Sigma_inf", "K", "V", "B")
     raw = load_file(args.spec)
-    if not isinstance(raw, dict):
-        raise InputError(f"{args.spec}: expected a JSON object with keys Sigma_inf, K, V, B")
-    missing = [k for k in ("Sigma_inf", "K", "V", "B") if k not in raw]
+    unknown = [k for k in raw if k not in keys]
+    if unknown:
+        raise ParamError(str(unknown[0]), f"unknown key {str(unknown[0])!r} (allowed: {', '.join(keys)})",
+                         file=args.spec, names_key=True)
+    missing = [k for k in keys if k not in raw]
     if missing:
-        raise InputError(f"{args.spec}: missing key(s) {missing}")
+        raise ParamError(missing[0], f"missing required key(s) {missing}", file=args.spec, names_key=True)
     try:
-        mats = [np.asarray(raw[k], dtype=float) for k in ("Sigma_inf", "K", "V", "B")]
-        if not all(np.all(np.isfinite(m)) and m.ndim == 2 for m in mats):
-            raise ValueError("entries must be finite numbers in d x d matrices")
+        mats = []
+        for k in keys:
+            m = np.asarray(as_matrix(raw[k], k, (None, None) if not mats else mats[0].shape), dtype=float)
+            if k == "Sigma_inf":
+                if m.shape[0] != m.shape[1]:
+                    raise ParamError(k, f"expected a square d x d matrix, got shape {m.shape}")
+                check_limit("design:d", m.shape[0], k)
+            check_magnitude(m, k)
+            mats.append(m)
         doc = {"flowcert": __version__, "system": args.system, **lemma_4_4_design(*mats)}
+    except ParamError as err:
+        raise err.with_file(args.spec) from None
     except (ValueError, TypeError) as exc:
         raise InputError(f"{args.spec}: {exc}") from None
     _emit(doc, args.json, f"A =\n{np.array2string(np.array(doc['A']), precision=12)}\n"
@@ -165,14 +181,16 @@ def cmd_design(args: argparse.Namespace) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> None:
+    from .outputs import check_folder
     from .reports.build import build_report
 
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out: {args.out!r} exists and is not a folder")
-    existing = next((a for a in (out, *out.parents) if a.exists()), Path("."))
-    if not existing.is_dir():
-        raise InputError(f"--out: {str(existing)!r} is a file, so folder {args.out!r} cannot be made")
+    check_folder("--out", args.out)
+    if args.params is not None:  # bad input exits 2 before the --out folder is made
+        from .reports.user import VERIFIERS
+
+        if args.system not in VERIFIERS:
+            raise InputError(f"--system: '{args.system}' has no verifier in the report (available: {', '.join(VERIFIERS)})")
+        _load(args.system, args.params)
     report = build_report(Path(args.out), quick=args.quick, only=args.only, params=args.params, system=args.system)
     for path in report.files:
         sys.stdout.write(f"wrote {path}\n")
@@ -211,16 +229,13 @@ def cmd_kpflow(args: argparse.Namespace) -> None:
 def cmd_graph(args: argparse.Namespace) -> None:
     """``flowcert graph [--paper KEY] [--out FILE]``: draw the theorem graph (one file per paper)."""
     from . import graph
+    from .outputs import check_file
 
-    papers = [args.paper] if args.paper else list(graph.PAPER_KEYS)
-    if args.paper and args.paper not in graph.PAPER_KEYS:
-        raise InputError(f"--paper: unknown paper '{args.paper}' (choose from {', '.join(graph.PAPER_KEYS)})")
-    out = Path(args.out) if args.out else None
-    suffixes = (".svg", ".png", ".pdf")
-    if out is not None and out.suffix.lower() not in suffixes:
-        raise InputError(f"--out: '{args.out}' must end in {', '.join(suffixes)}")
-    if out is not None and not out.parent.is_dir():
-        raise InputError(f"--out: folder '{out.parent}' does not exist")
+    papers = [args.paper] if args.paper is not None else list(graph.PAPER_KEYS)
+    if args.paper is not None and args.paper not in graph.PAPER_KEYS:
+        raise InputError(f"--paper: unknown paper {args.paper!r} (choose from {', '.join(graph.PAPER_KEYS)})")
+    out = Path(args.out) if args.out is not None else None
+    targets = []
     for paper in papers:
         if out is None:
             target = Path(f"graph-{paper}.svg")
@@ -228,6 +243,8 @@ def cmd_graph(args: argparse.Namespace) -> None:
             target = out
         else:
             target = out.with_name(f"{out.stem}-{paper}{out.suffix}")
+        targets.append(check_file("--out", target, (".svg", ".png", ".pdf")))
+    for paper, target in zip(papers, targets):
         graph.draw(paper, target)
         sys.stdout.write(f"wrote {target}\n")
 
@@ -265,18 +282,18 @@ def build_parser() -> argparse.ArgumentParser:
                      help="parameter file (.json or .npz); several files or a directory run a sweep (one JSON line per set)")
     ver.add_argument("--simulate", action="store_true", help="cross-validate by simulation")
     ver.add_argument("--json", action="store_true", help="print one JSON document on stdout (a sweep: no progress bar)")
-    ver.add_argument("--jobs", type=int, default=None, metavar="N", help="sweep on N local processes")
+    ver.add_argument("--jobs", type=positive_int_arg, default=None, metavar="N", help="sweep on N local processes")
     ver.add_argument("--scheduler", default=None, metavar="ADDRESS",
                      help="sweep on a Dask cluster (dask.distributed scheduler address; extra 'flowcert[dask]')")
     ver.add_argument("--resume", default=None, metavar="JSONL", help="sweep: skip the files already reported in this file")
-    ver.add_argument("--seed", type=int, default=None,
+    ver.add_argument("--seed", type=seed_arg, default=None,
                      help="seed of the random draws of --simulate (gaussian: default 0; attention: the file's seed)")
     ver.set_defaults(func=cmd_verify)
 
     eq = sub.add_parser("equilibria", help="enumerate and classify equilibria (attention)")
     eq.add_argument("system", choices=names("equilibria"))
     eq.add_argument("--params", required=True)
-    eq.add_argument("--cap", type=int, default=None, help="largest number of sign patterns per eigenvector")
+    eq.add_argument("--cap", type=positive_int_arg, default=None, help="largest number of sign patterns per eigenvector")
     eq.add_argument("--json", action="store_true")
     eq.set_defaults(func=cmd_equilibria)
 
@@ -292,10 +309,10 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--t-end", type=float, default=None, dest="t_end")
     sim.add_argument("--plot", default=None, help="write a PNG figure here")
     sim.add_argument("--json", action="store_true")
-    sim.add_argument("--samples", type=int, default=None,
+    sim.add_argument("--samples", type=positive_int_arg, default=None,
                      help="gaussian: also run N perturbed initial states in one torch batch; attention: N random initial conditions (basins)")
-    sim.add_argument("--device", default=None, help="torch device of the --samples batch (gaussian: cpu or cuda; default cpu)")
-    sim.add_argument("--seed", type=int, default=None, help="seed of the --samples draws (default 0)")
+    sim.add_argument("--device", type=device_arg, default=None, help="torch device of the --samples batch (gaussian: cpu or cuda; default cpu)")
+    sim.add_argument("--seed", type=seed_arg, default=None, help="seed of the --samples draws (default 0)")
     sim.set_defaults(func=cmd_simulate)
 
     rea = sub.add_parser("reach", help="steer (mu0, Sigma0) to a target in time T (Theorem 3.3)")
@@ -347,21 +364,33 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    """Entry point; returns the exit code.
+
+    Warnings raised while a command runs (numpy's RuntimeWarning on hostile numbers) are held
+    back: on bad input (exit 2) only the one error line is printed; otherwise they follow.
+    """
+    import warnings
 
     try:
-        rc = args.func(args)
-    except (ParamError, InputError) as exc:
-        sys.stderr.write(f"flowcert: error: {exc}\n")
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:  # noqa: BLE001 - exit code 1 is the contract for internal errors
-        sys.stderr.write(f"flowcert: internal error: {type(exc).__name__}: {exc}\n")
-        if "--debug" in sys.argv or __import__("os").environ.get("FLOWCERT_DEBUG"):
-            raise
-        return 1
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # a bad option (exit 2, one line already printed), --help, --version
+        return exc.code if isinstance(exc.code, int) else 2
+
+    with warnings.catch_warnings(record=True) as caught:
+        try:
+            rc = args.func(args)
+        except (ParamError, InputError) as exc:
+            sys.stderr.write(f"flowcert: error: {one_line(str(exc))}\n")
+            return 2
+        except KeyboardInterrupt:
+            return 130
+        except Exception as exc:  # noqa: BLE001 - exit code 1 is the contract for internal errors
+            sys.stderr.write(f"flowcert: internal error: {type(exc).__name__}: {one_line(str(exc))}\n")
+            if "--debug" in sys.argv or __import__("os").environ.get("FLOWCERT_DEBUG"):
+                raise
+            return 1
+    for w in caught:
+        warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     return rc if isinstance(rc, int) else 0
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["InputError", "ParamError"]
+__all__ = ["InputError", "OptionError", "ParamError"]
 
 
 class InputError(Exception):
@@ -74,6 +74,19 @@ class ParamError(InputError, ValueError):
     def with_file(self, file: str) -> ParamError:
         """Return a copy of this error that also names ``file``."""
         return ParamError(self.key, self.problem, file=file, names_key=self.names_key)
+
+
+class OptionError(ParamError):
+    """A bad command-line option (an output path, ``--jobs``, ``--seed`` …): ``str`` is ``OPTION: problem``.
+
+    A :class:`ParamError`, so every caller that maps bad input to exit code 2 maps this too.
+    """
+
+    def _message(self) -> str:
+        return f"{self.key}: {self.problem}"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (OptionError, (self.key, self.problem))
 
 
 def _rebuild_param_error(

@@ -12,8 +12,10 @@ validates; every problem is a :class:`~flowcert.schema.ParamError` naming the fi
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
+import re
 import stat
 import zipfile
 from collections.abc import Callable
@@ -30,6 +32,9 @@ MAX_FILE_BYTES = 64 * 2**20
 MAX_ARRAY_ELEMENTS = 4 * 2**20
 #: Largest number of digits of a JSON integer (Python's own int() limit; beyond it a one-line error naming the file, below it the schema names the key).
 MAX_JSON_DIGITS = 4300
+#: Deepest nesting of JSON arrays/objects read (checked by a scan before parsing, far below
+#: Python's recursion limit, so no later recursive walk can overflow the stack).
+MAX_JSON_DEPTH = 32
 
 
 # ---------------------------------------------------------------------------------------
@@ -86,6 +91,7 @@ def load_file(path: str | os.PathLike[str]) -> dict[str, object]:
         except UnicodeDecodeError:
             raise fail("not valid UTF-8 text") from None
         try:
+            check_json_depth(text, fail)
             data = json.loads(text, object_pairs_hook=_no_duplicates, parse_int=_json_int)
         except json.JSONDecodeError as exc:
             raise fail(
@@ -103,7 +109,7 @@ def load_file(path: str | os.PathLike[str]) -> dict[str, object]:
     return _read_npz(raw, fail)
 
 
-class _LongInteger(Exception):
+class _LongInteger(ValueError):
     pass
 
 
@@ -114,7 +120,93 @@ def _json_int(text: str) -> int:
     return int(text)
 
 
-def _read_regular(name: str, fail: Callable[[str], ParamError]) -> bytes:
+_KEEP = b"[]{}\""
+_DROP = bytes(c for c in range(256) if c not in _KEEP)
+_STRINGS = re.compile(rb'"[^"]*"')
+_DEPTH_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+
+
+def check_json_depth(text: str, fail: Callable[[str], ParamError], limit: int | None = None) -> None:
+    """Refuse JSON text nested deeper than ``limit`` (default :data:`MAX_JSON_DEPTH`), without recursion.
+
+    Escaped backslashes and quotes are removed first, then every byte but brackets and quotes,
+    then the strings (a bracket inside a string does not count); the depth is the running sum of
+    +1 per opening and -1 per closing bracket, its maximum taken in C (``itertools.accumulate``).
+    """
+    limit = MAX_JSON_DEPTH if limit is None else limit
+    raw = text.replace("\\\\", "").replace('\\"', "").encode("utf-8", "surrogatepass")
+    marks = _STRINGS.sub(b"", raw.translate(None, _DROP))
+    depth = max(itertools.accumulate(map(_DEPTH_STEP.__getitem__, marks.replace(b'"', b""))), default=0)
+    if depth > limit:
+        raise fail(f"JSON nested {depth} levels deep (at most {limit})")
+
+
+def read_regular(name: str, fail: Callable[[str], ParamError], max_bytes: int | None = None) -> bytes:
+    """Bytes of a regular file of at most ``max_bytes`` (default :data:`MAX_FILE_BYTES`).
+
+    The one reader of every input file: FIFOs, devices, sockets and directories are refused on
+    the open descriptor, so a FIFO cannot block and a link to ``/dev/zero`` cannot be read.
+    """
+    return _read_regular(name, fail, max_bytes)
+
+
+def load_json(path: str | os.PathLike[str], what: str | None = None, *, max_bytes: int | None = None,
+              max_depth: int | None = None) -> Any:
+    """Read one JSON document of any top-level kind through the one reader.
+
+    Regular file only, at most ``max_bytes``, strict UTF-8, nesting at most ``max_depth``,
+    integers of at most :data:`MAX_JSON_DIGITS` digits, no duplicate keys. ``what`` names the
+    file in errors (default: the path).
+
+    Raises
+    ------
+    ParamError
+        Naming the file, one line.
+    """
+    name = os.fspath(path)
+
+    def fail(problem: str) -> ParamError:
+        return ParamError(None, problem, file=what or name)
+
+    text = _decode(read_regular(name, fail, max_bytes), fail)
+    return _parse_json(text, fail, max_depth)
+
+
+def read_json_text(path: str | os.PathLike[str], what: str | None = None, *, max_bytes: int | None = None) -> str:
+    """The text of a JSON file that another parser reads (``tokenizer.json``), checked like :func:`load_json`
+    (regular file, size, strict UTF-8, nesting) but not parsed here."""
+    name = os.fspath(path)
+
+    def fail(problem: str) -> ParamError:
+        return ParamError(None, problem, file=what or name)
+
+    text = _decode(read_regular(name, fail, max_bytes), fail)
+    check_json_depth(text, fail, 4 * MAX_JSON_DEPTH)
+    return text
+
+
+def _decode(raw: bytes, fail: Callable[[str], ParamError]) -> str:
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise fail(f"not valid UTF-8 text (byte {exc.start})") from None
+
+
+def _parse_json(text: str, fail: Callable[[str], ParamError], max_depth: int | None = None) -> Any:
+    try:
+        check_json_depth(text, fail, max_depth)
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_int=_json_int)
+    except json.JSONDecodeError as exc:
+        raise fail(f"not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg})") from None
+    except _DuplicateKey as exc:
+        raise fail(f"duplicate key {exc.args[0]!r}") from None
+    except RecursionError:
+        raise fail("not valid JSON (nested too deeply)") from None
+    except _LongInteger as exc:
+        raise fail(f"a JSON integer has {exc.args[0]} digits (at most {MAX_JSON_DIGITS})") from None
+
+
+def _read_regular(name: str, fail: Callable[[str], ParamError], max_bytes: int | None = None) -> bytes:
     """Bytes of a regular file of at most :data:`MAX_FILE_BYTES` (FIFOs, devices, directories refused).
 
     The file is opened without blocking and checked with ``fstat`` on the open descriptor, so a
@@ -134,16 +226,17 @@ def _read_regular(name: str, fail: Callable[[str], ParamError]) -> bytes:
             raise fail("is a directory, expected a file")
         if not stat.S_ISREG(info.st_mode):
             raise fail("is not a regular file (a FIFO, device or socket), expected a file")
-        if info.st_size > MAX_FILE_BYTES:
-            raise fail(f"is {info.st_size} bytes, larger than the {MAX_FILE_BYTES} bytes a parameter file may have")
+        cap = MAX_FILE_BYTES if max_bytes is None else max_bytes
+        if info.st_size > cap:
+            raise fail(f"is {info.st_size} bytes, larger than the {cap} bytes this file may have")
         chunks, total = [], 0
         while True:
             chunk = os.read(fd, 1 << 20)
             if not chunk:
                 break
             total += len(chunk)
-            if total > MAX_FILE_BYTES:
-                raise fail(f"grew beyond {MAX_FILE_BYTES} bytes while being read")
+            if total > cap:
+                raise fail(f"grew beyond {cap} bytes while being read")
             chunks.append(chunk)
         return b"".join(chunks)
     except OSError as exc:

@@ -287,7 +287,9 @@ def draw(paper: str, out: Path) -> Path:
     ax.set_axis_off()
     fig.tight_layout()
     out = Path(out)
-    fig.savefig(out)
+    from .outputs import save_figure
+
+    save_figure(fig, out, "--out")
     plt.close(fig)
     return out
 

@@ -56,3 +56,94 @@ def command_problem(command: str, d: int) -> str | None:
         return None
     return (f"d = {d} exceeds {limit}, the largest d `flowcert {command}` handles "
             f"(flowcert.limits.COMMAND_MAX_D[{command!r}])")
+
+
+# ---------------------------------------------------------------------------------------
+# the one limits table of every system and command (issue 24)
+# ---------------------------------------------------------------------------------------
+
+#: Documented budget of one command at a limit below: wall time (s) and peak memory (bytes)
+#: on 2 cores.
+COMMAND_SECONDS = 120.0
+COMMAND_BYTES = 2 * 2**30
+
+#: ``name -> largest value`` accepted, each checked before any work (exit 2 above it, the
+#: entry named in the message). Measured with ``/usr/bin/time -v`` at the limit (README table).
+LIMITS: dict[str, int | float] = {
+    "attention:d": 16,              # token dimension of attention commands (verify at d = 64, n = 16 ran past 140 s CPU)
+    "attention:n": 512,             # tokens of verify/simulate attention (the field costs n^2 d per step)
+    "attention:n*d": 256,           # verify/equilibria attention: Jacobians are (n d) x (n d); n d = 1024 (n 64, d 16) ran past 150 s CPU
+    "attention:heads": 16,          # attention heads
+    "attention:steps": 10_000,      # fixed RK4 steps t_end / dt of simulate attention (and --simulate); 20,000 ran past 146 s CPU
+    "attention:step_work": 5e8,     # steps * n^2 * d * heads: the field's cost over a fixed-step run (n = 512, d = 3: 635 steps)
+    "attention:samples": 256,       # simulate attention --samples (initial conditions run to rest, each classified)
+    "equilibria:n": 24,             # tokens of equilibria attention (sign patterns, Jacobians of size n d)
+    "equilibria:cap": 4_096,        # --cap: sign patterns per eigenvector
+    "rnn:B*T*H": 20_000,            # trajectory entries of kpflow analyze / verify rnn (200,000 took minutes)
+    "rnn:H": 256,                   # state dimension
+    "rnn:I": 1_024,                 # input dimension
+    "rnn:g": 1e3,                   # recurrent gain of the random init (tanh saturates long before)
+    "design:d": 64,                 # design gaussian: dimension of the spec
+    "pretrained:hidden_size": 4_096,
+    "pretrained:layers": 96,
+    "pretrained:heads": 128,
+    "pretrained:ffn": 16_384,
+    "pretrained:positions": 65_536,
+    "pretrained:vocab": 1_000_000,
+    "pretrained:weight": 1e4,       # largest |weight|: LayerNorm'd activations times weights stay far from overflow
+    "pretrained:tensor_bytes": 2**30,   # one safetensors tensor as declared in the header
+    "sweep:jobs_per_core": 2,       # --jobs at most this many per core (and at most the number of files)
+    "seed": 2**32 - 1,              # --seed and the files' seed (every numpy and torch generator accepts it)
+    "magnitude": 1e150,             # largest |entry| of a matrix or a scalar such as beta or g
+}
+
+
+def _shown(value: float) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    text = str(value)
+    return text if len(text) <= 24 else f"{text[:6]}... ({len(text)} digits)"
+
+
+def limit_problem(name: str, value: float, what: str | None = None) -> str | None:
+    """Why ``value`` exceeds the limit ``name`` of :data:`LIMITS` (``None`` when it does not)."""
+    limit = LIMITS[name]
+    if value <= limit:
+        return None
+    what = what or name.split(":", 1)[-1]
+    shown = _shown(value)
+    return (f"{what} = {shown} is too large: at most {_shown(limit)}, the largest flowcert handles within "
+            f"{COMMAND_SECONDS:g} s and {COMMAND_BYTES // 2**30} GB (flowcert.limits.LIMITS[{name!r}])")
+
+
+def check_limit(name: str, value: float, key: str, file: str | None = None, what: str | None = None) -> None:
+    """Raise a :class:`~flowcert.schema.ParamError` for ``key`` when ``value`` exceeds limit ``name``.
+
+    ``key`` is an option (``--cap``) or a parameter key (``n``); an option gets the
+    ``--opt: problem`` form, a key the parameter-file form.
+    """
+    problem = limit_problem(name, value, what)
+    if problem is None:
+        return
+    from .schema import OptionError, ParamError
+
+    if key.startswith("-"):
+        raise OptionError(key, problem)
+    raise ParamError(key, problem, file=file)
+
+
+def check_attention_run(steps: int, n: int, d: int, heads: int, key: str, file: str | None = None,
+                        t_end: float | None = None, dt: float | None = None) -> None:
+    """The two limits of a fixed-step attention run: ``attention:steps`` and ``attention:step_work``."""
+    where = f" (t_end {t_end:.3g}, dt {dt:g})" if t_end is not None and dt is not None else ""
+    check_limit("attention:steps", steps, key, file, what=f"steps t_end/dt{where}")
+    check_limit("attention:step_work", float(steps) * n * n * d * heads, key, file,
+                what=f"steps * n^2 * d * heads ({steps} * {n}^2 * {d} * {heads})")
+
+
+def max_jobs(files: int) -> int:
+    """Largest useful ``--jobs``: the number of files, and at most :data:`LIMITS` ``sweep:jobs_per_core`` per core."""
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(files, int(LIMITS["sweep:jobs_per_core"]) * cores))

@@ -25,7 +25,7 @@ from typing import Any, Union
 import numpy as np
 import sympy as sp
 
-from .errors import ParamError, _rebuild_param_error  # noqa: F401  (re-exported: the one input-error type)
+from .errors import OptionError, ParamError, _rebuild_param_error  # noqa: F401  (re-exported: the one input-error type)
 
 
 INDEFINITE_RTOL = 1e-10
@@ -246,6 +246,26 @@ def check_not_indefinite(array: np.ndarray, key: str, rtol: float = INDEFINITE_R
             f"not positive semidefinite (smallest eigenvalue {eig[0]:.1e}); "
             "expected a covariance matrix",
         )
+
+
+def check_magnitude(array: object, key: str, file: str | None = None) -> None:
+    """Reject entries larger than ``flowcert.limits.LIMITS['magnitude']`` in absolute value.
+
+    Products of two such entries (scores, Gram matrices, squared norms) then stay finite in
+    float64, so no later intermediate overflows to ``inf``/``NaN``. Arrays only (symbolic,
+    time-varying entries are bounded by the expression parser); ``None`` passes.
+    """
+    if not isinstance(array, np.ndarray) or array.size == 0 or array.dtype.kind not in "biuf":
+        return
+    from .limits import LIMITS
+
+    limit = float(LIMITS["magnitude"])
+    big = np.abs(array.astype(float, copy=False)) > limit
+    if big.any():
+        index = tuple(int(i) for i in np.argwhere(big)[0])
+        raise ParamError(key, f"entry {_fmt_index(index)} = {float(array[index]):.3g} is larger than {limit:g} in "
+                              "absolute value (flowcert.limits.LIMITS['magnitude']); rescale the parameters",
+                         file=file)
 
 
 def as_positive_float(raw: object, key: str) -> float:

@@ -38,16 +38,25 @@ def expand(paths: Sequence[str]) -> list[str]:
 
 
 def done_files(resume: str) -> set[str]:
-    """Files already reported in a previous sweep's JSON lines (unreadable lines are ignored)."""
+    """Files already reported in a previous sweep's JSON lines (lines that do not parse are ignored).
+
+    The file itself is read through the one reader (:func:`flowcert.files.read_regular`): a
+    regular file of at most :data:`flowcert.files.MAX_FILE_BYTES`, strict UTF-8, nesting bounded;
+    a missing file, a folder, a FIFO or a device is bad input (exit 2).
+    """
+    from .files import MAX_JSON_DEPTH, _decode, _json_int, check_json_depth, read_regular
+    from .schema import OptionError
+
+    def fail(problem: str) -> OptionError:
+        return OptionError("--resume", f"{resume!r}: {problem}")
+
+    text = _decode(read_regular(resume, fail), fail)
+    check_json_depth(text, fail, 2 * MAX_JSON_DEPTH)
     seen: set[str] = set()
-    try:
-        text = Path(resume).read_text()
-    except OSError:
-        return seen
     for line in text.splitlines():
         try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
+            rec = json.loads(line, parse_int=_json_int)
+        except (ValueError, RecursionError):  # JSONDecodeError, a huge integer: not a record
             continue
         if isinstance(rec, dict) and isinstance(rec.get("file"), str):
             seen.add(rec["file"])
@@ -188,7 +197,9 @@ def run(system: str, paths: Sequence[str], *, simulate: bool = False, jobs: int 
     if scheduler:
         runner = _dask(system, todo, simulate, scheduler)
     elif jobs > 1 and len(todo) > 1:
-        runner = _local(system, todo, simulate, jobs)
+        from .limits import max_jobs
+
+        runner = _local(system, todo, simulate, min(jobs, max_jobs(len(todo))))
     else:
         runner = _serial(system, todo, simulate)
     bar = Progress(len(todo), sys.stderr, progress)

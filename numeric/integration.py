@@ -4,21 +4,86 @@ An explicit Runge–Kutta step of size :math:`h` on :math:`\dot y=f(y)` is stabl
 :math:`h\rho\lesssim c_{\rm stab}`, :math:`\rho` the spectral radius of :math:`\partial f/\partial y`,
 estimated on the fly by :math:`\rho\approx\|f(y_{k+1})-f(y_k)\|/\|y_{k+1}-y_k\|`. When a window of
 steps sits at that boundary (:class:`StiffnessMonitor`), :func:`solve_switching` restarts with
-the implicit ``Radau`` method; every run has a budget of field evaluations, and a run that
-neither method finishes raises :class:`IntegrationFailed`. (Used for the moment ODE, gaussian
-paper eq. (7), and for any system integrated with ``scipy.integrate.solve_ivp``.)
+the implicit ``Radau`` method; every run has a budget of field evaluations (and, optionally, of
+CPU seconds), and a run that neither method finishes raises :class:`IntegrationFailed`.
+(Used for the moment ODE, gaussian paper eq. (7), and for any system integrated with
+``scipy.integrate.solve_ivp``.)
+
+Radau forms a dense :math:`N\times N` Jacobian of the :math:`N` states (and factors a complex one
+of the same size): for the moment system :math:`N=d+d^2`, about :math:`2\cdot10^{10}` entries at
+:math:`d=384`. The switch is therefore taken only up to :data:`IMPLICIT_MAX_STATES` states; above
+it the explicit method goes on within its budget and a run it cannot finish fails with the reason
+``budget`` and the time reached. :func:`stage_budget` bounds any stage of a job in CPU time
+(:class:`BudgetExceeded`).
 """
 
 from __future__ import annotations
 
+import signal
+import threading
+import time
 import warnings
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 import numpy as np
 from scipy.integrate import solve_ivp
 
 
 Array = np.ndarray
+
+#: Largest state count for which the stiffness switch may hand the run to ``Radau`` (its dense
+#: Jacobian and complex LU then take at most about 3 * 8 * N^2 bytes = 0.2 GB).
+IMPLICIT_MAX_STATES = 3000
+
+
+class BudgetExceeded(BaseException):
+    """A stage ran past its CPU-time budget (raised by :func:`stage_budget`).
+
+    A ``BaseException``, so that the ``except Exception`` of the stage's own code does not turn
+    the interruption into a verdict: only the guard that set the budget catches it.
+    """
+
+    def __init__(self, what: str, seconds: float) -> None:
+        super().__init__(f"budget: {what} stopped after {seconds:g} s of CPU time")
+        self.what, self.seconds = what, seconds
+
+
+@contextmanager
+def stage_budget(seconds: float | None, what: str) -> Iterator[None]:
+    """Raise :class:`BudgetExceeded` in the block once it has used ``seconds`` of CPU time.
+
+    CPU time of the process (``ITIMER_PROF``, all threads), not wall-clock time: a verdict must not
+    depend on how loaded a shared machine is (on an idle machine with one BLAS thread the two agree).
+    Acts in the main thread of a POSIX process only (elsewhere the block runs unbounded), and
+    leaves ``SIGALRM`` timers (a caller's wall-clock limit) alone. Budgets nest: an inner budget
+    never outlives the outer one, and the outer timer is restored (less the time spent) on exit.
+    The exception is raised between Python bytecodes, so a single long LAPACK call finishes first.
+    """
+    usable = (seconds is not None and seconds > 0 and hasattr(signal, "setitimer")
+              and threading.current_thread() is threading.main_thread())
+    if not usable:
+        yield
+        return
+    assert seconds is not None
+    outer_left, _ = signal.getitimer(signal.ITIMER_PROF)
+    if outer_left and outer_left <= seconds:
+        yield  # the enclosing budget ends first: it governs
+        return
+
+    def _alarm(signum: int, frame: object) -> None:
+        raise BudgetExceeded(what, seconds)
+
+    start = time.process_time()
+    previous = signal.signal(signal.SIGPROF, _alarm)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0.0)
+        signal.signal(signal.SIGPROF, previous)
+        if outer_left:
+            signal.setitimer(signal.ITIMER_PROF, max(outer_left - (time.process_time() - start), 1e-3))
 
 
 class _Stalled(RuntimeError):
@@ -82,9 +147,11 @@ class StiffnessMonitor:
 class IntegrationFailed(RuntimeError):
     """Neither the explicit nor the implicit method finished (budget, overflow, singular Newton)."""
 
-    def __init__(self, message: str, method: str) -> None:
+    def __init__(self, message: str, method: str, reason: str = "failed", t_reached: float | None = None) -> None:
         super().__init__(message)
         self.method = method  # the last method tried
+        self.reason = reason  # "budget" when an evaluation, time or size budget stopped it
+        self.t_reached = t_reached  # the last time at which the field was evaluated
 
 
 def solve_switching(
@@ -96,6 +163,8 @@ def solve_switching(
     jac: Callable[[float, Array], Array] | None = None,
     max_evaluations: int = 2_000_000,
     implicit_rtol: float | None = None,
+    max_seconds: float | None = None,
+    implicit_max_states: int | None = None,
     **options: object,
 ) -> tuple[object, str, str]:
     r"""``solve_ivp`` with an evaluation budget and a switch to ``Radau`` when the explicit method
@@ -104,19 +173,32 @@ def solve_switching(
     ``implicit_rtol`` loosens ``rtol`` for ``Radau`` (order 5: at rtol 1e-10 it takes about ten
     times the steps it needs at 1e-8); the note says so.
 
+    ``max_seconds`` bounds the CPU time (``time.process_time``) of the whole call (both methods). Above
+    ``implicit_max_states`` states (default :data:`IMPLICIT_MAX_STATES`) there is no switch: the
+    explicit method runs on within its budgets, since ``Radau`` would form a dense Jacobian of
+    the states.
+
     Returns ``(solution, method used, note)``; the note says why a switch happened. Raises
-    :class:`IntegrationFailed` when the implicit method fails too.
+    :class:`IntegrationFailed` when the implicit method fails too, or when a budget stops the
+    run (``reason`` ``"budget"``, ``t_reached`` the last time evaluated).
     """
     note = ""
-    for meth in (method, "Radau"):
+    size_cap = IMPLICIT_MAX_STATES if implicit_max_states is None else implicit_max_states
+    may_switch = int(np.size(y0)) <= size_cap
+    deadline = None if max_seconds is None else time.process_time() + max_seconds
+    reached = [float(span[0])]
+    for meth in (method, "Radau") if may_switch else (method,):
         implicit = meth in ("Radau", "BDF", "LSODA")
-        monitor = None if implicit else StiffnessMonitor()
+        monitor = None if implicit or not may_switch else StiffnessMonitor()
         count = [0]
 
         def counted(t: float, y: Array, monitor: StiffnessMonitor | None = monitor) -> Array:
             count[0] += 1
             if count[0] > max_evaluations:
                 raise _Stalled(f"more than {max_evaluations} field evaluations")
+            if deadline is not None and time.process_time() > deadline:
+                raise _Stalled(f"more than {max_seconds:g} s of CPU time")
+            reached[0] = max(reached[0], float(t))
             fy = f(t, y)
             if monitor is not None:
                 monitor.observe(t, y, fy)
@@ -131,15 +213,24 @@ def solve_switching(
                 warnings.simplefilter("ignore", RuntimeWarning)
                 sol = solve_ivp(counted, span, y0, method=meth, **{**options, **extra})
         except (_Stalled, _Stiff, ValueError, np.linalg.LinAlgError, FloatingPointError) as exc:
+            budget = "budget" if isinstance(exc, _Stalled) else "failed"
+            where = f" (reached t = {reached[0]:.6g} of {span[1]:.6g})" if budget == "budget" else ""
             if implicit:
-                raise IntegrationFailed(f"{note}{meth}: {exc}", meth) from exc
+                raise IntegrationFailed(f"{note}{meth}: {exc}{where}", meth, budget, reached[0]) from exc
+            if deadline is not None and time.process_time() > deadline:
+                raise IntegrationFailed(f"{note}{meth}: {exc}{where}", meth, "budget", reached[0]) from exc
+            if not may_switch:
+                raise IntegrationFailed(
+                    f"{meth}: {exc}{where}; {np.size(y0)} states exceed {size_cap}, the largest system the "
+                    "implicit method is given (its dense Jacobian), so no implicit retry", meth, budget,
+                    reached[0]) from exc
             if isinstance(exc, _Stalled) and monitor is not None and not monitor.flagged:
                 # the budget went on accuracy, not stability: an implicit method would cost more, not less
-                raise IntegrationFailed(f"{meth}: {exc}; not stiff (h rho < {monitor.limit:g} "
-                                        "throughout), so no implicit retry", meth) from exc
+                raise IntegrationFailed(f"{meth}: {exc}{where}; not stiff (h rho < {monitor.limit:g} "
+                                        "throughout), so no implicit retry", meth, "budget", reached[0]) from exc
             note = f"{meth} -> Radau ({exc}); "
             continue
-        if sol.status != -1 or implicit:
+        if sol.status != -1 or implicit or not may_switch:
             return sol, meth, note
         note = f"{meth} -> Radau ({sol.message}); "
     raise AssertionError("unreachable")

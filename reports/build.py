@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .common import cell, section_anchor, theorem_anchor, theorem_blocks, verdict_word
+from ..outputs import make_folder, write_text
 from .html import _MD, write_report
 
 #: The paper sections, in report order. The lead appends "multistability", "consensus", "kpflow"
@@ -214,21 +215,8 @@ def _assemble(sections: list[BuiltSection], quick: bool, pdf_note: str, params: 
 
 
 def prepare_out(out: Path) -> None:
-    """Create the output folder; a path onto a file or an unwritable place is bad input."""
-    from ..errors import InputError
-
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out: '{out}' exists and is not a folder")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"--out: cannot create '{out}': {exc.strerror or exc}") from None
-    probe = out / ".flowcert-write-test"
-    try:
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        raise InputError(f"--out: '{out}' is not writable: {exc.strerror or exc}") from None
+    """Create the output folder; a path onto a file, a link or an unwritable place is bad input."""
+    make_folder("--out", out)
 
 
 def build_report(out: Path, quick: bool = False, only: str | None = None, params: str | None = None,
@@ -285,7 +273,7 @@ def build_report(out: Path, quick: bool = False, only: str | None = None, params
     md = _assemble(sections, quick, pdf_note, params)
     report = Report(out, sections)
     if chain:
-        (out / "report.md").write_text(md, encoding="utf-8")
+        write_text("--out", out / "report.md", md)
         try:
             subprocess.run([chain[0], "report.md", "-o", "report.pdf", f"--pdf-engine={chain[1]}"], cwd=out,
                            check=True, capture_output=True, timeout=600)
@@ -303,9 +291,9 @@ def build_report(out: Path, quick: bool = False, only: str | None = None, params
             md_path, html_path = write_report(md, out, stem="report", title="flowcert report", captions=True)
     report.pdf = pdf_note
     json_path = out / "report.json"
-    json_path.write_text(json.dumps({"quick": quick, "params": params, "sections": [
+    write_text("--out", json_path, json.dumps({"quick": quick, "params": params, "sections": [
         {"key": s.key, "title": s.title, "theorems": s.theorems,
          "figures": [p.relative_to(out).as_posix() for p in s.figures], "cpu_s": s.cpu_s, "wall_s": s.wall_s}
-        for s in sections]}, indent=1, default=str), encoding="utf-8")
+        for s in sections]}, indent=1, default=str))
     report.files = [md_path, html_path, json_path, *report.files, *(p for s in sections for p in s.figures)]
     return report

@@ -15,6 +15,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from ..outputs import save_figure as _write_figure  # noqa: E402
 
 #: The one style of the report's figures: matplotlib settings, saved resolution, panel sizes (inches).
 STYLE: dict[str, Any] = {
@@ -52,9 +53,10 @@ def new_figure(ncols: int = 1, nrows: int = 1, *, square: bool = False) -> Any:
 def save_figure(fig: Any, path: Path | str) -> Path:
     """Write a report figure: tight layout, :data:`STYLE` dpi, PNG; the figure is closed."""
     fig.tight_layout()
-    fig.savefig(path, dpi=STYLE["dpi"])
-    plt.close(fig)
-    return Path(path)
+    try:
+        return _write_figure(fig, path, dpi=STYLE["dpi"])  # temp file + rename: never through a link
+    finally:
+        plt.close(fig)
 
 
 def plot_moments(sol: Any, path: Path, title: str = "Gaussian Transformer moments, eq. (7)") -> Path:

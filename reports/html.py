@@ -44,6 +44,8 @@ from mdit_py_plugins.attrs import attrs_plugin
 from mdit_py_plugins.container import container_plugin
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
+from ..outputs import write_text
+
 __all__ = ["VERDICTS", "TexLeakError", "check_visible_text", "render", "markdown_to_html", "write_report", "slugify"]
 
 _DEFAULT_TITLE = "flowcert report"
@@ -517,8 +519,8 @@ def write_report(md: str, out: Path, *, stem: str = "report", title: str | None 
     """
     out.mkdir(parents=True, exist_ok=True)
     md_path, html_path = out / f"{stem}.md", out / f"{stem}.html"
-    md_path.write_text(md, encoding="utf-8")
+    write_text("--out", md_path, md)
     page = render_page(md, title or _title_from_markdown(md) or _DEFAULT_TITLE, out if embed else None,
                        captions=captions, strict=strict).page
-    html_path.write_text(page, encoding="utf-8")
+    write_text("--out", html_path, page)
     return md_path, html_path

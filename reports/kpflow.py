@@ -8,7 +8,6 @@ the text is computed here; ``quick=True`` keeps the section small (about 15 s of
 
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 from typing import Any

@@ -478,3 +478,46 @@ def test_cli_experiment_and_embed_json(bert, capsys):
     C = np.array(json.loads(capsys.readouterr().out)["cosine_similarity"])
     np.testing.assert_allclose(np.diag(C), 1.0, atol=1e-12)
     np.testing.assert_allclose(C, C.T, atol=1e-15)
+
+
+def test_cli_pretrained_verify_sweeps_every_head_and_resumes(bert, tmp_path, capsys):
+    """`pretrained verify`: one JSON line per selected head, each the `verify` document of the exported
+    file (gaussian: A = 0, B = M^T, V = U of the head); a resumed run skips the reported heads."""
+    import json as _json
+
+    out_dir, summary = tmp_path / "heads", tmp_path / "table.md"
+    args = ["pretrained", "verify", "--model", str(bert[0]), "--system", "gaussian", "--layers", "1", "--json",
+            "--out-dir", str(out_dir), "--summary", str(summary)]
+    assert main(args) == 0
+    lines = [_json.loads(x) for x in capsys.readouterr().out.splitlines() if x.strip()]
+    assert sorted(r["file"] for r in lines) == sorted(str(out_dir / f"L1_H{h}.json") for h in range(2))
+    ck = load_checkpoint(bert[0])
+    for rec in lines:
+        assert rec["status"] == "ok" and rec["result"]["system"] == "gaussian"
+        h = int(rec["file"].rsplit("_H", 1)[1].split(".")[0])
+        head = [x for x in extract_heads(ck) if x.layer == 1][h]
+        np.testing.assert_array_equal(np.array(rec["result"]["params"]["B"]), head.B)
+    table = summary.read_text()
+    assert table.count("\n| 1 | ") == 2
+    resume = tmp_path / "done.jsonl"
+    resume.write_text(_json.dumps(lines[0]) + "\n")
+    assert main(args[:-2] + ["--resume", str(resume)]) == 0
+    again = [_json.loads(x) for x in capsys.readouterr().out.splitlines() if x.strip()]
+    assert [r["file"] for r in again] == [f for f in sorted(r["file"] for r in lines) if f != lines[0]["file"]]
+
+
+def test_cli_pretrained_verify_attention_uses_the_prompt_tokens(bert, tmp_path, capsys):
+    from flowcert.pretrained.command import export_heads, prompt_tokens
+
+    ck = load_checkpoint(bert[0])
+    (path,) = export_heads(ck, "attention", [1], [0], tmp_path, "the cat sat on the mat")
+    raw = __import__("json").loads(open(path).read())
+    X0 = np.array(raw["X0"])
+    assert X0.shape == (6, SIZES["d"]) and raw["n"] == 6
+    np.testing.assert_allclose(np.linalg.norm(X0, axis=1), 1.0, rtol=1e-12)
+    # layer 1 starts from the output of layer 0 on the prompt's embeddings, put on the sphere
+    m = Transformer(ck)
+    X = m.run(m.embed(m.tokenize("the cat sat on the mat")), layers=[0]).numpy()
+    np.testing.assert_allclose(X0, X / np.linalg.norm(X, axis=1, keepdims=True), rtol=1e-10)
+    np.testing.assert_allclose(prompt_tokens(ck, 1, "the cat sat on the mat"), X0, rtol=1e-12)
+    assert main(["pretrained", "verify", "--model", str(bert[0]), "--system", "gaussian", "--layers", "9"]) == 2

@@ -51,6 +51,8 @@ from ..arrays import as_matrix
 from ..expressions import t
 from ..files import load_file
 from ..schema import ParamError, as_choice, as_positive_float, check_symmetric
+from ..limits import check_limit
+from ..schema import check_magnitude
 from ..symbolic.attention import Structure
 
 __all__ = ["ATTENTION_KEYS", "AttentionParams", "Head", "load_attention", "parse_attention"]
@@ -379,6 +381,7 @@ def _ellipsoid(raw: object, d: int) -> np.ndarray | None:
     from ..certificates import core
 
     W = as_matrix(raw, "W", (d, d))
+    check_magnitude(W, "W")
     check_symmetric(W, "W")
     if not core.is_pd(core.rational_matrix(W)):
         raise ParamError("W", "must be positive definite (exact rational LDL^T found a non-positive pivot)")
@@ -386,6 +389,8 @@ def _ellipsoid(raw: object, d: int) -> np.ndarray | None:
 
 
 def _tokens(raw: object, n: int | None, d: int, W: np.ndarray | None) -> np.ndarray:
+    rows = raw.shape[0] if isinstance(raw, np.ndarray) and raw.ndim else len(raw) if isinstance(raw, list) else 0
+    check_limit("attention:n", rows, "X0", what="tokens (rows of X0)")  # before converting millions of tokens
     X0 = as_matrix(raw, "X0", (n, d))
     if X0.shape[0] < 1:
         raise ParamError("X0", "expected at least one token (row)")
@@ -397,6 +402,39 @@ def _tokens(raw: object, n: int | None, d: int, W: np.ndarray | None) -> np.ndar
         raise ParamError("X0", f"row {i} has x^T {'W ' if W is not None else ''}x = {float(sq[i])!r}, "
                          f"not on the {where} within {MANIFOLD_TOL:g}; normalise the tokens")
     return X0
+
+
+def _not_continuous(entry: sp.Expr, t_end: float, certify: Any) -> bool:
+    """True when ``entry`` is certified not real and continuous on [0, t_end]: by interval evaluation,
+    or, where that is undecided (at a pole), by SymPy's exact ``continuous_domain``."""
+    verdict = certify(entry, t, t_end, budget_s=1.0).status
+    if verdict != "unknown":
+        return verdict == "fails"
+    from sympy.calculus.util import continuous_domain
+
+    try:
+        window = sp.Interval(0, sp.Rational(t_end))
+        return sp.Complement(window, continuous_domain(entry, t, window)).is_empty is False
+    except Exception:  # noqa: BLE001 - SymPy could not decide: leave it to the integrator's own checks
+        return False
+
+
+def _check_continuous(heads: tuple[Head, ...], t_end: float, listed: bool) -> None:
+    """Refuse a time-varying entry certified *not* real and continuous on [0, t_end] (a pole such as
+    1/(1-t) with t_end > 1): every command then refuses it alike, before any integration."""
+    from ..certificates.continuity import certify_continuous
+
+    for e, h in enumerate(heads):
+        for name in ("Q", "K", "V"):
+            value = getattr(h, name)
+            if not isinstance(value, sp.MatrixBase):
+                continue
+            key = (f"heads[{e}]." if listed else "") + ("P" if h.from_P and name == "K" else name)
+            for index, entry in enumerate(value):
+                if entry.free_symbols and _not_continuous(entry, t_end, certify_continuous):
+                    i, j = divmod(index, value.shape[1])
+                    raise ParamError(key, f"entry [{i}][{j}] = {entry} is not real and continuous on [0, t_end] = "
+                                          f"[0, {t_end:g}] (interval evaluation, or SymPy's continuous_domain at a pole); shorten t_end")
 
 
 def parse_attention(raw: Mapping[str, object]) -> AttentionParams:
@@ -441,17 +479,33 @@ def parse_attention(raw: Mapping[str, object]) -> AttentionParams:
     else:
         heads = (_head({k: raw[k] for k in ("Q", "K", "V", "P") if k in raw}, "", None, variant),)
     d = int(heads[0].V.shape[0])
+    if d < 2:
+        raise ParamError("V", "d = 1: the tokens live on the sphere S^(d-1), which needs d >= 2")
+    check_limit("attention:d", d, "V")
+    check_limit("attention:heads", len(heads), "heads")
+    for e, h in enumerate(heads):
+        prefix = f"heads[{e}]." if "heads" in raw else ""
+        for name in ("Q", "K", "V"):
+            check_magnitude(getattr(h, name), prefix + ("P" if h.from_P and name == "K" else name))
     W = _ellipsoid(raw["W"], d) if "W" in raw else None
     n = _int(raw["n"], "n", 1) if "n" in raw else None
+    if n is not None:
+        check_limit("attention:n", n, "n")
     X0 = _tokens(raw["X0"], n, d, W) if "X0" in raw else None
     if n is None:
         n = DEFAULT_N if X0 is None else int(X0.shape[0])
+    check_limit("attention:n*d", n * d, "n", what=f"n * d ({n} * {d})")
     beta = _real(raw["beta"], "beta") if "beta" in raw else 1.0
+    check_limit("magnitude", abs(beta), "beta", what="|beta|")
     causal = _bool(raw["causal"], "causal") if "causal" in raw else False
     norm = as_choice(raw.get("normalization", "unit"), "normalization", ("unit", "sqrt"))
     t_end = as_positive_float(raw["t_end"], "t_end") if "t_end" in raw else 20.0
     seed = _int(raw["seed"], "seed", 0) if "seed" in raw else 0
-    return AttentionParams(heads, variant, n, d, beta, causal, norm, W, X0, t_end, seed, frozenset(raw))
+    check_limit("seed", seed, "seed")
+    p = AttentionParams(heads, variant, n, d, beta, causal, norm, W, X0, t_end, seed, frozenset(raw))
+    if p.time_varying:
+        _check_continuous(heads, t_end, "heads" in raw)
+    return p
 
 
 def load_attention(path: str | os.PathLike[str]) -> AttentionParams:

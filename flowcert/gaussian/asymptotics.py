@@ -408,6 +408,12 @@ class EtaAnalysis:
         self.limit: riccati.Thm41Limit | None = None
         self.detect: core.Certificate | None = None
         self.Q: sp.Matrix | None = None
+        self.zero_A = self.eta is None and not np.any(p.A)
+        if self.zero_A:
+            # A = 0 exactly (every pretrained head): spectrum {0}, no eigenvalue with Re > 0. Only Thm 4.11(2)
+            # asks, and it needs V = eta I, which fails here; the LMI route would cost O(d^4) memory at d = 384
+            self.k = 0
+            return
         self.k, self.count_cert = spectrum.unstable_count(p.A)  # a fact about A alone (Thm 4.11(2) needs it for any V)
         if self.eta is None:
             return
@@ -506,6 +512,8 @@ def thm_4_1(p: GaussianParams, ea: EtaAnalysis) -> TheoremResult:
 
 def _unstable_hyp(ea: EtaAnalysis) -> core.HypothesisResult:
     name = "A has an eigenvalue with Re > 0"
+    if getattr(ea, "zero_A", False):
+        return core.HypothesisResult(name, "fails", None, "exact comparison", None, "A = 0: its spectrum is {0}")
     if ea.k is None or ea.count_cert is None:
         return core.HypothesisResult(name, "unknown", None, "certified unstable count", None,
                                      "no certificate: no Lyapunov matrix with an exact margin, and d is above the exact "

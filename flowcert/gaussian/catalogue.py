@@ -24,13 +24,26 @@ from . import asymptotics
 from .regime import consistency as asymptotics_consistency
 from ..catalogue import CrossCheck, TheoremResult
 from ..certificates.hypotheses import gram, holds_by, semidefinite, upper_eigenvalue_bound
-from ..limits import stage_skip_reason
+from ..limits import STAGE_SECONDS, stage_skip_reason
+from ..numeric.integration import BudgetExceeded, stage_budget
 from ..certificates import core
 from ..numeric import gaussian as ng
 from .params import GaussianParams
 from ..symbolic import gaussian as sym
 
 ZERO_TOL = 1e-9
+
+
+def sigma0_psd(Sigma0: np.ndarray) -> core.HypothesisResult:
+    r""":math:`\Sigma_0\succeq0`: read off exactly for a diagonal matrix (nonnegative diagonal, every other
+    float entry exactly zero), else the exact rational verdict of :func:`semidefinite`."""
+    S = np.asarray(Sigma0, dtype=float)
+    diag = np.diag(S)
+    if S.ndim == 2 and S.shape[0] == S.shape[1] and np.array_equal(S, np.diag(diag)) and np.all(diag >= 0):
+        return core.HypothesisResult("Sigma0 >= 0", "holds", float(diag.min()) if diag.size else 0.0,
+                                     "exact comparison: diagonal with nonnegative entries", None,
+                                     "a diagonal matrix is PSD iff its diagonal is nonnegative")
+    return semidefinite(Sigma0, "Sigma0")
 
 
 def coefficients(p: GaussianParams) -> ng.Coefficients:
@@ -49,7 +62,7 @@ def prop_2_1(p: GaussianParams, simulate: bool, seed: int = 0) -> TheoremResult:
     hyps = [
         holds_by("activation_identity", "parameter") if p.activation == "identity"
         else core.HypothesisResult("activation_identity", "fails", None, "parameter", None, f"activation is {p.activation}"),
-        semidefinite(p.Sigma0, "Sigma0"),
+        sigma0_psd(p.Sigma0),
         _continuity(p),
         core.HypothesisResult(
             "moment_closure_proved",
@@ -170,7 +183,7 @@ def lemma_3_1(p: GaussianParams) -> TheoremResult:
     result = TheoremResult(
         "gaussian:lemma-3.1", "Lemma 3.1",
         r"\operatorname{rank}\Sigma(t)=\operatorname{rank}\Sigma_0\ \text{for } t<T_{\max},\ \Sigma(t)=\Psi\Sigma_0\Psi^\top,\ \dot\Psi=(A+V\Sigma B)\Psi",
-        [semidefinite(p.Sigma0, "Sigma0"), _continuity(p)],
+        [sigma0_psd(p.Sigma0), _continuity(p)],
         {"rank": r0, "inertia": [n_pos, n_neg, n_zero], "certificate": rank_cert.to_json()},
     )
     if (skip := stage_skip_reason("gaussian:lemma-3.1", p.d)) is not None:
@@ -216,7 +229,7 @@ def thm_3_3(p: GaussianParams, seed: int = 0) -> TheoremResult:
         "gaussian:thm-3.3", "Theorem 3.3",
         r"\forall T>0,\ \hat\Sigma\succeq0,\ \operatorname{rank}\hat\Sigma=\operatorname{rank}\Sigma_0:\ "
         r"\exists\,A,B,V,b\in C([0,T])\ \text{with}\ (\mu(T),\Sigma(T))=(\hat\mu,\hat\Sigma)",
-        [semidefinite(p.Sigma0, "Sigma0")],
+        [sigma0_psd(p.Sigma0)],
         {"reachable_set": f"all (mu, Sigma) with Sigma >= 0 of rank {r0}, for every T > 0",
          "construction": "B = Sigma^+, A = -V - V Sigma B, V = -Phi' Phi^{-1}, Phi: I -> M in GL+(d), M Sigma0 M^T = target"},
     )
@@ -259,9 +272,12 @@ def thm_3_3(p: GaussianParams, seed: int = 0) -> TheoremResult:
 def _lemma23_hypothesis(p: GaussianParams) -> core.HypothesisResult:
     """:math:`8\\|B\\|_2\\lambda_{\\max}(\\Sigma_0)<1`, from exact eigenvalue upper bounds."""
     name = "8 ||B||_2 lambda_max(Sigma0) < 1"
+    value = 8 * float(np.linalg.norm(p.B, 2)) * float(np.linalg.eigvalsh(p.Sigma0).max()) if not p.time_varying else None
+    if value is not None and value > 1 + 1e-6:
+        # exact bounds u >= ||B||^2, w >= lambda_max give 64 u w^2 >= value^2 > 1: they could never prove 'holds'
+        return core.HypothesisResult(name, "fails", 1 - value, "eigenvalues", None, f"8 ||B|| lambda_max = {value:.4g}")
     u = upper_eigenvalue_bound(gram(p.B)) if not p.time_varying else None
     w = upper_eigenvalue_bound(p.Sigma0)
-    value = 8 * float(np.linalg.norm(p.B, 2)) * float(np.linalg.eigvalsh(p.Sigma0).max()) if not p.time_varying else None
     if u is None or w is None:
         return core.HypothesisResult(name, "unknown", None, "exact eigenvalue bounds", None, "constant B needed")
     if 64 * u * w * w < 1:
@@ -295,7 +311,7 @@ def prop_2_4(p: GaussianParams, simulate: bool, seed: int = 0) -> TheoremResult:
     result = TheoremResult(
         "gaussian:prop-2.4", "Proposition 2.4",
         r"W_2(\rho_t,\nu_t)\le t\,\|\max(0,-(Ax+b))\|_{L^2(\rho_0)}+\mathcal O(t^2)",
-        [semidefinite(p.Sigma0, "Sigma0"), _lemma23_hypothesis(p)], {},
+        [sigma0_psd(p.Sigma0), _lemma23_hypothesis(p)], {},
     )
     if p.time_varying:
         return result
@@ -332,10 +348,19 @@ def _undecided(theorem_id: str, label: str, name: str, method: str, reason: str)
 CROSS_CHECK_LIMITED = frozenset({"gaussian:lemma-3.1", "gaussian:thm-3.3"})
 
 
+#: CPU-time budget of one catalogue entry (seconds); Table 1 as a whole gets :data:`TABLE_SECONDS`.
+ENTRY_SECONDS = STAGE_SECONDS
+TABLE_SECONDS = 2 * STAGE_SECONDS
+
+
 def _guarded(theorem_id: str, label: str, build: Callable[[], TheoremResult]) -> TheoremResult:
-    """Evaluate one entry; an exception inside it becomes an ``unknown`` verdict, not a crash."""
+    """Evaluate one entry within :data:`ENTRY_SECONDS`; an exception inside it, or the budget running
+    out, becomes an ``unknown`` verdict (reason ``budget``), not a crash and not a hang."""
     try:
-        return build()
+        with stage_budget(ENTRY_SECONDS, theorem_id):
+            return build()
+    except BudgetExceeded as exc:
+        return _undecided(theorem_id, label, "stage_within_budget", "budget", str(exc))
     except Exception as exc:  # noqa: BLE001 - the other entries must still be reported
         return _undecided(theorem_id, label, "entry_evaluated", "internal",
                           f"evaluation failed: {type(exc).__name__}: {exc}")
@@ -409,10 +434,14 @@ def _verify(p: GaussianParams, simulate: bool, seed: int) -> tuple[dict[str, Any
         theorems += [_undecided(i, label, "size_within_limit", "flowcert.limits", skip) for i, label in TABLE_1]
     else:
         try:
-            table, reg = asymptotics.entries(p, sol)
+            with stage_budget(TABLE_SECONDS, "Table 1 analysis"):
+                table, reg = asymptotics.entries(p, sol)
             theorems += table
             if sol.status == "failed":
                 reg["reason"] = f"the moment equation could not be integrated ({sol.message}); only theorems decide"
+        except BudgetExceeded as exc:
+            reg["reason"] = str(exc)
+            theorems += [_undecided(i, label, "stage_within_budget", "budget", str(exc)) for i, label in TABLE_1]
         except Exception as exc:  # noqa: BLE001 - never a crash, never a verdict without evidence
             why = f"Table 1 analysis failed: {type(exc).__name__}: {exc}"
             reg["reason"] = why

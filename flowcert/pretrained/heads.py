@@ -151,14 +151,17 @@ def attention_params(ckpt: Checkpoint, layer: int, head: int | None = None) -> d
 
 def write_params(raw: dict[str, Any], path: str | Path) -> Path:
     """Write a parameter mapping as ``.json`` (nested lists) or ``.npz`` (flat arrays only)."""
+    from ..outputs import replacing, write_text
+
     p = Path(path)
     if p.suffix == ".npz":
         if any(not isinstance(v, (np.ndarray, list, float, int, bool, str)) or isinstance(v, list) and v
                and isinstance(v[0], dict) for v in raw.values()):
             raise bad(f"--out: '{p}': .npz holds flat arrays only (use .json for 'heads')")
-        np.savez(p, **{k: np.asarray(v) for k, v in raw.items()})
+        with replacing("--out", p) as tmp:
+            np.savez(tmp, **{k: np.asarray(v) for k, v in raw.items()})
     elif p.suffix == ".json":
-        p.write_text(json.dumps({k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in raw.items()}))
+        write_text("--out", p, json.dumps({k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in raw.items()}))
     else:
         raise bad(f"--out: '{p}' must end in .json or .npz")
     return p

@@ -39,8 +39,11 @@ def load_tokenizer(directory: str | Path) -> Any:
     path = Path(directory) / "tokenizer.json"
     if not path.is_file():
         raise bad(f"--model: '{directory}' has no tokenizer.json")
+    from ..files import read_json_text
+
+    text = read_json_text(path, "tokenizer.json")  # the one reader: regular file, size cap, UTF-8, nesting
     try:
-        tok = Tokenizer.from_file(str(path))
+        tok = Tokenizer.from_str(text)
     except Exception as exc:  # noqa: BLE001 - a reader failure is bad input
         raise bad(f"tokenizer.json: cannot be read ({exc})") from None
     tok.no_padding()

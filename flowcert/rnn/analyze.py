@@ -199,7 +199,7 @@ def theorem2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[Th
     J = P.J
     assert J is not None
     smin = torch.linalg.svdvals(J.reshape(-1, H, H))[:, -1]
-    cond = float((torch.linalg.svdvals(J.reshape(-1, H, H))[:, 0] / smin.clamp_min(1e-300)).max())
+    cond = float(torch.where(smin > 0, torch.linalg.svdvals(J.reshape(-1, H, H))[:, 0] / smin, torch.inf).max())  # >= 1; inf when singular
     if B * T <= 64 and H <= 8:
         from ..certificates import exact
 

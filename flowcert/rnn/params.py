@@ -20,8 +20,8 @@ Schema (``H`` is the state dimension; for ``hodgkin_huxley`` H = 4N with N neuro
     noise    no        eq. 8 cells only: std of the input noise xi_t added to the drive (default 0;
                        one fixed realisation drawn from seed)
 
-Limits: B*T*H <= 200000 (the operators are matrix-free but analysis builds dense references
-at small sizes).
+Limits (:data:`flowcert.limits.LIMITS`, checked before any work): B*T*H <= 20,000, H <= 256,
+I <= 1024, g <= 1000, every weight entry at most 1e150 in absolute value.
 """
 
 from __future__ import annotations
@@ -35,13 +35,14 @@ import numpy as np
 
 from ..arrays import as_matrix, as_vector
 from ..files import load_file
-from ..schema import Field, ParamError, Schema, as_choice, as_positive_float, validate
+from ..limits import LIMITS, check_limit
+from ..schema import Field, ParamError, Schema, as_choice, as_positive_float, check_magnitude, validate
 from ..symbolic.rnn import param_shapes
 
 CELL_KINDS = ("rnn_tanh", "relu_rnn", "torch_rnn", "gru", "hodgkin_huxley", "linear")
 EQ8 = ("rnn_tanh", "relu_rnn")
 TASK_KINDS = ("random", "memory_pro", "flip_flop", "line_attractor", "low_rank_forecast")
-MAX_SIZE = 200_000
+MAX_SIZE = int(LIMITS["rnn:B*T*H"])
 
 
 def as_positive_int(raw: object, key: str) -> int:
@@ -56,13 +57,16 @@ def as_positive_int(raw: object, key: str) -> int:
 def _seed(raw: object, key: str, dims: Mapping[str, int]) -> int:
     if isinstance(raw, (bool, np.bool_)) or not isinstance(raw, (int, np.integer)) or int(raw) < 0:
         raise ParamError(key, f"must be a non-negative integer, got {raw!r}")
+    check_limit("seed", int(raw), key)
     return int(raw)
 
 
 def _gain(raw: object, key: str, dims: Mapping[str, int]) -> float:
     if raw == 0 and isinstance(raw, (int, float)) and not isinstance(raw, bool):
         return 0.0
-    return as_positive_float(raw, key)
+    g = as_positive_float(raw, key)
+    check_limit("rnn:g", g, key)
+    return g
 
 
 def _dims(raw: Mapping[str, object]) -> dict[str, int]:
@@ -70,9 +74,9 @@ def _dims(raw: Mapping[str, object]) -> dict[str, int]:
     cell = as_choice(raw["cell"], "cell", CELL_KINDS)
     if cell == "hodgkin_huxley" and dims["H"] % 4:
         raise ParamError("H", f"hodgkin_huxley needs H = 4N (state [V; m; n; h]), got {dims['H']}")
-    size = dims["B"] * dims["T"] * dims["H"]
-    if size > MAX_SIZE:
-        raise ParamError("B", f"B*T*H = {size} exceeds the limit {MAX_SIZE}")
+    check_limit("rnn:H", dims["H"], "H")
+    check_limit("rnn:I", dims["I"], "I")
+    check_limit("rnn:B*T*H", dims["B"] * dims["T"] * dims["H"], "B", what="B*T*H")
     dims["cell"] = CELL_KINDS.index(cell)
     b = raw.get("bias", False)
     dims["bias"] = int(isinstance(b, (bool, np.bool_)) and bool(b))
@@ -91,13 +95,16 @@ def _weights(raw: object, key: str, dims: Mapping[str, int]) -> dict[str, np.nda
         shp = allowed[name]
         sub = f"{key}.{name}"
         out[name] = as_matrix(value, sub, shp) if len(shp) == 2 else as_vector(value, sub, shp[0])
+        check_magnitude(out[name], sub)
     return out
 
 
 def _A(raw: object, key: str, dims: Mapping[str, int]) -> np.ndarray:
     if CELL_KINDS[dims["cell"]] != "linear":
         raise ParamError(key, "only the 'linear' cell takes a state matrix A")
-    return as_matrix(raw, key, (dims["H"], dims["H"]))
+    A = as_matrix(raw, key, (dims["H"], dims["H"]))
+    check_magnitude(A, key)
+    return A
 
 
 def _task(raw: object, key: str, dims: Mapping[str, int]) -> str:

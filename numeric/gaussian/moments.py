@@ -177,6 +177,8 @@ class MomentSolution:
     method: str = ""
     drift: dict[str, float] | None = None
     mean_escape_time: float | None = None
+    reason: str = ""  # "budget" when a budget (evaluations, seconds, state count) stopped the run
+    reduced_dimension: int | None = None  # states integrated after a reduction (None: the full d + d^2)
 
 
 def _pack(mu: Array, Sigma: Array) -> Array:
@@ -254,6 +256,14 @@ def integrate_moments(coeffs: Coefficients, mu0: Array, Sigma0: Array, t_end: fl
     return sol
 
 
+#: CPU-time budget of one integration of eq. (7) (seconds); a run it stops fails with reason "budget".
+MOMENT_SECONDS = 120.0
+#: Auto-reduce (:mod:`.reduction`) from this dimension on, when the active subspace is at most half of it.
+REDUCE_MIN_D = 16
+#: Bytes of full d x d covariances a run keeps (older steps are thinned; the last one always stays).
+TRAJECTORY_BYTES = 256 * 2**20
+
+
 def _integrate_moments(
     coeffs: Coefficients,
     mu0: Array,
@@ -267,6 +277,9 @@ def _integrate_moments(
     method: str = "DOP853",
     max_evaluations: int = 2_000_000,
     implicit_rtol: float | None = 1e-8,
+    max_seconds: float | None = MOMENT_SECONDS,
+    reduce: bool | str | None = None,
+    levels: tuple[float, float] | None = None,
 ) -> MomentSolution:
     """Integrate eq. (7) on ``[0, t_end]`` with a terminal blow-up event.
 
@@ -275,13 +288,43 @@ def _integrate_moments(
     true blow-up time of the exact solution, up to the integration error). If the explicit
     method is stability-limited (:class:`StiffnessMonitor`) or stalls, the run is repeated with
     the implicit ``Radau`` method and the Jacobian :func:`moment_jacobian`, at ``rtol`` no tighter
-    than ``implicit_rtol`` (``None``: ``rtol``). ``method`` names the method that produced the
-    answer and ``drift`` is :func:`manifold_drift` of the trajectory.
+    than ``implicit_rtol`` (``None``: ``rtol``), provided the system has at most
+    :data:`flowcert.numeric.integration.IMPLICIT_MAX_STATES` states. ``method`` names the method
+    that produced the answer and ``drift`` is :func:`manifold_drift` of the trajectory.
+
+    ``max_seconds`` bounds the CPU time (status ``failed``, ``reason`` ``"budget"``, the
+    message says the time reached). For constant coefficients whose :math:`A,B,V` live on a
+    subspace of dimension :math:`k` (:mod:`.reduction`), only eq. (7) on that subspace is
+    integrated: ``reduce`` None does so from :data:`REDUCE_MIN_D` on when :math:`k\\le d/2`, True
+    whenever :math:`k<d`, False never. With :math:`A=0` and :math:`V,B` of rank at most :math:`d/4`
+    the factored transport (:class:`.reduction.FactoredTransport`, :math:`r_Vr_B+r_V` unknowns) is
+    tried first; ``reduce="subspace"`` or ``"factored"`` forces one of the two. ``levels`` overrides the absolute blow-up and mean-escape
+    levels of the events (used by the reduction, which passes the full system's). Large runs keep
+    at most :data:`TRAJECTORY_BYTES` of covariances (the steps are thinned, the last one kept).
     """
     d = mu0.shape[0]
+    if reduce is not False and t_eval is None and isinstance(coeffs, ConstantCoefficients) and (reduce or d >= REDUCE_MIN_D):
+        from .reduction import active_subspace, factored_ranks
+
+        A, B, V, b = coeffs.values
+        ranks = factored_ranks(A, B, V) if reduce in (None, True, "factored") else None
+        if ranks is not None and time_unit(coeffs, Sigma0) == 1.0:
+            fact = _integrate_factored(ranks, coeffs, mu0, Sigma0, t_end, rtol=rtol, atol=atol,
+                                       blowup_factor=blowup_factor, method=method,
+                                       max_evaluations=max_evaluations, implicit_rtol=implicit_rtol,
+                                       max_seconds=max_seconds)
+            if fact is not None:
+                return fact
+        red = active_subspace(A, B, V, Sigma0, max_fraction=0.5 if reduce is None else 1.0)
+        if red is not None and red.k < d:
+            return _integrate_reduced(red, coeffs, mu0, Sigma0, t_end, rtol=rtol, atol=atol,
+                                      blowup_factor=blowup_factor, method=method, max_evaluations=max_evaluations,
+                                      implicit_rtol=implicit_rtol, max_seconds=max_seconds)
     with np.errstate(all="ignore"):
         threshold = blowup_factor * (1.0 + np.linalg.norm(Sigma0))
         escape = min(MEAN_ESCAPE * (1.0 + np.linalg.norm(mu0) + np.linalg.norm(coeffs(0.0)[3])), np.finfo(float).max)
+    if levels is not None:
+        threshold, escape = levels
     kernel = moment_kernel()
     c = time_unit(coeffs, Sigma0)
     coeffs = _rescaled(coeffs, c)
@@ -320,12 +363,17 @@ def _integrate_moments(
         return MomentSolution(np.array([0.0]), mu0[None], Sigma0[None], "failed", None,
                               "the field overflows float64 at t = 0")
     options = dict(jac=jac if d <= 32 else None, max_evaluations=max_evaluations, rtol=rtol, atol=atol,
-                   implicit_rtol=implicit_rtol)
+                   implicit_rtol=implicit_rtol, max_seconds=max_seconds)
+    if tau_eval is None and (d + d * d) * 8 * 64 > TRAJECTORY_BYTES:
+        # every step of a wide run would be kept: sample the trajectory on a grid instead (the end included)
+        keep = max(2, min(257, TRAJECTORY_BYTES // ((d + d * d) * 8)))
+        tau_eval = np.linspace(0.0, tau_end, keep)
     try:
         sol, meth, note = solve_switching(rhs, (0.0, tau_end), y0, method=method, t_eval=tau_eval,
                                           events=[blowup, mean_escape], **options)
     except IntegrationFailed as exc:
-        return MomentSolution(np.array([0.0]), mu0[None], Sigma0[None], "failed", None, str(exc), exc.method)
+        return MomentSolution(np.array([0.0]), mu0[None], Sigma0[None], "failed", None, str(exc), exc.method,
+                              reason=exc.reason)
     t, ys = np.asarray(sol.t, dtype=float), _states(sol, d)
     escape_time = None
     if sol.status == 1 and sol.t_events[1].size and not sol.t_events[0].size:
@@ -337,7 +385,7 @@ def _integrate_moments(
                                                 events=[blowup], **options)
         except IntegrationFailed as exc:
             return MomentSolution(c * t, ys[:, :d], ys[:, d:].reshape(-1, d, d), "failed", None, str(exc), exc.method,
-                                  None, escape_time)
+                                  None, escape_time, exc.reason)
         skip = 1 if tau_eval is None else 0  # the dense output repeats tau1
         t, ys = np.concatenate([t, np.asarray(sol.t, dtype=float)[skip:]]), np.vstack([ys, _states(sol, d)[skip:]])
         note += note2 + (f"the mean passed {MEAN_ESCAPE:.0e} (1 + |mu0| + |b|) at t = {escape_time:.6g} and is "
@@ -370,6 +418,112 @@ def _integrate_moments(
                               "the transport form did not repair it: a failed run, not evidence; " + note + sol.message,
                               meth, drift, escape_time)
     return MomentSolution(t, mu, S, status, tb, note + sol.message, meth, drift, escape_time)
+
+
+def _integrate_reduced(red: Any, coeffs: ConstantCoefficients, mu0: Array, Sigma0: Array, t_end: float, *,
+                       blowup_factor: float, **options: Any) -> MomentSolution:
+    r"""Eq. (7) through its invariant-subspace reduction (:mod:`.reduction`), lifted back to :math:`d`.
+
+    The reduced run gets the full system's event levels: :math:`\|\Sigma\|_F^2=\|S_{11}\|_F^2+\|S_{22}\|_F^2`
+    with :math:`S_{22}` frozen, :math:`\|\mu\|^2=\|\mu_1\|^2+\|\mu_2\|^2` (:math:`\mu_2(t)=\mu_2(0)+tb_2`,
+    bounded on the run by its value at ``t_end``). The kept steps are thinned to
+    :data:`TRAJECTORY_BYTES`; ``drift`` is that of :math:`S_{11}` and of the frozen :math:`S_{22}`.
+    """
+    A, B, V, b = coeffs.values
+    d, Q1, Q2 = mu0.shape[0], red.Q1, red.Q2
+    S11_0, S22 = red.block(Sigma0), Q2.T @ Sigma0 @ Q2
+    m1_0, b2 = Q1.T @ mu0, Q2.T @ b
+    with np.errstate(all="ignore"):
+        threshold = blowup_factor * (1.0 + np.linalg.norm(Sigma0))
+        escape = min(MEAN_ESCAPE * (1.0 + np.linalg.norm(mu0) + np.linalg.norm(b)), np.finfo(float).max)
+        level_S = math.sqrt(max(threshold**2 - float(np.linalg.norm(S22)) ** 2, 0.0))
+        m2_end = float(np.linalg.norm(Q2.T @ mu0 + min(t_end, 1e300) * b2))
+        level_mu = math.sqrt(max(escape**2 - m2_end**2, 0.0)) if math.isfinite(escape) else escape
+    small = ConstantCoefficients(red.block(A), red.block(B), red.block(V), Q1.T @ b)
+    sol = integrate_moments(small, m1_0, S11_0, t_end, reduce=False, levels=(level_S, level_mu), **options)
+    keep = max(2, min(sol.t.size, TRAJECTORY_BYTES // (8 * (d * d + d))))
+    idx = np.unique(np.round(np.linspace(0, sol.t.size - 1, keep)).astype(int))
+    t = sol.t[idx]
+    dS = sol.Sigma[idx] - S11_0
+    Sigma = Sigma0 + np.einsum("ia,nab,jb->nij", Q1, dS, Q1, optimize=True)
+    m1 = sol.mu[idx]
+    finite = np.all(np.isfinite(m1), axis=1)
+    with np.errstate(all="ignore"):
+        mu = mu0 + np.where(finite[:, None], m1 - m1_0, 0.0) @ Q1.T + np.outer(t, Q2 @ b2)
+        if not finite.all():  # after the mean escaped it is +-inf along Q1 (its finite part is meaningless)
+            v = np.nan_to_num(m1[~finite], nan=0.0, posinf=1.0, neginf=-1.0) @ Q1.T
+            mu[~finite] = np.where(v == 0.0, 0.0, np.copysign(np.inf, v))
+    drift = dict(sol.drift) if sol.drift is not None else None
+    if drift is not None and S22.size:
+        w22 = np.linalg.eigvalsh(0.5 * (S22 + S22.T))
+        scale = max(float(np.abs(w22).max()), float(np.abs(Sigma[-1]).max()) if np.all(np.isfinite(Sigma[-1])) else 0.0,
+                    1e-300)
+        drift["negative_eigenvalue"] = max(drift["negative_eigenvalue"], max(0.0, -float(w22[0])) / scale)
+    note = f"integrated on the invariant subspace of dimension {red.k} of {d} (A, B, V vanish off it); "
+    return MomentSolution(t, mu, Sigma, sol.status, sol.blowup_time, note + sol.message, sol.method, drift,
+                          sol.mean_escape_time, sol.reason, red.k * (red.k + 1))
+
+
+def _integrate_factored(ranks: tuple[int, int], coeffs: ConstantCoefficients, mu0: Array, Sigma0: Array,
+                        t_end: float, *, rtol: float, atol: float, blowup_factor: float, method: str,
+                        max_evaluations: int, implicit_rtol: float | None,
+                        max_seconds: float | None) -> MomentSolution | None:
+    r"""Eq. (7) with :math:`A=0` through :class:`.reduction.FactoredTransport`, lifted back to :math:`d`.
+
+    Same events as the full run (:math:`\|\Sigma\|_F` from Gram matrices; the mean's escape returns
+    None, and the caller integrates otherwise). Explicit steps only: on real heads the stiffness
+    monitor fires on the non-normal growth before a blow-up, where Radau (a finite-difference
+    Jacobian of the :math:`r_Vr_B` states) stalls; the budgets bound the run. Kept steps are thinned to :data:`TRAJECTORY_BYTES`;
+    ``drift`` is measured on up to 8 kept covariances (PSD by construction up to rounding).
+    """
+    from .reduction import FactoredTransport
+
+    A, B, V, b = coeffs.values
+    d = mu0.shape[0]
+    ft = FactoredTransport(B, V, b, mu0, Sigma0, *ranks)
+    with np.errstate(all="ignore"):
+        threshold = blowup_factor * (1.0 + np.linalg.norm(Sigma0))
+        escape = min(MEAN_ESCAPE * (1.0 + np.linalg.norm(mu0) + np.linalg.norm(b)), np.finfo(float).max)
+    vl_norm = float(np.linalg.norm(ft.Vl, 2)) if ft.Vl.size else 0.0
+
+    def blowup(t: float, y: Array) -> float:
+        return threshold - ft.sigma_norm(y)
+
+    def mean_escape(t: float, y: Array) -> float:
+        return escape - vl_norm * float(np.linalg.norm(y[ft.rv * ft.rb:]))
+
+    for event in (blowup, mean_escape):
+        event.terminal = True  # type: ignore[attr-defined]
+        event.direction = -1  # type: ignore[attr-defined]
+    y0 = np.zeros(ft.size)
+    try:
+        with np.errstate(all="ignore"):
+            sol, meth, note = solve_switching(ft.rhs, (0.0, float(t_end)), y0, method=method,
+                                              events=[blowup, mean_escape], max_evaluations=max_evaluations,
+                                              rtol=rtol, atol=atol, implicit_rtol=implicit_rtol,
+                                              max_seconds=max_seconds, implicit_max_states=0)
+    except IntegrationFailed as exc:
+        return MomentSolution(np.array([0.0]), mu0[None], Sigma0[None], "failed", None,
+                              "factored transport (A = 0, low rank): " + str(exc), exc.method, reason=exc.reason,
+                              reduced_dimension=ft.size)
+    if sol.status == 1 and sol.t_events[1].size and not sol.t_events[0].size:
+        return None  # the mean escaped: the full path freezes it and goes on with Sigma
+    ts, ys = np.asarray(sol.t, dtype=float), np.asarray(sol.y, dtype=float).T
+    tb = None
+    if sol.status == 1 and sol.t_events[0].size:
+        tb = float(sol.t_events[0][0])
+        ts, ys = np.append(ts, tb), np.vstack([ys, sol.y_events[0][0]])
+    keep = max(2, min(ts.size, TRAJECTORY_BYTES // (8 * (d * d + d))))
+    idx = np.unique(np.round(np.linspace(0, ts.size - 1, keep)).astype(int))
+    with np.errstate(all="ignore"):
+        Sigma = np.stack([ft.sigma(ys[i]) for i in idx])
+        mu = np.stack([ft.mu(float(ts[i]), ys[i]) for i in idx])
+    probe = idx[np.unique(np.round(np.linspace(0, idx.size - 1, min(8, idx.size))).astype(int))]
+    drift = manifold_drift(Sigma[np.searchsorted(idx, probe)])
+    status = "blowup" if tb is not None else ("ok" if sol.status == 0 else "failed")
+    note = (f"factored transport Psi = I + V_l H B_r^T (A = 0, rank V = {ft.rv}, rank B = {ft.rb}: "
+            f"{ft.size} states); " + note)
+    return MomentSolution(ts[idx], mu, Sigma, status, tb, note + sol.message, meth, drift, None, "", ft.size)
 
 
 # the public entry point takes the private one's keyword options: show them to help() and inspect
@@ -525,11 +679,30 @@ def newton_equilibrium(
 ) -> Array | None:
     """Newton's method for :math:`F(\\Sigma)=0` on symmetric matrices; None if it fails.
 
-    Dense :math:`\\mathrm{vech}` Jacobian up to :data:`NEWTON_DENSE_MAX_D`, matrix-free GMRES
+    From :data:`REDUCE_MIN_D` on, when :math:`A,B,V` live on a subspace invariant under
+    :math:`\\Sigma` (:mod:`.reduction`), Newton runs on that block only (the full Jacobian is singular
+    on the complement) and the result is checked on the full field. Dense :math:`\\mathrm{vech}`
+    Jacobian up to :data:`NEWTON_DENSE_MAX_D`, matrix-free GMRES
     (:func:`newton_step_krylov`, at most :data:`KRYLOV_RESTARTS` cycles) beyond, where the
     iteration also stops (None) after :data:`NEWTON_STALL` steps that do not halve the residual.
     """
     d = A.shape[0]
+    if d >= REDUCE_MIN_D:
+        from .reduction import active_subspace
+
+        red = active_subspace(A, B, V, 0.5 * (Sigma + Sigma.T))
+        if red is not None and 0 < red.k < d:
+            # A, B, V vanish off S and Sigma leaves S invariant: F(Sigma) has only the S-block F_11(S_11), the
+            # field of eq. (18) for (A_11, B_11, V_11); Newton there, the complement kept (module .reduction)
+            S11 = red.block(Sigma)
+            got = newton_equilibrium(red.block(A), red.block(B), red.block(V), S11, tol=tol, max_iter=max_iter)
+            if got is None:
+                return None
+            S = Sigma + red.Q1 @ (got - S11) @ red.Q1.T
+            S = 0.5 * (S + S.T)
+            F = covariance_field(A, B, V, S)
+            scale = 1.0 + np.abs(S).max()
+            return S if np.all(np.isfinite(S)) and np.abs(F).max() <= 1e3 * tol * scale * scale else None
     rows, cols = vech_indices(d)
     S = 0.5 * (Sigma + Sigma.T)
     scale = 1.0 + np.abs(S).max()

@@ -1,0 +1,122 @@
+"""``verify gaussian`` on real heads against the seeded random cases of ``verify_scaling.py``; prints JSON.
+
+A head exported by ``flowcert pretrained export --system gaussian`` has :math:`A=0`, :math:`B=M^\\top`,
+:math:`V=U` of rank :math:`d_{\\rm head}` (gaussian paper, eq. (7):
+:math:`\\dot\\mu=(A+V+V\\Sigma B)\\mu+b`, :math:`\\dot\\Sigma=A\\Sigma+\\Sigma A^\\top+V\\Sigma B\\Sigma+\\Sigma B^\\top\\Sigma V^\\top`),
+so the moment equation runs through the factored transport (``r_V r_B + r_V`` states). Timed per head:
+the export, then every stage of ``verify`` (inclusive, as in ``verify_scaling.py``), wall and CPU
+seconds. The reference is ``verify_scaling.case(regime, d)`` (full rank, same ``d``) timed the same
+way in the same run; ``ratio`` is head / reference (CPU seconds). The GPT-2-shaped heads come from
+a seeded random checkpoint (d = 768, 12 heads of 64); their stage limits are raised to 768 for the
+run (``--no-raise`` keeps :mod:`flowcert.limits` as it is).
+
+    python benchmarks/pretrained_verify.py [--minilm 2:5 0:0 3:7 5:11] [--gpt2-heads 0] [--reference thm48]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+
+import verify_scaling as vs  # noqa: E402
+from flowcert import limits  # noqa: E402
+from flowcert.certificates import core  # noqa: E402
+from flowcert.gaussian import catalogue  # noqa: E402
+from flowcert.gaussian.params import parse_gaussian  # noqa: E402
+
+
+def timed_verify(raw: dict[str, Any]) -> dict[str, Any]:
+    """Every stage of ``verify gaussian`` on one raw parameter mapping (wall and CPU seconds)."""
+    core.clear_memo()
+    st = vs.Stages()
+    vs.instrument(st)
+    try:
+        t0, c0 = time.perf_counter(), time.process_time()
+        p = parse_gaussian({k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in raw.items()})
+        st.seconds["load"] = time.perf_counter() - t0
+        doc = catalogue.verify(p)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    finally:
+        st.undo()
+    reg = doc["regime"]
+    return {"d": p.d, "wall_s": wall, "cpu_s": cpu,
+            "stages_s": dict(sorted(st.seconds.items(), key=lambda kv: -kv[1])),
+            "regime": {k: reg.get(k) for k in ("Sigma", "mu", "basis", "observed_blowup_time", "reason")},
+            "applies": [t["id"] for t in doc["theorems"] if t["applies"]],
+            "unknown_by_budget": [t["id"] for t in doc["theorems"]
+                                  if any(h["method"] == "budget" for h in t["hypotheses"])]}
+
+
+def head_case(ckpt: Any, layer: int, head: int) -> tuple[dict[str, Any], float]:
+    from flowcert.pretrained.heads import gaussian_params
+
+    t0 = time.perf_counter()
+    raw = gaussian_params(ckpt, layer, head)
+    return raw, time.perf_counter() - t0
+
+
+def raise_limits(d: int) -> None:
+    for key in ("gaussian:integrate", "gaussian:prop-2.1", "gaussian:lemma-2.3", "gaussian:prop-2.4", "gaussian:table-1"):
+        limits.STAGE_MAX_D[key] = max(limits.STAGE_MAX_D[key], d)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--minilm", nargs="*", default=["2:5", "0:0", "3:7", "5:11"], metavar="L:H")
+    ap.add_argument("--gpt2-heads", nargs="*", type=int, default=[0], metavar="H")
+    ap.add_argument("--reference", nargs="*", default=["thm48"], choices=vs.REGIMES)
+    ap.add_argument("--no-raise", action="store_true")
+    args = ap.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(1)
+    from flowcert.pretrained import find_minilm, load_checkpoint
+    from flowcert.pretrained.synthetic import random_checkpoint
+
+    out: dict[str, Any] = {"minilm": [], "gpt2": [], "reference": {}}
+    ref_cpu: dict[int, float] = {}
+    root = find_minilm()
+    if root is not None and args.minilm:
+        ck = load_checkpoint(root)
+        for spec in args.minilm:
+            layer, head = (int(x) for x in spec.split(":"))
+            raw, export_s = head_case(ck, layer, head)
+            rec = {"layer": layer, "head": head, "export_s": export_s, **timed_verify(raw)}
+            out["minilm"].append(rec)
+            print(json.dumps({"progress": f"minilm {spec}", "cpu_s": rec["cpu_s"]}), file=sys.stderr)
+    if args.gpt2_heads:
+        if not args.no_raise:
+            raise_limits(768)
+        ck = random_checkpoint("gpt2", d=768, n_heads=12, n_layers=1, d_ff=64, vocab=64, seed=0, std=0.1)
+        for head in args.gpt2_heads:
+            raw, export_s = head_case(ck, 0, head)
+            rec = {"layer": 0, "head": head, "export_s": export_s, **timed_verify(raw)}
+            out["gpt2"].append(rec)
+            print(json.dumps({"progress": f"gpt2 {head}", "cpu_s": rec["cpu_s"]}), file=sys.stderr)
+    dims = sorted({r["d"] for r in out["minilm"]} | ({384} if out["gpt2"] else set()))
+    for regime in args.reference:
+        for d in dims:
+            rec = timed_verify(vs.case(regime, d))
+            out["reference"][f"{regime}@{d}"] = rec
+            ref_cpu[d] = min(ref_cpu.get(d, float("inf")), rec["cpu_s"])
+    for rec in out["minilm"] + out["gpt2"]:
+        ref = ref_cpu.get(rec["d"]) or ref_cpu.get(384)
+        rec["ratio_cpu_to_reference"] = None if not ref else rec["cpu_s"] / ref
+        rec["reference_d"] = rec["d"] if rec["d"] in ref_cpu else 384
+    print(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
