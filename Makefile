@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: report report-full test test-full install clean browser-deps
+.PHONY: report report-full test test-full install clean browser-deps docs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -42,3 +42,16 @@ test-full: $(STAMP)
 
 clean:
 	rm -rf $(VENV) reports/out build *.egg-info
+
+# The documentation site (docs/_build/html), offline: Sphinx + MyST-NB (every tutorial cell runs at
+# every build), numpydoc API reference, math as MathML at build time. Warnings are errors.
+DOCS_STAMP := $(VENV)/.installed-docs
+
+$(DOCS_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install -q -e '.[docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	rm -rf docs/_build/html docs/_generated docs/generated
+	OMP_NUM_THREADS=1 $(BIN)/python -m sphinx -b html -j 2 -W --keep-going -q docs docs/_build/html
+	@echo "docs: open docs/_build/html/index.html"

@@ -167,7 +167,7 @@ def solve_switching(
     implicit_max_states: int | None = None,
     **options: object,
 ) -> tuple[object, str, str]:
-    """``solve_ivp`` with an evaluation budget and a switch to ``Radau`` when the explicit method
+    r"""``solve_ivp`` with an evaluation budget and a switch to ``Radau`` when the explicit method
     is stability-limited (:class:`StiffnessMonitor`), stalls or fails. A budget spent with every
     window accuracy-limited (:math:`h\rho` below the stiffness limit) is not retried.
     ``implicit_rtol`` loosens ``rtol`` for ``Radau`` (order 5: at rtol 1e-10 it takes about ten

@@ -2,7 +2,7 @@ r"""Certified equilibria of the self-attention flow (1) found numerically (note 
 and polygonal points), with a certified verdict on their stability.
 
 **Chart.** Near a numerically located :math:`x^*\in(\mathbb S^{d-1})^n` take, for each token,
-:math:`m_i=\arg\max_j|x^*_{ij}|` and the :math:`d-1` columns :math:`u_{ij}=e_j-\frac{x^*_{ij}}{|x^*_i|^2}x^*_i`
+:math:`m_i=\operatorname{argmax}_j|x^*_{ij}|` and the :math:`d-1` columns :math:`u_{ij}=e_j-\frac{x^*_{ij}}{|x^*_i|^2}x^*_i`
 (:math:`j\ne m_i`): exactly orthogonal to :math:`x^*_i` and linearly independent. The chart is
 :math:`x_i(z)=\frac{x^*_i+U_iz_i}{|x^*_i+U_iz_i|}` and the square system
 :math:`g_i(z)=U_i^\top f_i(x(z))\in\mathbb R^{d-1}`, :math:`f_i=P_{x_i}\,c\,V\sum_jA_{ij}x_j`. Since

@@ -425,7 +425,7 @@ def verdict_from_strings(V: Strings, U: Strings, M: Strings, k: int, n1: int, n2
     return class_verdict(lam, a, k, n1, n2, variant)
 
 
-#: subintervals of a in [-|M|_F, |M|_F] for the subspace classes' interval test (dependency of e^a).
+#: subintervals of a in ``[-|M|_F, |M|_F]`` for the subspace classes' interval test (dependency of e^a).
 SUBSPACE_PIECES = 64
 
 

@@ -48,7 +48,7 @@ from .params import AttentionParams
 
 #: Tolerance on a Lyapunov function's step increase, relative to its size (integration round-off).
 LYAPUNOV_RTOL = 1e-8
-#: A run has settled when max |F| at t_end is below this.
+#: A run has settled when ``max |F|`` at ``t_end`` is below this.
 SETTLED_SPEED = 1e-6
 #: Consensus is read once the spread is below this and the transverse linearisation is certified.
 CONSENSUS_SPREAD = 1e-5

@@ -594,7 +594,7 @@ MEAN_CHECK_EVALUATIONS = 400_000  # field evaluations for the Thm 4.11 mean runs
 
 
 def generic_mean(mu0: np.ndarray, seed: int = 0) -> np.ndarray:
-    """mu0 plus a seeded random perturbation of size 1e-3 (1 + |mu0|): off any proper invariant subspace
+    """mu0 plus a seeded random perturbation of size ``1e-3 (1 + |mu0|)``: off any proper invariant subspace
     with probability one, so a statement "for generic mu0" applies to it."""
     u = np.random.default_rng(seed).normal(size=mu0.shape)
     return mu0 + 1e-3 * (1.0 + float(np.linalg.norm(mu0))) * u / max(float(np.linalg.norm(u)), 1e-300)

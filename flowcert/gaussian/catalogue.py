@@ -288,7 +288,7 @@ def _lemma23_hypothesis(p: GaussianParams) -> core.HypothesisResult:
 
 
 def lemma_2_3(p: GaussianParams) -> TheoremResult:
-    """Lemma 2.3: E_t = int exp(kappa0 |x|^2) d rho_t stays <= 2 E_0 for a short time (ReLU)."""
+    """Lemma 2.3: ``E_t = int exp(kappa0 |x|^2) d rho_t`` stays ``<= 2 E_0`` for a short time (ReLU)."""
     from ..numeric.gaussian import relu
 
     hyp = _lemma23_hypothesis(p)

@@ -6,22 +6,22 @@ matrices, small integers). The matrix promises hold *exactly* for the float arra
 (integer orthogonal-up-to-scale factors and dyadic eigenvalues, :mod:`.matrices`), so flowcert's
 exact certificates confirm them.
 
-============================================  ==================================================
-strategy                                      promise
-============================================  ==================================================
-``symmetric(d, inertia=(p, n, z), margin)``   exact inertia; nonzero :math:`|\lambda|\in[\mathrm{margin},\mathrm{bound}]`
-``positive_definite``/``negative_definite``   :math:`\pm M\succeq\mathrm{margin}\,I`
-``indefinite``                                both signs, :math:`|\lambda|\ge\mathrm{margin}`
-``hurwitz``/``anti_hurwitz``/``mixed_spectrum``  real parts :math:`\le-\mathrm{margin}` / :math:`\ge` / both
-``with_spectrum(d, n_unstable, abscissa=…)``  exactly ``n_unstable`` eigenvalues with Re > 0; chosen abscissa
-``near_marginal(d, distance, side)``          spectral abscissa :math:`\mp\mathrm{distance}`
-``gaussian_state(d, rank)``                   :math:`(\mu,\Sigma)`, :math:`\Sigma\succeq0` of exact rank
-``sphere_tokens``/``ellipsoid_tokens``        rows on :math:`S^{d-1}` / :math:`\{y^\top Wy=1\}`
-``hemisphere_tokens(n, d, margin)``           ``(X, v)``: :math:`v^\top x_i\ge\mathrm{margin}`
-``no_hemisphere_tokens(n, d)``                an exact antipodal pair: in no open hemisphere
-``attention_params(...)``                     an attention parameter file (Q, K, V, heads, causal)
-``for_theorem(id, satisfied)``                parameter files satisfying / violating an entry
-============================================  ==================================================
+================================================  ==================================================
+strategy                                          promise
+================================================  ==================================================
+``symmetric(d, inertia=(p, n, z), margin)``       exact inertia; nonzero :math:`|\lambda|\in[\mathrm{margin},\mathrm{bound}]`
+``positive_definite``/``negative_definite``       :math:`\pm M\succeq\mathrm{margin}\,I`
+``indefinite``                                    both signs, :math:`|\lambda|\ge\mathrm{margin}`
+``hurwitz``/``anti_hurwitz``/``mixed_spectrum``   real parts :math:`\le-\mathrm{margin}` / :math:`\ge` / both
+``with_spectrum(d, n_unstable, abscissa=…)``      exactly ``n_unstable`` eigenvalues with Re > 0; chosen abscissa
+``near_marginal(d, distance, side)``              spectral abscissa :math:`\mp\mathrm{distance}`
+``gaussian_state(d, rank)``                       :math:`(\mu,\Sigma)`, :math:`\Sigma\succeq0` of exact rank
+``sphere_tokens``/``ellipsoid_tokens``            rows on :math:`S^{d-1}` / :math:`\{y^\top Wy=1\}`
+``hemisphere_tokens(n, d, margin)``               ``(X, v)``: :math:`v^\top x_i\ge\mathrm{margin}`
+``no_hemisphere_tokens(n, d)``                    an exact antipodal pair: in no open hemisphere
+``attention_params(...)``                         an attention parameter file (Q, K, V, heads, causal)
+``for_theorem(id, satisfied)``                    parameter files satisfying / violating an entry
+================================================  ==================================================
 
 Example
 -------

@@ -16,7 +16,7 @@ the mean :math:`\bar M` of the per-probe matrices :math:`M_i` over m independent
 with elementwise standard error :math:`\mathrm{sd}(M_i)/\sqrt m` (sample standard deviation over the
 probes). For a Gram operator :math:`A=CC^\top` the per-probe matrix is :math:`M_i=Y_iY_i^\top`,
 :math:`(Y_i)_k=C^\top(e_k\otimes z_i)`: one application of :math:`C^\top` per kept index, and every
-:math:`M_i` is PSD. The m·|K| vectors :math:`e_k\otimes z_i` are applied as batches (one batched
+:math:`M_i` is PSD. The :math:`m\,|K|` vectors :math:`e_k\otimes z_i` are applied as batches (one batched
 mat-vec per group of probes).
 
 **Exact path.** The same sum with the basis :math:`z=e_s` of the traced axes in place of the probes
@@ -75,7 +75,7 @@ class PartialTrace:
     stderr : Tensor
         Elementwise standard error (zeros on the exact path).
     per_probe : Tensor or None
-        The :math:`M_i` [m, |K|, |K|] (kept for eigenvalue error bars when small enough).
+        The :math:`M_i` ``[m, |K|, |K|]`` (kept for eigenvalue error bars when small enough).
     probes : int
     method : str
     """
@@ -135,7 +135,7 @@ def _vectors(shape: Sequence[int], ki: list[int], si: list[int], ks: Tensor, Z: 
 
 
 def _kept_by_traced(out: Tensor, ki: list[int], si: list[int], nk: int, ns: int) -> Tensor:
-    """[n, B, T, H] -> [n, |K|, |S|]."""
+    """``[n, B, T, H] -> [n, |K|, |S|]``."""
     return out.permute(0, *(i + 1 for i in ki + si)).reshape(out.shape[0], nk, ns)
 
 
@@ -162,7 +162,7 @@ def partial_trace(op: Operator, keep: str | Sequence[str], *, probes: int = 64, 
     budget_bytes : int
         Memory for one batch of probe vectors.
     keep_per_probe : int
-        Keep the per-probe matrices (for eigenvalue error bars) when m·|K|² is at most this.
+        Keep the per-probe matrices (for eigenvalue error bars) when ``m·|K|²`` is at most this.
     """
     keep_t = parse_keep(keep)
     shape = op.shape

@@ -519,7 +519,7 @@ def task_blocks(kp: KPFlow, err: Tensor, tasks: Sequence[Tensor]) -> list[list[T
 
     ``tasks[i]`` holds the trial indices of task i (disjoint). :math:`K_{ij}` keeps the 1/B of
     the whole batch, so :math:`\sum_j\delta z_{ij}=(-\mathcal P\mathcal K\mathcal P^*\mathrm{Err})|_i`.
-    Returns ``out[i][j]`` of shape [|task i|, T, H].
+    Returns ``out[i][j]`` of shape ``[|task i|, T, H]``.
     """
     out: list[list[Tensor]] = [[None] * len(tasks) for _ in tasks]  # type: ignore[list-item]
     for j, idx_j in enumerate(tasks):

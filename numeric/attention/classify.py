@@ -26,7 +26,7 @@ import numpy as np
 
 __all__ = ["CLUSTER_TOL", "SETTLE_TOL", "LimitClass", "classify_limit", "clusters"]
 
-#: a run has settled once max_i |xdot_i| is below this
+#: a run has settled once ``max_i |xdot_i|`` is below this
 SETTLE_TOL = 1e-7
 #: tokens closer than this belong to one cluster; clusters whose sum is below it are antipodal
 CLUSTER_TOL = 1e-4

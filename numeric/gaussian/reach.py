@@ -96,28 +96,28 @@ flowcert parameter files take strings in ``t`` only for elementary functions, so
 stored as knots. An ``.npz`` archive (or a JSON object with the same keys, nested lists), with
 ``k = n_knots`` equispaced times on :math:`[0,T]`:
 
-=============  ===========  =====================================================
-key            shape        value
-=============  ===========  =====================================================
-``format``     ()           ``"flowcert-reach-controls/1"``
-``t``          (k,)         knot times, ``t[0] = 0``, ``t[-1] = T``
-``A``          (k, d, d)    :math:`A(t_j)`
-``B``          (k, d, d)    :math:`B(t_j)=\Sigma(t_j)^\dagger`
-``V``          (k, d, d)    :math:`V(t_j)`
-``b``          (k, d)       :math:`b(t_j)` (constant rows)
-``mu0``        (d,)         initial mean
-``Sigma0``     (d, d)       initial covariance
-``mu_hat``     (d,)         target mean
-``Sigma_hat``  (d, d)       target covariance
-``T``          ()           final time
-``M``          (d, d)       the congruence, :math:`\Phi(T)`
-``ramp``       ()           ``"smoothstep"`` or ``"linear"``
-``rank``       ()           :math:`r`
-``rank_rtol``  ()           the relative rank tolerance used
-``Phi``        (k, d, d)    :math:`\Phi(t_j)`
-``Sigma_plan`` (k, d, d)    :math:`\Phi(t_j)\Sigma_0\Phi(t_j)^\top`
-``mu_plan``    (k, d)       :math:`\mu_0+t_j b`
-=============  ===========  =====================================================
+==============  ===========  =====================================================
+key             shape        value
+==============  ===========  =====================================================
+``format``      ()           ``"flowcert-reach-controls/1"``
+``t``           (k,)         knot times, ``t[0] = 0``, ``t[-1] = T``
+``A``           (k, d, d)    :math:`A(t_j)`
+``B``           (k, d, d)    :math:`B(t_j)=\Sigma(t_j)^\dagger`
+``V``           (k, d, d)    :math:`V(t_j)`
+``b``           (k, d)       :math:`b(t_j)` (constant rows)
+``mu0``         (d,)         initial mean
+``Sigma0``      (d, d)       initial covariance
+``mu_hat``      (d,)         target mean
+``Sigma_hat``   (d, d)       target covariance
+``T``           ()           final time
+``M``           (d, d)       the congruence, :math:`\Phi(T)`
+``ramp``        ()           ``"smoothstep"`` or ``"linear"``
+``rank``        ()           :math:`r`
+``rank_rtol``   ()           the relative rank tolerance used
+``Phi``         (k, d, d)    :math:`\Phi(t_j)`
+``Sigma_plan``  (k, d, d)    :math:`\Phi(t_j)\Sigma_0\Phi(t_j)^\top`
+``mu_plan``     (k, d)       :math:`\mu_0+t_j b`
+==============  ===========  =====================================================
 
 Interpolating the knots does **not** reproduce the controls exactly; :func:`~flowcert.gaussian.reach.controls_from_file`
 rebuilds the exact (analytic) controls from ``mu0, Sigma0, mu_hat, M, T, ramp, rank_rtol``.
