@@ -20,7 +20,7 @@ from flowcert import cli
 from flowcert.attention import params as ap
 from flowcert.numeric.attention import field as nf
 from flowcert.numeric.attention.integrate import integrate
-from flowcert.params import ParamError
+from flowcert.errors import ParamError
 from flowcert.symbolic import attention as sa
 from flowcert.numeric import native as cbuild
 from flowcert.symbolic import codegen

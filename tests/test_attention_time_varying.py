@@ -20,7 +20,7 @@ import torch
 
 from flowcert import attention
 from flowcert.catalogue import CrossCheck, TheoremResult
-from flowcert.params import t as T
+from flowcert.expressions import t as T
 
 torch.set_num_threads(1)
 
@@ -133,7 +133,7 @@ def test_simulation_record_reports_disagreement_and_failed_runs() -> None:
 def test_vectorised_heads_reject_non_finite_entries(bad: str) -> None:
     raw = _raw()
     raw["heads"][0]["P"][0][1] = bad
-    from flowcert.params import ParamError
+    from flowcert.errors import ParamError
 
     with pytest.raises(ParamError):  # refused at load (a pole in [0, t_end]) or, failing that, on evaluation
         attention.parse(raw).kernel_args_many(np.array([0.0, 0.5, 1.0]))

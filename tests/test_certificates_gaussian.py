@@ -30,7 +30,7 @@ from exact_helpers import exact_pd, exact_psd, q, qmat
 from flowcert.certificates import core
 from flowcert.certificates import gaussian as cg
 from flowcert.numeric import gaussian as ng
-from flowcert.params import parse_gaussian
+from flowcert.gaussian.params import parse_gaussian
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from flowcert.certificates import core, exact, lmi, spectrum
 from flowcert.certificates import gaussian as cg
-from flowcert.gaussian_asymptotics import blowup_bound
-from flowcert.params import parse_gaussian
+from flowcert.gaussian.asymptotics import blowup_bound
+from flowcert.gaussian.params import parse_gaussian
 
 SETTINGS = settings(max_examples=40, deadline=None)
 

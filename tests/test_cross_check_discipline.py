@@ -6,7 +6,7 @@ import numpy as np
 
 from flowcert import gaussian, gaussian_asymptotics
 from flowcert.cli import main
-from flowcert.params import parse_gaussian
+from flowcert.gaussian.params import parse_gaussian
 
 # V = -I, B = I, A = diag(1, -1): Theorem 4.1 applies, the limit is diag(1/2 ... ) of rank 1.
 RAW = {"A": [[1.0, 0.0], [0.0, -1.0]], "B": [[1.0, 0.0], [0.0, 1.0]], "V": [[-1.0, 0.0], [0.0, -1.0]],

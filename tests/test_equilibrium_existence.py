@@ -25,7 +25,7 @@ from flowcert.certificates import gaussian as cg
 from flowcert.certificates.hypotheses import min_eigenvalue_upper_bound
 from flowcert.gaussian import asymptotics, catalogue
 from flowcert.numeric import gaussian as ng
-from flowcert.params import parse_gaussian
+from flowcert.gaussian.params import parse_gaussian
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -21,7 +21,7 @@ from flowcert.gaussian import asymptotics, catalogue
 from flowcert.gaussian.regime import consistency, riccati_facts
 from flowcert.numeric import gaussian as ng
 from flowcert.numeric.gaussian import moments, riccati
-from flowcert.params import parse_gaussian
+from flowcert.gaussian.params import parse_gaussian
 
 ROT = [[0.0, -1.0], [1.0, 0.0]]
 

@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 from flowcert import cli, files, limits
 from flowcert.certificates.continuity import certify_continuous, point_enclosure
 from flowcert.expressions import as_time_expression, expression_text, t
-from flowcert.params import ParamError, load_gaussian, parse_gaussian
+from flowcert.errors import ParamError
+from flowcert.gaussian.params import load_gaussian, parse_gaussian
 
 ROOT = Path(__file__).resolve().parents[1]
 STABLE = ROOT / "tests" / "data" / "gaussian_stable_2d.json"

@@ -194,7 +194,7 @@ def test_verify_reads_no_regime_from_a_failed_run(monkeypatch):
     import functools
 
     from flowcert.gaussian import verify
-    from flowcert.params import parse_gaussian
+    from flowcert.gaussian.params import parse_gaussian
 
     # V not a multiple of I, B neither PD nor 0: no theorem of Table 1 and no Riccati form decides
     # (with V = B = 0 the field is linear and the exact spectrum of A decides: converges_zero, certified)

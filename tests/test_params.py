@@ -13,20 +13,12 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flowcert.params import (
-    GAUSSIAN_SCHEMA,
-    GaussianParams,
-    ParamError,
-    as_matrix,
-    as_positive_float,
-    as_vector,
-    check_finite,
-    check_symmetric,
-    load_file,
-    load_gaussian,
-    parse_gaussian,
-    t,
-)
+from flowcert.arrays import as_matrix, as_vector
+from flowcert.errors import ParamError
+from flowcert.expressions import t
+from flowcert.files import load_file
+from flowcert.gaussian.params import GAUSSIAN_SCHEMA, GaussianParams, load_gaussian, parse_gaussian
+from flowcert.schema import as_positive_float, check_finite, check_symmetric
 
 DATA = Path(__file__).parent / "data"
 MALFORMED = DATA / "malformed"

@@ -283,7 +283,7 @@ def test_structural_verdict_when_no_small_certificate():
 
 # ------------------------------------------------------------------ parameter files
 def test_parameter_files(bert, gpt2, tmp_path):
-    from flowcert.params import load_gaussian
+    from flowcert.gaussian.params import load_gaussian
 
     ck = load_checkpoint(bert[0])
     raw = gaussian_params(ck, 1, 0)

@@ -15,10 +15,10 @@ import pytest
 from scipy.stats import special_ortho_group
 
 from flowcert.numeric import gaussian as ng
-from flowcert.numeric import gaussian_reach as gr
-from flowcert.params import ParamError
+from flowcert.numeric.gaussian import reach as gr
+from flowcert.errors import ParamError
 from flowcert.gaussian import reach as controls_io  # controls files: the public face
-from flowcert.reach import run
+from flowcert.gaussian.reach import run
 
 TOL = 1e-8  # terminal error bound (relative, see ReachResult.mu_relative / Sigma_relative)
 
@@ -398,7 +398,7 @@ def test_run_refuses_bad_out(tmp_path: Path) -> None:
 
 
 def _gaussian(Sigma0: list[list[float]]):
-    from flowcert.params import parse_gaussian
+    from flowcert.gaussian.params import parse_gaussian
 
     d = len(Sigma0)
     return parse_gaussian({"A": (-np.eye(d)).tolist(), "B": np.eye(d).tolist(), "V": (0.1 * np.eye(d)).tolist(),

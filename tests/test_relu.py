@@ -10,7 +10,7 @@ import pytest
 import scipy.linalg
 
 from flowcert.numeric import gaussian as G
-from flowcert.numeric import gaussian_relu as R
+from flowcert.numeric.gaussian import relu as R
 
 # A running example that satisfies Lemma 2.3's hypothesis 8 ||B|| lmax(Sigma0) < 1 and has
 # -(A mu0 + b) of mixed signs, so both branches of the ReLU matter.

@@ -15,7 +15,7 @@ import pytest
 from scipy.integrate import quad_vec, solve_ivp
 from scipy.linalg import expm
 
-from flowcert.numeric import gaussian_riccati as R
+from flowcert.numeric.gaussian import riccati as R
 from flowcert.numeric.gaussian import constant, covariance_field, integrate_moments
 
 SIGMA0_51 = np.array([[0.4, 0.2], [0.2, 0.2]])  # Section 5.1 initial covariance

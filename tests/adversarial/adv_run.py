@@ -49,7 +49,7 @@ class Outcome:
 def run_verify(raw: dict[str, Any], timeout: float = 120.0) -> Outcome:
     """``flowcert.gaussian.verify(parse_gaussian(raw))`` as the CLI runs it, JSON round-tripped."""
     from flowcert.gaussian import verify
-    from flowcert.params import parse_gaussian
+    from flowcert.gaussian.params import parse_gaussian
 
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:

@@ -29,7 +29,9 @@ from hypothesis import strategies as st
 from adv_cases import P
 from adv_oracle import judge
 from adv_run import TALLY, Timeout, time_limit
-from flowcert.params import GAUSSIAN_SCHEMA, GaussianParams, ParamError, load_file, parse_gaussian
+from flowcert.errors import ParamError
+from flowcert.files import load_file
+from flowcert.gaussian.params import GAUSSIAN_SCHEMA, GaussianParams, parse_gaussian
 
 KEYS = list(GAUSSIAN_SCHEMA.fields)
 WRONG_KEYS = ["Sigma_0", "sigma0", "a", "mu", "T", "", "A ", "t", "activation_", "__class__"]
@@ -281,7 +283,8 @@ def test_time_varying_entry_beyond_float64_is_rejected_or_finite(entry):
 POWER_TOWER_CHILD = """
 import resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (2 * 1024**3, 2 * 1024**3))
-from flowcert.params import ParamError, parse_gaussian
+from flowcert.errors import ParamError
+from flowcert.gaussian.params import parse_gaussian
 eye = [[1.0, 0.0], [0.0, 1.0]]
 raw = {"A": [[sys.argv[1], 0.0], [0.0, 1.0]], "B": eye, "V": [[-1.0, 0.0], [0.0, -1.0]], "b": [0.0, 0.0],
        "mu0": [0.0, 0.0], "Sigma0": eye}
