@@ -207,7 +207,7 @@ def _projection_check(s: Setting) -> CrossCheck:
                        "criterion": "y_i^T P (Pi X)_i = 0 and g(X - Pi X, T) = 0 for tangent T, both below 1e-12 (relative)"})
 
 
-def theorem_3_1(s: Setting, simulate_: bool) -> TheoremResult:
+def thm_3_1(s: Setting, simulate_: bool) -> TheoremResult:
     hyps = [P_spd(s), constant_P(s), single_head(s), value_identity(s), full_attention(s),
             proofs_hypothesis("gradient identity dV/dy_k = -Z_k P X_k proved", sym.theorem_3_2_proofs())]
     r = TheoremResult("consensus:thm-3.1", "Theorem 3.1",
@@ -243,7 +243,7 @@ def _gradient_check(s: Setting) -> CrossCheck:
                       {"relative_error": err, "criterion": "central differences (h = 1e-6) of V_P, Riemannian gradient vs -Y_P below 1e-6"})
 
 
-def theorem_3_2(s: Setting, simulate_: bool, run: Run | None) -> TheoremResult:
+def thm_3_2(s: Setting, simulate_: bool, run: Run | None) -> TheoremResult:
     hyps = [P_spd(s), W_equals_P(s), constant_P(s), single_head(s), value_identity(s), full_attention(s),
             proofs_hypothesis("Vdot_P = -sum_k Z_k |ydot_k|_P^2 on E_P proved", sym.theorem_3_2_proofs())]
     pred = {"V_P_non_increasing": True, "limit": "an equilibrium (Lojasiewicz); consensus not guaranteed",
@@ -347,7 +347,7 @@ def lemma_4_2(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hy
     return r
 
 
-def theorem_4_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None],
+def thm_4_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None],
                 uc: core.HypothesisResult, hemi: core.HypothesisResult, v: np.ndarray | None) -> TheoremResult:
     hyps = [value_identity(s), full_attention(s), ellipsoid(s), bound[0], uc, hemi,
             proofs_hypothesis("Dini derivative of max_i(1 - v^T y_i) <= 0 (per-term decomposition proved)", sym.theorem_4_1_proofs())]
@@ -474,7 +474,7 @@ def lemma_5_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hy
     return r
 
 
-def theorem_5_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None]) -> TheoremResult:
+def thm_5_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None]) -> TheoremResult:
     hyps = [causal_attention(s), value_identity(s), sphere(s), bound[0], _membership_D1(s),
             cert.consensus_stability(True, s.ell, s.h, s.d) if s.p.causal else _fails("consensus_locally_stable", "parameter", "not causal"),
             proofs_hypothesis("cascade identity (19) and input gain |y0 - a y|^2 = 1 - a^2 proved", sym.lemma_5_1_proofs())]
@@ -598,7 +598,7 @@ def lemma_6_1(s: Setting, simulate_: bool, run: Run | None, top: tuple[core.Hypo
     return r
 
 
-def theorem_6_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None],
+def thm_6_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None],
                 top: tuple[core.HypothesisResult, cert.TopEigen | None]) -> TheoremResult:
     side, sign = _hemisphere_of_v(s, top[1])
     hyps = [causal_attention(s), single_head(s), sphere(s), U_constant(s), top[0], bound[0], side,
@@ -662,15 +662,15 @@ def theorems_with_run(params: AttentionParams, *, simulate: bool = False, seed: 
                                                              float("nan"), float("nan"))) if simulate else None
     entries: list[tuple[str, str, Callable[..., TheoremResult], tuple]] = [
         ("consensus:lemma-3.1", "Lemma 3.1", lemma_3_1, (s, simulate)),
-        ("consensus:thm-3.1", "Theorem 3.1", theorem_3_1, (s, simulate)),
-        ("consensus:thm-3.2", "Theorem 3.2", theorem_3_2, (s, simulate, run)),
+        ("consensus:thm-3.1", "Theorem 3.1", thm_3_1, (s, simulate)),
+        ("consensus:thm-3.2", "Theorem 3.2", thm_3_2, (s, simulate, run)),
         ("consensus:lemma-4.1", "Lemma 4.1", lemma_4_1, (s, simulate, run, bound)),
         ("consensus:lemma-4.2", "Lemma 4.2", lemma_4_2, (s, simulate, run, bound, uc, v)),
-        ("consensus:thm-4.1", "Theorem 4.1", theorem_4_1, (s, simulate, run, bound, uc, hemi, v)),
+        ("consensus:thm-4.1", "Theorem 4.1", thm_4_1, (s, simulate, run, bound, uc, hemi, v)),
         ("consensus:lemma-5.1", "Lemma 5.1", lemma_5_1, (s, simulate, run, bound)),
-        ("consensus:thm-5.1", "Theorem 5.1", theorem_5_1, (s, simulate, run, bound)),
+        ("consensus:thm-5.1", "Theorem 5.1", thm_5_1, (s, simulate, run, bound)),
         ("consensus:lemma-6.1", "Lemma 6.1", lemma_6_1, (s, simulate, run, top)),
-        ("consensus:thm-6.1", "Theorem 6.1", theorem_6_1, (s, simulate, run, bound, top)),
+        ("consensus:thm-6.1", "Theorem 6.1", thm_6_1, (s, simulate, run, bound, top)),
     ]
     return [guarded(id_, label, fn, *args) for id_, label, fn, args in entries], run
 

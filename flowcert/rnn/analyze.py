@@ -103,7 +103,7 @@ def smoothness(m: dict[str, Any]) -> core.HypothesisResult:
     return holds_by(name, "cell definition (smooth activations)")
 
 
-def theorem_prop1(ident: dict[str, Any], which: str = "prop1", smooth: core.HypothesisResult | None = None) -> TheoremResult:
+def prop_1(ident: dict[str, Any], which: str = "prop1", smooth: core.HypothesisResult | None = None) -> TheoremResult:
     rows = ident["fd"]
     ok, why = _fd_agrees(rows if which == "prop1" else [{**r, "residual": r["cor1_residual"]} for r in rows])
     ok = ok and ident["prop1_jvp"] < 1e-9 and ident["gradient"] < 1e-9
@@ -126,7 +126,7 @@ def theorem_prop1(ident: dict[str, Any], which: str = "prop1", smooth: core.Hypo
         correction="the proof (eq. 57) drops the minus sign; eq. 56 vs eq. 17 constants: l = 1/2||.||^2 used")
 
 
-def theorem1(m: dict[str, Any], exact_max: int = EXACT_MAX) -> TheoremResult:
+def thm_1(m: dict[str, Any], exact_max: int = EXACT_MAX) -> TheoremResult:
     """Rank of each K_j against the effective dimension of the multiplied features F_j."""
     import torch
 
@@ -185,7 +185,7 @@ def theorem1(m: dict[str, Any], exact_max: int = EXACT_MAX) -> TheoremResult:
                    "(false for the torch RNN and GRU cells); the true general bound is rank K_j <= n_j rank F_j")
 
 
-def theorem2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[TheoremResult, list[dict[str, Any]]]:
+def thm_2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[TheoremResult, list[dict[str, Any]]]:
     """P = U V U^-1, Volterra spectrum, QR Lyapunov exponents, Kaplan–Yorke, LMI bounds."""
     import torch
 
@@ -296,9 +296,9 @@ def analyze_model(m: dict[str, Any], params: dict[str, Any], *, mode: str = "sto
     ident = prop1(kp, m["W_out"], m["b_out"], m["y"])
     ops = operator_identities(kp, seed=seed)
     ranks = {name: effective_rank(op, exact_max=exact_max) for name, op in (("K", kp.K), ("P", kp.P), ("PKP", kp.PKP))}
-    th2, certs = theorem2(m, kp, exact_max)
+    th2, certs = thm_2(m, kp, exact_max)
     smooth = smoothness(m)
-    theorems = [theorem_prop1(ident, smooth=smooth), theorem_prop1(ident, "cor1", smooth=smooth), theorem1(m, exact_max), th2]
+    theorems = [prop_1(ident, smooth=smooth), prop_1(ident, "cor1", smooth=smooth), thm_1(m, exact_max), th2]
     doc = {
         "flowcert": __version__, "system": "rnn", "params": params,
         "identities": {
