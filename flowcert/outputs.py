@@ -69,6 +69,24 @@ def _probe(flag: str, shown: str, folder: Path) -> None:
         os.unlink(tmp)
 
 
+def _inspect(flag: str, path: str | os.PathLike[str]) -> tuple[str, str, os.stat_result | None]:
+    """``(name, shown, lstat or None)`` of an output path: a bad name or a symbolic link is refused here."""
+    name = os.fspath(path)
+    shown = repr(name)
+    problem = _name_problem(name)
+    if problem is not None:
+        raise OptionError(flag, f"{shown} {problem}")
+    try:
+        info = os.lstat(name)
+    except (FileNotFoundError, NotADirectoryError):
+        return name, shown, None
+    except OSError as exc:
+        raise OptionError(flag, f"cannot inspect {shown} ({exc.strerror or exc})") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise OptionError(flag, f"{shown} is a symbolic link; flowcert never writes through a link")
+    return name, shown, info
+
+
 def check_file(flag: str, path: str | os.PathLike[str], suffixes: tuple[str, ...] | None = None) -> Path:
     """Check an output file name before any work; return it as a :class:`~pathlib.Path`.
 
@@ -87,23 +105,11 @@ def check_file(flag: str, path: str | os.PathLike[str], suffixes: tuple[str, ...
         A bad suffix or name, a symbolic link, an existing non-regular file, a missing or
         unwritable folder.
     """
-    name = os.fspath(path)
-    shown = repr(name)
-    problem = _name_problem(name)
-    if problem is not None:
-        raise OptionError(flag, f"{shown} {problem}")
+    name, shown, info = _inspect(flag, path)
     p = Path(name)
     if suffixes is not None and p.suffix.lower() not in suffixes:
         raise OptionError(flag, f"the file name must end in {' or '.join(suffixes)}, got {shown}")
-    try:
-        info = os.lstat(name)
-    except (FileNotFoundError, NotADirectoryError):
-        info = None
-    except OSError as exc:
-        raise OptionError(flag, f"cannot inspect {shown} ({exc.strerror or exc})") from None
     if info is not None:
-        if stat.S_ISLNK(info.st_mode):
-            raise OptionError(flag, f"{shown} is a symbolic link; flowcert never writes through a link")
         if not stat.S_ISREG(info.st_mode):
             raise OptionError(flag, f"{shown} exists and is {_kind(info.st_mode)}, expected a file name")
     parent = p.parent if str(p.parent) else Path(".")
@@ -124,21 +130,9 @@ def check_folder(flag: str, path: str | os.PathLike[str]) -> Path:
     flowcert.schema.OptionError
         A bad name, an existing file or link, an ancestor that is a file, an unwritable place.
     """
-    name = os.fspath(path)
-    shown = repr(name)
-    problem = _name_problem(name)
-    if problem is not None:
-        raise OptionError(flag, f"{shown} {problem}")
+    name, shown, info = _inspect(flag, path)
     p = Path(name)
-    try:
-        info = os.lstat(name)
-    except (FileNotFoundError, NotADirectoryError):
-        info = None
-    except OSError as exc:
-        raise OptionError(flag, f"cannot inspect {shown} ({exc.strerror or exc})") from None
     if info is not None:
-        if stat.S_ISLNK(info.st_mode):
-            raise OptionError(flag, f"{shown} is a symbolic link; flowcert never writes through a link")
         if not stat.S_ISDIR(info.st_mode):
             raise OptionError(flag, f"{shown} exists and is not a folder")
         _probe(flag, shown, p)
