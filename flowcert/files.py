@@ -90,19 +90,7 @@ def load_file(path: str | os.PathLike[str]) -> dict[str, object]:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError:
             raise fail("not valid UTF-8 text") from None
-        try:
-            check_json_depth(text, fail)
-            data = json.loads(text, object_pairs_hook=_no_duplicates, parse_int=_json_int)
-        except json.JSONDecodeError as exc:
-            raise fail(
-                f"not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg})"
-            ) from None
-        except _DuplicateKey as exc:
-            raise fail(f"duplicate key {exc.args[0]!r}") from None
-        except RecursionError:
-            raise fail("not valid JSON (nested too deeply)") from None
-        except _LongInteger as exc:
-            raise fail(f"a JSON integer has {exc.args[0]} digits (at most {MAX_JSON_DIGITS})") from None
+        data = _parse_json(text, fail)
         if not isinstance(data, dict):
             raise fail(f"top level must be an object, got {_json_kind(data)}")
         return data
