@@ -19,7 +19,6 @@ import functools
 import json
 import os
 import re
-import shutil
 import socketserver
 import subprocess
 import sys
@@ -31,7 +30,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from test_report_browser import CHROMEDRIVER, CHROMIUM, _Quiet, _require_browser
+from test_report_browser import _Quiet, _require_browser, chromium_driver
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -113,24 +112,8 @@ def served(site: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser(served: str) -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="flowcert-chromium-docs-")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1280,1600"):
-        opts.add_argument(flag)
-    opts.set_capability("goog:loggingPrefs", {"performance": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-    try:
-        driver.set_page_load_timeout(120)
+    with chromium_driver("flowcert-chromium-docs-") as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def _requests(browser: Any) -> set[str]:

@@ -15,6 +15,7 @@ under ``CI=true`` or ``FLOWCERT_REQUIRE_BROWSER=1`` (set by ``.ci/run``) that is
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import json
@@ -66,6 +67,29 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+@contextlib.contextmanager
+def chromium_driver(prefix: str) -> Iterator[Any]:
+    """Headless Chromium under chromedriver, offline flags, a fresh profile (removed after), 1280 x 1600."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix=prefix)
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1280,1600"):
+        opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"performance": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    try:
+        driver.set_page_load_timeout(120)
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
 def served_report() -> Iterator[tuple[str, Path]]:
     """Build the quick report and serve its folder on 127.0.0.1 (a free port)."""
@@ -85,26 +109,10 @@ def served_report() -> Iterator[tuple[str, Path]]:
 
 @pytest.fixture(scope="module")
 def browser(served_report: tuple[str, Path]) -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="flowcert-chromium-")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1280,1600"):
-        opts.add_argument(flag)
-    opts.set_capability("goog:loggingPrefs", {"performance": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-    try:
-        driver.set_page_load_timeout(120)
+    with chromium_driver("flowcert-chromium-") as driver:
         driver.get(served_report[0])
         driver.execute_script("return document.fonts ? document.fonts.ready : null")
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def _screenshot_dir() -> Path:
