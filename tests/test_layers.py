@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -52,13 +53,14 @@ def _layer_of(module: str) -> str | None:
     return LAYERS.get(parts[1], "public") if parts[1] != "flowcert" else "public"
 
 
-def _imports(path: Path) -> list[tuple[int, str]]:
+def _import_nodes(path: Path) -> Iterator[tuple[int, str, list[str], bool]]:
+    """``(line, module, imported names, is 'from .. import x')`` of every import in ``path``, relative ones resolved."""
     name, _ = _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    out = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            out += [(node.lineno, a.name) for a in node.names]
+            for a in node.names:
+                yield node.lineno, a.name, [], False
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
@@ -66,10 +68,14 @@ def _imports(path: Path) -> list[tuple[int, str]]:
                 mod = ".".join(base + ([node.module] if node.module else []))
             else:
                 mod = node.module or ""
-            if node.module is None:  # from .. import x: x may be a submodule
-                out += [(node.lineno, f"{mod}.{a.name}") for a in node.names]
-            else:
-                out.append((node.lineno, mod))
+            yield node.lineno, mod, [a.name for a in node.names], node.module is None
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    out = []
+    for line, mod, names, bare in _import_nodes(path):
+        # from .. import x: x may be a submodule
+        out += [(line, f"{mod}.{n}") for n in names] if bare else [(line, mod)]
     return out
 
 
@@ -137,21 +143,7 @@ ALIASES = {
 
 def _imported(path: Path) -> list[tuple[int, str]]:
     """Every module an import in ``path`` can load (``from a import b`` may load ``a.b``)."""
-    name, _ = _module_name(path)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    out = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            out += [(node.lineno, a.name) for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
-            out += [(node.lineno, mod)] + [(node.lineno, f"{mod}.{a.name}") for a in node.names]
-    return out
+    return [(line, m) for line, mod, names, _ in _import_nodes(path) for m in [mod] + [f"{mod}.{n}" for n in names]]
 
 
 def test_alias_table_is_the_alias_files():
