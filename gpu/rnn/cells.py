@@ -37,7 +37,7 @@ differentiates them in :math:`z` and :math:`\theta`. float64 by default.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 
@@ -62,6 +62,16 @@ def hh_rates(V: torch.Tensor) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     ah = 0.07 * torch.exp(-(V + 65.0) / 20.0)
     bh = 1.0 / (1.0 + torch.exp(-(V + 35.0) / 10.0))
     return {"m": (am, bm), "n": (an, bn), "h": (ah, bh)}
+
+
+def _gru_gates(theta: Any, z: torch.Tensor, x: torch.Tensor, H: int) -> tuple[torch.Tensor, ...]:
+    """GRU recurrent pre-activations and gates ``(W_hh z + b_hh, r, u, n)`` at ``(z, x)`` (torch layout)."""
+    gi = x @ theta["weight_ih"].T + theta["bias_ih"]
+    gh = z @ theta["weight_hh"].T + theta["bias_hh"]
+    r = torch.sigmoid(gi[:, :H] + gh[:, :H])
+    u = torch.sigmoid(gi[:, H:2 * H] + gh[:, H:2 * H])
+    n = torch.tanh(gi[:, 2 * H:] + r * gh[:, 2 * H:])
+    return gh, r, u, n
 
 
 @dataclass(frozen=True)
@@ -121,11 +131,7 @@ class Cell:
             return (1.0 - F**2)[:, :, None] * theta["W_hh"][None]
         if self.kind == "gru":
             H = self.H
-            gi = x @ theta["weight_ih"].T + theta["bias_ih"]
-            gh = z @ theta["weight_hh"].T + theta["bias_hh"]
-            r = torch.sigmoid(gi[:, :H] + gh[:, :H])
-            u = torch.sigmoid(gi[:, H:2 * H] + gh[:, H:2 * H])
-            n = torch.tanh(gi[:, 2 * H:] + r * gh[:, 2 * H:])
+            gh, r, u, n = _gru_gates(theta, z, x, H)
             a = (1.0 - u) * (1.0 - n**2)
             W = theta["weight_hh"]
             J = ((z - n) * u * (1.0 - u))[:, :, None] * W[None, H:2 * H]
@@ -168,11 +174,7 @@ class Cell:
         if self.kind != "gru":
             return None
         H = self.H
-        gi = x @ theta["weight_ih"].T + theta["bias_ih"]
-        gh = z @ theta["weight_hh"].T + theta["bias_hh"]
-        r = torch.sigmoid(gi[:, :H] + gh[:, :H])
-        u = torch.sigmoid(gi[:, H:2 * H] + gh[:, H:2 * H])
-        n = torch.tanh(gi[:, 2 * H:] + r * gh[:, 2 * H:])
+        gh, r, u, n = _gru_gates(theta, z, x, H)
         ghn = gh[:, 2 * H:]
         a = (1.0 - u) * (1.0 - n**2)  # dF/d(pre-activation of n)
         su, sr = (z - n) * u * (1.0 - u), a * ghn * r * (1.0 - r)  # dF/d(pre u), dF/d(pre r)
