@@ -37,8 +37,8 @@ def expand(paths: Sequence[str]) -> list[str]:
     return out
 
 
-def done_files(resume: str) -> set[str]:
-    """Files already reported in a previous sweep's JSON lines (lines that do not parse are ignored).
+def resumed_records(resume: str) -> list[dict[str, Any]]:
+    """The records of a previous sweep's JSON lines (lines that do not parse are ignored).
 
     The file itself is read through the one reader (:func:`flowcert.files.read_regular`): a
     regular file of at most :data:`flowcert.files.MAX_FILE_BYTES`, strict UTF-8, nesting bounded;
@@ -52,15 +52,32 @@ def done_files(resume: str) -> set[str]:
 
     text = _decode(read_regular(resume, fail), fail)
     check_json_depth(text, fail, 2 * MAX_JSON_DEPTH)
-    seen: set[str] = set()
+    records: list[dict[str, Any]] = []
     for line in text.splitlines():
         try:
             rec = json.loads(line, parse_int=_json_int)
         except (ValueError, RecursionError):  # JSONDecodeError, a huge integer: not a record
             continue
         if isinstance(rec, dict) and isinstance(rec.get("file"), str):
-            seen.add(rec["file"])
-    return seen
+            records.append(rec)
+    return records
+
+
+def done_files(resume: str) -> set[str]:
+    """Files already reported in a previous sweep's JSON lines (:func:`resumed_records`)."""
+    return {rec["file"] for rec in resumed_records(resume)}
+
+
+def check_jobs(jobs: int) -> None:
+    """``--jobs`` is bad input above :func:`flowcert.limits.max_jobs` (checked before any work)."""
+    from .errors import OptionError
+    from .limits import LIMITS, max_jobs
+
+    if jobs < 1:
+        raise OptionError("--jobs", f"must be at least 1, got {jobs}")
+    if jobs > max_jobs(10**9):
+        raise OptionError("--jobs", f"{jobs} exceeds {max_jobs(10**9)}, {LIMITS['sweep:jobs_per_core']} per core "
+                                    "(flowcert.limits.LIMITS['sweep:jobs_per_core'])")
 
 
 def verify_file(system: str, path: str, simulate: bool = False, index: int = 0) -> dict[str, Any]:
@@ -189,13 +206,9 @@ class Progress:
 def run(system: str, paths: Sequence[str], *, simulate: bool = False, jobs: int = 1, scheduler: str | None = None,
         resume: str | None = None, progress: bool = True, out: TextIO | None = None) -> int:
     """Run a sweep and write one JSON line per parameter set to ``out``; returns the exit code."""
-    from .limits import LIMITS, max_jobs
+    from .limits import max_jobs
 
-    if jobs > max_jobs(10**9):  # bad input before any work, whichever command started the sweep
-        from .errors import OptionError
-
-        raise OptionError("--jobs", f"{jobs} exceeds {max_jobs(10**9)}, {LIMITS['sweep:jobs_per_core']} per core "
-                                    "(flowcert.limits.LIMITS['sweep:jobs_per_core'])")
+    check_jobs(jobs)  # bad input before any work, whichever command started the sweep
     out = out or sys.stdout
     files = expand(paths)
     skip = done_files(resume) if resume else set()

@@ -116,12 +116,12 @@ def export_heads(ckpt: Any, system: str, layers: list[int], heads: list[int], ou
     exports are deterministic, so a resumed sweep re-uses them); returns the paths in order."""
     from pathlib import Path
 
+    from ..outputs import make_folder
     from ..systems import get_system
     from . import heads as exports
 
     tokens = not get_system(system).single_head  # the token systems (attention) start from the prompt's tokens
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_folder("--out-dir", out_dir)
     paths, X0 = [], {}
     for layer in layers:
         for head in heads:
@@ -132,9 +132,7 @@ def export_heads(ckpt: Any, system: str, layers: list[int], heads: list[int], ou
                     if layer not in X0:
                         X0[layer] = prompt_tokens(ckpt, layer, prompt)
                     raw.update(X0=X0[layer].tolist(), n=int(X0[layer].shape[0]))
-                tmp = path.with_suffix(".tmp.json")
-                exports.write_params(raw, tmp)
-                tmp.replace(path)  # a killed export never leaves a half-written file behind
+                exports.write_params(raw, path)  # through outputs.replacing: never half-written, never via a link
             paths.append(str(path))
     return paths
 
@@ -186,24 +184,28 @@ def _verify(args: argparse.Namespace) -> tuple[None, int]:
     from .. import sweep
     from .checkpoint import bad, load_checkpoint
 
+    from ..outputs import check_file, check_folder, write_text
+
     ck = load_checkpoint(args.model)
     layers = list(range(ck.n_layers)) if not args.layers else args.layers
     heads = list(range(ck.n_heads)) if not args.heads else args.heads
     for name, vals, top in (("--layers", layers, ck.n_layers), ("--heads", heads, ck.n_heads)):
         if any(not 0 <= v < top for v in vals):
             raise bad(f"{name}: must be in 0..{top - 1}, got {vals}")
-    if args.jobs is not None and args.jobs < 1:
-        raise bad(f"--jobs: must be at least 1, got {args.jobs}")
-    out_dir = Path(args.out_dir or f"pretrained-{Path(str(args.model)).name}-{args.system}")
+    # every option is checked before the first head is exported: bad input leaves nothing behind
+    if args.jobs is not None:
+        sweep.check_jobs(args.jobs)
+    resumed = sweep.resumed_records(args.resume) if args.resume else []
+    if args.summary:
+        check_file("--summary", args.summary, (".md",))
+    out_dir = check_folder("--out-dir", args.out_dir or f"pretrained-{Path(str(args.model)).name}-{args.system}")
     files = export_heads(ck, args.system, layers, heads, out_dir, args.prompt)
     buf = io.StringIO()
     code = sweep.run(args.system, files, jobs=args.jobs or 1, scheduler=args.scheduler, resume=args.resume,
                      progress=not args.json, out=_Tee(sys.stdout, buf))
     if args.summary:
-        records = [json.loads(line) for line in buf.getvalue().splitlines() if line.strip()]
-        if args.resume:
-            records += [json.loads(x) for x in Path(args.resume).read_text().splitlines() if x.strip().startswith("{")]
-        Path(args.summary).write_text(summary_table(records))
+        records = [json.loads(line) for line in buf.getvalue().splitlines() if line.strip()] + resumed
+        write_text("--summary", args.summary, summary_table(records))
     return None, code
 
 

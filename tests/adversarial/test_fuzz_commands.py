@@ -269,15 +269,18 @@ def _check(code: int, out: str, err: str, argv: list[str]) -> None:
 
 
 @pytest.mark.parametrize("command,index", CASES, ids=[f"{c.replace(' ', '-')}-{i}" for c, i in CASES])
-def test_hostile_input_exits_2_with_one_line(files: Path, command: str, index: int,
+def test_hostile_input_exits_2_with_one_line(files: Path, command: str, index: int, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     argv = FUZZ[command][index](files)
+    monkeypatch.chdir(tmp_path)  # default output places (pretrained verify's export folder) land here
     with time_limit(60):
         code = cli.main(argv)
     out, err = capsys.readouterr()
     _check(code, out, err, argv)
     assert out == ""
     assert not (files / "report_left_behind").exists() and not (files / "r2").exists()
+    assert not any(tmp_path.iterdir()), f"bad input left {sorted(p.name for p in tmp_path.iterdir())} behind"
 
 
 def _limited() -> None:
@@ -308,9 +311,12 @@ WRITERS: dict[str, Callable[[Path, str], list[str]]] = {
     "reach": lambda d, out: ["reach", "gaussian", "--params", str(GAUSS), "--target", str(GAUSS), "--T", "1",
                              "--out", out],
     "report": lambda d, out: ["report", "--params", str(GAUSS), "--quick", "--out", out],
+    "pretrained verify": lambda d, out: ["pretrained", "verify", "--model", str(d / "ck_good"), "--system", "gaussian",
+                                         "--heads", "0", "--out-dir", str(Path(out).parent / "heads"),
+                                         "--json", "--summary", out],
 }
 _SUFFIX = {"graph": ".svg", "codegen": ".py", "simulate": ".png", "pretrained export": ".json", "reach": ".json",
-           "report": ""}
+           "report": "", "pretrained verify": ".md"}
 
 
 @pytest.mark.parametrize("command", sorted(WRITERS))
