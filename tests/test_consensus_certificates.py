@@ -174,3 +174,48 @@ def test_abs_is_lipschitz_but_sign_is_not_continuous():
     # a jump is never certified uniformly continuous
     assert cc.uniformly_continuous([sp.Matrix([[sp.sign(sp.sin(t))]])]).status == "unknown"
     assert cc.bounded([sp.Matrix([[sp.sign(t - 1)]])])[0].status == "unknown"
+
+
+def _exact_frobenius_sq(beta: float, Q: np.ndarray | None, K: np.ndarray) -> Fraction:
+    """||beta Q^T K||_F^2 in exact rationals (an independent O(m n r) Fraction loop)."""
+    b = Fraction(beta)
+    Kf = [[Fraction(x) for x in row] for row in K.tolist()]
+    if Q is None:
+        return sum((b * x) ** 2 for row in Kf for x in row)
+    Qf = [[Fraction(x) for x in row] for row in Q.tolist()]
+    r, m, n = len(Qf), len(Qf[0]), len(Kf[0])
+    return sum((b * sum(Qf[k][i] * Kf[k][j] for k in range(r))) ** 2 for i in range(m) for j in range(n))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 5), st.sampled_from([1e-160, 1e-3, 1.0, 1e150]), st.booleans(),
+       st.integers(0, 2**31 - 1))
+def test_constant_head_bound_is_an_exact_upper_bound(r, d, scale, from_P, seed):
+    """The low-cost bound of a constant head is >= the exact norm and tight to rounding where no overflow occurs."""
+    rng = np.random.default_rng(seed)
+    K = rng.normal(size=(r, d)) * scale
+    Q = None if from_P else rng.normal(size=(r, d))
+    beta = float(rng.uniform(0.05, 3.0))
+    head = cc.ScaledProduct(beta, K, Q)
+    b = head.frobenius_upper()
+    exact = _exact_frobenius_sq(beta, Q, K)
+    assert b >= 0 and b * b >= exact
+    if exact > 0 and scale >= 1e-3:  # away from underflow: within a relative 1e-9 of the truth
+        assert b * b <= exact * Fraction(1 + 10**-9) ** 2
+
+
+def test_constant_head_certificate_rechecks_and_refuses_a_lower_bound():
+    rng = np.random.default_rng(7)
+    Q, K = rng.normal(size=(3, 6)), rng.normal(size=(3, 6))
+    res, b = cc.bounded([cc.ScaledProduct(0.25, K, Q)])
+    assert res.status == "holds" and b is not None
+    assert b * b >= _exact_frobenius_sq(0.25, Q, K)
+    cert = copy.deepcopy(res.certificate)
+    assert core.recheck(cert)
+    cert.data["bound"] = str(Fraction(cert.data["bound"]) * Fraction(99, 100))  # 1% below: no longer an upper bound
+    assert not core.recheck(cert)
+    bad = copy.deepcopy(res.certificate)
+    bad.data["constant"]["K"][0][0] = float("nan")
+    assert not core.recheck(bad)
+    uc = cc.uniformly_continuous([cc.ScaledProduct(0.25, K, Q)])
+    assert uc.status == "holds" and uc.margin == 0.0

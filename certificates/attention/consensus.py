@@ -23,7 +23,9 @@ Each predicate returns a :class:`~flowcert.certificates.core.HypothesisResult`; 
   .. math:: \sup_{t\ge0}\|P(t)\|_2\le\sup_{t\ge0}\|P(t)\|_F\le b,\qquad
             \sup_{t\ge0}\|\dot P(t)\|_2\le b' \ \Rightarrow\ P \text{ Lipschitz, hence uniformly continuous.}
 
-  No proven bound gives ``unknown``.
+  No proven bound gives ``unknown``. A constant head :math:`P=\beta Q^\top K` is bounded from its
+  float data instead (:class:`ScaledProduct`): exact sums of squares and a rigorous rounding pad
+  for :math:`\mathrm{fl}(Q^\top K)`, :math:`O(d^2r)` flops however wide the head.
 * **Local stability** of an equilibrium from a linearisation: a Lyapunov certificate for the
   transverse matrix (:mod:`flowcert.certificates.spectrum`).
 """
@@ -405,11 +407,85 @@ def _finite(x: Interval) -> bool:
 
 
 def sqrt_upper(q: Fraction) -> Fraction:
-    """A rational :math:`b\\ge\\sqrt q` (checked exactly: :math:`b^2\\ge q`)."""
-    b = Fraction(math.sqrt(float(q)) * (1 + 1e-12) + 1e-300).limit_denominator(2**40)
-    while b * b < q:
-        b = b * Fraction(1000001, 1000000) + Fraction(1, 2**40)
-    return b
+    """A rational :math:`b\\ge\\sqrt q` with about 50 significant bits (exact integer square root, no float)."""
+    if q <= 0:
+        return Fraction(0)
+    k = max(0, (100 - (q.numerator.bit_length() - q.denominator.bit_length())) // 2)
+    scaled = -((-q.numerator << (2 * k)) // q.denominator)  # ceil(q 4^k)
+    return Fraction(math.isqrt(scaled) + 1, 1 << k)  # (isqrt(N)+1)^2 > N >= q 4^k
+
+
+def square_sum(A: np.ndarray) -> Fraction:
+    r""":math:`\sum_{ij}A_{ij}^2` exactly for a finite float64 array (each entry is :math:`p/2^k`)."""
+    ratios = [x.as_integer_ratio() for x in np.asarray(A, dtype=np.float64).ravel().tolist()]
+    if not ratios:
+        return Fraction(0)
+    top = max(q for _, q in ratios)  # every q is a power of two, so top // q is exact
+    return Fraction(sum((p * (top // q)) ** 2 for p, q in ratios), top * top)
+
+
+def _finite_matrix(x: Any) -> np.ndarray | None:
+    """``x`` as a finite float64 matrix when it is numbers (bools refused), else None."""
+    if isinstance(x, sp.MatrixBase):
+        return None
+    if isinstance(x, list) and any(isinstance(v, bool) for r in x if isinstance(r, list) for v in r):
+        return None
+    try:
+        A = np.asarray(x)
+    except (ValueError, TypeError):
+        return None
+    if A.dtype.kind not in "fiu" or A.ndim != 2 or A.size == 0 or not np.isfinite(A).all():
+        return None
+    return A.astype(np.float64)
+
+
+@dataclass(frozen=True)
+class ScaledProduct:
+    r"""A constant head :math:`P=\beta\,Q^\top K` given by float64 data (``Q is None``: :math:`P=\beta K`).
+
+    :meth:`frobenius_upper` is a rational :math:`b\ge\|P\|_F` of the *exact* product: with
+    :math:`\hat P=\mathrm{fl}(Q^\top K)` (``r`` terms per entry),
+    :math:`|Q^\top K-\hat P|\le\gamma_r|Q|^\top|K|+r\eta` entrywise (Higham, Thm 3.5, with
+    underflow), so :math:`\|Q^\top K\|_F\le\|\hat P\|_F+\gamma_r\|Q\|_F\|K\|_F+mnr\eta`; every
+    Frobenius norm of float data is summed exactly (:func:`square_sum`). Where the float
+    environment is not IEEE round-to-nearest, :math:`\|Q\|_F\|K\|_F` alone (exact, looser).
+    """
+
+    beta: float
+    K: np.ndarray
+    Q: np.ndarray | None = None
+
+    def frobenius_upper(self) -> Fraction:
+        from ..rounding import _ETA, _U, _fp_environment_ok
+
+        beta = abs(Fraction(self.beta))
+        if self.Q is None:
+            return beta * sqrt_upper(square_sum(self.K))
+        r, (m, n) = self.Q.shape[0], (self.Q.shape[1], self.K.shape[1])
+        factors = sqrt_upper(square_sum(self.Q)) * sqrt_upper(square_sum(self.K))
+        if not _fp_environment_ok():
+            return beta * factors
+        with np.errstate(all="ignore"):
+            P_hat = self.Q.T @ self.K
+        if not np.isfinite(P_hat).all():
+            return beta * factors
+        gamma = r * _U / (1 - r * _U)
+        return beta * min(factors, sqrt_upper(square_sum(P_hat)) + gamma * factors + m * n * r * _ETA)
+
+    def data(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"beta": self.beta, "K": self.K.tolist()}
+        if self.Q is not None:
+            out["Q"] = self.Q.tolist()
+        return out
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> "ScaledProduct | None":
+        beta, K = data.get("beta"), _finite_matrix(data.get("K"))
+        Q = _finite_matrix(data["Q"]) if "Q" in data else None
+        if (not isinstance(beta, (int, float)) or isinstance(beta, bool) or not math.isfinite(beta) or K is None
+                or ("Q" in data and (Q is None or Q.shape[0] != K.shape[0]))):
+            return None
+        return cls(float(beta), K, Q)
 
 
 def frobenius_sup_bound(M: sp.Matrix, t: sp.Symbol, allow_sign: bool = False) -> tuple[Fraction | None, str]:
@@ -428,7 +504,17 @@ def frobenius_sup_bound(M: sp.Matrix, t: sp.Symbol, allow_sign: bool = False) ->
     return sqrt_upper(total), "interval evaluation of each entry over t in [0, oo), Frobenius norm"
 
 
+def _check_constant_bound(data: dict[str, Any]) -> bool:
+    """A constant head (:class:`ScaledProduct`): :math:`b\\ge` its Frobenius bound, or :math:`b\\ge0=\\|\\dot P\\|`."""
+    head, bound = ScaledProduct.from_data(data["constant"]), Fraction(data["bound"])
+    if head is None or bound < 0:
+        return False
+    return True if data.get("derivative") else bound >= head.frobenius_upper()
+
+
 def _check_sup_bound(data: dict[str, Any]) -> bool:
+    if "constant" in data:
+        return _check_constant_bound(data)
     t = sp.Symbol(data.get("t", "t"), real=True)
     M = sp.Matrix([[sp.sympify(e, locals={"t": t}) for e in row] for row in data["M"]])
     if data.get("derivative"):
@@ -463,10 +549,20 @@ class SupBounds:
 
 
 def sup_bounds(heads_P: Sequence[Any]) -> tuple[SupBounds, list[str]]:
-    """Interval bounds for every head's :math:`P_\\eta(t)` and :math:`\\dot P_\\eta(t)` (see :func:`frobenius_sup_bound`)."""
+    """Interval bounds for every head's :math:`P_\\eta(t)` and :math:`\\dot P_\\eta(t)` (see :func:`frobenius_sup_bound`).
+
+    A head given as numbers is constant: its bound is exact (:func:`square_sum`), its derivative 0.
+    """
     out = SupBounds([], [])
     notes = []
     for k, P in enumerate(heads_P):
+        if isinstance(P, ScaledProduct):
+            b, db = P.frobenius_upper(), Fraction(0)
+            notes.append(f"head {k + 1}: constant, |P|_F bounded from its float data, sup|P| <= {float(b):.6g}; "
+                         "dP/dt = 0")
+            out.P.append(b)
+            out.dP.append(db)
+            continue
         Ms, t = _as_symbolic(P)
         b, why = frobenius_sup_bound(Ms, t)
         # sign() only from differentiating Abs: |f| is Lipschitz with constant sup|f'| (a.e. derivative)
@@ -478,21 +574,27 @@ def sup_bounds(heads_P: Sequence[Any]) -> tuple[SupBounds, list[str]]:
     return out, notes
 
 
-def _bound_certificate(M: sp.Matrix, t: sp.Symbol, bound: Fraction, derivative: bool) -> core.Certificate:
-    return core.Certificate("sup_norm_bound", f"sup_(t>=0) |{'dP/dt' if derivative else 'P'}(t)|_F <= {bound}",
-                            {"M": _srepr_rows(M), "t": t.name, "bound": str(bound), "derivative": derivative},
+def _bound_certificate(P: Any, bound: Fraction, derivative: bool) -> core.Certificate:
+    claim = f"sup_(t>=0) |{'dP/dt' if derivative else 'P'}(t)|_F <= {bound}"
+    if isinstance(P, ScaledProduct):
+        return core.Certificate("sup_norm_bound", claim, {"constant": P.data(), "bound": str(bound),
+                                                          "derivative": derivative}, "exact-rational+rounding")
+    Ms, t = _as_symbolic(P)
+    return core.Certificate("sup_norm_bound", claim,
+                            {"M": _srepr_rows(Ms), "t": t.name, "bound": str(bound), "derivative": derivative},
                             "interval-arithmetic")
 
 
 def bounded(heads_P: Sequence[Any], name: str = "P_bounded") -> tuple[core.HypothesisResult, Fraction | None]:
-    r"""``holds`` with a proven :math:`b\ge\max_\eta\sup_{t\ge0}\|P_\eta(t)\|_2`; ``unknown`` otherwise."""
+    r"""``holds`` with a proven :math:`b\ge\max_\eta\sup_{t\ge0}\|P_\eta(t)\|_2`; ``unknown`` otherwise.
+
+    Each head is a constant :class:`ScaledProduct` or a SymPy matrix in ``t``."""
     bounds, notes = sup_bounds(heads_P)
     if any(b is None for b in bounds.P):
         return core.HypothesisResult(name, "unknown", None, "interval arithmetic on t >= 0", None, "; ".join(notes)), None
     k = max(range(len(bounds.P)), key=lambda i: bounds.P[i])
-    Ms, t = _as_symbolic(heads_P[k])
     b = bounds.P[k]
-    res = core.certified(name, "holds", _bound_certificate(Ms, t, b, False), float(b),
+    res = core.certified(name, "holds", _bound_certificate(heads_P[k], b, False), float(b),
                          "interval arithmetic on t >= 0 (sup |P|_2 <= sup |P|_F); re-evaluated", "; ".join(notes))
     return res, (b if res.status == "holds" else None)
 
@@ -507,9 +609,8 @@ def uniformly_continuous(heads_P: Sequence[Any], name: str = "P_uniformly_contin
     if any(b is None for b in bounds.dP):
         return core.HypothesisResult(name, "unknown", None, "interval arithmetic on dP/dt, t >= 0", None, "; ".join(notes))
     k = max(range(len(bounds.dP)), key=lambda i: bounds.dP[i])
-    Ms, t = _as_symbolic(heads_P[k])
     b = bounds.dP[k]
-    return core.certified(name, "holds", _bound_certificate(Ms, t, b, True), float(b),
+    return core.certified(name, "holds", _bound_certificate(heads_P[k], b, True), float(b),
                           "Lipschitz: interval arithmetic on dP/dt over t >= 0; re-evaluated", "; ".join(notes))
 
 

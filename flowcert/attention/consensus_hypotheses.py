@@ -74,6 +74,19 @@ class Setting:
                 out.append(M if self.p.beta == 1 else self.p.beta * M)
         return out
 
+    @cached_property
+    def P_data(self) -> list[Any]:
+        """Each head's :math:`P_\\eta` as given: a :class:`~flowcert.certificates.attention.consensus.ScaledProduct`
+        of its float data (constant), or the SymPy matrix in t of :attr:`P`."""
+        out: list[Any] = []
+        for hd, P in zip(self.p.heads, self.P):
+            if isinstance(P, sp.MatrixBase):
+                out.append(P)
+            else:
+                K = np.asarray(hd.K, float)
+                out.append(cert.ScaledProduct(float(self.p.beta), K, None if hd.from_P else np.asarray(hd.Q, float)))
+        return out
+
     @property
     def U(self) -> list[Any]:
         return [hd.V for hd in self.p.heads]
@@ -158,13 +171,11 @@ def P_spd(s: Setting) -> core.HypothesisResult:
 
 
 def P_bounded(s: Setting) -> tuple[core.HypothesisResult, Fraction | None]:
-    return cert.bounded([sp.Matrix(P) if not isinstance(P, sp.MatrixBase) else P for P in s.P],
-                        "sup_t |P_eta(t)| <= b")
+    return cert.bounded(s.P_data, "sup_t |P_eta(t)| <= b")
 
 
 def P_uniformly_continuous(s: Setting) -> core.HypothesisResult:
-    return cert.uniformly_continuous([sp.Matrix(P) if not isinstance(P, sp.MatrixBase) else P for P in s.P],
-                                     "P_eta uniformly continuous on t >= 0")
+    return cert.uniformly_continuous(s.P_data, "P_eta uniformly continuous on t >= 0")
 
 
 def U_constant(s: Setting) -> core.HypothesisResult:
