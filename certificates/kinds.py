@@ -32,6 +32,7 @@ KINDS: dict[str, str] = {
     "unstable": "core:_check_unstable",
     # spectra of a matrix: exact inertia, unstable eigenvalue count, detectability (certificates/spectrum.py)
     "spectrum_inertia": "spectrum:_check_spectrum_inertia",
+    "zero_eigenvalue": "spectrum:_check_zero_eigenvalue",
     "unstable_count": "spectrum:_check_unstable_count",
     "detectability": "spectrum:_check_detectability",
     # gaussian system, equilibria of eq. (7) / (18) (certificates/gaussian.py)

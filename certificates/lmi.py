@@ -9,7 +9,8 @@ Stability LMI, normalised and with an explicit margin (homogeneous, so the scale
 
 The returned :math:`P` is never evidence by itself: callers re-check it exactly with a
 smaller margin (see :mod:`flowcert.certificates.core`). Only the status ``optimal`` is
-accepted; ``optimal_inaccurate`` and everything else is reported as a failure to solve.
+accepted; ``optimal_inaccurate`` and everything else is reported as a failure to solve. Above
+:data:`SDP_MAX_DIM` rows no SDP is tried, and one SCS solve stops after :data:`SCS_SECONDS`.
 Each problem is built once per size with :math:`J` a ``cvxpy.Parameter`` (DPP) and re-solved.
 """
 
@@ -25,6 +26,8 @@ import numpy as np
 from scipy.linalg import solve_continuous_lyapunov
 
 CLARABEL_MAX_DIM = 40  # interior point is dense in the n(n+1)/2 PSD block; SCS beyond
+SDP_MAX_DIM = 96  # beyond it an SDP in n(n+1)/2 unknowns is not tried (SCS took minutes at n = 200)
+SCS_SECONDS = 60.0  # wall-clock cap of one SCS solve (a stage budget, not a tolerance)
 
 
 @dataclass
@@ -56,7 +59,7 @@ class _LyapunovModel:
 def _solver_for(n: int) -> tuple[str, dict[str, Any]]:
     if n <= CLARABEL_MAX_DIM:
         return "CLARABEL", {}
-    return "SCS", {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 200000}
+    return "SCS", {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 200000, "time_limit_secs": SCS_SECONDS}
 
 
 @lru_cache(maxsize=32)
@@ -76,9 +79,12 @@ def _model(n: int, margin: float, definite: bool) -> _LyapunovModel:
     return _LyapunovModel(J, P, problem, solver, options)
 
 
-def _solve(model: _LyapunovModel, J: np.ndarray) -> LMISolution:
+def _solve(n: int, margin: float, definite: bool, J: np.ndarray) -> LMISolution:
     import cvxpy as cp
 
+    if n > SDP_MAX_DIM:
+        return LMISolution(f"skipped: n = {n} > SDP_MAX_DIM = {SDP_MAX_DIM}", None, "none", 0.0)
+    model = _model(n, margin, definite)
     model.J.value = np.asarray(J, dtype=float)
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -97,7 +103,7 @@ def _solve(model: _LyapunovModel, J: np.ndarray) -> LMISolution:
 
 def solve_lyapunov_lmi(J: np.ndarray, margin: float = 1.0) -> LMISolution:
     r"""Find :math:`P\succeq I` with :math:`J^\top P+PJ\preceq-\text{margin}\,I` by SDP."""
-    return _solve(_model(J.shape[0], float(margin), True), J)
+    return _solve(J.shape[0], float(margin), True, J)
 
 
 def lyapunov_equation(J: np.ndarray) -> np.ndarray | None:
@@ -119,4 +125,4 @@ def solve_inertia_lmi(J: np.ndarray, margin: float = 1.0) -> LMISolution:
     Feasible iff J has no eigenvalue on the imaginary axis; used when the Lyapunov equation is
     singular (two eigenvalues summing to zero). Minimises :math:`\\|P\\|_F`.
     """
-    return _solve(_model(J.shape[0], float(margin), False), J)
+    return _solve(J.shape[0], float(margin), False, J)

@@ -123,9 +123,10 @@ def spectrum_verdict(
             if res.status == "fails":
                 return res
     if exact_fallback and extra is None:  # J_exact is the matrix itself: decide exactly
-        res = exact_verdict(name, J, J_exact, detail)
-        if res is not None and res.status != "unknown":
-            return res
+        for verdict in (kernel_verdict, exact_verdict):
+            res = verdict(name, J, J_exact, detail)
+            if res is not None and res.status != "unknown":
+                return res
     return core.HypothesisResult(name, "unknown", -abscissa, "no certificate passed its exact re-check", None,
                                  f"{detail}; near-marginal or ill-conditioned")
 
@@ -181,6 +182,31 @@ def exact_verdict(name: str, J: np.ndarray, J_exact: Any, detail: str) -> core.H
     status = "holds" if p == 0 and z == 0 else "fails"
     return core.certified(name, status, cert, margin, "exact characteristic polynomial, Sturm root counting",
                           f"{detail}; exact inertia (n+, n-, n0) = ({p}, {n}, {z})")
+
+
+def kernel_verdict(name: str, J: np.ndarray, J_exact: Any, detail: str) -> core.HypothesisResult | None:
+    r"""``fails`` when :math:`J` is exactly singular with a zero column :math:`j` (:math:`Je_j=0`, so
+    :math:`0\in\operatorname{spec}J` and :math:`J` is not Hurwitz), at any size; None otherwise.
+
+    This decides the common exact case beyond the exact-inertia size (:math:`A=0` in a pretrained
+    head of width 384) in :math:`O(n^2)`."""
+    Jq = core.qmat(J_exact)
+    zero = np.flatnonzero(~np.any(np.asarray(J, float) != 0, axis=0))
+    for j in zero[:1]:
+        v = [0] * Jq.ncols()
+        v[int(j)] = 1
+        cert = core.Certificate("zero_eigenvalue", "J v = 0 for a rational v != 0: 0 is an eigenvalue of J",
+                                {"J": core.encode(Jq), "v": [str(x) for x in v]})
+        return core.certified(name, "fails", cert, 0.0, "exact kernel vector (a zero column), 0 in spec(J)",
+                              f"{detail}; J e_{int(j) + 1} = 0 exactly")
+    return None
+
+
+def _check_zero_eigenvalue(data: dict[str, Any]) -> bool:
+    J, v = core.qmat(data["J"]), core.qmat([[x] for x in data["v"]])
+    if J.nrows() != J.ncols() or v.nrows() != J.ncols() or v == core.qmat([[0]] * v.nrows()):
+        return False
+    return J * v == core.qmat([[0]] * v.nrows())
 
 
 @core.memoised

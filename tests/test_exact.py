@@ -510,3 +510,43 @@ def test_float_shift_bound_dominates_rump_constant():
 
 def test_fp_environment_probe_passes_here():
     assert E._fp_environment_ok()
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(70, 140), st.integers(0, 12), st.integers(0, 12), st.integers(0, 2**31 - 1))
+def test_low_rank_inertia_is_sylvesters(n, pos, neg, seed):
+    """Q = C^T D C with C = [I_r | G] (rank r by construction): In(Q) = (pos, neg, n - r) by Sylvester's law."""
+    from flowcert.certificates import exact
+
+    r = pos + neg
+    rng = np.random.default_rng(seed)
+    C = np.hstack([np.eye(r), rng.integers(-4, 5, size=(r, n - r))]) if r else np.zeros((0, n))
+    D = np.diag([1.0] * pos + [-1.0] * neg) * 0.375
+    Q = C.T @ D @ C  # small integers times 3/8: float64 is exact
+    assert np.array_equal(Q, Q.T)
+    assert exact.inertia(exact.to_rational(Q)) == (pos, neg, n - r)
+    holds, _, _ = exact.decide_definite(Q, strict=False)
+    assert holds == (neg == 0)
+    if r:  # one entry moved by 2^-30 (symmetrically): no longer exactly of rank r, the low-rank path must not answer
+        Q2 = Q.copy()
+        Q2[0, n - 1] += 2.0**-30
+        Q2[n - 1, 0] += 2.0**-30
+        got = exact.inertia_low_rank(exact.to_rational(Q2))
+        assert got is None or got[2] < n - r
+
+
+def test_zero_column_decides_hurwitz_at_any_size():
+    from flowcert.certificates import core, spectrum
+
+    n = 120  # beyond the exact spectral inertia (8 rows)
+    A = np.triu(np.random.default_rng(3).normal(size=(n, n)), 1) - np.diag(np.arange(1.0, n + 1))
+    A[:, 17] = 0.0  # triangular: spec = {-k} and 0; A e_18 = 0, so A is not Hurwitz (abscissa exactly 0)
+    res = spectrum.hurwitz("Hurwitz", A)
+    assert res.status == "fails" and res.certificate.kind == "zero_eigenvalue"
+    assert core.recheck(res.certificate)
+    cert = spectrum.hurwitz("Hurwitz", A).certificate
+    moved = {**cert.data, "v": ["0"] * n}
+    assert not core.recheck(core.Certificate(cert.kind, cert.claim, moved))
+    other = [x for x in cert.data["v"]]
+    other[0], other[17] = "1", "0"
+    assert not core.recheck(core.Certificate(cert.kind, cert.claim, {**cert.data, "v": other}))

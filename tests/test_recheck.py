@@ -157,6 +157,7 @@ def build_real_certificates() -> dict[str, dict]:
     add(spectrum.hurwitz("J", np.array([[-1.0, 3.0], [0.0, -2.0]])))  # lyapunov
     add(spectrum.hurwitz("J", J_unstable))  # unstable
     add(spectrum.inertia_certificate(J_unstable))
+    add(spectrum.hurwitz("J", np.array([[-1.0, 0.0], [2.0, 0.0]])))  # zero_eigenvalue: J e_2 = 0
     add(spectrum.unstable_count(J_unstable)[1])
     add(spectrum.detectability_certificate(sp.Matrix([[1, 0], [0, -1]]), sp.Matrix([[1, 0], [0, 0]])))
 
@@ -256,6 +257,10 @@ def tamper(kind: str, cert: dict) -> tuple[dict, str]:
         i = _largest_diagonal(d["Sigma"])
         d["Sigma"][i][i] = _neg(d["Sigma"][i][i])
         return c, "Sigma - rho I with rho >= 0 then has a negative diagonal entry: not PD"
+    if kind == "zero_eigenvalue":
+        j = next(i for i, x in enumerate(d["v"]) if Fraction(x) != 0)
+        d["J"][0][j] = "1"
+        return c, "column j of J is no longer 0, so J v != 0 for v = e_j"
     if kind == "sup_norm_bound":
         assert Fraction(d["bound"]) > 0
         d["bound"] = _neg(d["bound"])
