@@ -1,4 +1,4 @@
-r"""Batched ODE solvers in torch: fixed-step RK4 and adaptive Dormand–Prince 5(4).
+r"""Batched ODE solvers in torch: fixed-step RK4 and adaptive Dormand–Prince 5(4) (with an optional retraction).
 
 For :math:`\dot y=f(t,y)` with a leading batch axis, the Dormand–Prince step uses the
 tableau of Dormand and Prince (1980), the error estimate :math:`\|y_5-y_4\|` scaled by
@@ -84,8 +84,15 @@ def dopri5(
     h0: float = 1e-3,
     max_steps: int = 100000,
     blowup: Callable[[State], torch.Tensor] | None = None,
+    project: Callable[[State], State] | None = None,
+    shared_step: bool = False,
 ) -> AdaptiveResult:
-    """Adaptive Dormand–Prince 5(4) with a per-sample step size and blow-up predicate."""
+    """Adaptive Dormand–Prince 5(4) with a per-sample step size and blow-up predicate.
+
+    ``project`` maps each proposed state back onto a manifold (a retraction) before it is
+    accepted; the error estimate is that of the unprojected step. ``shared_step``: one step size
+    and one time for the whole batch (the largest error decides), for fields that read the time
+    as a scalar (time-varying heads). ``max_steps`` bounds the attempted steps."""
     batch = y0[0].shape[0]
     ref = y0[0]
     t = torch.zeros(batch, dtype=ref.dtype, device=ref.device)
@@ -111,7 +118,13 @@ def dopri5(
             sq = sq + (((b5 - b4) / scale) ** 2).reshape(batch, -1).sum(1)
             n += a[0].numel()
         err = torch.sqrt(sq / n)
+        if project is not None:
+            y5 = project(y5)
         finite = torch.stack([torch.isfinite(c.reshape(batch, -1)).all(1) for c in y5]).all(0)
+        if shared_step:  # the worst sample decides for all: times stay equal
+            worst = torch.where(active & finite, err, torch.full_like(err, float("inf"))).amax()
+            finite = finite.all().expand(batch)
+            err = worst.expand(batch)
         accept = active & finite & (err <= 1.0)
         acc_shape = [accept.reshape(-1, *([1] * (c.dim() - 1))) for c in y]
         y = tuple(torch.where(m, new, old) for m, new, old in zip(acc_shape, y5, y))

@@ -126,9 +126,13 @@ def _grid_args(p: AttentionParams, n: int, device: Any) -> Callable[[np.ndarray]
 
 def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None = None, device: str = "cpu",
              dt: float | None = None, seed: int | None = None) -> dict[str, Any]:
-    """Batched torch RK4 with retraction (:func:`flowcert.gpu.attention.simulate`).
+    """Batched torch runs on the manifold with the retraction after every step.
 
-    Without ``samples``: one run from ``X0`` (random tokens from ``seed`` if the file has none).
+    Without ``samples``: one run from ``X0`` (random tokens from ``seed`` if the file has none),
+    adaptive Dormand–Prince 5(4) (:func:`flowcert.gpu.attention.simulate_adaptive`; ``dt`` null,
+    ``steps``/``rejected_steps`` reported, at most as many attempts as ``t_end`` over
+    :func:`default_dt`, ``t_reached`` short of ``t_end`` if they run out), or fixed-step RK4 when
+    ``dt`` is given (:func:`flowcert.gpu.attention.simulate`).
     With ``samples``: ``samples`` random initial conditions to rest, classified by the
     multistability module (Newton on the equilibrium equations + certificate), with Wilson
     intervals (``basins``).
@@ -139,6 +143,7 @@ def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None
 
     explicit = t_end is not None
     t_end = p.t_end if t_end is None else t_end
+    fixed_dt = dt
     dt = default_dt(p) if dt is None else dt
     seed = p.seed if seed is None else seed
     dev = torch.device(device)
@@ -154,20 +159,29 @@ def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None
         return enumeration.basins(p, samples, seed=seed, device=dev, dt=0.05 if dt == 1e-2 else dt,
                                      t_max=t_end if explicit or "t_end" in p.given else max(t_end, 400.0))
     X0 = p.initial_tokens() if p.X0 is not None else p.initial_tokens(None, np.random.default_rng(seed))
-    steps = max(1, int(np.ceil(t_end / dt)))
+    budget = max(1, int(np.ceil(t_end / default_dt(p))))  # never more attempts than the fixed-step run's steps
     W = None if p.W is None else torch.as_tensor(np.array(p.W), device=dev)
-    grid = _grid_args(p, p.n, dev) if p.time_varying else None
-    traj = ga.simulate(p.structure, torch.as_tensor(X0, device=dev)[None], _tensor_args(p, p.n, dev), t_end, steps, W=W,
-                       args_grid=grid)
-    X = traj.X[0].cpu().numpy()
-    speed = float(np.abs(field(p)(t_end, X)).max())
-    out: dict[str, Any] = {"t_end": t_end, "blowup_time": None, "dt": t_end / steps, "integrator": "RK4 + retraction (torch)",
-                           "device": str(dev), "X0": X0.tolist(), "X_final": X.tolist(), "max_drift": traj.max_drift,
+    X0t = torch.as_tensor(X0, device=dev)[None]
+    if fixed_dt is None:
+        run = ga.simulate_adaptive(p.structure, X0t, _tensor_args(p, p.n, dev), t_end, W=W, max_steps=budget)
+        X, t_reached, drift = run.X[0].cpu().numpy(), float(run.t[0]), run.max_drift
+        step: dict[str, Any] = {"dt": None, "integrator": "Dormand-Prince 5(4) + retraction (torch)",
+                                "steps": int(run.steps[0]), "rejected_steps": int(run.rejected[0]),
+                                "rtol": 1e-9, "atol": 1e-11}
+    else:
+        steps = max(1, int(np.ceil(t_end / fixed_dt)))
+        grid = _grid_args(p, p.n, dev) if p.time_varying else None
+        traj = ga.simulate(p.structure, X0t, _tensor_args(p, p.n, dev), t_end, steps, W=W, args_grid=grid)
+        X, t_reached, drift = traj.X[0].cpu().numpy(), t_end, traj.max_drift
+        step = {"dt": t_end / steps, "integrator": "RK4 + retraction (torch)", "steps": steps}
+    speed = float(np.abs(field(p)(t_reached, X)).max())
+    out: dict[str, Any] = {"t_end": t_end, "t_reached": t_reached, "blowup_time": None, **step, "device": str(dev),
+                           "X0": X0.tolist(), "X_final": X.tolist(), "max_drift": drift,
                            "final_speed": speed, "limit_class": None, "agrees": None}
     try:
         from . import enumeration
 
-        out.update(enumeration.classify_run(p, X, t=t_end))
+        out.update(enumeration.classify_run(p, X, t=t_reached))
     except (ImportError, AttributeError):
         out["limit_class_reason"] = "no classifier available"
     return out
