@@ -98,6 +98,11 @@ def cmd_equilibria(args: argparse.Namespace) -> None:
     check_limit("equilibria:n", p.n, "n", file=args.params)
     if args.cap is not None:
         check_limit("equilibria:cap", args.cap, "--cap")
+    from .attention.enumeration import DEFAULT_CAP
+
+    cap = DEFAULT_CAP if args.cap is None else args.cap
+    check_limit("equilibria:cap*n*d", cap * p.n * p.d, "--cap", file=args.params,
+                what=f"cap * n * d ({cap} * {p.n} * {p.d}), the size of the listing")
     doc = get_system(args.system).equilibria(p, cap=args.cap)
     lines = [f"{len(doc['equilibria'])} equilibria; skipped: {doc['skipped']}"]
     for e in doc["equilibria"]:

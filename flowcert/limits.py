@@ -77,8 +77,9 @@ LIMITS: dict[str, int | float] = {
     "attention:steps": 200_000,     # fixed RK4 steps t_end / dt of simulate attention (and --simulate); step_work bounds the cost
     "attention:step_work": 5e8,     # steps * n^2 * d * heads: the field's cost over a fixed-step run (n = 512, d = 3: 635 steps)
     "attention:samples": 256,       # simulate attention --samples (initial conditions run to rest, each classified)
-    "equilibria:n": 24,             # tokens of equilibria attention (sign patterns, Jacobians of size n d)
+    "equilibria:n": 128,            # tokens of equilibria attention (default cap: 12.5 s, 0.4 GB at n = 128, d = 3)
     "equilibria:cap": 4_096,        # --cap: sign patterns per eigenvector
+    "equilibria:cap*n*d": 294_912,  # what is listed: cap * n * d numbers per eigenvector (4096 * 24 * 3: 40 s, 0.9 GB, 98 MB of JSON)
     "rnn:B*T*H": 20_000,            # trajectory entries of kpflow analyze / verify rnn (200,000 took minutes)
     "rnn:H": 256,                   # state dimension
     "rnn:I": 1_024,                 # input dimension

@@ -63,3 +63,17 @@ def test_load_json_reader(tmp_path: Path) -> None:
     assert files.load_json(p) == [1, 2]
     with pytest.raises(ParamError, match="larger than the 3 bytes"):
         files.load_json(p, max_bytes=3)
+
+
+def test_equilibria_listing_size_is_bounded_before_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """cap * n * d over its limit is refused (exit 2, one line) before any enumeration; n alone is not."""
+    from flowcert import cli
+
+    p = tmp_path / "p.json"
+    p.write_text(json.dumps({"V": [[1, 0.2, 0], [0.2, 0.1, 0], [0, 0, -0.5]], "Q": [[1, 0, 0], [0, 1, 0], [0, 0, 1]],
+                             "K": [[3, 0.5, 0], [0, 0.5, 0], [0.3, 0, -1]], "n": 100}))
+    cap = limits.LIMITS["equilibria:cap*n*d"] // (100 * 3) + 1
+    assert cap <= limits.LIMITS["equilibria:cap"]
+    assert cli.main(["equilibria", "attention", "--params", str(p), "--cap", str(cap)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--cap" in err and "equilibria:cap*n*d" in err
