@@ -11,6 +11,11 @@ a seeded random checkpoint (d = 768, 12 heads of 64); their stage limits are rai
 run (``--no-raise`` keeps :mod:`flowcert.limits` as it is).
 
     python benchmarks/pretrained_verify.py [--minilm 2:5 0:0 3:7 5:11] [--gpt2-heads 0] [--reference thm48]
+                                           [--attention 2:5 0:0]
+
+``--attention`` times ``verify attention --simulate`` on MiniLM heads with the default prompt's tokens
+as ``X0`` (as ``pretrained verify`` exports them), against a seeded full-rank random head at the same
+``d`` and ``n`` in the same run.
 """
 
 from __future__ import annotations
@@ -66,6 +71,44 @@ def head_case(ckpt: Any, layer: int, head: int) -> tuple[dict[str, Any], float]:
     return raw, time.perf_counter() - t0
 
 
+def attention_case(ckpt: Any, layer: int, head: int) -> tuple[dict[str, Any], float]:
+    """An exported ``attention`` head with the default prompt's tokens as ``X0`` (as ``pretrained verify``)."""
+    from flowcert.pretrained.command import DEFAULT_PROMPT, prompt_tokens
+    from flowcert.pretrained.heads import attention_params
+
+    t0 = time.perf_counter()
+    raw = attention_params(ckpt, layer, head)
+    X0 = prompt_tokens(ckpt, layer, DEFAULT_PROMPT)
+    raw.update(X0=X0.tolist(), n=int(X0.shape[0]))
+    return raw, time.perf_counter() - t0
+
+
+def attention_reference(d: int, n: int, seed: int = 0) -> dict[str, Any]:
+    """Seeded full-rank random head at the same d and n: Q, K, V ~ N(0, 1/d), tokens uniform on the sphere."""
+    rng = np.random.default_rng(seed)
+    Q, K, V = (rng.normal(size=(d, d)) / np.sqrt(d) for _ in range(3))
+    X0 = rng.normal(size=(n, d))
+    X0 /= np.linalg.norm(X0, axis=1, keepdims=True)
+    return {"heads": [{"Q": Q.tolist(), "K": K.tolist(), "V": V.tolist()}], "beta": 1.0, "X0": X0.tolist(), "n": n}
+
+
+def timed_attention(raw: dict[str, Any]) -> dict[str, Any]:
+    """``verify attention --simulate`` on one raw mapping: wall and CPU seconds, verdict summary."""
+    from flowcert.attention import verify
+    from flowcert.attention.system import SYSTEM
+
+    core.clear_memo()
+    t0, c0 = time.perf_counter(), time.process_time()
+    p = SYSTEM.load(raw)
+    doc = verify(p, simulate=True)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    sim = doc.get("simulation") or {}
+    return {"d": p.d, "n": p.n, "wall_s": wall, "cpu_s": cpu, "limit_class": sim.get("limit_class"),
+            "limit_label": sim.get("limit_label"), "steps": sim.get("steps"),
+            "applies": [t["id"] for t in doc["theorems"] if t["applies"]],
+            "unknown": sorted({h["name"] for t in doc["theorems"] for h in t["hypotheses"] if h["status"] == "unknown"})}
+
+
 def raise_limits(d: int) -> None:
     for key in ("gaussian:integrate", "gaussian:prop-2.1", "gaussian:lemma-2.3", "gaussian:prop-2.4", "gaussian:table-1"):
         limits.STAGE_MAX_D[key] = max(limits.STAGE_MAX_D[key], d)
@@ -77,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gpt2-heads", nargs="*", type=int, default=[0], metavar="H")
     ap.add_argument("--reference", nargs="*", default=["thm48"], choices=vs.REGIMES)
     ap.add_argument("--no-raise", action="store_true")
+    ap.add_argument("--attention", nargs="*", default=["2:5", "0:0"], metavar="L:H",
+                    help="MiniLM heads timed with verify attention --simulate (and a random head at the same d, n)")
     args = ap.parse_args(argv)
     import torch
 
@@ -84,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     from flowcert.pretrained import find_minilm, load_checkpoint
     from flowcert.pretrained.synthetic import random_checkpoint
 
-    out: dict[str, Any] = {"minilm": [], "gpt2": [], "reference": {}}
+    out: dict[str, Any] = {"minilm": [], "gpt2": [], "reference": {}, "attention": [], "attention_reference": {}}
     ref_cpu: dict[int, float] = {}
     root = find_minilm()
     if root is not None and args.minilm:
@@ -95,6 +140,18 @@ def main(argv: list[str] | None = None) -> int:
             rec = {"layer": layer, "head": head, "export_s": export_s, **timed_verify(raw)}
             out["minilm"].append(rec)
             print(json.dumps({"progress": f"minilm {spec}", "cpu_s": rec["cpu_s"]}), file=sys.stderr)
+    if root is not None and args.attention:
+        ck = load_checkpoint(root)
+        for spec in args.attention:
+            layer, head = (int(x) for x in spec.split(":"))
+            raw, export_s = attention_case(ck, layer, head)
+            rec = {"layer": layer, "head": head, "export_s": export_s, **timed_attention(raw)}
+            key = f"d{rec['d']}_n{rec['n']}"
+            if key not in out["attention_reference"]:
+                out["attention_reference"][key] = timed_attention(attention_reference(rec["d"], rec["n"]))
+            rec["ratio_cpu_to_reference"] = rec["cpu_s"] / out["attention_reference"][key]["cpu_s"]
+            out["attention"].append(rec)
+            print(json.dumps({"progress": f"attention {spec}", "cpu_s": rec["cpu_s"]}), file=sys.stderr)
     if args.gpt2_heads:
         if not args.no_raise:
             raise_limits(768)

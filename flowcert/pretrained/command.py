@@ -5,7 +5,7 @@
 * ``embed --model DIR --text T [--text T …]``: mean-pooled embeddings, cosine-similarity matrix;
 * ``experiment gaussianity|covariance|consensus --model DIR [--full] [--seed N]``;
 * ``verify --model DIR --system gaussian|attention [--layers L …] [--heads H …] [--jobs N | --scheduler A]
-  [--resume JSONL] [--out-dir DIR] [--prompt TEXT] [--summary FILE.md]``: exports every selected head
+  [--resume JSONL] [--out-dir DIR] [--prompt TEXT] [--simulate] [--summary FILE.md]``: exports every selected head
   (attention: the prompt's tokens, carried through the layers before it and put on the unit sphere,
   are ``X0``) and verifies them through the sweep (:mod:`flowcert.sweep`): one JSON line per head,
   resumable; ``--summary`` writes the per-head table (:func:`summary_table`).
@@ -201,7 +201,8 @@ def _verify(args: argparse.Namespace) -> tuple[None, int]:
     out_dir = check_folder("--out-dir", args.out_dir or f"pretrained-{Path(str(args.model)).name}-{args.system}")
     files = export_heads(ck, args.system, layers, heads, out_dir, args.prompt)
     buf = io.StringIO()
-    code = sweep.run(args.system, files, jobs=args.jobs or 1, scheduler=args.scheduler, resume=args.resume,
+    code = sweep.run(args.system, files, simulate=args.simulate, jobs=args.jobs or 1, scheduler=args.scheduler,
+                     resume=args.resume,
                      progress=not args.json, out=_Tee(sys.stdout, buf))
     if args.summary:
         records = [json.loads(line) for line in buf.getvalue().splitlines() if line.strip()] + resumed
@@ -268,6 +269,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     v.add_argument("--out-dir", default=None, metavar="DIR",
                    help="where the exported parameter files go (default pretrained-<model>-<system>/)")
     v.add_argument("--prompt", default=DEFAULT_PROMPT, help="attention: the text whose tokens are X0")
+    v.add_argument("--simulate", action="store_true", help="cross-check every head by simulation (verify --simulate)")
     v.add_argument("--summary", default=None, metavar="FILE.md", help="also write the per-head table")
     for p in (h, e, m, x, v):
         p.add_argument("--model", required=True, help="checkpoint directory (config.json + model.safetensors), or 'minilm'")
