@@ -384,3 +384,16 @@ def test_more_bad_input_exits_2_with_one_line(tmp_path, capsys):
     assert cli.main(["simulate", "attention", "--params", str(tv), "--device", "nosuchdevice"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 4 and "too large" in err and "time-varying" in err
+
+
+def test_simulate_never_reports_a_cross_check_as_not_requested():
+    """With --simulate, an entry without a cross-check says why, not 'not requested (--simulate)'."""
+    from flowcert.attention import multistability as ms
+    from flowcert.attention.system import SYSTEM
+
+    p = SYSTEM.load({"V": [[1, 0.5, 0], [0.2, 0.1, 0], [0, 0, -0.5]], "Q": np.eye(3).tolist(),
+                     "K": [[3, 0.5, 0], [0, 0.5, 0], [0.3, 0, -1]], "n": 4, "seed": 1, "t_end": 5})  # V not symmetric
+    with_run = ms.theorems(p, simulate=True)
+    without = ms.theorems(p, simulate=False)
+    assert any(th.cross_check.details.get("reason") == ms.NOT_REQUESTED for th in without)
+    assert all(th.cross_check.details.get("reason") != ms.NOT_REQUESTED for th in with_run)
