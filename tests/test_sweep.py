@@ -120,3 +120,25 @@ def test_local_workers_run_one_blas_thread() -> None:
                                  initializer=sweep._single_thread) as pool:
             threads = pool.submit(_pool_threads).result()
     assert threads and all(n == 1 for n in threads), threads
+
+
+def test_summary_table_reads_full_and_compact_records_alike(tmp_path):
+    """The per-head table of pretrained verify: the theorems that apply are those of the document,
+    and a compact record (what the report keeps) gives the same table."""
+    import shutil
+
+    from flowcert import sweep as sw
+    from flowcert.pretrained.command import compact_record, summary_table
+
+    src = Path(__file__).parent / "data" / "gaussian_stable_2d.json"
+    f = tmp_path / "L3_H7.json"
+    shutil.copy(src, f)
+    rec = sw.verify_file("gaussian", str(f))
+    assert rec["status"] == "ok"
+    table = summary_table([rec])
+    row = table.splitlines()[2]
+    applying = [t["id"] for t in rec["result"]["theorems"] if t["applies"]]
+    assert row.startswith("| 3 | 7 | Sigma ") and all(tid in row for tid in applying)
+    small = compact_record(rec)
+    assert summary_table([small]) == table
+    assert len(json.dumps(small)) < len(json.dumps(rec))

@@ -144,6 +144,26 @@ def _head_of(path: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+def compact_record(rec: dict[str, Any]) -> dict[str, Any]:
+    """A sweep line reduced to what :func:`summary_table` reads (a verify document of a d = 384 head
+    echoes its 8 MB of parameters and certificates; this keeps verdicts, regime and limit)."""
+    doc = rec.get("result") or {}
+    sim = doc.get("simulation") or {}
+    out: dict[str, Any] = {k: rec.get(k) for k in ("file", "status", "exit_code", "seconds", "error")}
+    out["result"] = {
+        "system": doc.get("system"),
+        "theorems": [{"id": t["id"], "applies": t.get("applies"),
+                      "hypotheses": [{"name": h["name"], "status": h["status"], "method": h.get("method")}
+                                     for h in t.get("hypotheses", []) if h.get("status") != "holds"]}
+                     for t in doc.get("theorems", [])]}
+    if isinstance(doc.get("regime"), dict):
+        out["result"]["regime"] = {k: doc["regime"].get(k) for k in ("Sigma", "mu", "basis", "reason")}
+    if sim:
+        out["result"]["simulation"] = {k: sim.get(k) for k in ("limit_class", "limit_label", "agrees", "final_speed",
+                                                               "t_reached", "steps")}
+    return out
+
+
 def summary_table(records: list[dict[str, Any]]) -> str:
     """Markdown table of a ``pretrained verify`` sweep: per layer and head, the regime (gaussian) or
     the simulated limit class (attention), the theorems that apply, and for the others the deciding
@@ -158,7 +178,7 @@ def summary_table(records: list[dict[str, Any]]) -> str:
             regime = f"Sigma {reg.get('Sigma')}, mu {reg.get('mu')} ({reg.get('basis')})"
         else:
             sim = doc.get("simulation") or {}
-            regime = str(sim.get("limit_class", rec.get("status")))
+            regime = str(sim.get("limit_label") or sim.get("limit_class") or rec.get("status"))
         applies, deciding = [], ""
         for t in doc.get("theorems", []):
             if t.get("applies"):
