@@ -115,6 +115,36 @@ def _fig_cons(res: dict[str, Any], path: Path) -> None:
     save_figure(fig, path)
 
 
+#: Compact records (:func:`flowcert.pretrained.command.compact_record`) of the whole-model sweep
+#: ``flowcert pretrained verify --model minilm --system gaussian|attention --jobs 2 --simulate``; the
+#: first line is ``{"provenance": ...}`` (command, flowcert version, date, machine, wall seconds).
+SWEEP_RECORD = Path(__file__).parent / "data" / "minilm_verify.jsonl"
+
+
+def _sweep_tables(path: Path = SWEEP_RECORD) -> list[str]:
+    """The recorded whole-model sweep as one summary table per system (empty when not recorded)."""
+    import json
+
+    from ..files import read_json_text
+    from ..pretrained.command import summary_table
+
+    if not path.is_file():
+        return []
+    lines = [json.loads(x) for x in read_json_text(path).splitlines() if x.strip()]
+    prov = [x["provenance"] for x in lines if "provenance" in x]
+    md = ["### Every head verified", ""]
+    for p in prov:
+        md.append(f"`{p['command']}` (flowcert {p['flowcert']}, {p['date']}, {p['machine']}): {p['heads']} heads in "
+                  f"{p['wall_s'] / 60:.1f} min wall; per head {p['median_s']:.0f} s median, {p['max_s']:.0f} s at most.")
+    for system in ("gaussian", "attention"):
+        recs = [x for x in lines if (x.get("result") or {}).get("system") == system]
+        if recs:
+            md += ["", f"**{system}** (regime{' of Table 1' if system == 'gaussian' else ': limit of the run'}, "
+                       "theorems that apply, and the hypothesis that decides the first one that does not):", "",
+                   summary_table(recs)]
+    return md
+
+
 def section(out: Path, *, quick: bool) -> dict[str, Any]:
     """The report section (see HELPER_RULES, "Report sections")."""
     import torch
@@ -201,6 +231,8 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
         f"$\\operatorname{{tr}}U>0$ on {st['trU_pos']} heads, and $\\max\\operatorname{{Re}}\\lambda(U)>0$ on {st['absc_pos']}.",
         "",
         *rows,
+        "",
+        *_sweep_tables(),
         "",
         "### Experiment 1 (gaussian §5.2): how Gaussian do the tokens stay?",
         "",

@@ -139,6 +139,7 @@ def test_summary_table_reads_full_and_compact_records_alike(tmp_path):
     row = table.splitlines()[2]
     applying = [t["id"] for t in rec["result"]["theorems"] if t["applies"]]
     assert row.startswith("| 3 | 7 | Sigma ") and all(tid in row for tid in applying)
+    assert all(line.replace("\\|", "").count("|") == 7 for line in table.splitlines())  # six cells, pipes escaped
     small = compact_record(rec)
     assert summary_table([small]) == table
     assert len(json.dumps(small)) < len(json.dumps(rec))

@@ -190,8 +190,9 @@ def summary_table(records: list[dict[str, Any]]) -> str:
                 if h is not None:
                     deciding = f"{t['id']}: {h['name']} {h['status']}"
         secs = rec.get("seconds")
-        rows.append(f"| {lh[0]} | {lh[1]} | {regime} | {', '.join(applies) or 'none'} | {deciding or '-'} | "
-                    f"{'' if secs is None else f'{secs:.1f}'} |")
+        cells = [str(lh[0]), str(lh[1]), regime, ", ".join(applies) or "none", deciding or "-",
+                 "" if secs is None else f"{secs:.1f}"]
+        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")  # ||B||_2 must not split a cell
     return "\n".join(rows) + "\n"
 
 
