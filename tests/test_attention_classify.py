@@ -130,3 +130,37 @@ def test_not_settled_reports_speed_and_time():
     assert sim["limit"]["t_final"] == pytest.approx(0.5) and sim["limit"]["final_speed"] > 1e-3
     lc = limit_of(p, np.array(sim["X_final"]), t=0.5)
     assert lc.final_speed == pytest.approx(sim["limit"]["final_speed"], rel=1e-12)
+
+
+@pytest.mark.parametrize("structure", ["two_heads", "causal"])
+def test_equilibria_outside_model_1_are_zeros_of_the_field(structure):
+    """equilibria attention answers for several heads and causal masks: every listed point is a zero of
+    the field on the sphere (evaluated independently here), consensus points have equal tokens, and no
+    point claims a stability verdict it cannot certify."""
+    from flowcert.attention import equilibria
+    from flowcert.attention.system import SYSTEM
+
+    K1 = [[3, 0.5, 0], [0, 0.5, 0], [0.3, 0, -1]]
+    V1 = [[1, 0.2, 0], [0.2, 0.1, 0], [0, 0, -0.5]]
+    eye = np.eye(3).tolist()
+    raw = ({"heads": [{"Q": eye, "K": K1, "V": V1}, {"Q": eye, "K": eye, "V": np.diag([0.5, 0.2, 0.1]).tolist()}],
+            "n": 4, "seed": 2} if structure == "two_heads" else {"Q": eye, "K": K1, "V": V1, "n": 4, "seed": 1,
+                                                               "causal": True})
+    p = SYSTEM.load(raw)
+    doc = equilibria(p)
+    assert doc["equilibria"] and doc["classes"] == []
+    for e in doc["equilibria"]:
+        X = np.array(e["X"])
+        F = np.zeros_like(X)
+        for hd in raw.get("heads", [{"Q": eye, "K": K1, "V": V1}]):
+            S = X @ np.array(hd["Q"]).T @ np.array(hd["K"]) @ X.T  # score of query i on key j: x_i^T Q^T K x_j (beta 1)
+            if structure == "causal":
+                S = np.where(np.tril(np.ones_like(S)) > 0, S, -np.inf)
+            A = np.exp(S - S.max(axis=1, keepdims=True))
+            A /= A.sum(axis=1, keepdims=True)
+            F += (A @ X) @ np.array(hd["V"]).T
+        F -= (F * X).sum(axis=1, keepdims=True) * X  # tangent projection (I - x x^T)
+        assert np.abs(F).max() < 1e-5, e["class"]
+        assert e["stable"] is None and e["certificate"] is None
+        if e["class"] == ["consensus"]:
+            assert np.abs(X - X[0]).max() < 1e-4

@@ -325,10 +325,18 @@ def equilibria(p: AttentionParams, cap: int | None = None, samples: int = 16, se
     """The ``equilibria attention`` document body: ``classes`` (one certified verdict per
     (k, n1, n2), which by permutation symmetry covers every sign pattern), ``equilibria`` (listed
     patterns, up to ``cap`` per eigenvector, plus Newton-refined simulation limits that are not
-    consensus/bipartite) and ``skipped``."""
+    consensus/bipartite) and ``skipped``. Several heads, causal masks or an ellipsoid: the end
+    states of runs to rest, classified and uncertified (:func:`flowcert.attention.search.search`)."""
     cap = DEFAULT_CAP if cap is None else cap
     if cap < 1:
         raise InputError(f"--cap: must be a positive integer, got {cap}")
+    if p.time_varying:
+        raise InputError("equilibria attention: time-varying heads have no equilibria to enumerate "
+                         "(the field depends on t); use verify attention --simulate")
+    if _applicable_structure(p).status != "holds":  # several heads, causal, ellipsoid: runs to rest, classified
+        from .search import search
+
+        return search(p, samples, p.seed if seed is None else seed)
     D = _require_enumerable(p)
     n, d = p.n, p.d
     classes = _classes(D)
