@@ -109,6 +109,17 @@ def timed_attention(raw: dict[str, Any]) -> dict[str, Any]:
             "unknown": sorted({h["name"] for t in doc["theorems"] for h in t["hypotheses"] if h["status"] == "unknown"})}
 
 
+def run_heads(ckpt: Any, specs: list[str], case: Any, timed: Any, label: str) -> list[dict[str, Any]]:
+    """Export (``case``) and time (``timed``) each ``layer:head`` of ``specs``; progress on stderr."""
+    recs = []
+    for spec in specs:
+        layer, head = (int(x) for x in spec.split(":"))
+        raw, export_s = case(ckpt, layer, head)
+        recs.append({"layer": layer, "head": head, "export_s": export_s, **timed(raw)})
+        print(json.dumps({"progress": f"{label} {spec}", "cpu_s": recs[-1]["cpu_s"]}), file=sys.stderr)
+    return recs
+
+
 def raise_limits(d: int) -> None:
     for key in ("gaussian:integrate", "gaussian:prop-2.1", "gaussian:lemma-2.3", "gaussian:prop-2.4", "gaussian:table-1"):
         limits.STAGE_MAX_D[key] = max(limits.STAGE_MAX_D[key], d)
@@ -132,35 +143,20 @@ def main(argv: list[str] | None = None) -> int:
     out: dict[str, Any] = {"minilm": [], "gpt2": [], "reference": {}, "attention": [], "attention_reference": {}}
     ref_cpu: dict[int, float] = {}
     root = find_minilm()
-    if root is not None and args.minilm:
+    if root is not None and (args.minilm or args.attention):
         ck = load_checkpoint(root)
-        for spec in args.minilm:
-            layer, head = (int(x) for x in spec.split(":"))
-            raw, export_s = head_case(ck, layer, head)
-            rec = {"layer": layer, "head": head, "export_s": export_s, **timed_verify(raw)}
-            out["minilm"].append(rec)
-            print(json.dumps({"progress": f"minilm {spec}", "cpu_s": rec["cpu_s"]}), file=sys.stderr)
-    if root is not None and args.attention:
-        ck = load_checkpoint(root)
-        for spec in args.attention:
-            layer, head = (int(x) for x in spec.split(":"))
-            raw, export_s = attention_case(ck, layer, head)
-            rec = {"layer": layer, "head": head, "export_s": export_s, **timed_attention(raw)}
+        out["minilm"] = run_heads(ck, args.minilm, head_case, timed_verify, "minilm")
+        out["attention"] = run_heads(ck, args.attention, attention_case, timed_attention, "attention")
+        for rec in out["attention"]:
             key = f"d{rec['d']}_n{rec['n']}"
             if key not in out["attention_reference"]:
                 out["attention_reference"][key] = timed_attention(attention_reference(rec["d"], rec["n"]))
             rec["ratio_cpu_to_reference"] = rec["cpu_s"] / out["attention_reference"][key]["cpu_s"]
-            out["attention"].append(rec)
-            print(json.dumps({"progress": f"attention {spec}", "cpu_s": rec["cpu_s"]}), file=sys.stderr)
     if args.gpt2_heads:
         if not args.no_raise:
             raise_limits(768)
         ck = random_checkpoint("gpt2", d=768, n_heads=12, n_layers=1, d_ff=64, vocab=64, seed=0, std=0.1)
-        for head in args.gpt2_heads:
-            raw, export_s = head_case(ck, 0, head)
-            rec = {"layer": 0, "head": head, "export_s": export_s, **timed_verify(raw)}
-            out["gpt2"].append(rec)
-            print(json.dumps({"progress": f"gpt2 {head}", "cpu_s": rec["cpu_s"]}), file=sys.stderr)
+        out["gpt2"] = run_heads(ck, [f"0:{h}" for h in args.gpt2_heads], head_case, timed_verify, "gpt2")
     dims = sorted({r["d"] for r in out["minilm"]} | ({384} if out["gpt2"] else set()))
     for regime in args.reference:
         for d in dims:

@@ -114,8 +114,6 @@ def export_heads(ckpt: Any, system: str, layers: list[int], heads: list[int], ou
                  prompt: str = DEFAULT_PROMPT) -> list[str]:
     """Write ``L{layer}_H{head}.json`` for every selected head into ``out_dir`` (kept when present:
     exports are deterministic, so a resumed sweep re-uses them); returns the paths in order."""
-    from pathlib import Path
-
     from ..outputs import make_folder
     from ..systems import get_system
     from . import heads as exports
