@@ -52,7 +52,6 @@ __all__ = [
     "is_pd_exact",
     "is_psd_exact",
     "decide_definite",
-    "inertia_low_rank",
     "float_witness",
     "inertia",
     "inertia_congruence",
@@ -533,6 +532,8 @@ def decide_definite(M: Any, margin: Any = 0, *, strict: bool = True) -> tuple[bo
         if w is not None:
             return False, w, "float eigenvector, exact witness v^T M v < 0"
     if n > LDL_MAX_DIM:
+        from .pivot import inertia_low_rank
+
         got, how = inertia_low_rank(Q), "exact low-rank principal block, zero Schur complement (Haynsworth)"
         if got is None:
             got, how = inertia_charpoly(Q), "exact characteristic polynomial, Descartes' rule of signs"
@@ -684,60 +685,13 @@ def inertia_congruence(Q: RationalMatrix) -> tuple[int, int, int] | None:
     return n_pos, n - n_pos, 0
 
 
-def inertia_low_rank(Q: RationalMatrix) -> tuple[int, int, int] | None:
-    r"""Inertia of a singular symmetric :math:`Q` of low rank by a principal pivot block; None if undecided.
-
-    A float pivoted QR proposes :math:`r` indices :math:`S` (the numerical rank, at most
-    :data:`CHARPOLY_MAX_DIM`), :math:`T` the others. If :math:`Q_{SS}` is nonsingular, the
-    congruence :math:`Q=L^\top\operatorname{diag}(Q_{SS},\,Q/Q_{SS})L` with
-    :math:`L=\begin{pmatrix}I&Q_{SS}^{-1}Q_{ST}\\0&I\end{pmatrix}` (Haynsworth) gives
-    :math:`\operatorname{In}(Q)=\operatorname{In}(Q_{SS})+\operatorname{In}(Q/Q_{SS})`. When the
-    Schur complement :math:`Q/Q_{SS}=Q_{TT}-Q_{TS}Q_{SS}^{-1}Q_{ST}` is exactly 0 (python-flint),
-    :math:`\operatorname{In}(Q)=\operatorname{In}(Q_{SS})+(0,0,n-r)`; :math:`r=0` is the exact zero
-    matrix. Cost: one float QR and :math:`O(n^2r)` exact operations (a rank-32 head in
-    :math:`d=384`: well under a second), against the :math:`O(n^3)` characteristic polynomial.
-    """
-    import scipy.linalg
-
-    n = len(Q)
-    if all(x == 0 for row in Q for x in row):
-        return 0, 0, n
-    F = _float_matrix(Q)
-    if _flint is None or F is None:
-        return None
-    _, R, piv = scipy.linalg.qr(F, pivoting=True, mode="economic")
-    d = np.abs(np.diag(R))
-    r = int(np.sum(d > d[0] * n * 1e-12)) if d[0] > 0 else 0
-    if not 0 < r <= CHARPOLY_MAX_DIM or r >= n:
-        return None
-    S, T = sorted(int(i) for i in piv[:r]), sorted(int(i) for i in piv[r:])
-
-    def block(rows: list[int], cols: list[int]) -> Any:
-        return _flint.fmpq_mat(len(rows), len(cols), [_fmpq(Q[i][j].numerator, Q[i][j].denominator)
-                                                      for i in rows for j in cols])
-
-    Qss = block(S, S)
-    try:
-        inv = Qss.inv()
-    except ZeroDivisionError:
-        return None
-    Qst = block(S, T)
-    schur = block(T, T) - Qst.transpose() * inv * Qst
-    if schur != _flint.fmpq_mat(len(T), len(T)):
-        return None
-    top = inertia([[Fraction(int(Qss[i, j].p), int(Qss[i, j].q)) for j in range(r)] for i in range(r)])
-    if top is None or top[2]:
-        return None
-    return top[0], top[1], n - r
-
-
 def inertia(M: Any) -> tuple[int, int, int] | None:
     r"""The inertia :math:`(n_+,n_-,n_0)` of a symmetric rational matrix, exactly; None if undecided.
 
     Positive definite matrices (above 12 rows) by :func:`is_pd_rounded`, nonsingular ones by
     :func:`inertia_congruence`; otherwise (singular or too ill-conditioned) the exact
     :math:`LDL^\top` of :func:`ldl_inertia` up to :data:`LDL_MAX_DIM` rows, then a low-rank
-    principal block (:func:`inertia_low_rank`), the characteristic polynomial up to
+    principal block (:func:`flowcert.certificates.pivot.inertia_low_rank`), the characteristic polynomial up to
     :data:`CHARPOLY_MAX_DIM`, and None beyond.
     """
     Q = to_rational(M)
@@ -749,6 +703,8 @@ def inertia(M: Any) -> tuple[int, int, int] | None:
         if got is not None:
             return got
     if n > LDL_MAX_DIM:
+        from .pivot import inertia_low_rank
+
         return inertia_low_rank(Q) or inertia_charpoly(Q)
     res = ldl_inertia(Q)
     return res.n_pos, res.n_neg, res.n_zero

@@ -52,7 +52,7 @@ KINDS: dict[str, str] = {
     "simple_positive_top_eigenvalue": "attention.consensus:_check_simple_top",
     "repeated_top_eigenvalue": "attention.consensus:_check_repeated_top",
     "nonpositive_top_eigenvalue": "attention.consensus:_check_nonpositive_top",
-    "sup_norm_bound": "attention.consensus:_check_sup_bound",
+    "sup_norm_bound": "attention.bounds:_check_sup_bound",
     "tetrahedron_spectrum_sign": "attention.consensus:_check_tetra",
     # attention system, Newton-found equilibria (certificates/attention/krawczyk.py)
     "attention_krawczyk_equilibrium": "attention.krawczyk:check",
