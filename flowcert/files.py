@@ -20,7 +20,7 @@ import stat
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -194,12 +194,9 @@ def _parse_json(text: str, fail: Callable[[str], ParamError], max_depth: int | N
         raise fail(f"a JSON integer has {exc.args[0]} digits (at most {MAX_JSON_DIGITS})") from None
 
 
-def _read_regular(name: str, fail: Callable[[str], ParamError], max_bytes: int | None = None) -> bytes:
-    """Bytes of a regular file of at most :data:`MAX_FILE_BYTES` (FIFOs, devices, directories refused).
-
-    The file is opened without blocking and checked with ``fstat`` on the open descriptor, so a
-    FIFO cannot block and a symlink to ``/dev/zero`` cannot be read.
-    """
+def _open_regular(name: str, fail: Callable[[str], ParamError]) -> tuple[int, os.stat_result]:
+    """A descriptor of a regular file, opened without blocking and checked with ``fstat`` on the
+    open descriptor (so a FIFO cannot block and a symlink to ``/dev/zero`` cannot be read)."""
     try:
         fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
@@ -210,10 +207,33 @@ def _read_regular(name: str, fail: Callable[[str], ParamError], max_bytes: int |
         raise fail(f"cannot open ({exc.strerror or exc})") from None
     try:
         info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise fail("is a directory, expected a file")
-        if not stat.S_ISREG(info.st_mode):
-            raise fail("is not a regular file (a FIFO, device or socket), expected a file")
+    except OSError as exc:
+        os.close(fd)
+        raise fail(f"cannot read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(info.st_mode) or not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise fail("is a directory, expected a file" if stat.S_ISDIR(info.st_mode)
+                   else "is not a regular file (a FIFO, device or socket), expected a file")
+    return fd, info
+
+
+def read_lines(name: str, fail: Callable[[str], ParamError], max_line_bytes: int | None = None) -> Iterator[str]:
+    """The lines of a regular file (JSON lines of any total size), one at a time, each strict UTF-8
+    and at most ``max_line_bytes`` (default :data:`MAX_FILE_BYTES`); same checks as :func:`read_regular`."""
+    cap = MAX_FILE_BYTES if max_line_bytes is None else max_line_bytes
+    fd, _ = _open_regular(name, fail)
+    with os.fdopen(fd, "rb") as fh:
+        for number, raw in enumerate(iter(lambda: fh.readline(cap + 1), b""), 1):
+            if len(raw) > cap:
+                raise fail(f"line {number} is longer than the {cap} bytes a line may have")
+            yield _decode(raw, fail).rstrip("\n")
+
+
+def _read_regular(name: str, fail: Callable[[str], ParamError], max_bytes: int | None = None) -> bytes:
+    """Bytes of a regular file of at most :data:`MAX_FILE_BYTES` (FIFOs, devices, directories refused,
+    :func:`_open_regular`)."""
+    fd, info = _open_regular(name, fail)
+    try:
         cap = MAX_FILE_BYTES if max_bytes is None else max_bytes
         if info.st_size > cap:
             raise fail(f"is {info.st_size} bytes, larger than the {cap} bytes this file may have")

@@ -20,7 +20,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence, TextIO
+from typing import Any, Callable, Iterable, Iterator, Sequence, TextIO
 
 SUFFIXES = (".json", ".npz")
 
@@ -37,35 +37,36 @@ def expand(paths: Sequence[str]) -> list[str]:
     return out
 
 
-def resumed_records(resume: str) -> list[dict[str, Any]]:
-    """The records of a previous sweep's JSON lines (lines that do not parse are ignored).
+def resumed_records(resume: str, keep: Callable[[dict[str, Any]], Any] = lambda rec: rec) -> list[Any]:
+    """``keep(record)`` for each record of a previous sweep's JSON lines (lines that do not parse are ignored).
 
-    The file itself is read through the one reader (:func:`flowcert.files.read_regular`): a
-    regular file of at most :data:`flowcert.files.MAX_FILE_BYTES`, strict UTF-8, nesting bounded;
-    a missing file, a folder, a FIFO or a device is bad input (exit 2).
+    The file is streamed through the one reader (:func:`flowcert.files.read_lines`): a regular
+    file of any size (a whole-model sweep of d = 384 heads is hundreds of MB), each line at most
+    :data:`flowcert.files.MAX_FILE_BYTES`, strict UTF-8, nesting bounded; a missing file, a
+    folder, a FIFO or a device is bad input (exit 2). ``keep`` reduces each record as it is read,
+    so memory holds one line at a time.
     """
-    from .files import MAX_JSON_DEPTH, _decode, _json_int, check_json_depth, read_regular
+    from .files import MAX_JSON_DEPTH, _json_int, check_json_depth, read_lines
     from .schema import OptionError
 
     def fail(problem: str) -> OptionError:
         return OptionError("--resume", f"{resume!r}: {problem}")
 
-    text = _decode(read_regular(resume, fail), fail)
-    check_json_depth(text, fail, 2 * MAX_JSON_DEPTH)
-    records: list[dict[str, Any]] = []
-    for line in text.splitlines():
+    kept: list[Any] = []
+    for line in read_lines(resume, fail):
+        check_json_depth(line, fail, 2 * MAX_JSON_DEPTH)  # bad input (exit 2), not a line to skip
         try:
             rec = json.loads(line, parse_int=_json_int)
         except (ValueError, RecursionError):  # JSONDecodeError, a huge integer: not a record
             continue
         if isinstance(rec, dict) and isinstance(rec.get("file"), str):
-            records.append(rec)
-    return records
+            kept.append(keep(rec))
+    return kept
 
 
 def done_files(resume: str) -> set[str]:
     """Files already reported in a previous sweep's JSON lines (:func:`resumed_records`)."""
-    return {rec["file"] for rec in resumed_records(resume)}
+    return set(resumed_records(resume, lambda rec: rec["file"]))
 
 
 def check_jobs(jobs: int) -> None:

@@ -143,3 +143,20 @@ def test_summary_table_reads_full_and_compact_records_alike(tmp_path):
     small = compact_record(rec)
     assert summary_table([small]) == table
     assert len(json.dumps(small)) < len(json.dumps(rec))
+
+
+def test_resume_streams_a_file_of_any_size_line_by_line(tmp_path, monkeypatch):
+    """A whole-model sweep's JSON lines exceed the one-file cap (17 MB a line at d = 384): --resume
+    reads them a line at a time; only a single over-long line is bad input."""
+    from flowcert import files
+    from flowcert.schema import OptionError
+
+    monkeypatch.setattr(files, "MAX_FILE_BYTES", 2000)
+    old = tmp_path / "old.jsonl"
+    lines = [json.dumps({"file": f"h{i}.json", "pad": "x" * 900}) for i in range(6)]  # 6 * ~930 bytes > 2000
+    old.write_text("\n".join(lines[:3] + ["not json", '{"no_file": 1}'] + lines[3:]) + "\n")
+    assert sweep.done_files(str(old)) == {f"h{i}.json" for i in range(6)}
+    assert sweep.resumed_records(str(old), lambda r: len(r["pad"])) == [900] * 6
+    old.write_text(lines[0] + "\n" + json.dumps({"file": "big.json", "pad": "x" * 3000}) + "\n")
+    with pytest.raises(OptionError, match="line 2 is longer than the 2000 bytes"):
+        sweep.done_files(str(old))

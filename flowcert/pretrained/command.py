@@ -214,7 +214,7 @@ def _verify(args: argparse.Namespace) -> tuple[None, int]:
     # every option is checked before the first head is exported: bad input leaves nothing behind
     if args.jobs is not None:
         sweep.check_jobs(args.jobs)
-    resumed = sweep.resumed_records(args.resume) if args.resume else []
+    resumed = sweep.resumed_records(args.resume, compact_record) if args.resume else []
     if args.summary:
         check_file("--summary", args.summary, (".md",))
     out_dir = check_folder("--out-dir", args.out_dir or f"pretrained-{Path(str(args.model)).name}-{args.system}")
