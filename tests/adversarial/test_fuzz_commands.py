@@ -66,7 +66,6 @@ def hostile(d: Path) -> Path:
     """Write the hostile files into ``d`` (once per session)."""
     from flowcert.pretrained.synthetic import random_tensors, write_checkpoint
 
-    att = json.loads(ATT.read_text())
     _edit(ATT, d / "beta.json", beta=1e300)
     _edit(ATT, d / "V308.json", V=[[1e308, 0, 0], [0, 1, 0], [0, 0, 1]])
     _edit(ATT, d / "n6.json", n=1_000_000)
