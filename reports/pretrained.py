@@ -126,7 +126,7 @@ def _sweep_tables(path: Path = SWEEP_RECORD) -> list[str]:
     import json
 
     from ..files import read_json_text
-    from ..pretrained.command import summary_table
+    from ..pretrained.command import grouped_table
 
     if not path.is_file():
         return []
@@ -134,14 +134,16 @@ def _sweep_tables(path: Path = SWEEP_RECORD) -> list[str]:
     prov = [x["provenance"] for x in lines if "provenance" in x]
     md = ["### Every head verified", ""]
     for p in prov:
-        md.append(f"`{p['command']}` (flowcert {p['flowcert']}, {p['date']}, {p['machine']}): {p['heads']} heads in "
-                  f"{p['wall_s'] / 60:.1f} min wall; per head {p['median_s']:.0f} s median, {p['max_s']:.0f} s at most.")
+        md.append(f"- `{p['command']}` (flowcert {p['flowcert']}, {p['date']}, {p['machine']}): {p['heads']} heads "
+                  f"in {p['wall_s'] / 60:.1f} min wall; per head {p['median_s']:.0f} s median, {p['max_s']:.0f} s at "
+                  "most.")
     for system in ("gaussian", "attention"):
         recs = [x for x in lines if (x.get("result") or {}).get("system") == system]
         if recs:
             md += ["", f"**{system}** (regime{' of Table 1' if system == 'gaussian' else ': limit of the run'}, "
-                       "theorems that apply, and the hypothesis that decides the first one that does not):", "",
-                   summary_table(recs)]
+                       "theorems that apply, and the hypothesis that decides the first one that does not; heads "
+                       "with the same answers share a row; `flowcert pretrained verify --summary` writes one row per "
+                       "head):", "", grouped_table(recs)]
     return md
 
 

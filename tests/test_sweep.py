@@ -160,3 +160,22 @@ def test_resume_streams_a_file_of_any_size_line_by_line(tmp_path, monkeypatch):
     old.write_text(lines[0] + "\n" + json.dumps({"file": "big.json", "pad": "x" * 3000}) + "\n")
     with pytest.raises(OptionError, match="line 2 is longer than the 2000 bytes"):
         sweep.done_files(str(old))
+
+
+def test_grouped_table_merges_heads_with_the_same_answers(tmp_path):
+    import copy
+    import shutil
+
+    from flowcert import sweep as sw
+    from flowcert.pretrained.command import compact_record, grouped_table
+
+    f = tmp_path / "L0_H0.json"
+    shutil.copy(Path(__file__).parent / "data" / "gaussian_stable_2d.json", f)
+    a = compact_record(sw.verify_file("gaussian", str(f)))
+    b = {**copy.deepcopy(a), "file": str(tmp_path / "L0_H1.json"), "seconds": 9.0}
+    assert grouped_table([a, b]).splitlines()[2].startswith("| all 2 | ")
+    c = copy.deepcopy(b)
+    c["file"] = str(tmp_path / "L1_H3.json")
+    c["result"]["regime"]["Sigma"] = "blows_up"
+    rows = grouped_table([a, b, c]).splitlines()[2:]
+    assert len(rows) == 2 and rows[0].startswith("| 2: L0H0, L0H1 | ") and rows[1].startswith("| 1: L1H3 | Sigma blows_up")

@@ -162,35 +162,63 @@ def compact_record(rec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def head_row(rec: dict[str, Any]) -> tuple[Any, Any, str, list[str], str, float | None]:
+    """(layer, head, regime, theorems that apply, deciding hypothesis, seconds) of one sweep record:
+    the regime (gaussian) or the run's limit (attention), and for the first theorem that does not
+    apply its deciding hypothesis (the first that fails, else the first that is unknown)."""
+    lh = _head_of(rec.get("file", "")) or ("?", "?")
+    doc = rec.get("result") or {}
+    reg = doc.get("regime")
+    if isinstance(reg, dict):
+        regime = f"Sigma {reg.get('Sigma')}, mu {reg.get('mu')} ({reg.get('basis')})"
+    else:
+        sim = doc.get("simulation") or {}
+        regime = str(sim.get("limit_label") or sim.get("limit_class") or rec.get("status"))
+    applies, deciding = [], ""
+    for t in doc.get("theorems", []):
+        if t.get("applies"):
+            applies.append(t["id"])
+        elif not deciding:
+            hs = t.get("hypotheses", [])
+            h = next((h for h in hs if h.get("status") == "fails"), None) or next(
+                (h for h in hs if h.get("status") == "unknown"), None)
+            if h is not None:
+                deciding = f"{t['id']}: {h['name']} {h['status']}"
+    return lh[0], lh[1], regime, applies, deciding, rec.get("seconds")
+
+
+def _cells(cells: list[str]) -> str:
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"  # ||B||_2 must not split a cell
+
+
 def summary_table(records: list[dict[str, Any]]) -> str:
-    """Markdown table of a ``pretrained verify`` sweep: per layer and head, the regime (gaussian) or
-    the simulated limit class (attention), the theorems that apply, and for the others the deciding
-    hypothesis (the first that fails, else the first that is unknown), with the run's seconds."""
+    """Markdown table of a ``pretrained verify`` sweep, one row per layer and head (:func:`head_row`),
+    with the run's seconds."""
     rows = ["| layer | head | regime | theorems that apply | deciding hypothesis (first not applying) | seconds |",
             "|---:|---:|---|---|---|---:|"]
     for rec in sorted(records, key=lambda r: _head_of(r.get("file", "")) or (1 << 30, 0)):
-        lh = _head_of(rec.get("file", "")) or ("?", "?")
-        doc = rec.get("result") or {}
-        reg = doc.get("regime")
-        if isinstance(reg, dict):
-            regime = f"Sigma {reg.get('Sigma')}, mu {reg.get('mu')} ({reg.get('basis')})"
-        else:
-            sim = doc.get("simulation") or {}
-            regime = str(sim.get("limit_label") or sim.get("limit_class") or rec.get("status"))
-        applies, deciding = [], ""
-        for t in doc.get("theorems", []):
-            if t.get("applies"):
-                applies.append(t["id"])
-            elif not deciding:
-                hs = t.get("hypotheses", [])
-                h = next((h for h in hs if h.get("status") == "fails"), None) or next(
-                    (h for h in hs if h.get("status") == "unknown"), None)
-                if h is not None:
-                    deciding = f"{t['id']}: {h['name']} {h['status']}"
-        secs = rec.get("seconds")
-        cells = [str(lh[0]), str(lh[1]), regime, ", ".join(applies) or "none", deciding or "-",
-                 "" if secs is None else f"{secs:.1f}"]
-        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")  # ||B||_2 must not split a cell
+        layer, head, regime, applies, deciding, secs = head_row(rec)
+        rows.append(_cells([str(layer), str(head), regime, ", ".join(applies) or "none", deciding or "-",
+                            "" if secs is None else f"{secs:.1f}"]))
+    return "\n".join(rows) + "\n"
+
+
+def grouped_table(records: list[dict[str, Any]]) -> str:
+    """:func:`summary_table` with the heads that share regime, theorems and deciding hypothesis in one
+    row (what a reader of a 72-head model needs), with their count and seconds (median, max)."""
+    import statistics
+
+    groups: dict[tuple[str, str, str], list[tuple[Any, Any, float | None]]] = {}
+    for rec in records:
+        layer, head, regime, applies, deciding, secs = head_row(rec)
+        groups.setdefault((regime, ", ".join(applies) or "none", deciding or "-"), []).append((layer, head, secs))
+    rows = ["| heads | regime | theorems that apply | deciding hypothesis (first not applying) | seconds (median, max) |",
+            "|---|---|---|---|---:|"]
+    for (regime, applies, deciding), heads in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        secs = [s for _, _, s in heads if s is not None]
+        where = f"all {len(heads)}" if len(groups) == 1 else f"{len(heads)}: " + ", ".join(f"L{a}H{b}" for a, b, _ in heads)
+        rows.append(_cells([where, regime, applies, deciding,
+                            f"{statistics.median(secs):.1f}, {max(secs):.1f}" if secs else ""]))
     return "\n".join(rows) + "\n"
 
 
