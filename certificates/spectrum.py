@@ -13,19 +13,30 @@ re-checked in exact arithmetic with half its observed margin.
 *Exact spectral inertia* (fallback on exact data, size :math:`\le` :data:`EXACT_INERTIA_MAX`):
 the numbers :math:`(n_+,n_-,n_0)` of eigenvalues with :math:`\operatorname{Re}\lambda>0`, :math:`<0`,
 :math:`=0` (multiplicities counted) of a rational :math:`J`, from its exact characteristic
-polynomial :math:`p`. With :math:`R` above the Cauchy bound
-:math:`1+\max_i|a_i/a_n|`, the closed rectangles :math:`[0,R]\times[-R,R]` and
-:math:`[-R,0]\times[-R,R]` hold :math:`n_++n_0` and :math:`n_-+n_0` roots (Collins–Krandick
-counting with Sturm sequences on the edges, exact over :math:`\mathbb Q`), so
+polynomial :math:`p=c\prod_i f_i^{m_i}` (SymPy's Berkowitz polynomial and square-free
+factorisation). For each square-free :math:`f_i`, write :math:`f_i(iy)=R(y)+iI(y)`; its roots on the
+imaginary axis are the :math:`iy` with :math:`y` a *real* root of :math:`g=\gcd(R,I)` (a Sturm count,
+SymPy), each simple. The other roots are enclosed in certified, pairwise disjoint complex balls
+(flint/Arb, :math:`\texttt{arb\_fmpz\_poly\_complex\_roots}`), refined until exactly as many balls
+meet the imaginary axis as :math:`g` has real roots: then those balls are the axis roots, and each
+other ball lies strictly on one side. So
 
 .. math::
 
-    n_0=N_{\rm right}+N_{\rm left}-\deg p,\qquad n_+=N_{\rm right}-n_0,\qquad n_-=N_{\rm left}-n_0 .
+    n_\pm=\sum_i m_i\,\#\{\text{balls of }f_i\text{ with }\pm\operatorname{Re}>0\},\qquad
+    n_0=\sum_i m_i\,\#\{y\in\mathbb R: g_i(y)=0\}.
 
 It decides what the Lyapunov route cannot: eigenvalues summing to zero (singular Lyapunov
-operator), spectra exactly on the imaginary axis (rotations, :math:`\pm i`), and matrices whose
-Lyapunov margin is below float resolution. Certificate kind ``spectrum_inertia``; its checker
-recomputes the counts from the data.
+operator), spectra exactly on the imaginary axis (rotations, :math:`\pm i`, nilpotent blocks), and
+matrices whose Lyapunov margin is below float resolution. Certificate kind ``spectrum_inertia``; its
+checker re-derives the counts by another algorithm (Cauchy indices of :math:`p(iy)` after splitting
+off :math:`\gcd(p(x),p(-x))`, with flint's characteristic polynomial and a Jordan rank check of the
+zero eigenvalue: :mod:`flowcert.certificates.cauchy_index`).
+
+(An earlier version counted roots in two closed half-plane rectangles and took
+:math:`n_0=N_{\rm right}+N_{\rm left}-\deg p`; SymPy's rectangle count does not count a multiple root on
+the shared edge with its multiplicity in both, which gave :math:`(1,1,1)` for the :math:`3\times3` zero
+matrix. The checker called the same function, so the error re-checked clean.)
 """
 
 from __future__ import annotations
@@ -39,6 +50,7 @@ import numpy as np
 import sympy as sp
 
 from . import core, lmi
+from .cauchy_index import inertia_by_cauchy_index
 
 
 def dyadic(P: np.ndarray, bits: int = 30) -> Any:
@@ -134,22 +146,60 @@ def spectrum_verdict(
 EXACT_INERTIA_MAX = 8  # exact characteristic polynomial + root counting: ~0.2 s at d = 8
 
 
+def _axis_count(f: sp.Poly) -> int:
+    """Distinct roots of the square-free real ``f`` on the imaginary axis: real roots of gcd(Re f(iy), Im f(iy))."""
+    y = sp.Dummy("y", real=True)
+    a = list(reversed(f.all_coeffs()))  # a[k]: coefficient of x^k; i^k = (-1)^(k // 2) i^(k % 2)
+    R = sp.Poly(sum((a[k] * (-1) ** (k // 2) * y**k for k in range(0, len(a), 2)), sp.Integer(0)), y, domain="QQ")
+    I = sp.Poly(sum((a[k] * (-1) ** (k // 2) * y**k for k in range(1, len(a), 2)), sp.Integer(0)), y, domain="QQ")
+    g = sp.gcd(R, I)
+    return int(g.count_roots()) if g.degree() > 0 else 0
+
+
+def _side_counts(f: sp.Poly, on_axis: int) -> tuple[int, int]:
+    """Roots of the square-free ``f`` with Re > 0 and Re < 0, from certified Arb balls refined until
+    exactly ``on_axis`` of them meet the imaginary axis."""
+    fq = flint.fmpq_poly([flint.fmpq(int(c.p), int(c.q)) for c in reversed(f.all_coeffs())])
+    saved = flint.ctx.prec
+    try:
+        for prec in (64, 128, 256, 512, 1024, 2048, 4096, 8192):
+            flint.ctx.prec = prec
+            balls = [r for r, m in fq.complex_roots() for _ in range(m)]
+            if len(balls) != f.degree():
+                raise ArithmeticError("root enclosure lost a root")
+            pos = sum(bool(r.real > 0) for r in balls)
+            neg = sum(bool(r.real < 0) for r in balls)
+            if len(balls) - pos - neg == on_axis:
+                return pos, neg
+    finally:
+        flint.ctx.prec = saved
+    raise ArithmeticError("root enclosures did not separate from the imaginary axis at 8192 bits")
+
+
 def exact_inertia(J: sp.Matrix) -> tuple[int, int, int]:
     r"""Exact :math:`(n_+,n_-,n_0)` of a rational square matrix: eigenvalues with real part
-    :math:`>0`, :math:`<0`, :math:`=0`, counted with multiplicity (see the module docstring)."""
-    from sympy.polys.domains import QQ
-    from sympy.polys.rootisolation import dup_count_complex_roots
+    :math:`>0`, :math:`<0`, :math:`=0`, counted with multiplicity (see the module docstring).
 
+    Raises
+    ------
+    ArithmeticError
+        The root enclosures did not separate (never seen; callers then report ``unknown``).
+    """
     n = J.rows
     if n == 0:
         return 0, 0, 0
-    c = [QQ(int(a.p), int(a.q)) for a in (sp.Rational(x) for x in J.charpoly().all_coeffs())]
-    bound = 1 + max((abs(a / c[0]) for a in c[1:]), default=QQ(0))
-    R = QQ(int(bound) + 1)
-    right = dup_count_complex_roots(c, QQ, (QQ(0), -R), (R, R))
-    left = dup_count_complex_roots(c, QQ, (-R, -R), (QQ(0), R))
-    n0 = right + left - n
-    return right - n0, left - n0, n0
+    x = sp.Dummy("x")
+    p = sp.Poly([sp.Rational(c) for c in J.charpoly().all_coeffs()], x, domain="QQ")
+    n_pos = n_neg = n_zero = 0
+    for f, m in sp.sqf_list(p)[1]:
+        if f.degree() == 0:
+            continue
+        axis = _axis_count(f)
+        pos, neg = _side_counts(f, axis)
+        n_pos, n_neg, n_zero = n_pos + m * pos, n_neg + m * neg, n_zero + m * axis
+    if n_pos + n_neg + n_zero != n:
+        raise ArithmeticError("root counts do not add up to the degree")
+    return n_pos, n_neg, n_zero
 
 
 def inertia_certificate(J_exact: Any, what: str = "J") -> core.Certificate | None:
@@ -161,12 +211,14 @@ def inertia_certificate(J_exact: Any, what: str = "J") -> core.Certificate | Non
     return core.Certificate(
         "spectrum_inertia",
         f"{what} has {p} eigenvalues with Re > 0, {n} with Re < 0 and {z} on the imaginary axis",
-        {"J": core.encode(J_exact), "inertia": [p, n, z]}, checker="exact-charpoly-sturm")
+        {"J": core.encode(J_exact), "inertia": [p, n, z]}, checker="exact-cauchy-index")
 
 
 def _check_spectrum_inertia(data: dict[str, Any]) -> bool:
-    J = core.decode(data["J"])
-    return J.rows == J.cols <= EXACT_INERTIA_MAX and list(exact_inertia(J)) == [int(x) for x in data["inertia"]]
+    """Re-derives the counts by Cauchy indices (:mod:`.cauchy_index`), not by root isolation."""
+    J = core.qmat(data["J"])
+    return (J.nrows() == J.ncols() <= EXACT_INERTIA_MAX
+            and list(inertia_by_cauchy_index(J)) == [int(x) for x in data["inertia"]])
 
 
 def exact_verdict(name: str, J: np.ndarray, J_exact: Any, detail: str) -> core.HypothesisResult | None:
@@ -322,16 +374,47 @@ def detectability_certificate(A: sp.Matrix, Q: sp.Matrix) -> core.Certificate | 
         ("(H, A) is detectable" if ok else "(H, A) is not detectable")
         + f": the unobservable subspace has dimension {N.cols}, A on it has inertia ({p}, {n}, {z})",
         {"A": core.encode(A), "Q": core.encode(Q), "detectable": ok, "dimension": N.cols, "inertia": [p, n, z]},
-        checker="exact-nullspace-sturm")
+        checker="exact-flint-kernel-cauchy-index")
+
+
+def _flint_kernel(O: Any) -> Any:
+    """Exact basis (columns, ``fmpq_mat``) of ker O from flint's reduced row echelon form."""
+    R, rank = O.rref()
+    d = O.ncols()
+    pivots = []
+    for i in range(rank):
+        pivots.append(next(j for j in range(d) if R[i, j] != 0))
+    free = [j for j in range(d) if j not in pivots]
+    N = flint.fmpq_mat(d, len(free))
+    for c, j in enumerate(free):
+        N[j, c] = 1
+        for i, pj in enumerate(pivots):
+            N[pj, c] = -R[i, j]
+    return N
 
 
 def _check_detectability(data: dict[str, Any]) -> bool:
-    A, Q = core.decode(data["A"]), core.decode(data["Q"])
-    if A.rows > EXACT_INERTIA_MAX or Q != Q.T or not core.is_psd(Q):
+    """Re-derives the unobservable subspace with flint (rref of the stacked Q A^k, not SymPy's
+    nullspace), checks it is A-invariant exactly, and the inertia of A on it by Cauchy indices."""
+    A, Q = core.qmat(data["A"]), core.qmat(data["Q"])
+    d = A.nrows()
+    if A.ncols() != d or Q.nrows() != d or Q.ncols() != d or d > EXACT_INERTIA_MAX:
         return False
-    N = unobservable_subspace(A, Q)
-    p, n, z = restricted_inertia(A, N)
-    return (N.cols == int(data["dimension"]) and [p, n, z] == [int(x) for x in data["inertia"]]
+    if not core.is_symmetric(Q) or not core.is_psd(Q):
+        return False
+    rows, X = [], Q
+    for _ in range(d):
+        rows.extend(X.tolist())
+        X = X * A
+    N = _flint_kernel(flint.fmpq_mat(rows))
+    m = N.ncols()
+    if m:
+        Nt = N.transpose()
+        M = (Nt * N).solve(Nt * A * N)
+        if A * N != N * M:  # the kernel must be A-invariant; else the restriction is meaningless
+            return False
+        p, n, z = inertia_by_cauchy_index(M)
+    else:
+        p, n, z = 0, 0, 0
+    return (m == int(data["dimension"]) and [p, n, z] == [int(x) for x in data["inertia"]]
             and bool(data["detectable"]) == (p == 0 and z == 0))
-
-
