@@ -320,12 +320,13 @@ def unstable_count(A: np.ndarray) -> tuple[int | None, core.Certificate | None]:
 
 
 def _check_unstable_count(data: dict[str, Any]) -> bool:
-    from . import exact
+    """Ostrowski-Schneider with the checkers' own inertia (:mod:`.second_opinion`), not the producer's LDL^T."""
+    from . import second_opinion
 
     J, P = core.qmat(data["J"]), core.qmat(data["P"])
-    if not core.is_symmetric(P) or not core.is_pd(core.lyapunov_form(J, P)):
+    if not second_opinion.is_pd(core.lyapunov_form(J, P)):
         return False
-    got = exact.inertia(core.fractions(P))
+    got = second_opinion.symmetric_inertia(P)
     return got is not None and got[2] == 0 and got[1] == int(data["count"])
 
 
@@ -400,7 +401,9 @@ def _check_detectability(data: dict[str, Any]) -> bool:
     d = A.nrows()
     if A.ncols() != d or Q.nrows() != d or Q.ncols() != d or d > EXACT_INERTIA_MAX:
         return False
-    if not core.is_symmetric(Q) or not core.is_psd(Q):
+    from . import second_opinion
+
+    if not second_opinion.is_psd(Q):
         return False
     rows, X = [], Q
     for _ in range(d):

@@ -1,0 +1,196 @@
+r"""Subjects of certificates: exact expressions over a document's parameters.
+
+A certificate proves a claim about the data it carries; its *subject* says what those data are in
+terms of the problem. The subject is a mapping from a data field to an expression over named
+inputs, for example ``{"M": "-(A + A^T)"}`` or ``{"M": "heads[0].V"}``, evaluated exactly:
+floats are taken as the dyadic rationals they are, and
+
+.. math::
+
+    e ::= \mathrm{name}\;|\;\mathrm{name}[i,j]\;|\;q\;|\;e^\top\;|\;-e\;|\;e+e\;|\;e-e\;|\;e\,{*}\,e\;|\;(e),
+
+with :math:`q` a rational literal (``3``, ``-1/2``), ``*`` the matrix (or scalar) product, ``^T`` the
+transpose and ``[i,j]`` one entry (0-based). Names are resolved by the caller (a document's
+``params``, with paths such as ``heads[0].V``). Matrices are ``flint.fmpq_mat``, scalars
+``flint.fmpq``; strings, booleans and integers that are not numbers pass through unchanged when an
+expression is a bare name (``activation``, ``causal``).
+
+:func:`matches` compares a subject's value with the field of a certificate exactly (rationals, or
+JSON equality for non-numeric values). Nothing here knows about any system.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+import flint
+
+__all__ = ["SubjectError", "evaluate", "matches", "exact_value"]
+
+_TOKEN = re.compile(r"\s*(?:(?P<num>\d+(?:/\d+)?)|(?P<name>[A-Za-z_][A-Za-z0-9_]*(?:\[\d+\])*(?:\.[A-Za-z_][A-Za-z0-9_]*(?:\[\d+\])*)*)"
+                    r"|(?P<op>\^T|[-+*()\[\],]))")
+
+
+class SubjectError(ValueError):
+    """A subject expression is malformed, names an input that is absent, or mixes shapes."""
+
+
+def _tokens(expr: str) -> list[tuple[str, str]]:
+    out, pos = [], 0
+    expr = expr.strip()
+    while pos < len(expr):
+        m = _TOKEN.match(expr, pos)
+        if m is None or m.end() == pos:
+            raise SubjectError(f"cannot read subject {expr!r} at {expr[pos:pos + 12]!r}")
+        kind = m.lastgroup or ""
+        out.append((kind, m.group(kind)))
+        pos = m.end()
+        while pos < len(expr) and expr[pos].isspace():
+            pos += 1
+    return out
+
+
+def exact_value(value: Any) -> Any:
+    """Exact form of a JSON value: a matrix (list of rows) or vector (list) of numbers -> ``fmpq_mat``
+    (a vector as one column), a number -> ``fmpq``, anything else unchanged."""
+    from .core import _fmpq, qmat
+
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        if isinstance(value, str):
+            try:
+                return _fmpq(value)
+            except (ValueError, ZeroDivisionError):
+                return value
+        return value
+    if isinstance(value, (int, float, Fraction)):
+        return _fmpq(value)
+    if isinstance(value, (flint.fmpq, flint.fmpz)):
+        return flint.fmpq(value)
+    if isinstance(value, flint.fmpq_mat):
+        return value
+    if isinstance(value, (list, tuple)):
+        if value and all(isinstance(r, (list, tuple)) for r in value):
+            return qmat([list(r) for r in value])
+        if all(isinstance(x, (int, float, str, Fraction)) and not isinstance(x, bool) for x in value):
+            return qmat([[x] for x in value]) if value else value
+    if hasattr(value, "shape") and hasattr(value, "tolist"):  # numpy arrays
+        return exact_value(value.tolist())
+    return value
+
+
+class _Parser:
+    def __init__(self, expr: str, resolve: Callable[[str], Any]) -> None:
+        self.expr, self.toks, self.i, self.resolve = expr, _tokens(expr), 0, resolve
+
+    def peek(self) -> str | None:
+        return self.toks[self.i][1] if self.i < len(self.toks) else None
+
+    def take(self, want: str | None = None) -> tuple[str, str]:
+        if self.i >= len(self.toks) or (want is not None and self.toks[self.i][1] != want):
+            raise SubjectError(f"malformed subject {self.expr!r}" + (f": expected {want!r}" if want else ""))
+        self.i += 1
+        return self.toks[self.i - 1]
+
+    def parse(self) -> Any:
+        v = self.sum()
+        if self.i != len(self.toks):
+            raise SubjectError(f"malformed subject {self.expr!r}: trailing {self.peek()!r}")
+        return v
+
+    def sum(self) -> Any:
+        v = self.product()
+        while self.peek() in ("+", "-"):
+            op = self.take()[1]
+            w = self.product()
+            v = _binary(op, v, w, self.expr)
+        return v
+
+    def product(self) -> Any:
+        v = self.unary()
+        while self.peek() == "*":
+            self.take()
+            v = _binary("*", v, self.unary(), self.expr)
+        return v
+
+    def unary(self) -> Any:
+        if self.peek() == "-":
+            self.take()
+            return _binary("*", flint.fmpq(-1), self.unary(), self.expr)
+        return self.postfix()
+
+    def postfix(self) -> Any:
+        v = self.atom()
+        while self.peek() in ("^T", "["):
+            if self.take()[1] == "^T":
+                if not isinstance(v, flint.fmpq_mat):
+                    raise SubjectError(f"transpose of a non-matrix in {self.expr!r}")
+                v = v.transpose()
+            else:
+                i = int(self.take()[1])
+                self.take(",")
+                j = int(self.take()[1])
+                self.take("]")
+                if not isinstance(v, flint.fmpq_mat) or not (i < v.nrows() and j < v.ncols()):
+                    raise SubjectError(f"entry [{i},{j}] out of range in {self.expr!r}")
+                v = flint.fmpq(v[i, j])
+        return v
+
+    def atom(self) -> Any:
+        kind, text = self.take()
+        if text == "(":
+            v = self.sum()
+            self.take(")")
+            return v
+        if kind == "num":
+            num, _, den = text.partition("/")
+            return flint.fmpq(int(num), int(den or 1))
+        if kind == "name":
+            try:
+                return exact_value(self.resolve(text))
+            except KeyError:
+                raise SubjectError(f"subject names {text!r}, which the document does not have") from None
+        raise SubjectError(f"malformed subject {self.expr!r} at {text!r}")
+
+
+def _binary(op: str, a: Any, b: Any, expr: str) -> Any:
+    num = (flint.fmpq, flint.fmpq_mat)
+    if not isinstance(a, num) or not isinstance(b, num):
+        raise SubjectError(f"arithmetic on a non-numeric value in {expr!r}")
+    try:
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        return a * b
+    except (ValueError, TypeError) as exc:
+        raise SubjectError(f"shapes do not fit in {expr!r} ({exc})") from None
+
+
+def evaluate(expr: str, resolve: Callable[[str], Any]) -> Any:
+    """The exact value of a subject expression; ``resolve(name)`` gives an input's JSON value
+    (``KeyError`` when absent).
+
+    Raises
+    ------
+    SubjectError
+        Malformed expression, absent input, or shapes that do not fit.
+    """
+    if not isinstance(expr, str) or not expr.strip():
+        raise SubjectError(f"a subject must be a non-empty string, got {expr!r}")
+    return _Parser(expr, resolve).parse()
+
+
+def matches(value: Any, field: Any) -> bool:
+    """Whether a certificate's data field equals a subject's value exactly."""
+    if isinstance(value, (flint.fmpq_mat, flint.fmpq)):
+        try:
+            got = exact_value(field)
+        except (ValueError, TypeError, ZeroDivisionError):
+            return False
+        if isinstance(value, flint.fmpq_mat) and isinstance(got, flint.fmpq_mat):
+            return value.nrows() == got.nrows() and value.ncols() == got.ncols() and value == got
+        return isinstance(got, flint.fmpq) and isinstance(value, flint.fmpq) and value == got
+    return type(value) is type(field) and value == field
