@@ -43,7 +43,7 @@ import sympy as sp
 from ..numeric import gaussian as ng
 from ..symbolic import codegen
 from ..symbolic.gaussian import linearisation_program, moment_program
-from . import core, spectrum
+from . import core, second_opinion, spectrum
 
 EXACT_MAX_VECH = 136  # rational re-checks up to d = 16 (about 8 s there; beyond: unknown, "size")
 
@@ -257,7 +257,7 @@ def _check_pd_equilibrium(data: dict[str, Any]) -> bool:
     if not core.is_symmetric(S):
         return False
     res = kantorovich(A, B, V, S)
-    return res is not None and sp.Rational(rho * rho) >= 8 * res["eta2"] and core.is_pd(core.shift(S, rho))
+    return res is not None and sp.Rational(rho * rho) >= 8 * res["eta2"] and second_opinion.is_pd(core.shift(S, rho))
 
 
 # ---------------------------------------------------------------------------------------
@@ -453,7 +453,7 @@ def _trace_monotone_parts(data: dict[str, Any]) -> list[tuple[Any, bool]] | None
 
 def _check_trace_monotone(data: dict[str, Any]) -> bool:
     parts = _trace_monotone_parts(data)
-    return parts is not None and all(core.is_pd(M) if strict else core.is_psd(M) for M, strict in parts)
+    return parts is not None and all(second_opinion.is_pd(M) if strict else second_opinion.is_psd(M) for M, strict in parts)
 
 
 @core.memoised
@@ -496,7 +496,7 @@ def _check_eta_pd_equilibrium(data: dict[str, Any]) -> bool:
     if s not in (1, -1) or eta == 0 or not core.recheck(count) or core.qmat(count["data"]["J"]) != A:
         return False
     inertia = _inertia_of(count, d)
-    if inertia is None or not core.is_pd((B + B.transpose()) * (-eta * s)):
+    if inertia is None or not second_opinion.is_pd((B + B.transpose()) * (-eta * s)):
         return False
     return _lyapunov_pd_solution_exists(inertia, s) == bool(data["exists"])
 

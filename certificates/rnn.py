@@ -31,7 +31,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import core, exact
+from . import core, exact, second_opinion
 
 RMat = list[list[Fraction]]
 
@@ -78,11 +78,11 @@ def _brl_matrix(A: RMat, X: RMat, g2: Fraction) -> RMat:
 
 def _check_bounded_real(data: dict[str, Any]) -> bool:
     A, X, g2 = _dec(data["A"]), _dec(data["X"]), Fraction(data["gamma2"])
-    if not _symmetric(X) or g2 < 0 or not exact.is_psd_exact(X)[0]:
+    if not _symmetric(X) or g2 < 0 or not second_opinion.is_psd(X):
         return False
     M = _brl_matrix(A, X, g2)
     negM = [[-v for v in r] for r in M]
-    return exact.is_psd_exact(negM)[0]
+    return second_opinion.is_psd(negM)
 
 
 def gershgorin_upper(X: RMat) -> Fraction:
@@ -93,12 +93,12 @@ def gershgorin_upper(X: RMat) -> Fraction:
 def _check_contraction(data: dict[str, Any]) -> bool:
     X, r2 = _dec(data["X"]), Fraction(data["rho2"])
     n = len(X)
-    if not _symmetric(X) or r2 < 0 or not exact.is_psd_exact(_add(X, _eye(n), Fraction(-1)))[0]:
+    if not _symmetric(X) or r2 < 0 or not second_opinion.is_psd(_add(X, _eye(n), Fraction(-1))):
         return False
     for A_rows in data["jacobians"]:
         A = _dec(A_rows)
         R = _add([[r2 * v for v in row] for row in X], _mm(_mm(_t(A), X), A), Fraction(-1))
-        if not exact.is_psd_exact(R)[0]:
+        if not second_opinion.is_psd(R):
             return False
     return Fraction(data["kappa_upper"]) >= gershgorin_upper(X)
 

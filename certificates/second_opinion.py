@@ -90,7 +90,7 @@ def _low_rank(Q: Any, F: np.ndarray) -> tuple[int, int, int] | None:
 
 def symmetric_inertia(M: Any) -> tuple[int, int, int] | None:
     r""":math:`(n_+,n_-,n_0)` of a symmetric rational matrix (any form :func:`~flowcert.certificates.core.qmat`
-    takes) by the algorithms of the module docstring; None when undecided or not symmetric."""
+    takes) by the algorithms of the module docstring; None when undecided, empty or not symmetric."""
     from .core import _floats, qmat
 
     Q = qmat(M)
@@ -98,7 +98,7 @@ def symmetric_inertia(M: Any) -> tuple[int, int, int] | None:
     if Q.ncols() != n or Q != Q.transpose():
         return None
     if n == 0:
-        return 0, 0, 0
+        return None  # an empty matrix proves nothing about anything
     if n <= DESCARTES_MAX:
         return _descartes(Q)
     if Q == flint.fmpq_mat(n, n):
