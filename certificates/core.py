@@ -299,19 +299,29 @@ def memoised(fn: Callable[..., T]) -> Callable[..., T]:
 
 @dataclass
 class Certificate:
-    """Data plus the claim it supports; :func:`recheck` decides it from the data alone."""
+    """Data plus the claim it supports; :func:`recheck` decides it from the data alone.
+
+    ``subject`` (optional) names what the data are in terms of the problem: data field -> an
+    expression over the document's inputs (:mod:`flowcert.certificates.subjects`), for example
+    ``{"M": "params.Sigma0"}``. ``flowcert recheck`` re-derives each field from the document and
+    refuses a mismatch; without a subject a certificate proves its claim only for the data it carries.
+    """
 
     kind: str
     claim: str
     data: dict[str, Any]
     checker: str = "exact-ldl"
+    subject: dict[str, str] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "claim": self.claim, "checker": self.checker, "data": self.data}
+        out = {"kind": self.kind, "claim": self.claim, "checker": self.checker, "data": self.data}
+        if self.subject is not None:
+            out["subject"] = dict(self.subject)
+        return out
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> "Certificate":
-        return cls(obj["kind"], obj["claim"], obj["data"], obj.get("checker", "exact-ldl"))
+        return cls(obj["kind"], obj["claim"], obj["data"], obj.get("checker", "exact-ldl"), obj.get("subject"))
 
 
 # The checkers decide definiteness and inertia with :mod:`.second_opinion` (characteristic polynomial,
@@ -532,10 +542,15 @@ def _scientific(q: Fraction) -> str:
 
 
 def psd_hypothesis(name: str, M: Any, what: str) -> HypothesisResult:
-    """Exact verdict on :math:`M\\succeq0` for given float data (exact rationals, no rounding)."""
+    """Exact verdict on :math:`M\succeq0` for given float data (exact rationals, no rounding); a ``fails``
+    carries a ``not_symmetric`` / ``not_psd`` witness certificate when one is found."""
+    from .predicates import definiteness_witness
+
     Mq = qmat(M)
     if not is_symmetric(Mq):
-        return HypothesisResult(name, "fails", None, "exact symmetry", None, f"{what} is not symmetric")
+        w = definiteness_witness(Mq, strict=False)
+        res = HypothesisResult(name, "fails", None, "exact symmetry", None, f"{what} is not symmetric")
+        return res if w is None else _with_witness(res, w)
     F = np.array([float(Fraction(int(e.p), int(e.q))) for e in Mq.entries()], dtype=float).reshape(Mq.nrows(), Mq.ncols())
     margin = float(np.linalg.eigvalsh(F).min())
     ok, w, method = definiteness(Mq, strict=False)
@@ -545,11 +560,21 @@ def psd_hypothesis(name: str, M: Any, what: str) -> HypothesisResult:
     if ok is None:
         return HypothesisResult(name, "unknown", margin, "size", None, method)
     if w is None:
-        return HypothesisResult(name, "fails", margin, method, None, f"{what} has a negative eigenvalue")
+        res = HypothesisResult(name, "fails", margin, method, None, f"{what} has a negative eigenvalue")
+        cert = definiteness_witness(Mq, strict=False)
+        return res if cert is None else _with_witness(res, cert)
     wq = qmat([[x] for x in w])
     value = (wq.transpose() * Mq * wq)[0, 0]
     shown = [str(e) for e in w]
-    return HypothesisResult(
+    res = HypothesisResult(
         name, "fails", margin, method, None,
         f"witness v = {shown[:16]}{' ...' if len(shown) > 16 else ''} gives v^T M v = {_scientific(Fraction(int(value.p), int(value.q)))} < 0",
     )
+    cert = definiteness_witness(Mq, strict=False, witness=w)
+    return res if cert is None else _with_witness(res, cert)
+
+
+def _with_witness(res: HypothesisResult, cert: Certificate) -> HypothesisResult:
+    """``res`` (a ``fails``) with its witness certificate, once the certificate re-checks."""
+    out = certified(res.name, "fails", cert, res.margin, res.method, res.detail)
+    return out if out.status == "fails" else res

@@ -70,19 +70,32 @@ def lower_eigenvalue_bound(M: Any) -> Fraction | None:
 
 @core.memoised
 def definite(M: Any, name: str, sign: int) -> core.HypothesisResult:
-    """Exact verdict on :math:`\\mathrm{sign}\\cdot M\\succ0` (M must be symmetric)."""
+    """Exact verdict on :math:`\mathrm{sign}\cdot M\succ0` (M must be symmetric); a ``fails`` carries a
+    witness certificate (``not_symmetric`` or ``not_pd``, :mod:`.predicates`) when one is found."""
+    from .predicates import definiteness_witness
+
     Mq = core.qmat(M) * sign
     what = f"{'' if sign > 0 else '-'}{name}"
     if not core.is_symmetric(Mq):
-        return core.HypothesisResult(f"{what} > 0", "fails", None, "exact symmetry", None, f"{name} is not symmetric")
+        w = definiteness_witness(Mq, strict=True)
+        return _refuted(f"{what} > 0", w, None, "exact symmetry", f"{name} is not symmetric")
     margin = float(np.linalg.eigvalsh(as_float(Mq)).min())
-    ok, _, method = core.definiteness(Mq, strict=True)
+    ok, witness, method = core.definiteness(Mq, strict=True)
     if ok:
         c = core.Certificate("pd", f"{what} is positive definite", {"M": core.encode(Mq), "margin": "0"})
         return core.certified(f"{what} > 0", "holds", c, margin, method)
     if ok is None:
         return core.HypothesisResult(f"{what} > 0", "unknown", margin, "size", None, method)
-    return core.HypothesisResult(f"{what} > 0", "fails", margin, method, None, f"smallest eigenvalue of {what} is {margin:.3e}")
+    return _refuted(f"{what} > 0", definiteness_witness(Mq, strict=True, witness=witness), margin, method,
+                    f"smallest eigenvalue of {what} is {margin:.3e}")
+
+
+def _refuted(name: str, cert: core.Certificate | None, margin: float | None, method: str, detail: str) -> core.HypothesisResult:
+    """A ``fails`` backed by a witness certificate when there is one (re-checked), else uncertified."""
+    if cert is None:
+        return core.HypothesisResult(name, "fails", margin, method, None, detail)
+    out = core.certified(name, "fails", cert, margin, f"{method}; exact witness", detail)
+    return out if out.status == "fails" else core.HypothesisResult(name, "fails", margin, method, None, detail)
 
 
 @core.memoised

@@ -30,6 +30,16 @@ KINDS: dict[str, str] = {
     "pd": "core:_check_pd",
     "lyapunov": "core:_check_lyapunov",
     "unstable": "core:_check_unstable",
+    # exact predicates of parameters and witnesses of failed definiteness (certificates/predicates.py)
+    "predicate": "predicates:_check_predicate",
+    "not_psd": "predicates:_check_not_psd",
+    "not_pd": "predicates:_check_not_pd",
+    "not_symmetric": "predicates:_check_not_symmetric",
+    # parameter-free identities of the models, proved in SymPy (certificates/identities.py)
+    "symbolic_identity": "identities:_check_symbolic_identity",
+    # scalar conditions of the gaussian theorems on certified eigenvalue bounds (certificates/conditions.py)
+    "lemma23_condition": "conditions:_check_lemma23",
+    "thm48_trace_condition": "conditions:_check_thm48",
     # spectra of a matrix: exact inertia, unstable eigenvalue count, detectability (certificates/spectrum.py)
     "spectrum_inertia": "spectrum:_check_spectrum_inertia",
     "zero_eigenvalue": "spectrum:_check_zero_eigenvalue",

@@ -14,7 +14,8 @@ re-run their bugs. The checkers call this module, which decides by other algorit
   exact dyadic matrix it is, formed exactly over :math:`\mathbb Z` (one power-of-two denominator),
   and Gershgorin discs of :math:`C` that exclude 0: then :math:`\det U\ne0` and
   :math:`\operatorname{In}(M)=\operatorname{In}(C)` (Sylvester).
-* larger, singular: the zero matrix, or a principal block :math:`M_{SS}` (indices from a float
+* a diagonal matrix (any size): the signs of its diagonal;
+* larger, singular: a principal block :math:`M_{SS}` (indices from a float
   pivoted QR) whose Schur complement is exactly 0, with :math:`M_{SS}` decided by Descartes
   (Haynsworth: :math:`\operatorname{In}(M)=\operatorname{In}(M_{SS})+(0,0,n-r)`).
 
@@ -99,10 +100,11 @@ def symmetric_inertia(M: Any) -> tuple[int, int, int] | None:
         return None
     if n == 0:
         return None  # an empty matrix proves nothing about anything
+    if all(Q[i, j] == 0 for i in range(n) for j in range(n) if i != j):  # diagonal: the signs are the inertia
+        d = [Q[i, i] for i in range(n)]
+        return sum(x > 0 for x in d), sum(x < 0 for x in d), sum(x == 0 for x in d)
     if n <= DESCARTES_MAX:
         return _descartes(Q)
-    if Q == flint.fmpq_mat(n, n):
-        return 0, 0, n
     F = _floats(Q)
     if F is None:
         return None

@@ -72,10 +72,13 @@ def exact_value(value: Any) -> Any:
     if isinstance(value, flint.fmpq_mat):
         return value
     if isinstance(value, (list, tuple)):
-        if value and all(isinstance(r, (list, tuple)) for r in value):
-            return qmat([list(r) for r in value])
-        if all(isinstance(x, (int, float, str, Fraction)) and not isinstance(x, bool) for x in value):
-            return qmat([[x] for x in value]) if value else value
+        try:
+            if value and all(isinstance(r, (list, tuple)) for r in value):
+                return qmat([list(r) for r in value])
+            if all(isinstance(x, (int, float, str, Fraction)) and not isinstance(x, bool) for x in value):
+                return qmat([[x] for x in value]) if value else value
+        except (ValueError, TypeError, ZeroDivisionError):
+            return value  # not all numbers (an expression in t): compared as JSON
     if hasattr(value, "shape") and hasattr(value, "tolist"):  # numpy arrays
         return exact_value(value.tolist())
     return value

@@ -254,7 +254,7 @@ def cmd_recheck(args: argparse.Namespace) -> int:
     from . import recheck
 
     try:
-        out = recheck.recheck_files(args.files)
+        out = recheck.recheck_files(args.files, strict=args.strict)
     except ParamError as exc:
         raise InputError(f"FILE: {exc.file!r}: {exc.problem}") from None
     _emit(out.to_json(), args.json, out.summary())
@@ -355,6 +355,8 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("files", nargs="+", metavar="FILE",
                      help="a verify/equilibria/kpflow/pretrained JSON document, a sweep's JSON lines, or one certificate")
     rec.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    rec.add_argument("--strict", action="store_true",
+                     help="exit 3 also when a certificate is unbound (its subject not re-derived from the document)")
     rec.set_defaults(func=cmd_recheck)
 
     from .pretrained.command import add_parser as _pretrained_parser

@@ -34,8 +34,10 @@ from .schema import ParamError
 
 __all__ = ["CERTIFICATE_KEYS", "is_certificate", "looks_like_certificate", "certificates_in", "read_documents", "Refusal", "Recheck", "recheck_files"]
 
-#: The keys of a serialised certificate, exactly.
+#: The keys of a serialised certificate, exactly (``subject`` may be added: :data:`OPTIONAL_CERTIFICATE_KEYS`).
 CERTIFICATE_KEYS = frozenset({"kind", "claim", "checker", "data"})
+#: Keys a certificate may carry besides :data:`CERTIFICATE_KEYS`.
+OPTIONAL_CERTIFICATE_KEYS = frozenset({"subject"})
 #: Keys that make a top-level object a sweep record (``flowcert verify`` on several files).
 SWEEP_RECORD_KEYS = frozenset({"file", "index", "status", "result"})
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -44,7 +46,7 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 def is_certificate(obj: Any) -> bool:
     """True for a JSON object whose keys are exactly :data:`CERTIFICATE_KEYS` (values unchecked:
     a malformed one is found, then refused, rather than skipped)."""
-    return isinstance(obj, dict) and obj.keys() == CERTIFICATE_KEYS
+    return isinstance(obj, dict) and CERTIFICATE_KEYS <= obj.keys() <= CERTIFICATE_KEYS | OPTIONAL_CERTIFICATE_KEYS
 
 
 def looks_like_certificate(obj: Any) -> bool:
@@ -149,28 +151,52 @@ class Refusal:
 
 @dataclass
 class Recheck:
-    """Outcome of re-checking the certificates of several files (``to_json`` is the ``--json`` document)."""
+    """Outcome of re-checking several files (``to_json`` is the ``--json`` document).
+
+    ``certificates`` / ``accepted`` / ``by_kind`` count every certificate found and whether its checker
+    accepts its data; ``bound`` / ``unbound`` / ``uncertified`` and the document-level refusals come
+    from :func:`recheck_document` (``refused`` holds both kinds of refusal).
+    """
 
     files: list[str]
     certificates: int = 0
     accepted: int = 0
     refused: list[Refusal] = field(default_factory=list)
     by_kind: dict[str, dict[str, int]] = field(default_factory=dict)
+    bound: int = 0
+    unbound: int = 0
+    uncertified: list[str] = field(default_factory=list)
+    holds_unbound: list[str] = field(default_factory=list)
+    strict: bool = False
 
     @property
     def ok(self) -> bool:
-        """Every certificate re-checked (also true when there were none)."""
-        return not self.refused
+        """Nothing refused (and with ``strict``, nothing unbound)."""
+        return not self.refused and not (self.strict and (self.unbound or self.holds_unbound))
+
+    @property
+    def rechecked(self) -> bool:
+        """Nothing refused and every ``holds`` rests on a bound certificate."""
+        return not self.refused and not self.holds_unbound
 
     def to_json(self) -> dict[str, Any]:
         return {"flowcert": __version__, "files": list(self.files), "certificates": self.certificates,
                 "accepted": self.accepted, "refused": [r.to_json() for r in self.refused],
-                "by_kind": {k: dict(v) for k, v in sorted(self.by_kind.items())}}
+                "by_kind": {k: dict(v) for k, v in sorted(self.by_kind.items())},
+                "bound": self.bound, "unbound": self.unbound, "refused_count": len(self.refused),
+                "uncertified": list(self.uncertified), "holds_unbound": list(self.holds_unbound),
+                "rechecked": self.rechecked, "strict": self.strict}
 
     def summary(self) -> str:
-        """Plain-text report: totals, counts by kind, and the path of each refused certificate."""
+        """Plain-text report: totals, counts by kind, and the path of each refusal."""
         lines = [f"flowcert {__version__} — recheck: {self.certificates} certificate(s) in {len(self.files)} file(s), "
-                 f"{self.accepted} accepted, {len(self.refused)} refused"]
+                 f"{self.accepted} accepted, {len(self.refused)} refused",
+                 f"  bound {self.bound} (subject re-derived from the document's parameters), unbound {self.unbound} "
+                 f"(each proves its claim only for the data it carries), refused {len(self.refused)}"]
+        if self.uncertified:
+            lines.append(f"  {len(self.uncertified)} 'fails' without a certificate (uncertified)")
+        if self.holds_unbound:
+            lines.append(f"  {len(self.holds_unbound)} 'holds' rest on no bound certificate: NOT re-checked")
         if self.by_kind:
             width = max(len(k) for k in self.by_kind)
             lines.append(f"  {'kind':<{width}}  accepted  refused")
@@ -179,12 +205,16 @@ class Recheck:
         for r in self.refused:
             at = r.file if r.line is None else f"{r.file}:{r.line}"
             lines.append(f"REFUSED {at} {r.path} ({r.kind}): {r.reason}")
+        for p in self.holds_unbound:
+            lines.append(f"UNBOUND {p}: holds without a bound certificate")
+        if self.strict and self.unbound:
+            lines.append(f"STRICT: {self.unbound} unbound certificate(s)")
         return "\n".join(lines) + "\n"
 
 
-def recheck_files(paths: Sequence[str]) -> Recheck:
+def recheck_files(paths: Sequence[str], *, strict: bool = False) -> Recheck:
     """Read every file (all of them first, so bad input is reported before any work), then
-    re-check every certificate they contain.
+    re-check every document (:func:`recheck_document`) and every certificate they contain.
 
     Raises
     ------
@@ -194,16 +224,17 @@ def recheck_files(paths: Sequence[str]) -> Recheck:
     from .certificates.core import explain
 
     loaded = [(p, read_documents(p)) for p in paths]
-    out = Recheck(files=[str(p) for p in paths])
+    out = Recheck(files=[str(p) for p in paths], strict=strict)
     for p, docs in loaded:
         for line, doc in docs:
+            where = f"{p}:{line}" if line is not None else str(p)
             for path, cert in certificates_in(doc):
                 if is_certificate(cert):
                     ok, reason = explain(cert)
                 else:
                     ok, reason = False, (f"malformed certificate: keys {sorted(cert)}, expected exactly "
-                                         f"{sorted(CERTIFICATE_KEYS)}")
-                kind = cert["kind"] if isinstance(cert["kind"], str) else json.dumps(cert["kind"])
+                                         f"{sorted(CERTIFICATE_KEYS)} (and optionally {sorted(OPTIONAL_CERTIFICATE_KEYS)})")
+                kind = _kind_of(cert)
                 tally = out.by_kind.setdefault(kind, {"accepted": 0, "refused": 0})
                 out.certificates += 1
                 if ok:
@@ -212,4 +243,239 @@ def recheck_files(paths: Sequence[str]) -> Recheck:
                 else:
                     tally["refused"] += 1
                     out.refused.append(Refusal(str(p), line, path, kind, reason))
+            dc = recheck_document(doc)
+            out.bound += dc.bound
+            out.unbound += dc.unbound
+            out.uncertified += [f"{where} {q}" for q in dc.uncertified]
+            out.holds_unbound += [f"{where} {q}" for q in dc.holds_unbound]
+            known = {r.path for r in out.refused if r.file == str(p) and r.line == line}
+            out.refused += [Refusal(str(p), line, q, k, why) for q, k, why in dc.refused if q not in known]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Documents, not only their certificates (issue 38): subjects, statuses, names, claims, applies
+# ---------------------------------------------------------------------------------------------
+
+_PATH_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]")
+
+
+def resolver(doc: Any) -> Any:
+    """``name -> value`` over a document: ``params.A``, ``params.heads[0].V`` (``KeyError`` if absent)."""
+
+    def resolve(name: str) -> Any:
+        if not name.startswith("params"):
+            raise KeyError(name)
+        value: Any = doc
+        pos = 0
+        text = "." + name
+        while pos < len(text):
+            m = _PATH_STEP.match(text, pos)
+            if m is None:
+                raise KeyError(name)
+            key, index = m.group(1), m.group(2)
+            if key is not None:
+                if not isinstance(value, dict) or key not in value:
+                    raise KeyError(name)
+                value = value[key]
+            else:
+                if not isinstance(value, list) or int(index) >= len(value):
+                    raise KeyError(name)
+                value = value[int(index)]
+            pos = m.end()
+        return value
+
+    return resolve
+
+
+@dataclass
+class DocumentCheck:
+    """What ``recheck`` established about one document.
+
+    ``bound``: certificates whose subject was re-derived from the document's parameters and matched,
+    accepted by their checker, proving the status the document states, with the claim their data prove.
+    ``unbound``: certificates accepted by their checker whose subject could not be re-derived (no
+    declaration, or an input the document does not carry): each proves its claim for the data it carries.
+    ``refused``: ``(path, kind, reason)``. ``uncertified``: paths of statuses with no certificate
+    (a ``holds`` of a declared entry is refused instead). ``holds_unbound``: ``holds`` resting on an
+    unbound certificate, or on no certificate in an entry without a declaration.
+    """
+
+    bound: int = 0
+    unbound: int = 0
+    refused: list[tuple[str, str, str]] = field(default_factory=list)
+    uncertified: list[str] = field(default_factory=list)
+    holds_unbound: list[str] = field(default_factory=list)
+
+    @property
+    def rechecked(self) -> bool:
+        """Nothing refused and every ``holds`` rests on a bound certificate."""
+        return not self.refused and not self.holds_unbound
+
+
+def _kind_of(cert: Any) -> str:
+    k = cert.get("kind") if isinstance(cert, dict) else None
+    return k if isinstance(k, str) else json.dumps(k)
+
+
+def _certificate(out: DocumentCheck, path: str, cert: Any, proof: Any, resolve: Any, status: str | None) -> bool:
+    """Check one certificate; True when it is bound (False: unbound or refused, recorded in ``out``)."""
+    from .certificates.claims import claim
+    from .certificates.core import explain
+    from .certificates.subjects import SubjectError, evaluate, matches
+
+    kind = _kind_of(cert)
+    if not is_certificate(cert):
+        out.refused.append((path, kind, f"malformed certificate: keys {sorted(cert)}"))
+        return False
+    ok, why = explain(cert)
+    if not ok:
+        out.refused.append((path, kind, why))
+        return False
+    subject = proof.subject if proof is not None else cert.get("subject")
+    if proof is not None:
+        got = proof.direction(cert["data"])
+        if got != status:
+            out.refused.append((path, kind, f"the certificate proves '{got}', the document says '{status}'"))
+            return False
+        if "subject" in cert and cert["subject"] != dict(proof.subject):
+            out.refused.append((path, kind, f"subject {cert['subject']} is not the catalogue's {dict(proof.subject)}"))
+            return False
+    if not isinstance(subject, dict) or (not subject and kind != "symbolic_identity"):
+        out.unbound += 1
+        return False
+    for key, expr in subject.items():
+        try:
+            value = evaluate(expr, resolve)
+        except SubjectError as exc:
+            if "does not have" in str(exc):
+                out.unbound += 1
+                return False
+            out.refused.append((path, kind, f"subject {expr}: {exc}"))
+            return False
+        if key not in cert["data"] or not matches(value, cert["data"][key]):
+            out.refused.append((path, kind, f"subject {expr} does not match the certificate's {key}"))
+            return False
+    want = claim(kind, cert["data"], dict(subject))
+    if want is None:
+        out.unbound += 1
+        return False
+    if cert["claim"] != want:
+        out.refused.append((path, kind, f"claim {cert['claim']!r} is not what the data prove ({want!r})"))
+        return False
+    out.bound += 1
+    return True
+
+
+def _applies(statuses: list[str]) -> bool | None:
+    if "fails" in statuses:
+        return False
+    return True if set(statuses) <= {"holds"} else None
+
+
+def _theorem(out: DocumentCheck, base: str, t: Any, entry: Any, resolve: Any, seen: set[str]) -> None:
+    hyps = t.get("hypotheses") if isinstance(t, dict) else None
+    if not isinstance(hyps, list):
+        out.refused.append((base, "-", "a theorem record without a hypotheses list"))
+        return
+    names = [h.get("name") if isinstance(h, dict) else None for h in hyps]
+    if entry is not None:
+        declared = [h.name for h in entry.hypotheses]
+        if len(set(names)) != len(names):
+            out.refused.append((f"{base}.hypotheses", "-", "a hypothesis appears twice"))
+        for j, n in enumerate(names):
+            if n not in declared:
+                out.refused.append((f"{base}.hypotheses[{j}].name", "-", f"{n!r} is not a hypothesis of {entry.id}"))
+        order = [declared.index(n) for n in names if n in declared]
+        if order != sorted(order):
+            out.refused.append((f"{base}.hypotheses", "-", f"hypotheses out of the catalogue's order for {entry.id}"))
+        for n in declared:
+            if n not in names and n not in entry.optional:
+                out.refused.append((f"{base}.hypotheses", "-", f"{entry.id} always reports {n!r}, which is missing"))
+    statuses = []
+    for j, h in enumerate(hyps):
+        path = f"{base}.hypotheses[{j}]"
+        status = h.get("status") if isinstance(h, dict) else None
+        if status not in ("holds", "fails", "unknown"):
+            out.refused.append((f"{path}.status", "-", f"status {status!r} is not holds, fails or unknown"))
+            continue
+        statuses.append(status)
+        spec = entry.by_name(h.get("name")) if entry is not None else None
+        cert = h.get("certificate")
+        if cert is None:
+            if status == "holds" and spec is not None and spec.certifiable_holds:
+                out.refused.append((path, "-", "holds with no certificate"))
+            elif status == "holds":
+                out.holds_unbound.append(path)
+            elif status == "fails":
+                out.uncertified.append(path)
+            continue
+        cpath = f"{path}.certificate"
+        seen.add(cpath)
+        if spec is None:
+            if _certificate(out, cpath, cert, None, resolve, status) is False and status == "holds":
+                out.holds_unbound.append(path)
+            continue
+        proofs = spec.proofs_of(_kind_of(cert))
+        if not proofs:
+            out.refused.append((cpath, _kind_of(cert), f"a {_kind_of(cert)} certificate cannot decide {spec.name!r}"))
+            continue
+        attempts = []
+        for proof in proofs:  # one kind may be declared with several subjects: the first that binds
+            trial = DocumentCheck()
+            bound = _certificate(trial, cpath, cert, proof, resolve, status)
+            attempts.append(trial)
+            if bound or not trial.refused:
+                break
+        trial = attempts[-1] if (attempts[-1].bound or not attempts[-1].refused) else attempts[0]
+        out.bound += trial.bound
+        out.unbound += trial.unbound
+        out.refused += trial.refused
+        if not trial.bound and not trial.refused and status == "holds":
+            out.holds_unbound.append(path)
+    if t.get("applies") != _applies(statuses) and len(statuses) == len(hyps):
+        out.refused.append((f"{base}.applies", "-", f"applies is {t.get('applies')!r}, the statuses give "
+                                                    f"{_applies(statuses)!r}"))
+
+
+def recheck_document(doc: Any, *, prefix: str = "$") -> DocumentCheck:
+    """Re-check one document against the catalogue (issue 38): every certificate's subject re-derived
+    from the document's ``params``, every status from its certificate, names, claims and ``applies``
+    from the catalogue entry, and the system's document-level checks (the gaussian regime).
+
+    Returns
+    -------
+    DocumentCheck
+        The bound / unbound / refused counts and where each refusal is.
+    """
+    from .bindings import EXTRA_CHECKS, entries_of
+
+    out = DocumentCheck()
+    if isinstance(doc, dict) and is_certificate(doc):
+        _certificate(out, prefix, doc, None, resolver({}), None)
+        return out
+    if not isinstance(doc, dict):
+        return out
+    if SWEEP_RECORD_KEYS <= doc.keys() and "flowcert" not in doc:
+        return recheck_document(doc.get("result"), prefix=f"{prefix}.result") if isinstance(doc.get("result"), dict) else out
+    system = doc.get("system")
+    table = entries_of(system) if isinstance(system, str) else {}
+    resolve = resolver(doc)
+    seen: set[str] = set()
+    theorems = doc.get("theorems")
+    if isinstance(theorems, list):
+        for i, t in enumerate(theorems):
+            tid = t.get("id") if isinstance(t, dict) else None
+            base = f"{prefix}.theorems[{i}]"
+            entry = table.get(tid) if isinstance(tid, str) else None
+            if table and entry is None:
+                out.refused.append((f"{base}.id", "-", f"{tid!r} is not an entry of the {system} catalogue"))
+            _theorem(out, base, t, entry, resolve, seen)
+    for path, cert in certificates_in(doc, prefix):
+        if path in seen or any(path.startswith(s + ".") for s in seen):
+            continue
+        _certificate(out, path, cert, None, resolve, None)
+    if isinstance(system, str) and system in EXTRA_CHECKS and (system in table or not table):
+        for path, reason in EXTRA_CHECKS[system](doc):
+            out.refused.append((f"{prefix}{path[1:]}" if path.startswith("$") else path, "-", reason))
     return out

@@ -25,8 +25,11 @@ import mpmath
 import numpy as np
 import sympy as sp
 
+from .. import bindings as bd
 from ..catalogue import CrossCheck, TheoremResult
 from ..certificates import core, spectrum
+from ..certificates.conditions import thm48_trace_certificate
+from ..certificates.predicates import definiteness_witness, predicate_certificate
 from ..certificates import gaussian as cert
 from ..certificates.hypotheses import (definite, lower_eigenvalue_bound, min_eigenvalue_upper_bound, semidefinite,
                                       sym_part)
@@ -35,6 +38,66 @@ from ..numeric.gaussian import riccati
 from .params import GaussianParams
 
 ZERO_TOL = 1e-9
+
+# ---------------------------------------------------------------------------------------
+# The hypotheses of Table 1, each with its subject (flowcert.bindings)
+# ---------------------------------------------------------------------------------------
+
+NEG_V = bd.definite("-V > 0", "-params.V")
+V_PD = bd.definite("V > 0", "params.V")
+B_PD = bd.definite("B > 0", "params.B")
+SIGMA0_PD = bd.definite("Sigma0 > 0", "params.Sigma0")
+NEG_SYM_A = bd.semidefinite("-(A + A^T) >= 0", "-(params.A + params.A^T)")
+SYM_A = bd.semidefinite("A + A^T >= 0", "params.A + params.A^T")
+RE_POS = bd.hurwitz("Re spec(A) > 0", "-params.A")
+HURWITZ_A = bd.hurwitz("Re spec(A) < 0", "params.A")
+_ABVS = {"A": "params.A", "B": "params.B", "V": "params.V"}
+PD_EQ = bd.Hypothesis("pd_equilibrium_exists", (
+    bd.Proof("eta_pd_equilibrium", {"A": "params.A", "B": "params.B", "eta": "params.V[0,0]"},
+             lambda d: bd.HOLDS if d["exists"] is True else bd.FAILS if d["exists"] is False else None),
+    bd.Proof("trace_monotone", _ABVS, bd.FAILS),
+    bd.Proof("pd_equilibrium", _ABVS, bd.HOLDS),
+    bd.Proof("d2_equilibria", _ABVS, lambda d: bd.HOLDS if int(d["pd_count"]) > 0 else bd.FAILS)))
+# computed at a simulated equilibrium: no subject over the parameters alone (these stay unbound)
+PAPER_LMI = bd.Hypothesis("-(P V + V P) > 0 at Sigma_inf", (bd.Proof("pd", {}, bd.HOLDS),))
+MEAN_HURWITZ = bd.Hypothesis("A + eta Sigma_inf B + eta I Hurwitz", tuple(
+    bd.Proof(p.kind, {}, p.proves) for p in bd.hurwitz("", "").proofs))
+TRACE = bd.Hypothesis("tr Sigma0 > -alpha / beta", (
+    bd.Proof("thm48_trace_condition", {"A": "params.A", "V": "params.V", "B": "params.B", "Sigma0": "params.Sigma0"},
+             bd.by_value),
+    bd.Proof("not_symmetric", {"M": "params.V"}, bd.FAILS, key="V"),
+    bd.Proof("not_symmetric", {"M": "params.B"}, bd.FAILS, key="B")))
+V_ETA = bd.predicate("V = eta I", "scalar_identity", {"M": "params.V"})
+ETA_NEG = bd.predicate("eta < 0", "scalar_identity_sign", {"M": "params.V"}, sign=-1)
+ETA_POS = bd.predicate("eta > 0", "scalar_identity_sign", {"M": "params.V"}, sign=1)
+_Q = "-params.V[0,0]*(params.B + params.B^T)"
+DETECT = bd.Hypothesis("eta(B + B^T) <= 0 and (H, A) detectable", (
+    bd.Proof("pd", {"M": _Q}, bd.HOLDS),
+    bd.Proof("detectability", {"A": "params.A", "Q": _Q},
+             lambda d: bd.HOLDS if d["detectable"] is True else bd.FAILS if d["detectable"] is False else None),
+    bd.Proof("not_psd", {"M": _Q}, bd.FAILS),
+    bd.Proof("not_symmetric", {"M": _Q}, bd.FAILS)))
+COUNT = bd.Hypothesis("unstable count k of A certified", (bd.Proof("unstable_count", {"J": "params.A"}, bd.HOLDS),
+                                                           bd.Proof("spectrum_inertia", {"J": "params.A"}, bd.HOLDS)))
+A_UNSTABLE = bd.Hypothesis("A has an eigenvalue with Re > 0", (
+    bd.Proof("unstable_count", {"J": "params.A"}, lambda d: bd.HOLDS if int(d["count"]) >= 1 else bd.FAILS),
+    bd.Proof("spectrum_inertia", {"J": "params.A"}, lambda d: bd.HOLDS if int(d["inertia"][0]) >= 1 else bd.FAILS),
+    bd.Proof("predicate", {"M": "params.A"}, lambda d: bd.FAILS if d["value"] is True else None, {"predicate": "zero"})))
+_ETA_TAIL = frozenset({SIGMA0_PD.name, DETECT.name, COUNT.name})  # reported only once V = eta I holds
+
+bd.register("gaussian",
+            bd.Entry("gaussian:thm-4.1", (V_ETA, SIGMA0_PD, DETECT, COUNT), optional=_ETA_TAIL),
+            bd.Entry("gaussian:lemma-4.4", (PD_EQ,)),
+            bd.Entry("gaussian:thm-4.7.1", (NEG_V, B_PD, SIGMA0_PD, RE_POS, PD_EQ, PAPER_LMI),
+                     optional=frozenset({PD_EQ.name, PAPER_LMI.name})),
+            bd.Entry("gaussian:thm-4.7.2", (NEG_V, B_PD, NEG_SYM_A)),
+            bd.Entry("gaussian:thm-4.7.3", (NEG_V, B_PD, HURWITZ_A)),
+            bd.Entry("gaussian:thm-4.8.1", (V_PD, B_PD, SIGMA0_PD, SYM_A)),
+            bd.Entry("gaussian:thm-4.8.2", (V_PD, B_PD, SIGMA0_PD, TRACE)),
+            bd.Entry("gaussian:thm-4.11.1", (V_ETA, SIGMA0_PD, DETECT, COUNT, ETA_NEG, MEAN_HURWITZ),
+                     optional=_ETA_TAIL | {MEAN_HURWITZ.name}),
+            bd.Entry("gaussian:thm-4.11.2", (V_ETA, SIGMA0_PD, DETECT, COUNT, ETA_POS, A_UNSTABLE),
+                     optional=_ETA_TAIL))
 
 
 class Equilibrium:
@@ -108,7 +171,7 @@ def _paper_lmi(p: GaussianParams, S: np.ndarray, rho: float) -> core.HypothesisR
     if core.is_pd(M):
         c = core.Certificate("pd", "-(P V + V P) - delta I > 0 with P the exact inverse of the rational Sigma_inf",
                              {"M": core.encode(M), "margin": "0"})
-        return core.certified(name, "holds", c, margin, "exact LDL^T, robust over the Kantorovich ball")
+        return PAPER_LMI.bind(core.certified(name, "holds", c, margin, "exact LDL^T, robust over the Kantorovich ball"))
     status = "fails" if margin < -delta else "unknown"
     return core.HypothesisResult(name, status, margin, "eigenvalues at the certified equilibrium", None,
                                  f"smallest eigenvalue {margin:.3e} (perturbation allowance {delta:.1e})")
@@ -116,8 +179,8 @@ def _paper_lmi(p: GaussianParams, S: np.ndarray, rho: float) -> core.HypothesisR
 
 def thm_4_7_1(p: GaussianParams, eq: Equilibrium) -> TheoremResult:
     """Thm 4.7(1) as printed (false) and its corrected form (1′)."""
-    hyps = [definite(p.V, "V", -1), definite(p.B, "B", 1), definite(p.Sigma0, "Sigma0", 1),
-            spectrum.hurwitz("Re spec(A) > 0", -p.A)]
+    hyps = [NEG_V.bind(definite(p.V, "V", -1)), B_PD.bind(definite(p.B, "B", 1)),
+            SIGMA0_PD.bind(definite(p.Sigma0, "Sigma0", 1)), RE_POS.bind(spectrum.hurwitz("Re spec(A) > 0", -p.A))]
     prediction: dict[str, Any] = {"paper": "a PD equilibrium Sigma_inf of (18) exists (FALSE in general)",
                                   "corrected": "if a PD equilibrium with -(P V + V P) > 0 exists, it is locally exponentially stable"}
     result = TheoremResult(
@@ -130,17 +193,18 @@ def thm_4_7_1(p: GaussianParams, eq: Equilibrium) -> TheoremResult:
                    "corrected local statement (1') and reports existence only with a certificate.",
     )
     if eq.kind == "pd" and eq.S is not None:
-        ex = cert.pd_equilibrium(p.A, p.B, p.V, eq.S)
+        ex = PD_EQ.bind(cert.pd_equilibrium(p.A, p.B, p.V, eq.S))
         hyps.append(ex)
         rho = float(sp.Rational(ex.certificate.data["rho"])) if ex.certificate else float("inf")
         hyps.append(_paper_lmi(p, eq.S, rho))
         stab = cert.stability(p.A, p.B, p.V, eq.S)
         from .regime import spectra
 
+        stab = bd.stamp_result(stab, {"A": "params.A", "B": "params.B", "V": "params.V"})
         prediction.update(Sigma_inf=eq.S.tolist(), local_stability=stab.to_json(), spectra=spectra(p, eq.S))
         result.cross_check = _perturbation_check(p, eq.S)
     elif result.applies:
-        witness = _no_pd_equilibrium(p, eq)
+        witness = PD_EQ.bind(_no_pd_equilibrium(p, eq))
         hyps.append(witness)
         if witness.status == "fails":
             prediction["paper_claim"] = ("refuted: every printed hypothesis holds, yet (18) has no PD solution; "
@@ -174,7 +238,8 @@ def _perturbation_check(p: GaussianParams, S: np.ndarray) -> CrossCheck:
 
 def thm_4_7_2(p: GaussianParams) -> TheoremResult:
     """Thm. 4.7(2): V < 0, B > 0, lambda_max(A + A^T) <= 0 imply Sigma(t) -> 0."""
-    hyps = [definite(p.V, "V", -1), definite(p.B, "B", 1), semidefinite(-sym_part(p.A), "-(A + A^T)")]
+    hyps = [NEG_V.bind(definite(p.V, "V", -1)), B_PD.bind(definite(p.B, "B", 1)),
+            NEG_SYM_A.bind(semidefinite(-sym_part(p.A), "-(A + A^T)"))]
     return TheoremResult(
         "gaussian:thm-4.7.2", "Theorem 4.7 (2)",
         r"V\prec0,\ B\succ0,\ \lambda_{\max}(A+A^\top)\le0\ \Rightarrow\ \Sigma(t)\to0",
@@ -185,7 +250,8 @@ def thm_4_7_2(p: GaussianParams) -> TheoremResult:
 
 def thm_4_7_3(p: GaussianParams) -> TheoremResult:
     """Thm. 4.7(3): Re spec A < 0 makes Sigma = 0 locally stable; Sigma stays bounded."""
-    hyps = [definite(p.V, "V", -1), definite(p.B, "B", 1), spectrum.hurwitz("Re spec(A) < 0", p.A)]
+    hyps = [NEG_V.bind(definite(p.V, "V", -1)), B_PD.bind(definite(p.B, "B", 1)),
+            HURWITZ_A.bind(spectrum.hurwitz("Re spec(A) < 0", p.A))]
     lam_a = float(np.linalg.eigvalsh(p.A + p.A.T).max())
     lam_v = float(np.linalg.eigvalsh(p.V).max()) if np.allclose(p.V, p.V.T) else float("nan")
     lam_b = float(np.linalg.eigvalsh(p.B).min()) if np.allclose(p.B, p.B.T) else float("nan")
@@ -283,11 +349,11 @@ def _trace_condition(p: GaussianParams) -> core.HypothesisResult:
     above) and the two conditions are evaluated in interval arithmetic: ``holds`` or ``fails``
     when the interval excludes the boundary, else ``unknown``.
     """
-    name = "tr Sigma0 > -alpha / beta"
+    name = TRACE.name
     for M, what in ((p.V, "V"), (p.B, "B")):
         if not np.array_equal(M, M.T):
-            return core.HypothesisResult(name, "fails", None, "exact symmetry", None,
-                                         f"{what} is not symmetric: lambda_min({what}), hence beta, is not defined")
+            return TRACE.result("fails", definiteness_witness(M, strict=True), None, "exact symmetry",
+                                f"{what} is not symmetric: lambda_min({what}), hence beta, is not defined", key=what)
     bounds = [_lambda_min_interval(M) for M in (sym_part(p.A), p.V, p.B)]
     if any(b is None for b in bounds):
         return core.HypothesisResult(name, "unknown", None, "certified eigenvalue bounds", None,
@@ -297,30 +363,36 @@ def _trace_condition(p: GaussianParams) -> core.HypothesisResult:
     lv_lb = _interval_mul(lam_v, lam_b)
     beta = (scale * lv_lb[0], scale * lv_lb[1])
     method = "exact bounds of alpha, lambda_min(V), lambda_min(B) (LDL^T below, Rayleigh quotient above)"
+
+    def decided(value: bool, margin: Fraction, why: str) -> core.HypothesisResult:
+        c = thm48_trace_certificate(p.A, p.V, p.B, p.Sigma0, (alpha[0], lam_v[0], lam_b[0]), value)
+        out = TRACE.result("holds" if value else "fails", c, _float(margin), method, why)
+        if out.status == "unknown":  # the certificate's own Rayleigh vectors were too coarse to decide
+            return core.HypothesisResult(name, "unknown", _float(margin), method, None, f"{why}; not re-proved")
+        return out
+
     if beta[1] <= 0:
-        return core.HypothesisResult(name, "fails", _float(beta[1]), method, None,
-                                     "beta = 2 lambda_min(V) lambda_min(B) / d <= 0: the threshold -alpha/beta of Thm 4.8(2) "
-                                     "needs beta > 0")
+        return decided(False, beta[1], "beta = 2 lambda_min(V) lambda_min(B) / d <= 0: the threshold -alpha/beta of "
+                                       "Thm 4.8(2) needs beta > 0")
     if beta[0] <= 0:
         return core.HypothesisResult(name, "unknown", None, method, None, "the sign of beta is not decided by the bounds")
     tr = _exact_trace(p.Sigma0)
     low, high = _interval_mul(beta, (tr, tr))
     low, high = low + alpha[0], high + alpha[1]
     if low > 0:
-        return core.HypothesisResult(name, "holds", _float(low), method, None,
-                                     "beta tr Sigma0 + alpha > 0 with certified lower bounds, in exact rationals")
+        return decided(True, low, "beta tr Sigma0 + alpha > 0 with certified lower bounds, in exact rationals")
     if high <= 0:
-        return core.HypothesisResult(name, "fails", _float(high), method, None,
-                                     "beta tr Sigma0 + alpha <= 0 with certified upper bounds, in exact rationals")
+        return decided(False, high, "beta tr Sigma0 + alpha <= 0 with certified upper bounds, in exact rationals")
     return core.HypothesisResult(name, "unknown", _float(low), method, None,
                                  "the certified bounds of beta tr Sigma0 + alpha straddle 0")
 
 
 def thm_4_8(p: GaussianParams, item: int) -> TheoremResult:
     """Thm. 4.8(1) (alpha >= 0) and 4.8(2) (alpha < 0, large tr Sigma0): blow-up before eq. (20)."""
-    base = [definite(p.V, "V", 1), definite(p.B, "B", 1), definite(p.Sigma0, "Sigma0", 1)]
+    base = [V_PD.bind(definite(p.V, "V", 1)), B_PD.bind(definite(p.B, "B", 1)),
+            SIGMA0_PD.bind(definite(p.Sigma0, "Sigma0", 1))]
     if item == 1:
-        hyps = base + [semidefinite(sym_part(p.A), "A + A^T")]
+        hyps = base + [SYM_A.bind(semidefinite(sym_part(p.A), "A + A^T"))]
     else:
         hyps = base + [_trace_condition(p)]
     result = TheoremResult(
@@ -352,12 +424,12 @@ def lemma_4_4(p: GaussianParams, eq: Equilibrium, ea: EtaAnalysis | None = None)
     if S is None and by_eta is not None and by_eta.status == "holds":
         S = _lyapunov_equilibrium(p, ea)
     if S is None:
-        hyps.append(by_eta or cert.no_pd_equilibrium_trace(p.A, p.B, p.V) or core.HypothesisResult(
+        hyps.append(PD_EQ.bind(by_eta or cert.no_pd_equilibrium_trace(p.A, p.B, p.V) or core.HypothesisResult(
             "pd_equilibrium_exists", "unknown", None, "simulation + Newton", None,
-            f"no PD equilibrium found (simulation limit: {eq.kind}), and tr F(Sigma) has no certified sign on the PD cone"))
+            f"no PD equilibrium found (simulation limit: {eq.kind}), and tr F(Sigma) has no certified sign on the PD cone")))
         return result
     found = cert.pd_equilibrium(p.A, p.B, p.V, S)
-    hyps.append(by_eta if found.status != "holds" and by_eta is not None and by_eta.status == "holds" else found)
+    hyps.append(PD_EQ.bind(by_eta if found.status != "holds" and by_eta is not None and by_eta.status == "holds" else found))
     M = p.A + p.V @ S @ p.B
     eig = np.linalg.eigvals(M)
     L = np.linalg.cholesky(S)
@@ -408,6 +480,7 @@ class EtaAnalysis:
         self.limit: riccati.Thm41Limit | None = None
         self.detect: core.Certificate | None = None
         self.Q: sp.Matrix | None = None
+        self.A = p.A
         self.zero_A = self.eta is None and not np.any(p.A)
         if self.zero_A:
             # A = 0 exactly (every pretrained head): spectrum {0}, no eigenvalue with Re > 0. Only Thm 4.11(2)
@@ -434,25 +507,32 @@ def _detect_hyp(ea: EtaAnalysis) -> core.HypothesisResult:
     if ea.Q is None:
         return core.HypothesisResult(name, "unknown", None, "exact PBH", None, "V is not a multiple of I")
     if not core.is_psd(ea.Q):
-        return core.HypothesisResult(name, "fails", None, "exact rational LDL^T", None,
-                                     "eta(B + B^T) has a positive eigenvalue: eq. (12) fails")
+        return DETECT.result("fails", definiteness_witness(ea.Q, strict=False), None, "exact rational LDL^T",
+                             "eta(B + B^T) has a positive eigenvalue: eq. (12) fails")
     strict = definite(ea.Q, "-eta(B + B^T)", 1)  # eq. (12) strictly: H > 0 leaves no unobservable subspace
     if strict.status == "holds":
-        return core.certified(name, "holds", strict.certificate, strict.margin,
-                              f"{strict.method}; H > 0, so (H, A) is observable at any size",
-                              "eta(B + B^T) < 0 (eq. (12) strictly): the unobservable subspace is {0}")
+        return DETECT.result("holds", strict.certificate, strict.margin,
+                             f"{strict.method}; H > 0, so (H, A) is observable at any size",
+                             "eta(B + B^T) < 0 (eq. (12) strictly): the unobservable subspace is {0}")
     if ea.detect is None:
         return core.HypothesisResult(name, "unknown", None, "exact PBH", None,
                                      f"eta(B + B^T) is singular and d is above the exact size cap {spectrum.EXACT_INERTIA_MAX}")
     status = "holds" if ea.detect.data["detectable"] else "fails"
-    return core.certified(name, status, ea.detect, None,
+    return DETECT.result(status, ea.detect, None,
                           "PBH: A on the unobservable subspace ker [Q; QA; ...] must be Hurwitz (exact nullspace + "
                           "exact spectral inertia)", ea.detect.claim)
 
 
+def _v_eta(p: GaussianParams, ea: EtaAnalysis) -> core.HypothesisResult:
+    ok = ea.eta is not None
+    return V_ETA.result("holds" if ok else "fails",
+                        predicate_certificate("scalar_identity", ok, V_ETA.proofs[0].subject, M=core.encode(core.qmat(p.V))),
+                        ea.eta, "exact comparison", f"eta = {ea.eta}" if ok else "V is not a multiple of I")
+
+
 def _eta_hyps(p: GaussianParams, ea: EtaAnalysis) -> list[core.HypothesisResult]:
     if ea.eta is None:
-        return [core.HypothesisResult("V = eta I", "fails", None, "exact comparison", None, "V is not a multiple of I")]
+        return [_v_eta(p, ea)]
     name = "unstable count k of A certified"
     if ea.count_cert is None:
         count = core.HypothesisResult(name, "unknown", None, "inertia theorem", None,
@@ -460,13 +540,10 @@ def _eta_hyps(p: GaussianParams, ea: EtaAnalysis) -> list[core.HypothesisResult]
     else:
         inertia = ea.count_cert.data.get("inertia")
         extra = f", {inertia[2]} on the imaginary axis" if inertia else ""
-        count = core.certified(name, "holds", ea.count_cert, None,
-                               "inertia theorem (exact LDL^T) or exact spectral inertia (charpoly + Sturm)",
-                               f"k = {ea.k} eigenvalues with Re > 0{extra}")
-    return [core.HypothesisResult("V = eta I", "holds", ea.eta, "exact comparison", None, f"eta = {ea.eta}"),
-            definite(p.Sigma0, "Sigma0", 1),
-            _detect_hyp(ea),
-            count]
+        count = COUNT.result("holds", ea.count_cert, None,
+                             "inertia theorem (exact LDL^T) or exact spectral inertia (root isolation; checked by Cauchy indices)",
+                             f"k = {ea.k} eigenvalues with Re > 0{extra}")
+    return [_v_eta(p, ea), SIGMA0_PD.bind(definite(p.Sigma0, "Sigma0", 1)), _detect_hyp(ea), count]
 
 
 def thm_4_1(p: GaussianParams, ea: EtaAnalysis) -> TheoremResult:
@@ -513,22 +590,26 @@ def thm_4_1(p: GaussianParams, ea: EtaAnalysis) -> TheoremResult:
 def _unstable_hyp(ea: EtaAnalysis) -> core.HypothesisResult:
     name = "A has an eigenvalue with Re > 0"
     if getattr(ea, "zero_A", False):
-        return core.HypothesisResult(name, "fails", None, "exact comparison", None, "A = 0: its spectrum is {0}")
+        zero = predicate_certificate("zero", True, {"M": "params.A"}, M=core.encode(core.qmat(ea.A)))
+        return A_UNSTABLE.result("fails", zero, None, "exact comparison", "A = 0: its spectrum is {0}")
     if ea.k is None or ea.count_cert is None:
         return core.HypothesisResult(name, "unknown", None, "certified unstable count", None,
                                      "no certificate: no Lyapunov matrix with an exact margin, and d is above the exact "
                                      f"spectral-inertia cap {spectrum.EXACT_INERTIA_MAX}")
-    return core.certified(name, "holds" if ea.k >= 1 else "fails", ea.count_cert, None,
-                          "certified unstable count (inertia theorem, exact LDL^T, or exact spectral inertia)",
-                          f"A has exactly {ea.k} eigenvalues with Re > 0")
+    return A_UNSTABLE.result("holds" if ea.k >= 1 else "fails", ea.count_cert, None,
+                             "certified unstable count (inertia theorem, exact LDL^T, or exact spectral inertia)",
+                             f"A has exactly {ea.k} eigenvalues with Re > 0")
 
 
 def thm_4_11(p: GaussianParams, ea: EtaAnalysis, item: int) -> TheoremResult:
     """Thm 4.11: mean limit for eta < 0 (1), divergence for eta > 0 with unstable A (2)."""
     hyps = _eta_hyps(p, ea)
     sign_ok = ea.eta is not None and ((ea.eta < 0) if item == 1 else (ea.eta > 0))
-    hyps.append(core.HypothesisResult("eta < 0" if item == 1 else "eta > 0", "holds" if sign_ok else "fails",
-                                      ea.eta, "exact comparison", None))
+    spec = ETA_NEG if item == 1 else ETA_POS
+    hyps.append(spec.result("holds" if sign_ok else "fails",
+                            predicate_certificate("scalar_identity_sign", sign_ok, spec.proofs[0].subject,
+                                                  M=core.encode(core.qmat(p.V)), sign=-1 if item == 1 else 1),
+                            ea.eta, "exact comparison"))
     if item == 2:
         hyps.append(_unstable_hyp(ea))
     result = TheoremResult(
@@ -546,7 +627,7 @@ def thm_4_11(p: GaussianParams, ea: EtaAnalysis, item: int) -> TheoremResult:
     if item == 1:
         mu_inf = riccati.mean_limit(p.A, p.B, ea.eta, ea.limit.Sigma_inf, p.b)
         result.prediction["mu_inf"] = None if mu_inf is None else mu_inf.tolist()
-        hyps.append(spectrum.hurwitz("A + eta Sigma_inf B + eta I Hurwitz", M, exact_data=False))
+        hyps.append(MEAN_HURWITZ.bind(spectrum.hurwitz("A + eta Sigma_inf B + eta I Hurwitz", M, exact_data=False)))
     else:
         result.prediction["mu"] = "diverges (generic mu0)"
     if result.applies:

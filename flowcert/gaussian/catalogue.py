@@ -20,10 +20,14 @@ import numpy as np
 import sympy as sp
 
 from .. import __version__
+from .. import bindings as bd
 from . import asymptotics
 from .regime import consistency as asymptotics_consistency
 from ..catalogue import CrossCheck, TheoremResult
+from ..certificates.conditions import lemma23_certificate
 from ..certificates.hypotheses import gram, holds_by, semidefinite, upper_eigenvalue_bound
+from ..certificates.identities import identity_certificate
+from ..certificates.predicates import predicate_certificate
 from ..limits import STAGE_SECONDS, stage_skip_reason
 from ..numeric.integration import BudgetExceeded, stage_budget
 from ..certificates import core
@@ -34,16 +38,31 @@ from ..symbolic import gaussian as sym
 ZERO_TOL = 1e-9
 
 
+# ---------------------------------------------------------------------------------------
+# The hypotheses of this module, each with its subject (flowcert.bindings)
+# ---------------------------------------------------------------------------------------
+
+ACTIVATION = bd.predicate("activation_identity", "equals", {"x": "params.activation"}, literal="identity")
+SIGMA0_PSD = bd.semidefinite("Sigma0 >= 0", "params.Sigma0")
+CONTINUOUS = bd.Hypothesis("coefficients_continuous", bd.predicate(
+    "", "numeric", {k: f"params.{k}" for k in ("A", "B", "V", "b")}).proofs, certifiable_holds=False)
+CLOSURE = bd.Hypothesis("moment_closure_proved", (bd.Proof("symbolic_identity", {}, bd.HOLDS,
+                                                          {"identity": "gaussian:moment_closure"}),))
+LEMMA23 = bd.Hypothesis("8 ||B||_2 lambda_max(Sigma0) < 1", (bd.Proof(
+    "lemma23_condition", {"B": "params.B", "Sigma0": "params.Sigma0"}, bd.by_value),))
+
+bd.register("gaussian",
+            bd.Entry("gaussian:prop-2.1", (ACTIVATION, SIGMA0_PSD, CONTINUOUS, CLOSURE)),
+            bd.Entry("gaussian:lemma-2.3", (LEMMA23,)),
+            bd.Entry("gaussian:prop-2.4", (SIGMA0_PSD, LEMMA23)),
+            bd.Entry("gaussian:lemma-3.1", (SIGMA0_PSD, CONTINUOUS)),
+            bd.Entry("gaussian:thm-3.3", (SIGMA0_PSD,)))
+
+
 def sigma0_psd(Sigma0: np.ndarray) -> core.HypothesisResult:
-    r""":math:`\Sigma_0\succeq0`: read off exactly for a diagonal matrix (nonnegative diagonal, every other
-    float entry exactly zero), else the exact rational verdict of :func:`semidefinite`."""
-    S = np.asarray(Sigma0, dtype=float)
-    diag = np.diag(S)
-    if S.ndim == 2 and S.shape[0] == S.shape[1] and np.array_equal(S, np.diag(diag)) and np.all(diag >= 0):
-        return core.HypothesisResult("Sigma0 >= 0", "holds", float(diag.min()) if diag.size else 0.0,
-                                     "exact comparison: diagonal with nonnegative entries", None,
-                                     "a diagonal matrix is PSD iff its diagonal is nonnegative")
-    return semidefinite(Sigma0, "Sigma0")
+    r""":math:`\Sigma_0\succeq0`, the exact rational verdict of :func:`semidefinite` (a diagonal matrix is
+    decided at once by the checkers' own inertia), bound to ``params.Sigma0``."""
+    return SIGMA0_PSD.bind(semidefinite(Sigma0, "Sigma0"))
 
 
 def coefficients(p: GaussianParams) -> ng.Coefficients:
@@ -59,19 +78,20 @@ def coefficients(p: GaussianParams) -> ng.Coefficients:
 def prop_2_1(p: GaussianParams, simulate: bool, seed: int = 0) -> TheoremResult:
     """Prop. 2.1: Gaussian data stay Gaussian, with moments solving eq. (7)."""
     proofs = sym.proofs()
+    identity = p.activation == "identity"
+    closure = identity_certificate("gaussian:moment_closure")
     hyps = [
-        holds_by("activation_identity", "parameter") if p.activation == "identity"
-        else core.HypothesisResult("activation_identity", "fails", None, "parameter", None, f"activation is {p.activation}"),
+        ACTIVATION.result("holds" if identity else "fails",
+                          predicate_certificate("equals", identity, ACTIVATION.proofs[0].subject, x=p.activation,
+                                                literal="identity"),
+                          None, "parameter", "" if identity else f"activation is {p.activation}"),
         sigma0_psd(p.Sigma0),
         _continuity(p),
-        core.HypothesisResult(
-            "moment_closure_proved",
-            "holds" if all(q.proved for q in proofs) else "unknown",
-            None,
-            "SymPy matrix-level normal forms (size-independent)",
-            None,
-            ", ".join(f"{q.name}: {'0' if q.proved else 'nonzero'}" for q in proofs),
-        ),
+        CLOSURE.result("holds", closure, None, "SymPy matrix-level normal forms (size-independent)",
+                       ", ".join(f"{q.name}: {'0' if q.proved else 'nonzero'}" for q in proofs))
+        if all(q.proved for q in proofs) else
+        core.HypothesisResult("moment_closure_proved", "unknown", None, "SymPy matrix-level normal forms", None,
+                              ", ".join(f"{q.name}: {'0' if q.proved else 'nonzero'}" for q in proofs)),
     ]
     prediction = {
         "law": "rho_t = N(mu(t), Sigma(t)) on [0, T_max), (mu, Sigma) solving eq. (7)",
@@ -92,7 +112,9 @@ def prop_2_1(p: GaussianParams, simulate: bool, seed: int = 0) -> TheoremResult:
 
 def _continuity(p: GaussianParams) -> core.HypothesisResult:
     if not p.time_varying:
-        return holds_by("coefficients_continuous", "constant parameters")
+        data = {k: np.asarray(getattr(p, k), float).tolist() for k in ("A", "B", "V", "b")}
+        return CONTINUOUS.result("holds", predicate_certificate("numeric", True, CONTINUOUS.proofs[0].subject, **data),
+                                 None, "constant parameters")
     from ..certificates.continuity import certify_continuous
 
     t = sp.Symbol("t", real=True)
@@ -177,7 +199,7 @@ def particle_cross_check(p: GaussianParams, seed: int = 0) -> CrossCheck:
 def lemma_3_1(p: GaussianParams) -> TheoremResult:
     """Lemma 3.1: Sigma(t) = Psi Sigma0 Psi^T with det Psi > 0, so rank and inertia are constant."""
     t_end = min(p.t_end, 10.0)
-    rank_cert = core.inertia_certificate(p.Sigma0, "Sigma0")
+    rank_cert = bd.stamp(core.inertia_certificate(p.Sigma0, "Sigma0"), {"M": "params.Sigma0"})
     n_pos, n_neg, n_zero = rank_cert.data["inertia"]
     r0 = n_pos + n_neg  # exact rank of the given Sigma0 (the numerical rank may differ)
     result = TheoremResult(
@@ -270,21 +292,32 @@ def thm_3_3(p: GaussianParams, seed: int = 0) -> TheoremResult:
 
 
 def _lemma23_hypothesis(p: GaussianParams) -> core.HypothesisResult:
-    """:math:`8\\|B\\|_2\\lambda_{\\max}(\\Sigma_0)<1`, from exact eigenvalue upper bounds."""
-    name = "8 ||B||_2 lambda_max(Sigma0) < 1"
+    """:math:`8\\|B\\|_2\\lambda_{\\max}(\\Sigma_0)<1`, from exact eigenvalue bounds (``lemma23_condition``:
+    upper bounds prove it, Rayleigh quotients refute it)."""
+    name = LEMMA23.name
     value = 8 * float(np.linalg.norm(p.B, 2)) * float(np.linalg.eigvalsh(p.Sigma0).max()) if not p.time_varying else None
     if value is not None and value > 1 + 1e-6:
         # exact bounds u >= ||B||^2, w >= lambda_max give 64 u w^2 >= value^2 > 1: they could never prove 'holds'
-        return core.HypothesisResult(name, "fails", 1 - value, "eigenvalues", None, f"8 ||B|| lambda_max = {value:.4g}")
+        return _lemma23_refuted(p, value)
     u = upper_eigenvalue_bound(gram(p.B)) if not p.time_varying else None
     w = upper_eigenvalue_bound(p.Sigma0)
     if u is None or w is None:
         return core.HypothesisResult(name, "unknown", None, "exact eigenvalue bounds", None, "constant B needed")
-    if 64 * u * w * w < 1:
-        return core.HypothesisResult(name, "holds", 1 - value, "exact bounds ||B||^2 <= u, lambda_max <= w, 64 u w^2 < 1", None,
-                                     f"8 ||B|| lambda_max = {value:.4g}")
-    return core.HypothesisResult(name, "fails" if value > 1 + 1e-9 else "unknown", 1 - value, "eigenvalues", None,
-                                 f"8 ||B|| lambda_max = {value:.4g}")
+    if 64 * u * w * w < 1 and w >= 0:
+        return LEMMA23.result("holds", lemma23_certificate(p.B, p.Sigma0, u, w), 1 - value,
+                              "exact bounds ||B||^2 <= u, lambda_max <= w, 64 u w^2 < 1", f"8 ||B|| lambda_max = {value:.4g}")
+    if value > 1 + 1e-9:
+        return _lemma23_refuted(p, value)
+    return core.HypothesisResult(name, "unknown", 1 - value, "eigenvalues", None, f"8 ||B|| lambda_max = {value:.4g}")
+
+
+def _lemma23_refuted(p: GaussianParams, value: float) -> core.HypothesisResult:
+    """``fails`` with Rayleigh-quotient lower bounds when they refute the condition exactly, else uncertified."""
+    out = LEMMA23.result("fails", lemma23_certificate(p.B, p.Sigma0, None, None), 1 - value,
+                         "exact Rayleigh quotients ||Bx||^2/||x||^2, y^T Sigma0 y/||y||^2", f"8 ||B|| lambda_max = {value:.4g}")
+    if out.status == "fails":
+        return out
+    return core.HypothesisResult(LEMMA23.name, "fails", 1 - value, "eigenvalues", None, f"8 ||B|| lambda_max = {value:.4g}")
 
 
 def lemma_2_3(p: GaussianParams) -> TheoremResult:

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from ..bindings import stamp, stamp_result
 from ..certificates import core, spectrum
 from ..certificates import gaussian as cert
 from ..catalogue import TheoremResult
@@ -103,7 +104,7 @@ def riccati_facts(p: GaussianParams) -> dict[str, Any]:
             "argument": (f"(H, A) is not detectable ({det.claim}); an unobservable eigenvector x with Re lambda > 0 "
                          "has x^* Sigma(t)^-1 x = e^{-2 Re lambda t} x^* Sigma0^-1 x -> 0, so ||Sigma(t)|| grows at "
                          "least like e^{2 Re lambda t}; P = Sigma^-1 stays PD, so no blow-up"),
-            "certificate": det.to_json()}
+            "certificate": stamp(det, {"A": "params.A", "Q": _Q_SUBJECT}).to_json()}
     elif not det.data["detectable"] and p_ == 0 and z_ > 0:
         if core.is_psd(-(Aq + Aq.T)):
             out["bounded"] = ("unobservable modes on the imaginary axis, A + A^T <= 0 (exact): Sigma(t) <= "
@@ -174,7 +175,7 @@ def regime(p: GaussianParams, sol: ng.MomentSolution, eq: Any, by_id: dict[str, 
                          f"(horizon extended within a budget of {eq.BUDGET:g} x t_end, at most {eq.MAX_T:g})")
     else:
         stab = cert.stability(p.A, p.B, p.V, eq.S)
-        out["equilibrium"] = stab.to_json()
+        out["equilibrium"] = stamp_result(stab, {"A": "params.A", "B": "params.B", "V": "params.V"}).to_json()
         if stab.status == "holds":
             out.update(Sigma=f"converges_{eq.kind}", Sigma_inf=eq.S.tolist(), argument=(
                 f"run settled by t = {eq.horizon:.6g}; Newton from its end + certified exponential stability of the "
@@ -353,3 +354,90 @@ def lemma_4_4_design(Sigma_inf: Any, K: Any, V: Any, B: Any) -> dict[str, Any]:
     return {"A": np.array(A.tolist(), dtype=float).tolist(), "A_exact": core.encode(A),
             "residual_is_zero": bool(F.is_zero_matrix), "M_spectrum": [[float(z.real), float(z.imag)] for z in eig],
             "lemma": "gaussian:lemma-4.4", "formula": "A = K Sigma_inf^-1 - V Sigma_inf B, K skew"}
+
+
+# ---------------------------------------------------------------------------------------
+# ``flowcert recheck``: the certified part of the regime, re-derived from the theorem records
+# ---------------------------------------------------------------------------------------
+
+
+def check_regime(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """Refusals ``(JSON path, reason)`` of a saved document's ``regime``, re-derived from its theorem
+    records (whose statuses and ``applies`` the recheck has bound to certificates): a certified claim
+    needs the theorem that proves it, with the same numbers, and no claim may contradict one.
+
+    A ``basis: simulation`` regime is an observation: it is checked not to contradict a certified
+    theorem, not re-derived.
+    """
+    reg = doc.get("regime")
+    if not isinstance(reg, dict):
+        return []
+    th = {t.get("id"): t for t in doc.get("theorems", []) if isinstance(t, dict)}
+    out: list[tuple[str, str]] = []
+
+    def applies(i: str) -> bool:
+        return th.get(i, {}).get("applies") is True
+
+    def hold(i: str, names: tuple[str, ...]) -> bool:
+        hs = {h.get("name"): h.get("status") for h in th.get(i, {}).get("hypotheses", []) if isinstance(h, dict)}
+        return all(hs.get(n) == "holds" for n in names)
+
+    kind, basis = reg.get("Sigma"), reg.get("basis")
+    blowup = [i for i in ("1", "2") if applies(f"gaussian:thm-4.8.{i}")]
+    if blowup and kind not in ("blows_up", "unknown"):
+        out.append(("$.regime.Sigma", f"Theorem 4.8 ({blowup[0]}) applies, so the regime is blows_up, not {kind!r}"))
+    if kind == "blows_up":
+        if basis != "certified" or not blowup:
+            out.append(("$.regime.Sigma", "blows_up needs a proof: no Theorem 4.8 entry applies in this document"))
+        elif reg.get("argument") not in [f"Theorem 4.8 ({i})" for i in blowup]:
+            out.append(("$.regime.argument", f"argument {reg.get('argument')!r} is not an applying Theorem 4.8"))
+        else:
+            i = reg["argument"][-2]
+            want = th[f"gaussian:thm-4.8.{i}"].get("prediction", {}).get("blowup_time_upper_bound")
+            if reg.get("blowup_time_upper_bound") != want:
+                out.append(("$.regime.blowup_time_upper_bound",
+                            f"{reg.get('blowup_time_upper_bound')!r} is not Theorem 4.8 ({i})'s bound {want!r}"))
+    elif basis == "certified":
+        t41 = th.get("gaussian:thm-4.1", {}).get("prediction", {})
+        if isinstance(kind, str) and kind.startswith("converges_"):
+            by41 = applies("gaussian:thm-4.1") and t41.get("Sigma_inf") is not None and reg.get("Sigma_inf") == t41["Sigma_inf"]
+            if by41:
+                k, d = t41.get("rank"), len(t41["Sigma_inf"])
+                want = "converges_zero" if k == 0 else "converges_pd" if k == d else "converges_singular"
+                by41 = kind == want
+            by472 = (applies("gaussian:thm-4.7.2") and kind == "converges_zero"
+                     and not np.any(np.asarray(reg.get("Sigma_inf") or [[1.0]], dtype=float)))
+            if not (by41 or by472):
+                out.append(("$.regime.Sigma", f"certified {kind} with this Sigma_inf follows from no applying "
+                                              "theorem (Theorem 4.1 with its limit, Theorem 4.7 (2))"))
+        elif kind == "unbounded":
+            c = (reg.get("growth_rate") or {}).get("certificate") or {}
+            data = c.get("data") or {}
+            if (c.get("kind") != "detectability" or data.get("detectable") is not False
+                    or not (data.get("inertia") or [0])[0] > 0 or c.get("subject") != {"A": "params.A", "Q": _Q_SUBJECT}):
+                out.append(("$.regime.growth_rate.certificate", "certified unbounded needs a detectability certificate "
+                                                                "of (params.A, Q) with an unobservable unstable mode"))
+        elif kind == "bounded":
+            if not hold("gaussian:thm-4.7.3", ("-V > 0", "B > 0")):
+                out.append(("$.regime.Sigma", "certified bounded needs the trace bound of Theorem 4.7 (-V > 0, B > 0 hold)"))
+        else:
+            out.append(("$.regime.basis", f"basis certified with Sigma {kind!r}: nothing certified to re-derive"))
+    if applies("gaussian:thm-4.7.2") and kind not in ("converges_zero", "unknown"):
+        out.append(("$.regime.Sigma", f"Theorem 4.7 (2) applies (Sigma -> 0) but the regime says {kind!r}"))
+    if reg.get("trace_bound") is not None:
+        t473 = th.get("gaussian:thm-4.7.3", {})
+        if not hold("gaussian:thm-4.7.3", ("-V > 0", "B > 0")) or reg["trace_bound"] != t473.get("prediction", {}).get("trace_bound"):
+            out.append(("$.regime.trace_bound", "the trace bound is not Theorem 4.7's for these parameters"))
+    return out
+
+
+_Q_SUBJECT = "-params.V[0,0]*(params.B + params.B^T)"
+
+
+def _register() -> None:
+    from ..bindings import EXTRA_CHECKS
+
+    EXTRA_CHECKS["gaussian"] = check_regime
+
+
+_register()

@@ -1,0 +1,132 @@
+r"""Scalar conditions of the gaussian theorems on certified eigenvalue bounds (gaussian paper).
+
+Two sided bounds of an extreme eigenvalue of a symmetric rational :math:`M`, each with its witness:
+
+* :math:`\lambda_{\min}(M)\ge\ell` because :math:`M-\ell I\succeq0` (decided by the checkers' own
+  inertia, :mod:`.second_opinion`); :math:`\lambda_{\min}(M)\le v^\top Mv/v^\top v` for any rational
+  :math:`v\ne0` (Rayleigh). :math:`\lambda_{\max}(M)=-\lambda_{\min}(-M)`.
+
+Kind ``lemma23_condition`` (Lemma 2.3 / Prop. 2.4): :math:`8\|B\|_2\lambda_{\max}(\Sigma_0)<1`.
+*holds*: :math:`uI-B^\top B\succeq0`, :math:`wI-\Sigma_0\succeq0`, :math:`w\ge0`, :math:`64uw^2<1`
+(so :math:`64\|B\|^2\lambda_{\max}^2<1`). *fails*: Rayleigh vectors :math:`x,y` with
+:math:`\ell_B=|Bx|^2/|x|^2\le\|B\|^2`, :math:`\ell_S=y^\top\Sigma_0y/|y|^2\le\lambda_{\max}(\Sigma_0)`,
+:math:`\ell_S\ge0` and :math:`64\ell_B\ell_S^2>1`.
+
+Kind ``thm48_trace_condition`` (Thm 4.8 (2), eq. (20)): with
+:math:`\alpha=\lambda_{\min}(A+A^\top)`, :math:`\beta=2\lambda_{\min}(V)\lambda_{\min}(B)/d`,
+the condition :math:`\beta>0` and :math:`\beta\operatorname{tr}\Sigma_0+\alpha>0`. Each smallest
+eigenvalue is enclosed by a certified lower bound and a Rayleigh upper bound; interval arithmetic
+then proves the condition (``value`` true) or its negation (``value`` false: the upper bounds give
+:math:`\beta\le0` or :math:`\beta\operatorname{tr}\Sigma_0+\alpha\le0`).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from . import core
+
+__all__ = ["lemma23_certificate", "thm48_trace_certificate"]
+
+
+def _q(x: Any) -> Any:
+    return core._fmpq(x)
+
+
+def _rayleigh(M: Any, v: list[str]) -> Any:
+    x = core.qmat([[s] for s in v])
+    den = (x.transpose() * x)[0, 0]
+    if den == 0:
+        raise ValueError("zero Rayleigh vector")
+    return (x.transpose() * M * x)[0, 0] / den
+
+
+def _lower_holds(M: Any, ell: Any) -> bool:
+    from .second_opinion import is_psd
+
+    return is_psd(core.shift(M, ell))
+
+
+def _float_vector(M: np.ndarray, top: bool) -> list[str]:
+    w, U = np.linalg.eigh(0.5 * (M + M.T))
+    u = U[:, -1 if top else 0]
+    u = u / max(float(np.abs(u).max()), 1e-300)
+    return [str(int(x)) for x in np.round(u * 2**30)]
+
+
+def _check_lemma23(data: dict[str, Any]) -> bool:
+    B, S = core.qmat(data["B"]), core.qmat(data["Sigma0"])
+    if S != S.transpose():
+        return False
+    if data["value"] is True:
+        u, w = _q(data["u"]), _q(data["w"])
+        return (w >= 0 and 64 * u * w * w < 1 and _lower_holds(-(B.transpose() * B), -u)
+                and _lower_holds(-S, -w))
+    if data["value"] is False:
+        lb = _rayleigh(B.transpose() * B, data["x"])
+        ls = _rayleigh(S, data["y"])
+        return ls >= 0 and 64 * lb * ls * ls > 1
+    return False
+
+
+def lemma23_certificate(B: np.ndarray, Sigma0: np.ndarray, u: Fraction | None, w: Fraction | None) -> core.Certificate | None:
+    """The ``lemma23_condition`` certificate: with rational bounds ``u >= ||B||^2``, ``w >= lambda_max``
+    it proves the condition; without, Rayleigh vectors of float eigenvectors try to refute it."""
+    data: dict[str, Any] = {"B": core.encode(core.qmat(B)), "Sigma0": core.encode(core.qmat(Sigma0))}
+    if u is not None and w is not None:
+        data.update(value=True, u=str(_q(u)), w=str(_q(w)))
+    else:
+        data.update(value=False, x=_float_vector(B.T @ B, top=True), y=_float_vector(Sigma0, top=True))
+    from .claims import claim
+
+    return core.Certificate("lemma23_condition", claim("lemma23_condition", data) or "", data,
+                            checker="exact-eigenvalue-bounds")
+
+
+def _enclosure(M: Any, lo: str, v: list[str]) -> tuple[Any, Any] | None:
+    """``(lo, up)`` around lambda_min(M) once both witnesses check, else None."""
+    ell, up = _q(lo), _rayleigh(M, v)
+    return (ell, up) if ell <= up and _lower_holds(M, ell) else None
+
+
+def _mul(x: tuple[Any, Any], y: tuple[Any, Any]) -> tuple[Any, Any]:
+    p = [a * b for a in x for b in y]
+    return min(p), max(p)
+
+
+def _check_thm48(data: dict[str, Any]) -> bool:
+    A, V, B, S = (core.qmat(data[k]) for k in ("A", "V", "B", "Sigma0"))
+    d = A.nrows()
+    if any(M != M.transpose() for M in (V, B, S)) or d == 0:
+        return False
+    encl = [_enclosure(M, data[f"{k}_lo"], data[f"{k}_v"])
+            for k, M in (("alpha", A + A.transpose()), ("lam_v", V), ("lam_b", B))]
+    if any(e is None for e in encl):
+        return False
+    alpha, lv, lb = encl  # type: ignore[misc]
+    beta = _mul((_q(2) / d, _q(2) / d), _mul(lv, lb))
+    tr = sum((S[i, i] for i in range(d)), _q(0))
+    low, high = beta[0] * tr + alpha[0], beta[1] * tr + alpha[1]
+    if data["value"] is True:
+        return beta[0] > 0 and low > 0
+    if data["value"] is False:
+        return beta[1] <= 0 or high <= 0
+    return False
+
+
+def thm48_trace_certificate(A: np.ndarray, V: np.ndarray, B: np.ndarray, Sigma0: np.ndarray,
+                            lows: tuple[Fraction, Fraction, Fraction], value: bool) -> core.Certificate:
+    """The ``thm48_trace_condition`` certificate from certified lower bounds of lambda_min of
+    A + A^T, V, B (in that order) and float eigenvectors for the Rayleigh upper bounds."""
+    from .claims import claim
+
+    data: dict[str, Any] = {k: core.encode(core.qmat(M)) for k, M in (("A", A), ("V", V), ("B", B), ("Sigma0", Sigma0))}
+    for k, M, lo in (("alpha", A + A.T, lows[0]), ("lam_v", V, lows[1]), ("lam_b", B, lows[2])):
+        data[f"{k}_lo"] = str(_q(lo))
+        data[f"{k}_v"] = _float_vector(np.asarray(M, float), top=False)
+    data["value"] = bool(value)
+    return core.Certificate("thm48_trace_condition", claim("thm48_trace_condition", data) or "", data,
+                            checker="exact-eigenvalue-bounds")

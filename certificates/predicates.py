@@ -1,0 +1,143 @@
+r"""Exact predicates of parameters, and the two witnesses of a failed definiteness claim.
+
+Kind ``predicate``: ``data = {"predicate": name, "value": bool, **arguments}``; the checker evaluates
+the named predicate on the arguments exactly and accepts iff it equals ``value``. So the
+certificate proves the predicate *or its negation*, whichever ``value`` says. Predicates:
+
+* ``scalar_identity``: :math:`M=\eta I` for some rational :math:`\eta` (``M``);
+* ``scalar_identity_sign``: :math:`M=\eta I` with :math:`\operatorname{sign}\eta=s` (``M``, ``sign``);
+* ``zero``: :math:`M=0` (``M``);
+* ``equals``: ``x == literal`` (JSON equality: strings, booleans, integers);
+* ``even``: the integer ``x`` is even;
+* ``numeric``: every entry of every argument is a number (no expression in :math:`t`), so the
+  parameters are constant.
+
+Kind ``not_psd``: a rational :math:`v` with :math:`v^\top Mv<0`, so :math:`M\not\succeq0`.
+Kind ``not_pd``: a rational :math:`v\ne0` with :math:`v^\top Mv\le0`, so :math:`M\not\succ0`.
+Kind ``not_symmetric``: indices :math:`i,j` with :math:`M_{ij}\ne M_{ji}` (so :math:`M` is neither
+:math:`\succeq0` nor :math:`\succ0` in the symmetric sense the papers use).
+Each checker re-evaluates its witness exactly; none calls the code that found it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from . import core
+
+__all__ = ["PREDICATES", "predicate_certificate", "definiteness_witness"]
+
+
+def _scalar(M: Any) -> Any:
+    """eta when the square M equals eta I exactly, else None."""
+    Q = core.qmat(M)
+    n = Q.nrows()
+    if n == 0 or Q.ncols() != n:
+        return None
+    eta = Q[0, 0]
+    ok = all(Q[i, j] == (eta if i == j else 0) for i in range(n) for j in range(n))
+    return eta if ok else None
+
+
+def _numeric(data: dict[str, Any]) -> bool:
+    """Every argument (every field but ``predicate`` and ``value``) holds numbers only."""
+    def walk(x: Any) -> bool:
+        if isinstance(x, list):
+            return all(walk(y) for y in x)
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+    return all(walk(v) for k, v in data.items() if k not in ("predicate", "value"))
+
+
+#: name -> (function of the data giving the predicate's truth, text of the claim given its subject names)
+PREDICATES: dict[str, tuple[Callable[[dict[str, Any]], bool], Callable[[dict[str, Any], dict[str, str]], str]]] = {
+    "scalar_identity": (lambda d: _scalar(d["M"]) is not None,
+                        lambda d, w: f"{w['M']} is a multiple of the identity"),
+    "scalar_identity_sign": (lambda d: (e := _scalar(d["M"])) is not None and (e > 0 if int(d["sign"]) > 0 else e < 0),
+                             lambda d, w: f"{w['M']} = eta I with eta {'>' if int(d['sign']) > 0 else '<'} 0"),
+    "zero": (lambda d: not any(core.qmat(d["M"]).entries()),
+             lambda d, w: f"{w['M']} = 0"),
+    "equals": (lambda d: d["x"] == d["literal"] and type(d["x"]) is type(d["literal"]),
+               lambda d, w: f"{w['x']} = {d['literal']!r}"),
+    "even": (lambda d: isinstance(d["x"], int) and not isinstance(d["x"], bool) and d["x"] % 2 == 0,
+             lambda d, w: f"{w['x']} is even"),
+    "numeric": (_numeric,
+                lambda d, w: ", ".join(w[k] for k in d if k not in ("predicate", "value"))
+                + " are constant (numbers, no expression in t)"),
+}
+
+
+def predicate_claim(data: dict[str, Any], what: dict[str, str]) -> str:
+    """The claim a ``predicate`` certificate proves (its negation when ``value`` is false)."""
+    _, text = PREDICATES[data["predicate"]]
+    body = text(data, what)
+    return body if data["value"] is True else f"not ({body})"
+
+
+def _check_predicate(data: dict[str, Any]) -> bool:
+    entry = PREDICATES.get(data.get("predicate"))
+    if entry is None or not isinstance(data.get("value"), bool):
+        return False
+    return entry[0](data) is data["value"]
+
+
+def predicate_certificate(predicate: str, value: bool, subject: dict[str, str] | None = None,
+                          **arguments: Any) -> core.Certificate:
+    """A ``predicate`` certificate (its claim from :func:`predicate_claim`; ``subject``: field -> expression)."""
+    data = {"predicate": predicate, "value": bool(value), **arguments}
+    what = {k: (subject or {}).get(k, k) for k in arguments}
+    return core.Certificate("predicate", predicate_claim(data, what), data, checker="exact-predicate",
+                            subject=subject)
+
+
+def _quad(M: Any, v: list[str]) -> Any:
+    Q = core.qmat(M)
+    x = core.qmat([[s] for s in v])
+    if Q.nrows() != Q.ncols() or x.nrows() != Q.ncols() or not any(x.entries()):
+        return None
+    return (x.transpose() * Q * x)[0, 0]
+
+
+def _check_not_psd(data: dict[str, Any]) -> bool:
+    q = _quad(data["M"], data["v"])
+    return q is not None and q < 0
+
+
+def _check_not_pd(data: dict[str, Any]) -> bool:
+    q = _quad(data["M"], data["v"])
+    return q is not None and q <= 0
+
+
+def _check_not_symmetric(data: dict[str, Any]) -> bool:
+    Q = core.qmat(data["M"])
+    i, j = int(data["i"]), int(data["j"])
+    return Q.nrows() == Q.ncols() and 0 <= i < Q.nrows() and 0 <= j < Q.nrows() and Q[i, j] != Q[j, i]
+
+
+def definiteness_witness(M: Any, strict: bool, witness: Any = None) -> core.Certificate | None:
+    r"""A certificate that :math:`M\not\succ0` (``strict``) or :math:`M\not\succeq0`: an asymmetric pair,
+    or a rational ``witness`` :math:`v` (or a float eigenvector, rounded) with :math:`v^\top Mv<0`
+    (:math:`\le0` when ``strict``); None when no witness is found."""
+    import numpy as np
+
+    Q = core.qmat(M)
+    n = Q.nrows()
+    if n != Q.ncols() or n == 0:
+        return None
+    if Q != Q.transpose():
+        i, j = next((i, j) for i in range(n) for j in range(n) if Q[i, j] != Q[j, i])
+        return core.Certificate("not_symmetric", "", {"M": core.encode(Q), "i": i, "j": j}, checker="exact-entries")
+    kind = "not_pd" if strict else "not_psd"
+    candidates = []
+    if witness is not None:
+        candidates.append([str(x) for x in witness])
+    F = core._floats(Q)
+    if F is not None:
+        w, U = np.linalg.eigh(F)
+        u = U[:, 0] / max(float(np.abs(U[:, 0]).max()), 1e-300)
+        candidates.append([str(int(x)) for x in np.round(u * 2**30)])
+    for v in candidates:
+        data = {"M": core.encode(Q), "v": v}
+        if (_check_not_pd if strict else _check_not_psd)(data):
+            return core.Certificate(kind, "", data, checker="exact-quadratic-form")
+    return None

@@ -1,0 +1,220 @@
+r"""What each hypothesis of the catalogue is about: its subject, and the certificates that decide it.
+
+A hypothesis is declared once, next to the code that decides it, as a :class:`Hypothesis`: its name
+(as it appears in documents) and, for each certificate kind that can decide it, a :class:`Proof`:
+
+* ``subject``: each data field of the certificate as an exact expression over the document's inputs
+  (``{"M": "params.Sigma0"}``, ``{"J": "-params.A"}``; :mod:`flowcert.certificates.subjects`);
+* ``proves``: the status the certificate establishes, ``"holds"`` or ``"fails"``, or a function of its
+  data that says which (an exact inertia proves "Re spec A < 0" or refutes it).
+
+The decision code passes its result through :meth:`Hypothesis.bind`, which stamps the subject and the
+claim derived from the data (:mod:`flowcert.certificates.claims`) on the certificate. A catalogue entry
+lists its hypotheses in an :class:`Entry`; :func:`register` files it under its system, where
+``flowcert recheck`` finds it to re-derive, for a saved document, every subject from the document's
+own parameters, every status from its certificate, every claim text and ``applies``
+(:mod:`flowcert.recheck`). A document's parameters are trusted as *its* subject; the theorem that a
+verified hypothesis set implies the conclusion is the paper's (and this catalogue's) responsibility.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .certificates.core import Certificate, HypothesisResult
+
+__all__ = ["HOLDS", "FAILS", "Proof", "Hypothesis", "Entry", "register", "entry", "entries_of", "EXTRA_CHECKS",
+           "definite", "semidefinite", "hurwitz", "predicate", "by_value"]
+
+HOLDS, FAILS = "holds", "fails"
+
+
+@dataclass(frozen=True)
+class Proof:
+    """One way a certificate kind decides a hypothesis: its subject and the status it proves."""
+
+    kind: str
+    subject: Mapping[str, str]
+    proves: str | Callable[[Mapping[str, Any]], str | None]
+    #: data entries that must have exactly these values (which predicate, which literal, which identity)
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+    #: tells apart two proofs of one kind with different subjects (``Hypothesis.bind(res, key=...)``)
+    key: str = ""
+
+    def direction(self, data: Mapping[str, Any]) -> str | None:
+        """``holds`` / ``fails`` as the (accepted) certificate's data establish, None if neither (also when
+        a ``fixed`` entry differs: the certificate then speaks of something else)."""
+        if any(data.get(k) != v for k, v in self.fixed.items()):
+            return None
+        if isinstance(self.proves, str):
+            return self.proves
+        try:
+            return self.proves(data)
+        except (KeyError, TypeError, ValueError, IndexError):
+            return None
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """A named hypothesis of the catalogue and the certificates that can decide it."""
+
+    name: str
+    proofs: tuple[Proof, ...] = ()
+    #: False when a ``holds`` may stand without a certificate on some path (then reported as resting on
+    #: no bound certificate, never refused): continuity of time-varying coefficients today
+    certifiable_holds: bool = True
+
+    def proof(self, kind: str, key: str | None = None) -> Proof | None:
+        """The (first) declared proof of certificate kind ``kind`` (with ``key`` if given), or None."""
+        return next((p for p in self.proofs if p.kind == kind and (key is None or p.key == key)), None)
+
+    def proofs_of(self, kind: str) -> list[Proof]:
+        """Every declared proof of certificate kind ``kind``."""
+        return [p for p in self.proofs if p.kind == kind]
+
+    def bind(self, res: HypothesisResult, key: str | None = None) -> HypothesisResult:
+        """``res`` with its certificate bound: the declared subject and the claim derived from its data.
+
+        Raises
+        ------
+        ValueError
+            ``res`` is for another hypothesis, carries a certificate of an undeclared kind, or a
+            certificate that proves another status than ``res`` says (a programming error: the
+            declaration and the decision code disagree).
+        """
+        from .certificates.claims import claim
+
+        if res.name != self.name:
+            raise ValueError(f"binding '{self.name}' to a result named '{res.name}'")
+        cert = res.certificate
+        if cert is None:
+            return res
+        proof = self.proof(cert.kind, key)
+        if proof is None:
+            raise ValueError(f"'{self.name}' declares no {cert.kind} certificate" + (f" with key {key!r}" if key else ""))
+        if proof.direction(cert.data) != res.status:
+            raise ValueError(f"'{self.name}': a {cert.kind} certificate proves {proof.direction(cert.data)}, "
+                             f"the result says {res.status}")
+        text = claim(cert.kind, cert.data, dict(proof.subject)) or cert.claim
+        bound = dataclasses.replace(cert, claim=text, subject=dict(proof.subject))
+        return dataclasses.replace(res, certificate=bound)
+
+    def result(self, status: str, cert: Certificate | None, margin: float | None, method: str,
+               detail: str = "", key: str | None = None) -> HypothesisResult:
+        """A result of this hypothesis; with a certificate, ``status`` stands only if it re-checks
+        (else ``unknown``); without one, a ``fails`` is reported uncertified and nothing else is allowed."""
+        from .certificates.core import certified
+
+        if cert is None:
+            if status == HOLDS and self.certifiable_holds:
+                raise ValueError(f"'{self.name}' holds only with a certificate")
+            return HypothesisResult(self.name, status, margin, method, None, detail)
+        return self.bind(certified(self.name, status, cert, margin, method, detail), key)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """The hypotheses a catalogue entry may report, in order; ``optional`` ones appear only on some paths
+    (a later hypothesis after an earlier one holds, a check that needs a simulated equilibrium)."""
+
+    id: str
+    hypotheses: tuple[Hypothesis, ...]
+    optional: frozenset[str] = field(default_factory=frozenset)
+
+    def by_name(self, name: str) -> Hypothesis | None:
+        """The declared hypothesis called ``name``, or None."""
+        return next((h for h in self.hypotheses if h.name == name), None)
+
+
+_REGISTRY: dict[str, dict[str, Entry]] = {}
+
+#: system -> ``check(doc) -> [(JSON path, reason)]``: document-level checks beyond the theorems
+#: (the gaussian regime), run by ``flowcert recheck`` after the theorems.
+EXTRA_CHECKS: dict[str, Callable[[Mapping[str, Any]], list[tuple[str, str]]]] = {}
+
+#: system -> modules whose import registers its entries (imported by :func:`entries_of` on first use)
+MODULES: dict[str, tuple[str, ...]] = {
+    "gaussian": ("flowcert.gaussian.catalogue", "flowcert.gaussian.asymptotics", "flowcert.gaussian.regime"),
+}
+
+
+def register(system: str, *entries: Entry) -> None:
+    """File catalogue entries under ``system`` (an id registered twice must be the same entry)."""
+    table = _REGISTRY.setdefault(system, {})
+    for e in entries:
+        if e.id in table and table[e.id] != e:
+            raise ValueError(f"entry {e.id} registered twice with different hypotheses")
+        table[e.id] = e
+
+
+def entries_of(system: str) -> dict[str, Entry]:
+    """Every registered entry of ``system`` by id (imports the system's catalogue modules once)."""
+    import importlib
+
+    for module in MODULES.get(system, ()):
+        importlib.import_module(module)
+    return _REGISTRY.get(system, {})
+
+
+def entry(system: str, theorem_id: str) -> Entry | None:
+    """The registered entry ``theorem_id`` of ``system``, or None."""
+    return entries_of(system).get(theorem_id)
+
+
+def stamp(cert: Certificate, subject: Mapping[str, str]) -> Certificate:
+    """A copy of ``cert`` naming its subject, with the claim its data prove (for certificates outside a
+    hypothesis: a prediction's rank, the regime's evidence)."""
+    from .certificates.claims import claim
+
+    return dataclasses.replace(cert, subject=dict(subject), claim=claim(cert.kind, cert.data, dict(subject)) or cert.claim)
+
+
+def stamp_result(res: HypothesisResult, subject: Mapping[str, str]) -> HypothesisResult:
+    """``res`` with its certificate (if any) stamped by :func:`stamp`."""
+    return res if res.certificate is None else dataclasses.replace(res, certificate=stamp(res.certificate, subject))
+
+
+# ---------------------------------------------------------------------------------------------
+# The common shapes of a hypothesis
+# ---------------------------------------------------------------------------------------------
+
+
+def by_value(data: Mapping[str, Any]) -> str | None:
+    """``holds`` / ``fails`` as a certificate's boolean ``value`` says (predicates, scalar conditions)."""
+    v = data.get("value")
+    return HOLDS if v is True else FAILS if v is False else None
+
+
+def _hurwitz_inertia(data: Mapping[str, Any]) -> str:
+    p, _, z = (int(x) for x in data["inertia"])
+    return HOLDS if p == 0 and z == 0 else FAILS
+
+
+def definite(name: str, expr: str) -> Hypothesis:
+    """``expr > 0``: a ``pd`` certificate proves it, ``not_pd`` / ``not_psd`` / ``not_symmetric`` refute it."""
+    s = {"M": expr}
+    return Hypothesis(name, (Proof("pd", s, HOLDS), Proof("not_pd", s, FAILS), Proof("not_psd", s, FAILS),
+                             Proof("not_symmetric", s, FAILS)))
+
+
+def semidefinite(name: str, expr: str) -> Hypothesis:
+    """``expr >= 0``: ``psd`` proves it, ``not_psd`` / ``not_symmetric`` refute it."""
+    s = {"M": expr}
+    return Hypothesis(name, (Proof("psd", s, HOLDS), Proof("not_psd", s, FAILS), Proof("not_symmetric", s, FAILS)))
+
+
+def hurwitz(name: str, expr: str) -> Hypothesis:
+    """``Re spec(expr) < 0``: ``lyapunov`` proves it, ``unstable`` / ``zero_eigenvalue`` refute it, an exact
+    ``spectrum_inertia`` decides it either way."""
+    s = {"J": expr}
+    return Hypothesis(name, (Proof("lyapunov", s, HOLDS), Proof("unstable", s, FAILS), Proof("zero_eigenvalue", s, FAILS),
+                             Proof("spectrum_inertia", s, _hurwitz_inertia)))
+
+
+def predicate(name: str, which: str, subject: Mapping[str, str], **fixed: Any) -> Hypothesis:
+    """A hypothesis decided by the exact predicate ``which`` (:mod:`flowcert.certificates.predicates`) of
+    its subject; ``fixed``: further data entries pinned (a literal, a sign)."""
+    return Hypothesis(name, (Proof("predicate", dict(subject), by_value, {"predicate": which, **fixed}),))
