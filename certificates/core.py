@@ -542,7 +542,7 @@ def _scientific(q: Fraction) -> str:
 
 
 def psd_hypothesis(name: str, M: Any, what: str) -> HypothesisResult:
-    """Exact verdict on :math:`M\succeq0` for given float data (exact rationals, no rounding); a ``fails``
+    r"""Exact verdict on :math:`M\succeq0` for given float data (exact rationals, no rounding); a ``fails``
     carries a ``not_symmetric`` / ``not_psd`` witness certificate when one is found."""
     from .predicates import definiteness_witness
 

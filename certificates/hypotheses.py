@@ -70,7 +70,7 @@ def lower_eigenvalue_bound(M: Any) -> Fraction | None:
 
 @core.memoised
 def definite(M: Any, name: str, sign: int) -> core.HypothesisResult:
-    """Exact verdict on :math:`\mathrm{sign}\cdot M\succ0` (M must be symmetric); a ``fails`` carries a
+    r"""Exact verdict on :math:`\mathrm{sign}\cdot M\succ0` (M must be symmetric); a ``fails`` carries a
     witness certificate (``not_symmetric`` or ``not_pd``, :mod:`.predicates`) when one is found."""
     from .predicates import definiteness_witness
 

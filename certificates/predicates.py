@@ -127,7 +127,6 @@ def definiteness_witness(M: Any, strict: bool, witness: Any = None) -> core.Cert
     if Q != Q.transpose():
         i, j = next((i, j) for i in range(n) for j in range(n) if Q[i, j] != Q[j, i])
         return core.Certificate("not_symmetric", "", {"M": core.encode(Q), "i": i, "j": j}, checker="exact-entries")
-    kind = "not_pd" if strict else "not_psd"
     candidates = []
     if witness is not None:
         candidates.append([str(x) for x in witness])
@@ -138,6 +137,8 @@ def definiteness_witness(M: Any, strict: bool, witness: Any = None) -> core.Cert
         candidates.append([str(int(x)) for x in np.round(u * 2**30)])
     for v in candidates:
         data = {"M": core.encode(Q), "v": v}
-        if (_check_not_pd if strict else _check_not_psd)(data):
-            return core.Certificate(kind, "", data, checker="exact-quadratic-form")
+        if strict and _check_not_pd(data):
+            return core.Certificate("not_pd", "", data, checker="exact-quadratic-form")
+        if not strict and _check_not_psd(data):
+            return core.Certificate("not_psd", "", data, checker="exact-quadratic-form")
     return None

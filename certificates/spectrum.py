@@ -90,7 +90,7 @@ def spectrum_verdict(
     J_exact: Any,
     *,
     stable_kind: str = "lyapunov",
-    stable_claim: str = "J is Hurwitz",
+    stable_claim: str = "every eigenvalue of J has negative real part",
     unstable_kind: str = "unstable",
     extra: dict[str, Any] | None = None,
     exact_fallback: bool = False,

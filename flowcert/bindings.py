@@ -64,8 +64,14 @@ class Hypothesis:
     name: str
     proofs: tuple[Proof, ...] = ()
     #: False when a ``holds`` may stand without a certificate on some path (then reported as resting on
-    #: no bound certificate, never refused): continuity of time-varying coefficients today
-    certifiable_holds: bool = True
+    #: no bound certificate, never refused), or a function of the document's ``resolve`` saying whether
+    #: it must have one there: continuity of coefficients needs one when they are constant
+    certifiable_holds: bool | Callable[[Callable[[str], Any]], bool] = True
+
+    def needs_certificate(self, resolve: Callable[[str], Any]) -> bool:
+        """Whether a ``holds`` of this hypothesis must carry a certificate in this document."""
+        c = self.certifiable_holds
+        return c(resolve) if callable(c) else bool(c)
 
     def proof(self, kind: str, key: str | None = None) -> Proof | None:
         """The (first) declared proof of certificate kind ``kind`` (with ``key`` if given), or None."""
@@ -109,7 +115,7 @@ class Hypothesis:
         from .certificates.core import certified
 
         if cert is None:
-            if status == HOLDS and self.certifiable_holds:
+            if status == HOLDS and self.certifiable_holds is True:
                 raise ValueError(f"'{self.name}' holds only with a certificate")
             return HypothesisResult(self.name, status, margin, method, None, detail)
         return self.bind(certified(self.name, status, cert, margin, method, detail), key)

@@ -318,8 +318,11 @@ def _kind_of(cert: Any) -> str:
     return k if isinstance(k, str) else json.dumps(k)
 
 
-def _certificate(out: DocumentCheck, path: str, cert: Any, proof: Any, resolve: Any, status: str | None) -> bool:
-    """Check one certificate; True when it is bound (False: unbound or refused, recorded in ``out``)."""
+def _certificate(out: DocumentCheck, path: str, cert: Any, proof: Any, resolve: Any, status: str | None,
+                 claims_checked: bool = True) -> bool:
+    """Check one certificate; True when it is bound (False: unbound or refused, recorded in ``out``).
+    ``claims_checked``: refuse an unbound certificate whose claim is not the one its data prove (off only
+    inside documents of a system with no binding declarations yet, whose claims are free text)."""
     from .certificates.claims import claim
     from .certificates.core import explain
     from .certificates.subjects import SubjectError, evaluate, matches
@@ -342,6 +345,10 @@ def _certificate(out: DocumentCheck, path: str, cert: Any, proof: Any, resolve: 
             out.refused.append((path, kind, f"subject {cert['subject']} is not the catalogue's {dict(proof.subject)}"))
             return False
     if not isinstance(subject, dict) or (not subject and kind != "symbolic_identity"):
+        want = claim(kind, cert["data"], {}) if claims_checked else None
+        if want is not None and cert["claim"] != want:
+            out.refused.append((path, kind, f"claim {cert['claim']!r} is not what the data prove ({want!r})"))
+            return False
         out.unbound += 1
         return False
     for key, expr in subject.items():
@@ -403,7 +410,7 @@ def _theorem(out: DocumentCheck, base: str, t: Any, entry: Any, resolve: Any, se
         spec = entry.by_name(h.get("name")) if entry is not None else None
         cert = h.get("certificate")
         if cert is None:
-            if status == "holds" and spec is not None and spec.certifiable_holds:
+            if status == "holds" and spec is not None and spec.needs_certificate(resolve):
                 out.refused.append((path, "-", "holds with no certificate"))
             elif status == "holds":
                 out.holds_unbound.append(path)
@@ -413,7 +420,8 @@ def _theorem(out: DocumentCheck, base: str, t: Any, entry: Any, resolve: Any, se
         cpath = f"{path}.certificate"
         seen.add(cpath)
         if spec is None:
-            if _certificate(out, cpath, cert, None, resolve, status) is False and status == "holds":
+            if _certificate(out, cpath, cert, None, resolve, status, claims_checked=entry is not None) is False \
+                    and status == "holds":
                 out.holds_unbound.append(path)
             continue
         proofs = spec.proofs_of(_kind_of(cert))
@@ -474,8 +482,8 @@ def recheck_document(doc: Any, *, prefix: str = "$") -> DocumentCheck:
     for path, cert in certificates_in(doc, prefix):
         if path in seen or any(path.startswith(s + ".") for s in seen):
             continue
-        _certificate(out, path, cert, None, resolve, None)
-    if isinstance(system, str) and system in EXTRA_CHECKS and (system in table or not table):
+        _certificate(out, path, cert, None, resolve, None, claims_checked=bool(table))
+    if isinstance(system, str) and system in EXTRA_CHECKS:
         for path, reason in EXTRA_CHECKS[system](doc):
             out.refused.append((f"{prefix}{path[1:]}" if path.startswith("$") else path, "-", reason))
     return out

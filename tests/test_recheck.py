@@ -214,6 +214,18 @@ def build_real_certificates() -> dict[str, dict]:
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     M = np.array([[2.0, 0.3, 0.0], [-0.1, 0.5, 0.2], [0.0, 0.4, -1.0]])
     add(krawczyk.certify_equilibrium(X, np.diag([1.0, 0.2, -0.5]), M)[2])
+
+    # predicates, definiteness witnesses, identities and the gaussian scalar conditions (issue 38)
+    from flowcert.certificates import conditions, identities, predicates
+
+    add(predicates.predicate_certificate("scalar_identity", True, {"M": "params.V"}, M=core.encode(2 * np.eye(2))))
+    add(hypotheses.definite(np.diag([1.0, -1.0]), "D", 1))  # not_pd
+    add(core.psd_hypothesis("D >= 0", np.diag([1.0, -1.0]), "D"))  # not_psd
+    add(hypotheses.definite(np.array([[1.0, 2.0], [0.0, 1.0]]), "N", 1))  # not_symmetric
+    add(identities.identity_certificate("gaussian:moment_closure"))
+    add(conditions.lemma23_certificate(np.eye(2), np.eye(2), None, None))  # 8 ||I|| 1 > 1: refuted
+    add(conditions.thm48_trace_certificate(np.eye(2), np.eye(2), np.eye(2), np.eye(2), (Fraction(1), Fraction(1, 2),
+                                                                                          Fraction(1, 2)), True))
     return out
 
 
@@ -341,7 +353,8 @@ def test_recheck_says_why(real, tmp_path, capsys):
     unknown = {**real["pd"], "kind": "made_up"}
     broken = {**real["pd"], "data": {"margin": "0"}}  # no matrix
     hidden = {k: v for k, v in real["pd"].items() if k != "checker"}  # a key deleted: still found, and refused
-    doc = {"flowcert": "0", "theorems": [{"hypotheses": [{"certificate": unknown}, {"certificate": broken}]}],
+    doc = {"flowcert": "0", "theorems": [{"hypotheses": [{"status": "holds", "certificate": unknown},
+                                                         {"status": "holds", "certificate": broken}], "applies": True}],
            "weird key": [real["psd"], {"certificate": hidden}],
            "reference": {"kind": "pd", "claim": "not a certificate: no data", "class": 0}}
     path = tmp_path / "doc.json"

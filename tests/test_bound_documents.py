@@ -1,0 +1,256 @@
+"""A document no one has to trust (issue 38): every forgery of a verify gaussian document is refused.
+
+Each forgery edits a real document written by ``flowcert verify gaussian --json`` and must make
+``flowcert recheck`` exit 3 in a fresh process, with the refusal at exactly the JSON path of what was
+forged. The untouched documents exit 0 with every ``holds`` bound. The expectations are the structure
+of the forgery (which path was edited), never an output of the code under test.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from flowcert.certificates import core
+from flowcert.recheck import recheck_document
+
+DATA = Path(__file__).parent / "data"
+
+
+def flowcert(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "flowcert", *args], capture_output=True, text=True, timeout=900)
+
+
+def verify(params: dict | Path, tmp: Path, name: str) -> dict:
+    path = params if isinstance(params, Path) else tmp / f"{name}.params.json"
+    if not isinstance(params, Path):
+        path.write_text(json.dumps(params))
+    out = flowcert("verify", "gaussian", "--params", str(path), "--json")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory) -> dict[str, dict]:
+    tmp = tmp_path_factory.mktemp("bound")
+    stable = verify(DATA / "gaussian_stable_2d.json", tmp, "stable")
+    blowup = verify(DATA / "cli" / "gaussian_blowup_2d.json", tmp, "blowup")
+    return {"stable": stable, "blowup": blowup}
+
+
+def hyp(doc: dict, theorem: str, name: str) -> tuple[str, dict]:
+    for i, t in enumerate(doc["theorems"]):
+        if t["id"] == theorem:
+            for j, h in enumerate(t["hypotheses"]):
+                if h["name"] == name:
+                    return f"$.theorems[{i}].hypotheses[{j}]", h
+    raise KeyError((theorem, name))
+
+
+def refusals(doc: dict) -> set[str]:
+    return {p for p, _, _ in recheck_document(doc).refused}
+
+
+def test_untouched_documents_recheck_bound_in_a_fresh_process(docs, tmp_path):
+    for name, doc in docs.items():
+        f = tmp_path / f"{name}.json"
+        f.write_text(json.dumps(doc))
+        out = flowcert("recheck", str(f), "--json")
+        assert out.returncode == 0, out.stdout
+        got = json.loads(out.stdout)
+        assert got["refused"] == [] and got["holds_unbound"] == [] and got["rechecked"] is True
+        assert got["bound"] >= 30 and got["unbound"] <= 2
+
+
+# --- each forgery of the issue, with the path it must be refused at ---------------------------------------
+
+
+def forge_sigma0_indefinite(doc):
+    doc["params"]["Sigma0"] = [[1.0, 0.0], [0.0, -1.0]]
+    return [hyp(doc, "gaussian:prop-2.1", "Sigma0 >= 0")[0] + ".certificate"]
+
+
+def forge_A_unstable(doc):
+    doc["params"]["A"] = [[1.0, 0.0], [0.0, 1.0]]
+    return [hyp(doc, "gaussian:thm-4.7.3", "Re spec(A) < 0")[0] + ".certificate"]
+
+
+def forge_other_psd_matrix(doc):
+    path, h = hyp(doc, "gaussian:prop-2.1", "Sigma0 >= 0")
+    h["certificate"]["data"]["M"] = [["1", "0"], ["0", "1"]]  # PSD, valid on its own, not this Sigma0
+    return [path + ".certificate"]
+
+
+def forge_fails_to_holds(doc):
+    path, h = hyp(doc, "gaussian:thm-4.7.3", "B > 0")
+    assert h["status"] == "fails" and h["certificate"] is not None
+    h["status"] = "holds"
+    return [path + ".certificate"]
+
+
+def forge_remove_certificates_all_hold(doc):
+    paths = []
+    for i, t in enumerate(doc["theorems"]):
+        for j, h in enumerate(t["hypotheses"]):
+            if h["name"] in ("stage_within_budget", "size_within_limit", "entry_evaluated"):
+                continue
+            h["certificate"], h["status"] = None, "holds"
+            paths.append(f"$.theorems[{i}].hypotheses[{j}]")
+        t["applies"] = True
+    return paths[:3]
+
+
+def forge_regime_blowup(doc):
+    doc["regime"].update(Sigma="blows_up", basis="certified", blowup_time_upper_bound=0.5, argument="Theorem 4.8 (1)")
+    return ["$.regime.Sigma"]
+
+
+def forge_rename_B_to_V(doc):
+    path, h = hyp(doc, "gaussian:thm-4.8.1", "B > 0")
+    assert h["status"] == "holds"
+    doc["params"]["V"] = [[-1.0, 0.0], [0.0, -1.0]]
+    h["name"] = "V > 0"
+    vpath, v = hyp(doc, "gaussian:thm-4.8.1", "V > 0")  # the first one: the real V > 0
+    v["name"] = "B > 0"  # keep the names distinct and both present
+    return [path + ".certificate"]
+
+
+def forge_claim_texts(doc):
+    paths = []
+    for i, t in enumerate(doc["theorems"]):
+        for j, h in enumerate(t["hypotheses"]):
+            if h.get("certificate"):
+                h["certificate"]["claim"] = "1 = 0"
+                paths.append(f"$.theorems[{i}].hypotheses[{j}].certificate")
+    return paths[:3]
+
+
+def forge_applies(doc):
+    i = next(i for i, t in enumerate(doc["theorems"]) if t["applies"] is False)
+    doc["theorems"][i]["applies"] = True
+    return [f"$.theorems[{i}].applies"]
+
+
+def forge_subject_elsewhere(doc):
+    path, h = hyp(doc, "gaussian:prop-2.1", "Sigma0 >= 0")
+    h["certificate"]["subject"] = {"M": "params.B"}
+    return [path + ".certificate"]
+
+
+def forge_move_certificate(doc):
+    src, h = hyp(doc, "gaussian:thm-4.8.1", "V > 0")
+    dst, g = hyp(doc, "gaussian:thm-4.8.1", "Sigma0 > 0")
+    g["certificate"] = copy.deepcopy(h["certificate"])
+    return [dst + ".certificate"]
+
+
+def forge_unknown_theorem(doc):
+    doc["theorems"][0]["id"] = "gaussian:thm-9.9"
+    return ["$.theorems[0].id"]
+
+
+STABLE_FORGERIES = [forge_sigma0_indefinite, forge_A_unstable, forge_other_psd_matrix, forge_fails_to_holds,
+                    forge_remove_certificates_all_hold, forge_regime_blowup, forge_claim_texts, forge_applies,
+                    forge_subject_elsewhere, forge_unknown_theorem]
+BLOWUP_FORGERIES = [forge_rename_B_to_V, forge_move_certificate]
+
+
+@pytest.mark.parametrize("forge", STABLE_FORGERIES + BLOWUP_FORGERIES, ids=lambda f: f.__name__)
+def test_each_forgery_is_refused_at_its_path(forge, docs):
+    doc = copy.deepcopy(docs["blowup" if forge in BLOWUP_FORGERIES else "stable"])
+    want = forge(doc)
+    got = refusals(doc)
+    for p in want:
+        assert p in got, (p, sorted(got))
+
+
+def test_transplanted_lyapunov_certificate_is_refused(tmp_path):
+    """A Lyapunov certificate of A = -I backs 'Re spec(A) < 0: holds' in the document of A = I."""
+    base = json.loads((DATA / "gaussian_stable_2d.json").read_text())
+    stable = verify({**base, "A": [[-1.0, 0.0], [0.0, -1.0]]}, tmp_path, "stable")
+    unstable = verify({**base, "A": [[1.0, 0.0], [0.0, 1.0]]}, tmp_path, "unstable")
+    _, good = hyp(stable, "gaussian:thm-4.7.3", "Re spec(A) < 0")
+    path, bad = hyp(unstable, "gaussian:thm-4.7.3", "Re spec(A) < 0")
+    assert good["status"] == "holds" and bad["status"] == "fails"
+    bad.update(status="holds", certificate=good["certificate"])
+    assert path + ".certificate" in refusals(unstable)
+
+
+def test_bare_certificate_with_a_false_claim_is_refused():
+    cert = core.Certificate("pd", "M is positive definite", {"M": core.encode(np.eye(2)), "margin": "0"}).to_json()
+    assert recheck_document(cert).bound == 0 and not recheck_document(cert).refused
+    cert["claim"] = "the identity matrix is NOT positive definite"
+    assert recheck_document(cert).refused
+
+
+def test_every_forgery_exits_3_through_the_cli(docs, tmp_path):
+    """All forgeries in one fresh process: exit 3, and each file refused at its forged path."""
+    files, wants = [], {}
+    for forge in STABLE_FORGERIES + BLOWUP_FORGERIES:
+        doc = copy.deepcopy(docs["blowup" if forge in BLOWUP_FORGERIES else "stable"])
+        wants[forge.__name__] = forge(doc)
+        f = tmp_path / f"{forge.__name__}.json"
+        f.write_text(json.dumps(doc))
+        files.append(str(f))
+    out = flowcert("recheck", *files, "--json")
+    assert out.returncode == 3
+    refused = json.loads(out.stdout)["refused"]
+    for name, paths in wants.items():
+        mine = {r["path"] for r in refused if Path(r["file"]).stem == name}
+        assert set(paths) <= mine, (name, paths, mine)
+
+
+# --- random valid parameters: bound; any entry of any bound parameter perturbed: refused ---------------
+
+
+def _entry(draw, lo: float, hi: float) -> float:
+    return draw(st.integers(int(lo * 8), int(hi * 8))) / 8.0
+
+
+@st.composite
+def gaussian_params(draw):
+    A = [[_entry(draw, -2, 2) for _ in range(2)] for _ in range(2)]
+    B = [[_entry(draw, -1, 1) for _ in range(2)] for _ in range(2)]
+    b12 = _entry(draw, -1, 1)
+    V = [[_entry(draw, -1, 1), b12], [b12, _entry(draw, -1, 1)]]
+    s = _entry(draw, 0.25, 2)
+    return {"A": A, "B": B, "V": V, "b": [0.0, 0.0], "mu0": [0.5, -0.5], "Sigma0": [[s, 0.0], [0.0, 1.0]], "t_end": 1.0}
+
+
+@pytest.mark.slow
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(gaussian_params(), st.sampled_from(["A", "B", "V", "Sigma0"]), st.integers(0, 3))
+def test_random_parameters_bind_and_any_perturbation_is_refused(params, key, k, tmp_path):
+    doc = verify(params, tmp_path, "random")
+    f = tmp_path / "doc.json"
+    f.write_text(json.dumps(doc))
+    assert flowcert("recheck", str(f)).returncode == 0
+    forged = copy.deepcopy(doc)
+    M = forged["params"][key]
+    i, j = divmod(k, 2)
+    M[i][j] = M[i][j] + 2.0 ** -20
+    if key == "Sigma0" and i != j:
+        M[j][i] = M[i][j]  # keep Sigma0 symmetric: the forgery is of the value, not of the shape
+    f.write_text(json.dumps(forged))
+    assert flowcert("recheck", str(f)).returncode == 3
+
+
+def test_one_random_document_binds_and_a_perturbed_entry_is_refused(tmp_path):
+    """The default-suite instance of the property above (one draw, in-process recheck)."""
+    rng = np.random.default_rng(38)
+    params = {"A": (rng.integers(-16, 17, (2, 2)) / 8).tolist(), "B": (rng.integers(-8, 9, (2, 2)) / 8).tolist(),
+              "V": [[0.5, 0.125], [0.125, -0.25]], "b": [0.0, 0.0], "mu0": [0.5, -0.5],
+              "Sigma0": [[1.0, 0.0], [0.0, 0.5]], "t_end": 1.0}
+    doc = verify(params, tmp_path, "one")
+    assert not recheck_document(doc).refused
+    for key in ("A", "B", "V", "Sigma0"):
+        forged = copy.deepcopy(doc)
+        forged["params"][key][0][0] += 2.0 ** -20
+        assert recheck_document(forged).refused, key
