@@ -67,6 +67,9 @@ CLAIMS: dict[str, Callable[[dict[str, Any], dict[str, str]], str]] = {
     "unstable_point": lambda d, w: "J has an eigenvalue with positive real part",
     "lemma23_condition": lambda d, w: (f"8 ||{w['B']}||_2 lambda_max({w['Sigma0']}) "
                                        f"{'<' if d['value'] else '>'} 1"),
+    "lemma44_design": lambda d, w: (f"{w['Sigma']} > 0 {'solves' if d['residual_is_zero'] else 'does not solve'} eq. (18) "
+                                    f"with A = {w['A']}, B = {w['B']}, V = {w['V']}"
+                                    + (": spec(A + V Sigma B) is purely imaginary" if d["residual_is_zero"] else "")),
     "thm48_trace_condition": lambda d, w: (f"beta tr {w['Sigma0']} + alpha {'>' if d['value'] else '<='} 0 with "
                                            f"alpha = lambda_min({w['A']} + {w['A']}^T), beta = 2 lambda_min({w['V']}) "
                                            f"lambda_min({w['B']}) / d"),

@@ -12,6 +12,11 @@ Kind ``lemma23_condition`` (Lemma 2.3 / Prop. 2.4): :math:`8\|B\|_2\lambda_{\max
 :math:`\ell_B=|Bx|^2/|x|^2\le\|B\|^2`, :math:`\ell_S=y^\top\Sigma_0y/|y|^2\le\lambda_{\max}(\Sigma_0)`,
 :math:`\ell_S\ge0` and :math:`64\ell_B\ell_S^2>1`.
 
+Kind ``lemma44_design`` (Lemma 4.4 read backwards, ``flowcert design``): :math:`\Sigma\succ0` and
+:math:`M\Sigma+\Sigma M^\top=0` exactly for :math:`M=A+V\Sigma B`, i.e. :math:`\Sigma` solves (18) with this
+:math:`A`; then :math:`\Sigma^{-1/2}M\Sigma^{1/2}` is skew and :math:`\operatorname{spec}M\subset i\mathbb R`.
+The checker multiplies out the given :math:`A`; it does not rebuild it from the design formula.
+
 Kind ``thm48_trace_condition`` (Thm 4.8 (2), eq. (20)): with
 :math:`\alpha=\lambda_{\min}(A+A^\top)`, :math:`\beta=2\lambda_{\min}(V)\lambda_{\min}(B)/d`,
 the condition :math:`\beta>0` and :math:`\beta\operatorname{tr}\Sigma_0+\alpha>0`. Each smallest
@@ -29,7 +34,7 @@ import numpy as np
 
 from . import core
 
-__all__ = ["lemma23_certificate", "thm48_trace_certificate"]
+__all__ = ["lemma23_certificate", "thm48_trace_certificate", "lemma44_design_certificate"]
 
 
 def _q(x: Any) -> Any:
@@ -130,3 +135,22 @@ def thm48_trace_certificate(A: np.ndarray, V: np.ndarray, B: np.ndarray, Sigma0:
     data["value"] = bool(value)
     return core.Certificate("thm48_trace_condition", claim("thm48_trace_condition", data) or "", data,
                             checker="exact-eigenvalue-bounds")
+
+
+def _check_lemma44(data: dict[str, Any]) -> bool:
+    from .second_opinion import is_pd
+
+    A, B, V, S = (core.qmat(data[k]) for k in ("A", "B", "V", "Sigma"))
+    if S != S.transpose() or not is_pd(S):
+        return False
+    M = A + V * S * B
+    return bool(data["residual_is_zero"]) is (M * S + S * M.transpose() == core.qmat([[0] * S.nrows()] * S.nrows()))
+
+
+def lemma44_design_certificate(A: Any, B: Any, V: Any, Sigma: Any, residual_is_zero: bool) -> core.Certificate:
+    """The ``lemma44_design`` certificate of a designed A (exact data)."""
+    from .claims import claim
+
+    data = {"A": core.encode(A), "B": core.encode(B), "V": core.encode(V), "Sigma": core.encode(Sigma),
+            "residual_is_zero": bool(residual_is_zero)}
+    return core.Certificate("lemma44_design", claim("lemma44_design", data) or "", data, checker="exact-products")

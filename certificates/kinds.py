@@ -40,6 +40,7 @@ KINDS: dict[str, str] = {
     # scalar conditions of the gaussian theorems on certified eigenvalue bounds (certificates/conditions.py)
     "lemma23_condition": "conditions:_check_lemma23",
     "thm48_trace_condition": "conditions:_check_thm48",
+    "lemma44_design": "conditions:_check_lemma44",
     # spectra of a matrix: exact inertia, unstable eigenvalue count, detectability (certificates/spectrum.py)
     "spectrum_inertia": "spectrum:_check_spectrum_inertia",
     "zero_eigenvalue": "spectrum:_check_zero_eigenvalue",

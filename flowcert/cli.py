@@ -173,7 +173,8 @@ def cmd_design(args: argparse.Namespace) -> None:
                 check_limit("design:d", m.shape[0], k)
             check_magnitude(m, k)
             mats.append(m)
-        doc = {"flowcert": __version__, "system": args.system, **lemma_4_4_design(*mats)}
+        doc = {"flowcert": __version__, "system": args.system,
+               "params": {k: m.tolist() for k, m in zip(keys, mats)}, **lemma_4_4_design(*mats)}
     except ParamError as err:
         raise err.with_file(args.spec) from None
     except (ValueError, TypeError) as exc:

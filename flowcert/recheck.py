@@ -261,11 +261,10 @@ _PATH_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]")
 
 
 def resolver(doc: Any) -> Any:
-    """``name -> value`` over a document: ``params.A``, ``params.heads[0].V`` (``KeyError`` if absent)."""
+    """``name -> value`` over a document: a path from its root, ``params.A``, ``params.heads[0].V``,
+    ``A_exact`` (``KeyError`` if absent)."""
 
     def resolve(name: str) -> Any:
-        if not name.startswith("params"):
-            raise KeyError(name)
         value: Any = doc
         pos = 0
         text = "." + name

@@ -34,6 +34,7 @@ Arguments used (constant :math:`A,B,V`):
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,7 @@ import sympy as sp
 from ..bindings import stamp, stamp_result
 from ..certificates import core, spectrum
 from ..certificates import gaussian as cert
+from ..certificates.conditions import lemma44_design_certificate
 from ..catalogue import TheoremResult
 from ..numeric import gaussian as ng
 from ..numeric.gaussian import riccati
@@ -351,9 +353,18 @@ def lemma_4_4_design(Sigma_inf: Any, K: Any, V: Any, B: Any) -> dict[str, Any]:
     A = Kq * S.inv() - Vq * S * Bq
     F = A * S + S * A.T + Vq * S * Bq * S + S * Bq.T * S * Vq.T
     eig = np.linalg.eigvals(np.array((Kq * S.inv()).tolist(), dtype=float))
+    zero = bool(F.is_zero_matrix)
+    cert = stamp(lemma44_design_certificate(A, Bq, Vq, S, zero), DESIGN_SUBJECT)
+    if not core.recheck(cert):
+        raise ArithmeticError("the designed A does not re-check (Sigma_inf not PD, or the residual differs)")
     return {"A": np.array(A.tolist(), dtype=float).tolist(), "A_exact": core.encode(A),
-            "residual_is_zero": bool(F.is_zero_matrix), "M_spectrum": [[float(z.real), float(z.imag)] for z in eig],
-            "lemma": "gaussian:lemma-4.4", "formula": "A = K Sigma_inf^-1 - V Sigma_inf B, K skew"}
+            "residual_is_zero": zero, "M_spectrum": [[float(z.real), float(z.imag)] for z in eig],
+            "lemma": "gaussian:lemma-4.4", "formula": "A = K Sigma_inf^-1 - V Sigma_inf B, K skew",
+            "certificate": cert.to_json()}
+
+
+#: what the design certificate speaks of: the spec given (``params``) and the A the document states
+DESIGN_SUBJECT = {"A": "A_exact", "B": "params.B", "V": "params.V", "Sigma": "params.Sigma_inf"}
 
 
 # ---------------------------------------------------------------------------------------
@@ -369,6 +380,16 @@ def check_regime(doc: dict[str, Any]) -> list[tuple[str, str]]:
     A ``basis: simulation`` regime is an observation: it is checked not to contradict a certified
     theorem, not re-derived.
     """
+    if doc.get("lemma") == "gaussian:lemma-4.4":  # a design document: its claim needs its bound certificate
+        c = doc.get("certificate") or {}
+        if c.get("kind") != "lemma44_design" or c.get("subject") != DESIGN_SUBJECT or \
+                (c.get("data") or {}).get("residual_is_zero") is not doc.get("residual_is_zero"):
+            return [("$.residual_is_zero", "residual_is_zero needs the lemma44_design certificate of this spec and A")]
+        try:
+            nearest = [[float(Fraction(x)) for x in row] for row in doc.get("A_exact") or []]
+        except (TypeError, ValueError, ZeroDivisionError):
+            nearest = None
+        return [] if nearest == doc.get("A") else [("$.A", "A is not the nearest floats of A_exact")]
     reg = doc.get("regime")
     if not isinstance(reg, dict):
         return []
