@@ -385,6 +385,17 @@ def _theorem(out: DocumentCheck, base: str, t: Any, entry: Any, resolve: Any, se
         out.refused.append((base, "-", "a theorem record without a hypotheses list"))
         return
     names = [h.get("name") if isinstance(h, dict) else None for h in hyps]
+    from .engine import ENGINE_HYPOTHESES
+
+    if entry is not None and set(names) & ENGINE_HYPOTHESES:  # the engine did not evaluate the entry
+        for j, h in enumerate(hyps):
+            if not isinstance(h, dict) or h.get("name") not in ENGINE_HYPOTHESES or h.get("status") != "unknown" \
+                    or h.get("certificate") is not None or len(hyps) != 1:
+                out.refused.append((f"{base}.hypotheses[{j}]", "-", "an entry the engine did not evaluate has one "
+                                                                    "unknown hypothesis and no certificate"))
+        if t.get("applies") is not None:
+            out.refused.append((f"{base}.applies", "-", "an entry that was not evaluated does not apply"))
+        return
     if entry is not None:
         declared = [h.name for h in entry.hypotheses]
         if len(set(names)) != len(names):

@@ -150,9 +150,7 @@ def test_an_entry_over_its_budget_is_unknown_with_reason_budget(monkeypatch) -> 
     'unknown' hypothesis, method 'budget', and the stage's own `except Exception` cannot swallow it."""
     import time
 
-    from flowcert.gaussian import catalogue
-
-    monkeypatch.setattr(catalogue, "ENTRY_SECONDS", 0.3)
+    from flowcert import engine
 
     def slow():
         end = time.monotonic() + 60.0
@@ -164,7 +162,7 @@ def test_an_entry_over_its_budget_is_unknown_with_reason_budget(monkeypatch) -> 
         raise AssertionError("not stopped")
 
     t0 = time.monotonic()
-    res = catalogue._guarded("gaussian:prop-2.1", "Proposition 2.1", slow)
+    res = engine.evaluate("gaussian:prop-2.1", "Proposition 2.1", slow, seconds=0.3)
     assert time.monotonic() - t0 < 30.0
     (h,) = res.hypotheses
     assert h.status == "unknown" and h.method == "budget" and "budget" in h.detail

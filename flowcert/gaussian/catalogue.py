@@ -28,7 +28,8 @@ from ..certificates.conditions import lemma23_certificate
 from ..certificates.hypotheses import gram, holds_by, semidefinite, upper_eigenvalue_bound
 from ..certificates.identities import identity_certificate
 from ..certificates.predicates import predicate_certificate
-from ..limits import STAGE_SECONDS, stage_skip_reason
+from ..engine import ENTRY_SECONDS, evaluate, undecided
+from ..limits import stage_skip_reason
 from ..numeric.integration import BudgetExceeded, stage_budget
 from ..certificates import core
 from ..numeric import gaussian as ng
@@ -384,40 +385,11 @@ TABLE_1 = (("gaussian:thm-4.1", "Theorem 4.1"), ("gaussian:lemma-4.4", "Lemma 4.
            ("gaussian:thm-4.11.2", "Theorem 4.11 (2)"))
 
 
-def _undecided(theorem_id: str, label: str, name: str, method: str, reason: str) -> TheoremResult:
-    """An entry that could not be evaluated: one ``unknown`` hypothesis saying why, cross-check skipped."""
-    return TheoremResult(theorem_id, label, "", [core.HypothesisResult(name, "unknown", None, method, None, reason)], {},
-                         CrossCheck("skipped", {"reason": reason}))
-
-
 #: Entries whose size limit (:data:`flowcert.limits.STAGE_MAX_D`) skips the cross-check only.
 CROSS_CHECK_LIMITED = frozenset({"gaussian:lemma-3.1", "gaussian:thm-3.3"})
 
-
-#: CPU-time budget of one catalogue entry (seconds); Table 1 as a whole gets :data:`TABLE_SECONDS`.
-ENTRY_SECONDS = STAGE_SECONDS
-TABLE_SECONDS = 2 * STAGE_SECONDS
-
-
-def _guarded(theorem_id: str, label: str, build: Callable[[], TheoremResult]) -> TheoremResult:
-    """Evaluate one entry within :data:`ENTRY_SECONDS`; an exception inside it, or the budget running
-    out, becomes an ``unknown`` verdict (reason ``budget``), not a crash and not a hang."""
-    try:
-        with stage_budget(ENTRY_SECONDS, theorem_id):
-            return build()
-    except BudgetExceeded as exc:
-        return _undecided(theorem_id, label, "stage_within_budget", "budget", str(exc))
-    except Exception as exc:  # noqa: BLE001 - the other entries must still be reported
-        return _undecided(theorem_id, label, "entry_evaluated", "internal",
-                          f"evaluation failed: {type(exc).__name__}: {exc}")
-
-
-def _sized(d: int, theorem_id: str, label: str, build: Callable[[], TheoremResult]) -> TheoremResult:
-    """:func:`_guarded`, or a skipped entry (``unknown``, with the reason) above its size limit."""
-    skip = stage_skip_reason(theorem_id, d)
-    if skip is None:
-        return _guarded(theorem_id, label, build)
-    return _undecided(theorem_id, label, "size_within_limit", "flowcert.limits", skip)
+#: CPU-time budget of Table 1 as a whole (each entry gets :data:`flowcert.engine.ENTRY_SECONDS`).
+TABLE_SECONDS = 2 * ENTRY_SECONDS
 
 
 def _agrees(reg: dict[str, Any], sol: ng.MomentSolution) -> bool | None:
@@ -470,14 +442,14 @@ def _verify(p: GaussianParams, simulate: bool, seed: int) -> tuple[dict[str, Any
                ("gaussian:prop-2.4", "Proposition 2.4", lambda: prop_2_4(p, simulate, seed)),
                ("gaussian:lemma-3.1", "Lemma 3.1", lambda: lemma_3_1(p)),
                ("gaussian:thm-3.3", "Theorem 3.3", lambda: thm_3_3(p, seed))]
-    theorems = [_guarded(*e) if e[0] in CROSS_CHECK_LIMITED else _sized(p.d, *e) for e in entries]
+    theorems = [evaluate(i, label, build, d=None if i in CROSS_CHECK_LIMITED else p.d) for i, label, build in entries]
     reg: dict[str, Any] = {"Sigma": "unknown", "mu": "unknown", "Sigma_inf": None, "mu_inf": None,
                            "blowup_time_upper_bound": None, "basis": "simulation"}
     if p.time_varying:
         reg["reason"] = "time-varying parameters: Table 1 covers constant ones"
     elif (skip := stage_skip_reason("gaussian:table-1", p.d) or integrate_skip) is not None:
         reg["reason"] = f"Table 1 analysis {skip}"
-        theorems += [_undecided(i, label, "size_within_limit", "flowcert.limits", skip) for i, label in TABLE_1]
+        theorems += [undecided(i, label, "size_within_limit", "flowcert.limits", skip) for i, label in TABLE_1]
     else:
         try:
             with stage_budget(TABLE_SECONDS, "Table 1 analysis"):
@@ -487,11 +459,11 @@ def _verify(p: GaussianParams, simulate: bool, seed: int) -> tuple[dict[str, Any
                 reg["reason"] = f"the moment equation could not be integrated ({sol.message}); only theorems decide"
         except BudgetExceeded as exc:
             reg["reason"] = str(exc)
-            theorems += [_undecided(i, label, "stage_within_budget", "budget", str(exc)) for i, label in TABLE_1]
+            theorems += [undecided(i, label, "stage_within_budget", "budget", str(exc)) for i, label in TABLE_1]
         except Exception as exc:  # noqa: BLE001 - never a crash, never a verdict without evidence
             why = f"Table 1 analysis failed: {type(exc).__name__}: {exc}"
             reg["reason"] = why
-            theorems += [_undecided(i, label, "entry_evaluated", "internal", why) for i, label in TABLE_1]
+            theorems += [undecided(i, label, "entry_evaluated", "internal", why) for i, label in TABLE_1]
     doc: dict[str, Any] = {
         "flowcert": __version__,
         "system": "gaussian",
