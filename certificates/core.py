@@ -303,8 +303,10 @@ class Certificate:
 
     ``subject`` (optional) names what the data are in terms of the problem: data field -> an
     expression over the document's inputs (:mod:`flowcert.certificates.subjects`), for example
-    ``{"M": "params.Sigma0"}``. ``flowcert recheck`` re-derives each field from the document and
-    refuses a mismatch; without a subject a certificate proves its claim only for the data it carries.
+    ``{"M": "params.Sigma0"}``. In JSON such a field is the reference alone (:meth:`to_json`), with
+    ``digest``, the SHA-256 of the exact values it was made for; ``flowcert recheck`` re-derives the
+    fields from the document and refuses a digest that differs. Without a subject a certificate proves
+    its claim only for the data it carries.
     """
 
     kind: str
@@ -312,16 +314,25 @@ class Certificate:
     data: dict[str, Any]
     checker: str = "exact-ldl"
     subject: dict[str, str] | None = None
+    #: ``sha256:...`` of the subject fields' exact values (:func:`~flowcert.certificates.subjects.subject_digest`)
+    digest: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out = {"kind": self.kind, "claim": self.claim, "checker": self.checker, "data": self.data}
-        if self.subject is not None:
-            out["subject"] = dict(self.subject)
+        """The JSON object. A field named in ``subject`` is written once, as the subject (the document's
+        parameter it equals), not copied into ``data``: ``flowcert recheck`` fills it in from the document."""
+        if self.subject is None:
+            return {"kind": self.kind, "claim": self.claim, "checker": self.checker, "data": self.data}
+        data = {k: v for k, v in self.data.items() if k not in self.subject}
+        out = {"kind": self.kind, "claim": self.claim, "checker": self.checker, "data": data,
+               "subject": dict(self.subject)}
+        if self.digest is not None:
+            out["digest"] = self.digest
         return out
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> "Certificate":
-        return cls(obj["kind"], obj["claim"], obj["data"], obj.get("checker", "exact-ldl"), obj.get("subject"))
+        return cls(obj["kind"], obj["claim"], obj["data"], obj.get("checker", "exact-ldl"), obj.get("subject"),
+                   obj.get("digest"))
 
 
 # The checkers decide definiteness and inertia with :mod:`.second_opinion` (characteristic polynomial,

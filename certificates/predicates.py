@@ -44,6 +44,9 @@ def _numeric(data: dict[str, Any]) -> bool:
     def walk(x: Any) -> bool:
         if isinstance(x, list):
             return all(walk(y) for y in x)
+        if isinstance(x, str):  # an exact rational "p/q" (as a subject is filled in), never an expression
+            num, _, den = x.partition("/")
+            return num.lstrip("-").isdigit() and (not den or den.isdigit())
         return isinstance(x, (int, float)) and not isinstance(x, bool)
 
     return all(walk(v) for k, v in data.items() if k not in ("predicate", "value"))

@@ -28,7 +28,7 @@ from typing import Any
 
 import flint
 
-__all__ = ["SubjectError", "evaluate", "matches", "exact_value"]
+__all__ = ["SubjectError", "evaluate", "matches", "exact_value", "canonical", "subject_digest"]
 
 _TOKEN = re.compile(r"\s*(?:(?P<num>\d+(?:/\d+)?)|(?P<name>[A-Za-z_][A-Za-z0-9_]*(?:\[\d+\])*(?:\.[A-Za-z_][A-Za-z0-9_]*(?:\[\d+\])*)*)"
                     r"|(?P<op>\^T|[-+*()\[\],]))")
@@ -197,3 +197,27 @@ def matches(value: Any, field: Any) -> bool:
             return value.nrows() == got.nrows() and value.ncols() == got.ncols() and value == got
         return isinstance(got, flint.fmpq) and isinstance(value, flint.fmpq) and value == got
     return type(value) is type(field) and value == field
+
+
+def canonical(value: Any) -> Any:
+    """The canonical JSON form of a subject's value: exact ``"p/q"`` strings for numbers and matrices
+    (:func:`flowcert.certificates.core.encode`), other values (strings, booleans, expressions in t) as
+    they are. Equal exact values give equal canonical forms."""
+    from .core import encode
+
+    v = exact_value(value)
+    if isinstance(v, flint.fmpq_mat):
+        return encode(v)
+    if isinstance(v, flint.fmpq):
+        return str(v)
+    return v
+
+
+def subject_digest(values: dict[str, Any]) -> str:
+    """``sha256:<hex>`` of the canonical values of a certificate's subject fields (by field name): what
+    ties a certificate to the exact data it was made for, when the data themselves are not copied."""
+    import hashlib
+    import json
+
+    text = json.dumps({k: canonical(v) for k, v in values.items()}, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()

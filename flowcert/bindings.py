@@ -104,9 +104,7 @@ class Hypothesis:
         if proof.direction(cert.data) != res.status:
             raise ValueError(f"'{self.name}': a {cert.kind} certificate proves {proof.direction(cert.data)}, "
                              f"the result says {res.status}")
-        text = claim(cert.kind, cert.data, dict(proof.subject)) or cert.claim
-        bound = dataclasses.replace(cert, claim=text, subject=dict(proof.subject))
-        return dataclasses.replace(res, certificate=bound)
+        return dataclasses.replace(res, certificate=stamp(cert, proof.subject))
 
     def result(self, status: str, cert: Certificate | None, margin: float | None, method: str,
                detail: str = "", key: str | None = None) -> HypothesisResult:
@@ -174,8 +172,11 @@ def stamp(cert: Certificate, subject: Mapping[str, str]) -> Certificate:
     """A copy of ``cert`` naming its subject, with the claim its data prove (for certificates outside a
     hypothesis: a prediction's rank, the regime's evidence)."""
     from .certificates.claims import claim
+    from .certificates.subjects import subject_digest
 
-    return dataclasses.replace(cert, subject=dict(subject), claim=claim(cert.kind, cert.data, dict(subject)) or cert.claim)
+    digest = subject_digest({k: cert.data[k] for k in subject}) if subject else None
+    return dataclasses.replace(cert, subject=dict(subject), digest=digest,
+                               claim=claim(cert.kind, cert.data, dict(subject)) or cert.claim)
 
 
 def stamp_result(res: HypothesisResult, subject: Mapping[str, str]) -> HypothesisResult:

@@ -37,7 +37,7 @@ __all__ = ["CERTIFICATE_KEYS", "is_certificate", "looks_like_certificate", "cert
 #: The keys of a serialised certificate, exactly (``subject`` may be added: :data:`OPTIONAL_CERTIFICATE_KEYS`).
 CERTIFICATE_KEYS = frozenset({"kind", "claim", "checker", "data"})
 #: Keys a certificate may carry besides :data:`CERTIFICATE_KEYS`.
-OPTIONAL_CERTIFICATE_KEYS = frozenset({"subject"})
+OPTIONAL_CERTIFICATE_KEYS = frozenset({"subject", "digest"})
 #: Keys that make a top-level object a sweep record (``flowcert verify`` on several files).
 SWEEP_RECORD_KEYS = frozenset({"file", "index", "status", "result"})
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -167,6 +167,7 @@ class Recheck:
     unbound: int = 0
     uncertified: list[str] = field(default_factory=list)
     holds_unbound: list[str] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)
     strict: bool = False
 
     @property
@@ -185,6 +186,7 @@ class Recheck:
                 "by_kind": {k: dict(v) for k, v in sorted(self.by_kind.items())},
                 "bound": self.bound, "unbound": self.unbound, "refused_count": len(self.refused),
                 "uncertified": list(self.uncertified), "holds_unbound": list(self.holds_unbound),
+                "unchecked": list(self.unchecked),
                 "rechecked": self.rechecked, "strict": self.strict}
 
     def summary(self) -> str:
@@ -197,6 +199,9 @@ class Recheck:
             lines.append(f"  {len(self.uncertified)} 'fails' without a certificate (uncertified)")
         if self.holds_unbound:
             lines.append(f"  {len(self.holds_unbound)} 'holds' rest on no bound certificate: NOT re-checked")
+        if self.unchecked:
+            lines.append(f"  {len(self.unchecked)} certificate(s) name inputs this document does not carry (a "
+                         "checkpoint's head: pass --checkpoint): not checked")
         if self.by_kind:
             width = max(len(k) for k in self.by_kind)
             lines.append(f"  {'kind':<{width}}  accepted  refused")
@@ -228,28 +233,19 @@ def recheck_files(paths: Sequence[str], *, strict: bool = False) -> Recheck:
     for p, docs in loaded:
         for line, doc in docs:
             where = f"{p}:{line}" if line is not None else str(p)
-            for path, cert in certificates_in(doc):
-                if is_certificate(cert):
-                    ok, reason = explain(cert)
-                else:
-                    ok, reason = False, (f"malformed certificate: keys {sorted(cert)}, expected exactly "
-                                         f"{sorted(CERTIFICATE_KEYS)} (and optionally {sorted(OPTIONAL_CERTIFICATE_KEYS)})")
-                kind = _kind_of(cert)
+            dc = recheck_document(doc)
+            for _, kind, ok in dc.records:
                 tally = out.by_kind.setdefault(kind, {"accepted": 0, "refused": 0})
                 out.certificates += 1
-                if ok:
-                    out.accepted += 1
-                    tally["accepted"] += 1
-                else:
-                    tally["refused"] += 1
-                    out.refused.append(Refusal(str(p), line, path, kind, reason))
-            dc = recheck_document(doc)
+                out.accepted += ok
+                tally["accepted" if ok else "refused"] += 1
+            out.certificates += len(dc.unchecked)
             out.bound += dc.bound
             out.unbound += dc.unbound
             out.uncertified += [f"{where} {q}" for q in dc.uncertified]
             out.holds_unbound += [f"{where} {q}" for q in dc.holds_unbound]
-            known = {r.path for r in out.refused if r.file == str(p) and r.line == line}
-            out.refused += [Refusal(str(p), line, q, k, why) for q, k, why in dc.refused if q not in known]
+            out.unchecked += [f"{where} {q}" for q in dc.unchecked]
+            out.refused += [Refusal(str(p), line, q, k, why) for q, k, why in dc.refused]
     return out
 
 
@@ -305,6 +301,10 @@ class DocumentCheck:
     refused: list[tuple[str, str, str]] = field(default_factory=list)
     uncertified: list[str] = field(default_factory=list)
     holds_unbound: list[str] = field(default_factory=list)
+    #: certificates that name an input the document does not carry, and so could not be checked at all
+    unchecked: list[str] = field(default_factory=list)
+    #: ``(path, kind, accepted by its checker)`` of every certificate examined
+    records: list[tuple[str, str, bool]] = field(default_factory=list)
 
     @property
     def rechecked(self) -> bool:
@@ -317,60 +317,92 @@ def _kind_of(cert: Any) -> str:
     return k if isinstance(k, str) else json.dumps(k)
 
 
+def _encoded(value: Any) -> Any:
+    """A subject's exact value as certificate data: ``"p/q"`` matrices and numbers, other values as they are."""
+    import flint
+
+    from .certificates.core import encode
+
+    if isinstance(value, flint.fmpq_mat):
+        return encode(value)
+    if isinstance(value, flint.fmpq):
+        return str(value)
+    return value
+
+
 def _certificate(out: DocumentCheck, path: str, cert: Any, proof: Any, resolve: Any, status: str | None,
                  claims_checked: bool = True) -> bool:
     """Check one certificate; True when it is bound (False: unbound or refused, recorded in ``out``).
-    ``claims_checked``: refuse an unbound certificate whose claim is not the one its data prove (off only
-    inside documents of a system with no binding declarations yet, whose claims are free text)."""
+
+    Each field named by the subject (the catalogue's for a hypothesis, the certificate's own elsewhere)
+    is re-derived from the document and filled in (a saved copy must match it); then the checker runs
+    on the filled data, the status it proves and its claim are re-derived. ``claims_checked``: refuse an
+    unbound certificate whose claim is not the one its data prove (off only inside documents of a
+    system with no binding declarations, whose claims are free text)."""
     from .certificates.claims import claim
     from .certificates.core import explain
     from .certificates.subjects import SubjectError, evaluate, matches
 
     kind = _kind_of(cert)
-    if not is_certificate(cert):
-        out.refused.append((path, kind, f"malformed certificate: keys {sorted(cert)}"))
-        return False
-    ok, why = explain(cert)
-    if not ok:
+
+    def refuse(why: str) -> bool:
         out.refused.append((path, kind, why))
+        out.records.append((path, kind, False))
         return False
+
+    if not is_certificate(cert):
+        return refuse(f"malformed certificate: keys {sorted(cert)}")
+    if not isinstance(cert["data"], dict):
+        return refuse("malformed certificate: 'data' is not an object")
     subject = proof.subject if proof is not None else cert.get("subject")
-    if proof is not None:
-        got = proof.direction(cert["data"])
-        if got != status:
-            out.refused.append((path, kind, f"the certificate proves '{got}', the document says '{status}'"))
-            return False
-        if "subject" in cert and cert["subject"] != dict(proof.subject):
-            out.refused.append((path, kind, f"subject {cert['subject']} is not the catalogue's {dict(proof.subject)}"))
-            return False
-    if not isinstance(subject, dict) or (not subject and kind != "symbolic_identity"):
-        want = claim(kind, cert["data"], {}) if claims_checked else None
-        if want is not None and cert["claim"] != want:
-            out.refused.append((path, kind, f"claim {cert['claim']!r} is not what the data prove ({want!r})"))
-            return False
-        out.unbound += 1
-        return False
-    for key, expr in subject.items():
+    if proof is not None and "subject" in cert and cert["subject"] != dict(proof.subject):
+        return refuse(f"subject {cert['subject']} is not the catalogue's {dict(proof.subject)}")
+    if subject is not None and (not isinstance(subject, dict) or not all(isinstance(v, str) for v in subject.values())):
+        return refuse("malformed subject: not an object of expressions")
+    data = dict(cert["data"])
+    binds = bool(subject) or (subject == {} and kind == "symbolic_identity")
+    for key, expr in (subject or {}).items():
         try:
             value = evaluate(expr, resolve)
         except SubjectError as exc:
-            if "does not have" in str(exc):
-                out.unbound += 1
-                return False
-            out.refused.append((path, kind, f"subject {expr}: {exc}"))
-            return False
-        if key not in cert["data"] or not matches(value, cert["data"][key]):
-            out.refused.append((path, kind, f"subject {expr} does not match the certificate's {key}"))
-            return False
-    want = claim(kind, cert["data"], dict(subject))
-    if want is None:
-        out.unbound += 1
+            if "does not have" not in str(exc):
+                return refuse(f"subject {expr}: {exc}")
+            binds = False  # an input this document does not carry (a head referenced by its checkpoint)
+            continue
+        if key in data:
+            if not matches(value, data[key]):
+                return refuse(f"subject {expr} does not match the certificate's {key}")
+        else:
+            data[key] = _encoded(value)
+    if subject and not binds and any(k not in data for k in subject):
+        out.unbound += 1  # nothing to check it on without the inputs it names
+        out.unchecked.append(path)
         return False
-    if cert["claim"] != want:
-        out.refused.append((path, kind, f"claim {cert['claim']!r} is not what the data prove ({want!r})"))
-        return False
-    out.bound += 1
-    return True
+    if subject and binds:
+        from .certificates.subjects import subject_digest
+
+        filled = [k for k in subject if k not in cert["data"]]
+        if filled and "digest" not in cert:
+            return refuse(f"the certificate names its subject {sorted(filled)} but carries no digest of it")
+        if "digest" in cert and cert["digest"] != subject_digest({k: data[k] for k in subject}):
+            return refuse(f"subject {', '.join(subject[k] for k in sorted(subject))} is not the data this "
+                          "certificate was made for (digest differs)")
+    ok, why = explain({**cert, "data": data})
+    if not ok:
+        return refuse(why)
+    if proof is not None:
+        got = proof.direction(data)
+        if got != status:
+            return refuse(f"the certificate proves '{got}', the document says '{status}'")
+    want = claim(kind, data, dict(subject) if binds else {})
+    if (binds or claims_checked) and want is not None and cert["claim"] != want:
+        return refuse(f"claim {cert['claim']!r} is not what the data prove ({want!r})")
+    out.records.append((path, kind, True))
+    if binds and want is not None:
+        out.bound += 1
+        return True
+    out.unbound += 1
+    return False
 
 
 def _applies(statuses: list[str]) -> bool | None:
@@ -449,6 +481,8 @@ def _theorem(out: DocumentCheck, base: str, t: Any, entry: Any, resolve: Any, se
         out.bound += trial.bound
         out.unbound += trial.unbound
         out.refused += trial.refused
+        out.records += trial.records
+        out.unchecked += trial.unchecked
         if not trial.bound and not trial.refused and status == "holds":
             out.holds_unbound.append(path)
     if t.get("applies") != _applies(statuses) and len(statuses) == len(hyps):

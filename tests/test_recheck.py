@@ -218,7 +218,7 @@ def build_real_certificates() -> dict[str, dict]:
     # predicates, definiteness witnesses, identities and the gaussian scalar conditions (issue 38)
     from flowcert.certificates import conditions, identities, predicates
 
-    add(predicates.predicate_certificate("scalar_identity", True, {"M": "params.V"}, M=core.encode(2 * np.eye(2))))
+    add(predicates.predicate_certificate("scalar_identity", True, None, M=core.encode(2 * np.eye(2))))
     add(hypotheses.definite(np.diag([1.0, -1.0]), "D", 1))  # not_pd
     add(core.psd_hypothesis("D >= 0", np.diag([1.0, -1.0]), "D"))  # not_psd
     add(hypotheses.definite(np.array([[1.0, 2.0], [0.0, 1.0]]), "N", 1))  # not_symmetric
@@ -226,6 +226,11 @@ def build_real_certificates() -> dict[str, dict]:
     add(conditions.lemma23_certificate(np.eye(2), np.eye(2), None, None))  # 8 ||I|| 1 > 1: refuted
     add(conditions.thm48_trace_certificate(np.eye(2), np.eye(2), np.eye(2), np.eye(2), (Fraction(1), Fraction(1, 2),
                                                                                           Fraction(1, 2)), True))
+    import sympy as sp2
+
+    S2, K2 = sp2.Matrix([[2, 0], [0, 1]]), sp2.Matrix([[0, 1], [-1, 0]])
+    A2 = K2 * S2.inv() + S2  # V = -I, B = I: A = K S^-1 - V S B
+    add(conditions.lemma44_design_certificate(A2, sp2.eye(2), -sp2.eye(2), S2, True))
     return out
 
 
@@ -240,7 +245,7 @@ def test_a_real_certificate_of_every_kind_rechecks_in_a_fresh_process(real, tmp_
     # nothing but the certificates package was loaded before the re-checks, and no solver after
     assert set(got["preloaded"]) <= {"flowcert", "flowcert.certificates", "flowcert.certificates.core",
                                      "flowcert.certificates.exact", "flowcert.certificates.kinds",
-                                     "flowcert.certificates.rounding"}
+                                     "flowcert.certificates.rounding", "flowcert.certificates.documents"}
     assert got["listed"] == sorted(kinds.KINDS)
     refused = {k: why for k, (ok, why) in got["verdicts"].items() if not ok}
     assert not refused
