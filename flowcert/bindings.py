@@ -31,6 +31,10 @@ __all__ = ["HOLDS", "FAILS", "Proof", "Hypothesis", "Entry", "register", "entry"
 
 HOLDS, FAILS = "holds", "fails"
 
+#: The hypotheses the engine itself reports for an entry it could not evaluate (always ``unknown``:
+#: :mod:`flowcert.engine`); ``flowcert recheck`` accepts them alone, in any entry.
+ENGINE_HYPOTHESES = frozenset({"size_within_limit", "stage_within_budget", "entry_evaluated", "evaluation"})
+
 
 @dataclass(frozen=True)
 class Proof:
@@ -91,8 +95,6 @@ class Hypothesis:
             certificate that proves another status than ``res`` says (a programming error: the
             declaration and the decision code disagree).
         """
-        from .certificates.claims import claim
-
         if res.name != self.name:
             raise ValueError(f"binding '{self.name}' to a result named '{res.name}'")
         cert = res.certificate
@@ -121,16 +123,31 @@ class Hypothesis:
 
 @dataclass(frozen=True)
 class Entry:
-    """The hypotheses a catalogue entry may report, in order; ``optional`` ones appear only on some paths
-    (a later hypothesis after an earlier one holds, a check that needs a simulated equilibrium)."""
+    """One catalogue entry, declared once: id, the paper's label, the statement (TeX, as corrected where
+    the paper is wrong, with ``correction`` saying what and why) and the hypotheses it may report, in
+    order; ``optional`` ones appear only on some paths (a later hypothesis once an earlier one holds,
+    a check that needs a simulated equilibrium)."""
 
     id: str
+    label: str
+    statement: str
     hypotheses: tuple[Hypothesis, ...]
     optional: frozenset[str] = field(default_factory=frozenset)
+    correction: str | None = None
 
     def by_name(self, name: str) -> Hypothesis | None:
         """The declared hypothesis called ``name``, or None."""
         return next((h for h in self.hypotheses if h.name == name), None)
+
+    def result(self, hypotheses: list[HypothesisResult], prediction: dict[str, Any],
+               cross_check: Any = None) -> Any:
+        """The record of this entry on given parameters (:class:`flowcert.catalogue.TheoremResult`)."""
+        from .catalogue import TheoremResult
+
+        out = TheoremResult(self.id, self.label, self.statement, hypotheses, prediction, correction=self.correction)
+        if cross_check is not None:
+            out.cross_check = cross_check
+        return out
 
 
 _REGISTRY: dict[str, dict[str, Entry]] = {}
@@ -141,7 +158,7 @@ EXTRA_CHECKS: dict[str, Callable[[Mapping[str, Any]], list[tuple[str, str]]]] = 
 
 #: system -> modules whose import registers its entries (imported by :func:`entries_of` on first use)
 MODULES: dict[str, tuple[str, ...]] = {
-    "gaussian": ("flowcert.gaussian.catalogue", "flowcert.gaussian.asymptotics", "flowcert.gaussian.regime"),
+    "gaussian": ("flowcert.papers.gaussian",),
 }
 
 

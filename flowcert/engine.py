@@ -21,6 +21,7 @@ from __future__ import annotations
 import traceback
 from typing import Callable
 
+from .bindings import ENGINE_HYPOTHESES
 from .catalogue import CrossCheck, TheoremResult
 from .certificates.core import HypothesisResult
 from .limits import STAGE_SECONDS, stage_skip_reason
@@ -31,8 +32,6 @@ __all__ = ["ENGINE_HYPOTHESES", "ENTRY_SECONDS", "error_text", "evaluate", "unde
 #: CPU-time budget of one catalogue entry (seconds).
 ENTRY_SECONDS = STAGE_SECONDS
 
-#: The hypotheses the engine itself reports for an entry it could not evaluate (always ``unknown``).
-ENGINE_HYPOTHESES = frozenset({"size_within_limit", "stage_within_budget", "entry_evaluated", "evaluation"})
 
 
 def error_text(exc: BaseException) -> str:

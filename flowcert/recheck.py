@@ -226,8 +226,6 @@ def recheck_files(paths: Sequence[str], *, strict: bool = False) -> Recheck:
     ParamError
         A file is not something flowcert wrote (see :func:`read_documents`).
     """
-    from .certificates.core import explain
-
     loaded = [(p, read_documents(p)) for p in paths]
     out = Recheck(files=[str(p) for p in paths], strict=strict)
     for p, docs in loaded:
@@ -417,7 +415,7 @@ def _theorem(out: DocumentCheck, base: str, t: Any, entry: Any, resolve: Any, se
         out.refused.append((base, "-", "a theorem record without a hypotheses list"))
         return
     names = [h.get("name") if isinstance(h, dict) else None for h in hyps]
-    from .engine import ENGINE_HYPOTHESES
+    from .bindings import ENGINE_HYPOTHESES
 
     if entry is not None and set(names) & ENGINE_HYPOTHESES:  # the engine did not evaluate the entry
         for j, h in enumerate(hyps):

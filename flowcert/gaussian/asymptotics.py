@@ -27,6 +27,9 @@ import sympy as sp
 
 from .. import bindings as bd
 from ..catalogue import CrossCheck, TheoremResult
+from ..papers.gaussian import (A_UNSTABLE, B_PD, COUNT, DETECT, ETA_NEG, ETA_POS, HURWITZ_A, LEMMA_4_4, MEAN_HURWITZ,
+                               NEG_SYM_A, NEG_V, PAPER_LMI, PD_EQ, RE_POS, SIGMA0_PD, SYM_A, THM_4_1, THM_4_7_1,
+                               THM_4_7_2, THM_4_7_3, THM_4_8, THM_4_11, TRACE, V_ETA, V_PD)
 from ..certificates import core, spectrum
 from ..certificates.conditions import thm48_trace_certificate
 from ..certificates.predicates import definiteness_witness, predicate_certificate
@@ -38,67 +41,6 @@ from ..numeric.gaussian import riccati
 from .params import GaussianParams
 
 ZERO_TOL = 1e-9
-
-# ---------------------------------------------------------------------------------------
-# The hypotheses of Table 1, each with its subject (flowcert.bindings)
-# ---------------------------------------------------------------------------------------
-
-NEG_V = bd.definite("-V > 0", "-params.V")
-V_PD = bd.definite("V > 0", "params.V")
-B_PD = bd.definite("B > 0", "params.B")
-SIGMA0_PD = bd.definite("Sigma0 > 0", "params.Sigma0")
-NEG_SYM_A = bd.semidefinite("-(A + A^T) >= 0", "-(params.A + params.A^T)")
-SYM_A = bd.semidefinite("A + A^T >= 0", "params.A + params.A^T")
-RE_POS = bd.hurwitz("Re spec(A) > 0", "-params.A")
-HURWITZ_A = bd.hurwitz("Re spec(A) < 0", "params.A")
-_ABVS = {"A": "params.A", "B": "params.B", "V": "params.V"}
-PD_EQ = bd.Hypothesis("pd_equilibrium_exists", (
-    bd.Proof("eta_pd_equilibrium", {"A": "params.A", "B": "params.B", "eta": "params.V[0,0]"},
-             lambda d: bd.HOLDS if d["exists"] is True else bd.FAILS if d["exists"] is False else None),
-    bd.Proof("trace_monotone", _ABVS, bd.FAILS),
-    bd.Proof("pd_equilibrium", _ABVS, bd.HOLDS),
-    bd.Proof("d2_equilibria", _ABVS, lambda d: bd.HOLDS if int(d["pd_count"]) > 0 else bd.FAILS)))
-# computed at a simulated equilibrium: no subject over the parameters alone (these stay unbound)
-PAPER_LMI = bd.Hypothesis("-(P V + V P) > 0 at Sigma_inf", (bd.Proof("pd", {}, bd.HOLDS),))
-MEAN_HURWITZ = bd.Hypothesis("A + eta Sigma_inf B + eta I Hurwitz", tuple(
-    bd.Proof(p.kind, {}, p.proves) for p in bd.hurwitz("", "").proofs))
-TRACE = bd.Hypothesis("tr Sigma0 > -alpha / beta", (
-    bd.Proof("thm48_trace_condition", {"A": "params.A", "V": "params.V", "B": "params.B", "Sigma0": "params.Sigma0"},
-             bd.by_value),
-    bd.Proof("not_symmetric", {"M": "params.V"}, bd.FAILS, key="V"),
-    bd.Proof("not_symmetric", {"M": "params.B"}, bd.FAILS, key="B")))
-V_ETA = bd.predicate("V = eta I", "scalar_identity", {"M": "params.V"})
-ETA_NEG = bd.predicate("eta < 0", "scalar_identity_sign", {"M": "params.V"}, sign=-1)
-ETA_POS = bd.predicate("eta > 0", "scalar_identity_sign", {"M": "params.V"}, sign=1)
-_Q = "-params.V[0,0]*(params.B + params.B^T)"
-DETECT = bd.Hypothesis("eta(B + B^T) <= 0 and (H, A) detectable", (
-    bd.Proof("pd", {"M": _Q}, bd.HOLDS),
-    bd.Proof("detectability", {"A": "params.A", "Q": _Q},
-             lambda d: bd.HOLDS if d["detectable"] is True else bd.FAILS if d["detectable"] is False else None),
-    bd.Proof("not_psd", {"M": _Q}, bd.FAILS),
-    bd.Proof("not_symmetric", {"M": _Q}, bd.FAILS)))
-COUNT = bd.Hypothesis("unstable count k of A certified", (bd.Proof("unstable_count", {"J": "params.A"}, bd.HOLDS),
-                                                           bd.Proof("spectrum_inertia", {"J": "params.A"}, bd.HOLDS)))
-A_UNSTABLE = bd.Hypothesis("A has an eigenvalue with Re > 0", (
-    bd.Proof("unstable_count", {"J": "params.A"}, lambda d: bd.HOLDS if int(d["count"]) >= 1 else bd.FAILS),
-    bd.Proof("spectrum_inertia", {"J": "params.A"}, lambda d: bd.HOLDS if int(d["inertia"][0]) >= 1 else bd.FAILS),
-    bd.Proof("predicate", {"M": "params.A"}, lambda d: bd.FAILS if d["value"] is True else None, {"predicate": "zero"})))
-_ETA_TAIL = frozenset({SIGMA0_PD.name, DETECT.name, COUNT.name})  # reported only once V = eta I holds
-
-bd.register("gaussian",
-            bd.Entry("gaussian:thm-4.1", (V_ETA, SIGMA0_PD, DETECT, COUNT), optional=_ETA_TAIL),
-            bd.Entry("gaussian:lemma-4.4", (PD_EQ,)),
-            bd.Entry("gaussian:thm-4.7.1", (NEG_V, B_PD, SIGMA0_PD, RE_POS, PD_EQ, PAPER_LMI),
-                     optional=frozenset({PD_EQ.name, PAPER_LMI.name})),
-            bd.Entry("gaussian:thm-4.7.2", (NEG_V, B_PD, NEG_SYM_A)),
-            bd.Entry("gaussian:thm-4.7.3", (NEG_V, B_PD, HURWITZ_A)),
-            bd.Entry("gaussian:thm-4.8.1", (V_PD, B_PD, SIGMA0_PD, SYM_A)),
-            bd.Entry("gaussian:thm-4.8.2", (V_PD, B_PD, SIGMA0_PD, TRACE)),
-            bd.Entry("gaussian:thm-4.11.1", (V_ETA, SIGMA0_PD, DETECT, COUNT, ETA_NEG, MEAN_HURWITZ),
-                     optional=_ETA_TAIL | {MEAN_HURWITZ.name}),
-            bd.Entry("gaussian:thm-4.11.2", (V_ETA, SIGMA0_PD, DETECT, COUNT, ETA_POS, A_UNSTABLE),
-                     optional=_ETA_TAIL))
-
 
 class Equilibrium:
     """The long-time limit of the simulation, polished by Newton (None if there is none).
@@ -183,15 +125,7 @@ def thm_4_7_1(p: GaussianParams, eq: Equilibrium) -> TheoremResult:
             SIGMA0_PD.bind(definite(p.Sigma0, "Sigma0", 1)), RE_POS.bind(spectrum.hurwitz("Re spec(A) > 0", -p.A))]
     prediction: dict[str, Any] = {"paper": "a PD equilibrium Sigma_inf of (18) exists (FALSE in general)",
                                   "corrected": "if a PD equilibrium with -(P V + V P) > 0 exists, it is locally exponentially stable"}
-    result = TheoremResult(
-        "gaussian:thm-4.7.1", "Theorem 4.7 (1)",
-        r"\text{(1')}\ \Sigma_\infty\succ0\ \text{solves (18)},\ \Sigma_\infty^{-1}V+V\Sigma_\infty^{-1}\prec0"
-        r"\ \Rightarrow\ \Sigma_\infty\ \text{locally exponentially stable}",
-        hyps, prediction,
-        correction="As printed, (1) claims a PD equilibrium exists whenever V<0, B>0, Re spec A>0; this is false "
-                   "(note 000, erratum 1: A=[[1,4],[0,1]], B=I/2, V=-diag(1/2,1/10) has none). flowcert checks the "
-                   "corrected local statement (1') and reports existence only with a certificate.",
-    )
+    result = THM_4_7_1.result(hyps, prediction)
     if eq.kind == "pd" and eq.S is not None:
         ex = PD_EQ.bind(cert.pd_equilibrium(p.A, p.B, p.V, eq.S))
         hyps.append(ex)
@@ -240,12 +174,7 @@ def thm_4_7_2(p: GaussianParams) -> TheoremResult:
     """Thm. 4.7(2): V < 0, B > 0, lambda_max(A + A^T) <= 0 imply Sigma(t) -> 0."""
     hyps = [NEG_V.bind(definite(p.V, "V", -1)), B_PD.bind(definite(p.B, "B", 1)),
             NEG_SYM_A.bind(semidefinite(-sym_part(p.A), "-(A + A^T)"))]
-    return TheoremResult(
-        "gaussian:thm-4.7.2", "Theorem 4.7 (2)",
-        r"V\prec0,\ B\succ0,\ \lambda_{\max}(A+A^\top)\le0\ \Rightarrow\ \Sigma(t)\to0",
-        hyps, {"Sigma": "converges_zero"},
-        correction="The hypothesis Re spec(A) <= 0 is implied by lambda_max(A + A^T) <= 0 (note 000, erratum 7).",
-    )
+    return THM_4_7_2.result(hyps, {"Sigma": "converges_zero"})
 
 
 def thm_4_7_3(p: GaussianParams) -> TheoremResult:
@@ -258,17 +187,12 @@ def thm_4_7_3(p: GaussianParams) -> TheoremResult:
     denom = 2 * lam_v * lam_b
     y_star = -p.d * lam_a / denom if lam_a > 0 and denom < 0 else (float("inf") if lam_a > 0 else 0.0)
     bound = max(float(np.trace(p.Sigma0)), y_star)
-    return TheoremResult(
-        "gaussian:thm-4.7.3", "Theorem 4.7 (3)",
-        r"V\prec0,\ B\succ0,\ \operatorname{Re}\operatorname{spec}A<0\ \Rightarrow\ 0\ \text{locally stable},\ "
-        r"\operatorname{tr}\Sigma\le\max(\operatorname{tr}\Sigma_0,y^*)",
+    return THM_4_7_3.result(
         hyps, {"Sigma_zero": "locally exponentially stable", "trace_bound": bound, "y_star": y_star,
                "trace_inequality_36": {"lambda_max(A + A^T)": lam_a, "lambda_max(V)": lam_v, "lambda_min(B)": lam_b,
                                        "corrected": "d tr Sigma/dt <= lambda_max(A + A^T) tr Sigma + "
                                                     "(2/d) lambda_max(V) lambda_min(B) (tr Sigma)^2"},
-               "global": "not claimed (false in general: bistability)"},
-        correction="The trace bound uses lambda_max(V) lambda_min(B) (inequality (36) of the paper has lambda_max(B)).",
-    )
+               "global": "not claimed (false in general: bistability)"})
 
 
 def _beta_alpha(p: GaussianParams) -> tuple[Fraction, Fraction] | None:
@@ -395,13 +319,7 @@ def thm_4_8(p: GaussianParams, item: int) -> TheoremResult:
         hyps = base + [SYM_A.bind(semidefinite(sym_part(p.A), "A + A^T"))]
     else:
         hyps = base + [_trace_condition(p)]
-    result = TheoremResult(
-        f"gaussian:thm-4.8.{item}", f"Theorem 4.8 ({item})",
-        r"V\succ0,\ B\succ0,\ " + (r"\alpha\ge0" if item == 1 else r"\operatorname{tr}\Sigma_0>-\alpha/\beta")
-        + r"\ \Rightarrow\ T_f\le\tfrac1\alpha\log\!\big(1+\tfrac{\alpha}{\beta\operatorname{tr}\Sigma_0}\big)",
-        hyps, {"Sigma": "blows_up"},
-        correction=None if item == 1 else "The paper's constant C is made explicit: tr Sigma0 > d|alpha| / (2 lambda_min(V) lambda_min(B)).",
-    )
+    result = THM_4_8[item].result(hyps, {"Sigma": "blows_up"})
     if result.applies:
         result.prediction["blowup_time_upper_bound"] = blowup_bound(p)
     return result
@@ -416,9 +334,7 @@ def lemma_4_4(p: GaussianParams, eq: Equilibrium, ea: EtaAnalysis | None = None)
     """
     hyps: list[core.HypothesisResult] = []
     prediction: dict[str, Any] = {"spectrum": "purely imaginary"}
-    result = TheoremResult("gaussian:lemma-4.4", "Lemma 4.4",
-                           r"\Sigma_\infty\succ0\ \text{solves (18)}\ \Rightarrow\ \operatorname{spec}(A+V\Sigma_\infty B)\subset i\mathbb R",
-                           hyps, prediction)
+    result = LEMMA_4_4.result(hyps, prediction)
     by_eta = None if ea is None or ea.eta is None else cert.pd_equilibrium_eta(p.A, p.B, ea.eta, ea.count_cert)
     S = eq.S if eq.kind == "pd" else None
     if S is None and by_eta is not None and by_eta.status == "holds":
@@ -548,16 +464,7 @@ def _eta_hyps(p: GaussianParams, ea: EtaAnalysis) -> list[core.HypothesisResult]
 
 def thm_4_1(p: GaussianParams, ea: EtaAnalysis) -> TheoremResult:
     """Thm 4.1 with the corrected hypothesis eta(B + B^T) < 0 (note 000, erratum 3)."""
-    result = TheoremResult(
-        "gaussian:thm-4.1", "Theorem 4.1",
-        r"V=\eta I,\ \eta(B+B^\top)\prec0\ \Rightarrow\ \Sigma(t)\to U\begin{pmatrix}\Sigma^a_\infty&0\\0&0\end{pmatrix}U^\top,"
-        r"\ A_a^\top P+PA_a=-B_{11},\ \Sigma^a_\infty=P^{-1}",
-        _eta_hyps(p, ea), {},
-        correction="The printed hypothesis (12), eta(B + B^T) <= 0, is not enough (B skew, A = I diverges); "
-                   "flowcert requires (12) together with detectability of (H, A), -H^T H = eta(B + B^T) (implied by "
-                   "eta(B + B^T) < 0), decided exactly by the PBH test; imaginary-axis modes then decay "
-                   "algebraically (like 1/t).",
-    )
+    result = THM_4_1.result(_eta_hyps(p, ea), {})
     if ea.limit is not None and ea.limit.Sigma_inf is not None:
         S_inf = ea.limit.Sigma_inf
         result.prediction.update(Sigma_inf=S_inf.tolist(), rank=ea.limit.schur.k, P11_positive_definite=bool(ea.limit.p11_pd))
@@ -612,15 +519,7 @@ def thm_4_11(p: GaussianParams, ea: EtaAnalysis, item: int) -> TheoremResult:
                             ea.eta, "exact comparison"))
     if item == 2:
         hyps.append(_unstable_hyp(ea))
-    result = TheoremResult(
-        f"gaussian:thm-4.11.{item}", f"Theorem 4.11 ({item})",
-        (r"\eta<0\ \Rightarrow\ \mu(t)\to-(A+\eta\Sigma_\infty B+\eta I)^{-1}b" if item == 1
-         else r"\eta>0,\ A_a\ne\emptyset\ \Rightarrow\ \|\mu(t)\|\to\infty\ \text{(generic }\mu_0)"),
-        hyps, {},
-        correction=("Sigma_inf is the Theorem 4.1 limit (eq. (18) alone has several solutions)." if item == 1 else
-                    "As printed, B + B^T > 0 with eta > 0 contradicts (12) (that case blows up, Thm 4.8); flowcert uses "
-                    "eta(B + B^T) < 0. Divergence holds for generic mu0, not on the stable manifold (mu0 = 0, b = 0 stays 0)."),
-    )
+    result = THM_4_11[item].result(hyps, {})
     if ea.limit is None or ea.limit.Sigma_inf is None or ea.eta is None:
         return result
     M = riccati.closed_loop_mean_matrix(p.A, p.B, ea.eta, ea.limit.Sigma_inf)

@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import sympy as sp
 
 from .. import __version__
-from .. import bindings as bd
 from . import asymptotics
 from .regime import consistency as asymptotics_consistency
+from ..bindings import stamp
 from ..catalogue import CrossCheck, TheoremResult
 from ..certificates.conditions import lemma23_certificate
 from ..certificates.hypotheses import gram, holds_by, semidefinite, upper_eigenvalue_bound
@@ -33,44 +33,12 @@ from ..limits import stage_skip_reason
 from ..numeric.integration import BudgetExceeded, stage_budget
 from ..certificates import core
 from ..numeric import gaussian as ng
+from ..papers.gaussian import (ACTIVATION, CLOSURE, CONTINUOUS, LEMMA23, LEMMA_2_3, LEMMA_3_1, PROP_2_1, PROP_2_4,
+                               SIGMA0_PSD, TABLE_1, THM_3_3)
 from .params import GaussianParams
 from ..symbolic import gaussian as sym
 
 ZERO_TOL = 1e-9
-
-
-# ---------------------------------------------------------------------------------------
-# The hypotheses of this module, each with its subject (flowcert.bindings)
-# ---------------------------------------------------------------------------------------
-
-ACTIVATION = bd.predicate("activation_identity", "equals", {"x": "params.activation"}, literal="identity")
-SIGMA0_PSD = bd.semidefinite("Sigma0 >= 0", "params.Sigma0")
-
-
-def _constant(resolve: Any) -> bool:
-    """The document's coefficients are numbers (no expression in t): then continuity is a certified predicate."""
-    def numbers(x: Any) -> bool:
-        return all(numbers(y) for y in x) if isinstance(x, list) else isinstance(x, (int, float)) and not isinstance(x, bool)
-
-    try:
-        return all(numbers(resolve(f"params.{k}")) for k in ("A", "B", "V", "b"))
-    except KeyError:
-        return True
-
-
-CONTINUOUS = bd.Hypothesis("coefficients_continuous", bd.predicate(
-    "", "numeric", {k: f"params.{k}" for k in ("A", "B", "V", "b")}).proofs, certifiable_holds=_constant)
-CLOSURE = bd.Hypothesis("moment_closure_proved", (bd.Proof("symbolic_identity", {}, bd.HOLDS,
-                                                          {"identity": "gaussian:moment_closure"}),))
-LEMMA23 = bd.Hypothesis("8 ||B||_2 lambda_max(Sigma0) < 1", (bd.Proof(
-    "lemma23_condition", {"B": "params.B", "Sigma0": "params.Sigma0"}, bd.by_value),))
-
-bd.register("gaussian",
-            bd.Entry("gaussian:prop-2.1", (ACTIVATION, SIGMA0_PSD, CONTINUOUS, CLOSURE)),
-            bd.Entry("gaussian:lemma-2.3", (LEMMA23,)),
-            bd.Entry("gaussian:prop-2.4", (SIGMA0_PSD, LEMMA23)),
-            bd.Entry("gaussian:lemma-3.1", (SIGMA0_PSD, CONTINUOUS)),
-            bd.Entry("gaussian:thm-3.3", (SIGMA0_PSD,)))
 
 
 def sigma0_psd(Sigma0: np.ndarray) -> core.HypothesisResult:
@@ -112,12 +80,7 @@ def prop_2_1(p: GaussianParams, simulate: bool, seed: int = 0) -> TheoremResult:
         "mu_dot": "(A + V + V Sigma B) mu + b",
         "Sigma_dot": "A Sigma + Sigma A^T + V Sigma B Sigma + Sigma B^T Sigma V^T",
     }
-    result = TheoremResult(
-        "gaussian:prop-2.1", "Proposition 2.1",
-        r"\rho_0=\mathcal N(\mu_0,\Sigma_0),\ \sigma=\mathrm{id}\ \Rightarrow\ \rho_t=\mathcal N(\mu(t),\Sigma(t)),\ "
-        r"\dot\mu=(A+V+V\Sigma B)\mu+b,\ \dot\Sigma=A\Sigma+\Sigma A^\top+V\Sigma B\Sigma+\Sigma B^\top\Sigma V^\top",
-        hyps, prediction,
-    )
+    result = PROP_2_1.result(hyps, prediction)
     if simulate:
         skip = stage_skip_reason("gaussian:particles", p.d)
         result.cross_check = particle_cross_check(p, seed) if skip is None else CrossCheck("skipped", {"reason": skip})
@@ -213,15 +176,11 @@ def particle_cross_check(p: GaussianParams, seed: int = 0) -> CrossCheck:
 def lemma_3_1(p: GaussianParams) -> TheoremResult:
     """Lemma 3.1: Sigma(t) = Psi Sigma0 Psi^T with det Psi > 0, so rank and inertia are constant."""
     t_end = min(p.t_end, 10.0)
-    rank_cert = bd.stamp(core.inertia_certificate(p.Sigma0, "Sigma0"), {"M": "params.Sigma0"})
+    rank_cert = stamp(core.inertia_certificate(p.Sigma0, "Sigma0"), {"M": "params.Sigma0"})
     n_pos, n_neg, n_zero = rank_cert.data["inertia"]
     r0 = n_pos + n_neg  # exact rank of the given Sigma0 (the numerical rank may differ)
-    result = TheoremResult(
-        "gaussian:lemma-3.1", "Lemma 3.1",
-        r"\operatorname{rank}\Sigma(t)=\operatorname{rank}\Sigma_0\ \text{for } t<T_{\max},\ \Sigma(t)=\Psi\Sigma_0\Psi^\top,\ \dot\Psi=(A+V\Sigma B)\Psi",
-        [sigma0_psd(p.Sigma0), _continuity(p)],
-        {"rank": r0, "inertia": [n_pos, n_neg, n_zero], "certificate": rank_cert.to_json()},
-    )
+    result = LEMMA_3_1.result([sigma0_psd(p.Sigma0), _continuity(p)],
+                              {"rank": r0, "inertia": [n_pos, n_neg, n_zero], "certificate": rank_cert.to_json()})
     if (skip := stage_skip_reason("gaussian:lemma-3.1", p.d)) is not None:
         result.cross_check = CrossCheck("skipped", {"reason": f"size: the transport check integrates 2 d^2 + 1 states; {skip}"})
         return result
@@ -261,14 +220,10 @@ def thm_3_3(p: GaussianParams, seed: int = 0) -> TheoremResult:
     from ..numeric.gaussian import reach
 
     r0 = reach.numerical_rank(p.Sigma0)
-    result = TheoremResult(
-        "gaussian:thm-3.3", "Theorem 3.3",
-        r"\forall T>0,\ \hat\Sigma\succeq0,\ \operatorname{rank}\hat\Sigma=\operatorname{rank}\Sigma_0:\ "
-        r"\exists\,A,B,V,b\in C([0,T])\ \text{with}\ (\mu(T),\Sigma(T))=(\hat\mu,\hat\Sigma)",
+    result = THM_3_3.result(
         [sigma0_psd(p.Sigma0)],
         {"reachable_set": f"all (mu, Sigma) with Sigma >= 0 of rank {r0}, for every T > 0",
-         "construction": "B = Sigma^+, A = -V - V Sigma B, V = -Phi' Phi^{-1}, Phi: I -> M in GL+(d), M Sigma0 M^T = target"},
-    )
+         "construction": "B = Sigma^+, A = -V - V Sigma B, V = -Phi' Phi^{-1}, Phi: I -> M in GL+(d), M Sigma0 M^T = target"})
     rng = np.random.default_rng(seed)
     G = rng.normal(size=(p.d, r0))
     target = G @ G.T
@@ -339,11 +294,7 @@ def lemma_2_3(p: GaussianParams) -> TheoremResult:
     from ..numeric.gaussian import relu
 
     hyp = _lemma23_hypothesis(p)
-    result = TheoremResult(
-        "gaussian:lemma-2.3", "Lemma 2.3",
-        r"4\|B\|\le\kappa_0<\tfrac1{2\lambda_{\max}(\Sigma_0)}\ \Rightarrow\ \exists T^*>0:\ E_t\le2E_0\ \text{on}\ [0,T^*]",
-        [hyp], {},
-    )
+    result = LEMMA_2_3.result([hyp], {})
     if hyp.status == "holds":
         lo, hi, _ = relu.lemma23_kappa_interval(p.B, p.Sigma0)
         result.prediction.update(kappa0_interval=[lo, hi], E0_at_kappa0_lo=relu.E0(lo, p.mu0, p.Sigma0))
@@ -355,11 +306,7 @@ def prop_2_4(p: GaussianParams, simulate: bool, seed: int = 0) -> TheoremResult:
     """Prop 2.4: W2(rho_t, nu_t) <= t ||max(0, -(A x + b))||_{L2(rho_0)} + O(t^2)."""
     from ..numeric.gaussian import relu
 
-    result = TheoremResult(
-        "gaussian:prop-2.4", "Proposition 2.4",
-        r"W_2(\rho_t,\nu_t)\le t\,\|\max(0,-(Ax+b))\|_{L^2(\rho_0)}+\mathcal O(t^2)",
-        [sigma0_psd(p.Sigma0), _lemma23_hypothesis(p)], {},
-    )
+    result = PROP_2_4.result([sigma0_psd(p.Sigma0), _lemma23_hypothesis(p)], {})
     if p.time_varying:
         return result
     slope = relu.relu_slope(p.A, p.b, p.mu0, p.Sigma0)
@@ -377,16 +324,8 @@ def prop_2_4(p: GaussianParams, simulate: bool, seed: int = 0) -> TheoremResult:
     return result
 
 
-#: Table 1 of the gaussian paper, in the order :func:`asymptotics.entries` returns it.
-TABLE_1 = (("gaussian:thm-4.1", "Theorem 4.1"), ("gaussian:lemma-4.4", "Lemma 4.4"),
-           ("gaussian:thm-4.7.1", "Theorem 4.7 (1)"), ("gaussian:thm-4.7.2", "Theorem 4.7 (2)"),
-           ("gaussian:thm-4.7.3", "Theorem 4.7 (3)"), ("gaussian:thm-4.8.1", "Theorem 4.8 (1)"),
-           ("gaussian:thm-4.8.2", "Theorem 4.8 (2)"), ("gaussian:thm-4.11.1", "Theorem 4.11 (1)"),
-           ("gaussian:thm-4.11.2", "Theorem 4.11 (2)"))
-
-
 #: Entries whose size limit (:data:`flowcert.limits.STAGE_MAX_D`) skips the cross-check only.
-CROSS_CHECK_LIMITED = frozenset({"gaussian:lemma-3.1", "gaussian:thm-3.3"})
+CROSS_CHECK_LIMITED = (LEMMA_3_1, THM_3_3)
 
 #: CPU-time budget of Table 1 as a whole (each entry gets :data:`flowcert.engine.ENTRY_SECONDS`).
 TABLE_SECONDS = 2 * ENTRY_SECONDS
@@ -437,19 +376,17 @@ def verify_run(p: GaussianParams, simulate: bool = False, seed: int = 0) -> tupl
 def _verify(p: GaussianParams, simulate: bool, seed: int) -> tuple[dict[str, Any], Any]:
     integrate_skip = stage_skip_reason("gaussian:integrate", p.d)
     sol = ng.integrate_moments(coefficients(p), p.mu0, p.Sigma0, p.t_end) if integrate_skip is None else None
-    entries = [("gaussian:prop-2.1", "Proposition 2.1", lambda: prop_2_1(p, simulate, seed)),
-               ("gaussian:lemma-2.3", "Lemma 2.3", lambda: lemma_2_3(p)),
-               ("gaussian:prop-2.4", "Proposition 2.4", lambda: prop_2_4(p, simulate, seed)),
-               ("gaussian:lemma-3.1", "Lemma 3.1", lambda: lemma_3_1(p)),
-               ("gaussian:thm-3.3", "Theorem 3.3", lambda: thm_3_3(p, seed))]
-    theorems = [evaluate(i, label, build, d=None if i in CROSS_CHECK_LIMITED else p.d) for i, label, build in entries]
+    entries = [(PROP_2_1, lambda: prop_2_1(p, simulate, seed)), (LEMMA_2_3, lambda: lemma_2_3(p)),
+               (PROP_2_4, lambda: prop_2_4(p, simulate, seed)), (LEMMA_3_1, lambda: lemma_3_1(p)),
+               (THM_3_3, lambda: thm_3_3(p, seed))]
+    theorems = [evaluate(e.id, e.label, build, d=None if e in CROSS_CHECK_LIMITED else p.d) for e, build in entries]
     reg: dict[str, Any] = {"Sigma": "unknown", "mu": "unknown", "Sigma_inf": None, "mu_inf": None,
                            "blowup_time_upper_bound": None, "basis": "simulation"}
     if p.time_varying:
         reg["reason"] = "time-varying parameters: Table 1 covers constant ones"
     elif (skip := stage_skip_reason("gaussian:table-1", p.d) or integrate_skip) is not None:
         reg["reason"] = f"Table 1 analysis {skip}"
-        theorems += [undecided(i, label, "size_within_limit", "flowcert.limits", skip) for i, label in TABLE_1]
+        theorems += [undecided(e.id, e.label, "size_within_limit", "flowcert.limits", skip) for e in TABLE_1]
     else:
         try:
             with stage_budget(TABLE_SECONDS, "Table 1 analysis"):
@@ -459,11 +396,11 @@ def _verify(p: GaussianParams, simulate: bool, seed: int) -> tuple[dict[str, Any
                 reg["reason"] = f"the moment equation could not be integrated ({sol.message}); only theorems decide"
         except BudgetExceeded as exc:
             reg["reason"] = str(exc)
-            theorems += [undecided(i, label, "stage_within_budget", "budget", str(exc)) for i, label in TABLE_1]
+            theorems += [undecided(e.id, e.label, "stage_within_budget", "budget", str(exc)) for e in TABLE_1]
         except Exception as exc:  # noqa: BLE001 - never a crash, never a verdict without evidence
             why = f"Table 1 analysis failed: {type(exc).__name__}: {exc}"
             reg["reason"] = why
-            theorems += [undecided(i, label, "entry_evaluated", "internal", why) for i, label in TABLE_1]
+            theorems += [undecided(e.id, e.label, "entry_evaluated", "internal", why) for e in TABLE_1]
     doc: dict[str, Any] = {
         "flowcert": __version__,
         "system": "gaussian",

@@ -34,13 +34,13 @@ Arguments used (constant :math:`A,B,V`):
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import sympy as sp
 
 from ..bindings import stamp, stamp_result
+from ..papers.gaussian import DESIGN_SUBJECT, Q_SUBJECT
 from ..certificates import core, spectrum
 from ..certificates import gaussian as cert
 from ..certificates.conditions import lemma44_design_certificate
@@ -106,7 +106,7 @@ def riccati_facts(p: GaussianParams) -> dict[str, Any]:
             "argument": (f"(H, A) is not detectable ({det.claim}); an unobservable eigenvector x with Re lambda > 0 "
                          "has x^* Sigma(t)^-1 x = e^{-2 Re lambda t} x^* Sigma0^-1 x -> 0, so ||Sigma(t)|| grows at "
                          "least like e^{2 Re lambda t}; P = Sigma^-1 stays PD, so no blow-up"),
-            "certificate": stamp(det, {"A": "params.A", "Q": _Q_SUBJECT}).to_json()}
+            "certificate": stamp(det, {"A": "params.A", "Q": Q_SUBJECT}).to_json()}
     elif not det.data["detectable"] and p_ == 0 and z_ > 0:
         if core.is_psd(-(Aq + Aq.T)):
             out["bounded"] = ("unobservable modes on the imaginary axis, A + A^T <= 0 (exact): Sigma(t) <= "
@@ -361,104 +361,3 @@ def lemma_4_4_design(Sigma_inf: Any, K: Any, V: Any, B: Any) -> dict[str, Any]:
             "residual_is_zero": zero, "M_spectrum": [[float(z.real), float(z.imag)] for z in eig],
             "lemma": "gaussian:lemma-4.4", "formula": "A = K Sigma_inf^-1 - V Sigma_inf B, K skew",
             "certificate": cert.to_json()}
-
-
-#: what the design certificate speaks of: the spec given (``params``) and the A the document states
-DESIGN_SUBJECT = {"A": "A_exact", "B": "params.B", "V": "params.V", "Sigma": "params.Sigma_inf"}
-
-
-# ---------------------------------------------------------------------------------------
-# ``flowcert recheck``: the certified part of the regime, re-derived from the theorem records
-# ---------------------------------------------------------------------------------------
-
-
-def check_regime(doc: dict[str, Any]) -> list[tuple[str, str]]:
-    """Refusals ``(JSON path, reason)`` of a saved document's ``regime``, re-derived from its theorem
-    records (whose statuses and ``applies`` the recheck has bound to certificates): a certified claim
-    needs the theorem that proves it, with the same numbers, and no claim may contradict one.
-
-    A ``basis: simulation`` regime is an observation: it is checked not to contradict a certified
-    theorem, not re-derived.
-    """
-    if doc.get("lemma") == "gaussian:lemma-4.4":  # a design document: its claim needs its bound certificate
-        c = doc.get("certificate") or {}
-        if c.get("kind") != "lemma44_design" or c.get("subject") != DESIGN_SUBJECT or \
-                (c.get("data") or {}).get("residual_is_zero") is not doc.get("residual_is_zero"):
-            return [("$.residual_is_zero", "residual_is_zero needs the lemma44_design certificate of this spec and A")]
-        try:
-            nearest = [[float(Fraction(x)) for x in row] for row in doc.get("A_exact") or []]
-        except (TypeError, ValueError, ZeroDivisionError):
-            nearest = None
-        return [] if nearest == doc.get("A") else [("$.A", "A is not the nearest floats of A_exact")]
-    reg = doc.get("regime")
-    if not isinstance(reg, dict):
-        return []
-    th = {t.get("id"): t for t in doc.get("theorems", []) if isinstance(t, dict)}
-    out: list[tuple[str, str]] = []
-
-    def applies(i: str) -> bool:
-        return th.get(i, {}).get("applies") is True
-
-    def hold(i: str, names: tuple[str, ...]) -> bool:
-        hs = {h.get("name"): h.get("status") for h in th.get(i, {}).get("hypotheses", []) if isinstance(h, dict)}
-        return all(hs.get(n) == "holds" for n in names)
-
-    kind, basis = reg.get("Sigma"), reg.get("basis")
-    blowup = [i for i in ("1", "2") if applies(f"gaussian:thm-4.8.{i}")]
-    if blowup and kind not in ("blows_up", "unknown"):
-        out.append(("$.regime.Sigma", f"Theorem 4.8 ({blowup[0]}) applies, so the regime is blows_up, not {kind!r}"))
-    if kind == "blows_up":
-        if basis != "certified" or not blowup:
-            out.append(("$.regime.Sigma", "blows_up needs a proof: no Theorem 4.8 entry applies in this document"))
-        elif reg.get("argument") not in [f"Theorem 4.8 ({i})" for i in blowup]:
-            out.append(("$.regime.argument", f"argument {reg.get('argument')!r} is not an applying Theorem 4.8"))
-        else:
-            i = reg["argument"][-2]
-            want = th[f"gaussian:thm-4.8.{i}"].get("prediction", {}).get("blowup_time_upper_bound")
-            if reg.get("blowup_time_upper_bound") != want:
-                out.append(("$.regime.blowup_time_upper_bound",
-                            f"{reg.get('blowup_time_upper_bound')!r} is not Theorem 4.8 ({i})'s bound {want!r}"))
-    elif basis == "certified":
-        t41 = th.get("gaussian:thm-4.1", {}).get("prediction", {})
-        if isinstance(kind, str) and kind.startswith("converges_"):
-            by41 = applies("gaussian:thm-4.1") and t41.get("Sigma_inf") is not None and reg.get("Sigma_inf") == t41["Sigma_inf"]
-            if by41:
-                k, d = t41.get("rank"), len(t41["Sigma_inf"])
-                want = "converges_zero" if k == 0 else "converges_pd" if k == d else "converges_singular"
-                by41 = kind == want
-            by472 = (applies("gaussian:thm-4.7.2") and kind == "converges_zero"
-                     and not np.any(np.asarray(reg.get("Sigma_inf") or [[1.0]], dtype=float)))
-            if not (by41 or by472):
-                out.append(("$.regime.Sigma", f"certified {kind} with this Sigma_inf follows from no applying "
-                                              "theorem (Theorem 4.1 with its limit, Theorem 4.7 (2))"))
-        elif kind == "unbounded":
-            c = (reg.get("growth_rate") or {}).get("certificate") or {}
-            data = c.get("data") or {}
-            if (c.get("kind") != "detectability" or data.get("detectable") is not False
-                    or not (data.get("inertia") or [0])[0] > 0 or c.get("subject") != {"A": "params.A", "Q": _Q_SUBJECT}):
-                out.append(("$.regime.growth_rate.certificate", "certified unbounded needs a detectability certificate "
-                                                                "of (params.A, Q) with an unobservable unstable mode"))
-        elif kind == "bounded":
-            if not hold("gaussian:thm-4.7.3", ("-V > 0", "B > 0")):
-                out.append(("$.regime.Sigma", "certified bounded needs the trace bound of Theorem 4.7 (-V > 0, B > 0 hold)"))
-        else:
-            out.append(("$.regime.basis", f"basis certified with Sigma {kind!r}: nothing certified to re-derive"))
-    if applies("gaussian:thm-4.7.2") and kind not in ("converges_zero", "unknown"):
-        out.append(("$.regime.Sigma", f"Theorem 4.7 (2) applies (Sigma -> 0) but the regime says {kind!r}"))
-    if reg.get("trace_bound") is not None:
-        t473 = th.get("gaussian:thm-4.7.3", {})
-        if not hold("gaussian:thm-4.7.3", ("-V > 0", "B > 0")) or reg["trace_bound"] != t473.get("prediction", {}).get("trace_bound"):
-            out.append(("$.regime.trace_bound", "the trace bound is not Theorem 4.7's for these parameters"))
-    return out
-
-
-_Q_SUBJECT = "-params.V[0,0]*(params.B + params.B^T)"
-
-
-def _register() -> None:
-    from ..bindings import EXTRA_CHECKS
-
-    EXTRA_CHECKS["gaussian"] = check_regime
-
-
-_register()
