@@ -537,12 +537,13 @@ def judge(raw: dict[str, Any], doc: dict[str, Any], meta: dict[str, Any] | None 
     meta = meta or {}
     jd = Judgement()
     ex = Exact.from_raw(raw)
-    # every certificate anywhere in the document
-    for path, node in _walk(doc, "doc"):
-        if {"kind", "claim", "data"} <= set(node):
-            jd.certificates += 1
-            if not core.recheck(node):
-                jd.bad_certificates.append(f"{path} ({node['kind']})")
+    # every certificate anywhere in the document, re-checked with the document (its subjects filled in
+    # from the document's parameters, its status, claim and the entry's names re-derived)
+    from flowcert.recheck import recheck_document
+
+    dc = recheck_document(doc)
+    jd.certificates += len(dc.records) + len(dc.unchecked)
+    jd.bad_certificates += [f"{path} ({kind}): {why}" for path, kind, why in dc.refused]
     # every hypothesis-shaped verdict anywhere in the document
     for path, node in _walk(doc, "doc"):
         if not ({"name", "status", "method"} <= set(node)) or node.get("status") not in jd.counts:
