@@ -1,0 +1,143 @@
+"""How a :class:`~flowcert.result.Result` shows itself in Jupyter: a compact styled table.
+
+One row per theorem: its id (with the paper's label and title), the verdict (``applies`` /
+``inapplicable`` / ``undecided``), the cross-check (``agrees`` / ``disagrees`` / ``skipped``) and the
+hypotheses folded in a ``<details>`` element whose summary counts them and names the one that decides
+a theorem that does not apply. Long texts are cut (:data:`TEXT_CAP` characters) and certificates are
+not shown (they are in :meth:`~flowcert.result.Result.to_json`), so the page stays small whatever
+the size of the matrices: a few kilobytes per theorem at most. The markup is well-formed XML; every
+text is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+__all__ = ["TEXT_CAP", "result_html", "result_markdown", "table_html"]
+
+#: Longest method / detail text shown in the table (characters); the full text is in the JSON.
+TEXT_CAP = 120
+
+_STYLE = (
+    ".flowcert-result{font:13px/1.35 system-ui,-apple-system,'Segoe UI',sans-serif;max-width:78em}"
+    ".flowcert-result table{border-collapse:collapse;width:100%;margin:4px 0}"
+    ".flowcert-result th,.flowcert-result td{border-bottom:1px solid #d8d8d8;padding:3px 8px;text-align:left;"
+    "vertical-align:top}"
+    ".flowcert-result th{background:#f4f4f4;font-weight:600}"
+    ".flowcert-result .w{display:inline-block;padding:0 7px;border-radius:9px;font-size:12px;white-space:nowrap}"
+    ".flowcert-result .w-applies,.flowcert-result .w-holds,.flowcert-result .w-agrees,.flowcert-result .w-decided"
+    "{background:#d9f2d9;color:#145214}"
+    ".flowcert-result .w-inapplicable,.flowcert-result .w-fails,.flowcert-result .w-disagrees"
+    "{background:#f9d6d6;color:#7d1212}"
+    ".flowcert-result .w-undecided,.flowcert-result .w-unknown{background:#fcefc4;color:#634b00}"
+    ".flowcert-result .w-skipped{background:#ececec;color:#555}"
+    ".flowcert-result .w-assumed{background:#dfe6fb;color:#1d3480}"
+    ".flowcert-result .m{color:#666;font-size:12px}"
+    ".flowcert-result summary{cursor:pointer}"
+    ".flowcert-result ul{margin:2px 0;padding-left:1.1em}"
+)
+
+
+def _cut(text: Any, cap: int = TEXT_CAP) -> str:
+    s = " ".join(str(text).split())
+    return s if len(s) <= cap else s[: cap - 1] + "…"
+
+
+def _word(word: Any) -> str:
+    w = html.escape(str(word))
+    return f'<span class="w w-{w}">{w}</span>'
+
+
+def _margin(m: Any) -> str:
+    if isinstance(m, (int, float)) and not isinstance(m, bool):
+        return f"margin {m:.3g}"
+    return ""
+
+
+def _hypotheses(t: Any) -> str:
+    e = html.escape
+    counts: dict[str, int] = {}
+    for h in t.hypotheses:
+        counts[h.status.value] = counts.get(h.status.value, 0) + 1
+    summary = ", ".join(f"{n} {w}" for w, n in counts.items()) or "none"
+    deciding = t.deciding
+    if deciding is not None:
+        summary += f" · {deciding.status.value}: {_cut(deciding.name, 60)}"
+    items = []
+    for h in t.hypotheses:
+        notes = [x for x in (_margin(h.margin), _cut(h.method, 60) if h.method else "") if x]
+        if h.status.value != "holds" and h.detail:
+            notes.append(_cut(h.detail))
+        if h.certificate is not None:
+            notes.append(f"certificate: {_cut(h.certificate.kind, 30)}")
+        items.append(f"<li>{_word(h.status.value)} {e(_cut(h.name, 90))}"
+                     + (f' <span class="m">{e(" · ".join(notes))}</span>' if notes else "") + "</li>")
+    return f"<details><summary>{e(summary)}</summary><ul>{''.join(items)}</ul></details>"
+
+
+def _theorem_row(t: Any) -> str:
+    e = html.escape
+    title = f"{t.paper.title}, arXiv {t.paper.arxiv}" if t.paper is not None else ""
+    label = f'<br/><span class="m">{e(t.label)}</span>' if t.label else ""
+    return (f'<tr><td title="{e(title)}">{e(t.id)}{label}</td><td>{_word(t.applies.value)}</td>'
+            f"<td>{_word(t.cross_check.status.value)}</td><td>{_hypotheses(t)}</td></tr>")
+
+
+def table_html(theorems: Any) -> str:
+    """The ``<table>`` of verdicts, one row per theorem (hypotheses folded)."""
+    head = "".join(f"<th>{c}</th>" for c in ("theorem", "verdict", "cross-check", "hypotheses"))
+    body = "".join(_theorem_row(t) for t in theorems)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def extras(result: Any) -> list[str]:
+    """One line each for the regime and the simulation, where the result has them."""
+    out = []
+    if result.regime is not None:
+        r = result.regime
+        out.append(f"regime: Sigma {r.get('Sigma')}, mu {r.get('mu')} (basis: {r.get('basis')})"
+                   + (f"; {r['reason']}" if r.get("reason") else ""))
+    sim = result.simulation
+    if sim is not None:
+        rec = sim.record
+        if rec.get("skipped"):
+            out.append(f"simulation: {rec['skipped']}")
+        else:
+            end = sim.t[-1] if sim.t is not None and len(sim.t) else rec.get("t_end")
+            out.append(f"simulation: t_end {end:.4g}, blow-up {rec.get('blowup_time')}, agrees {rec.get('agrees')}"
+                       if isinstance(end, float) else f"simulation: agrees {rec.get('agrees')}")
+    return out
+
+
+def result_html(result: Any) -> str:
+    """The Jupyter rendering of a :class:`~flowcert.result.Result` (well-formed XML)."""
+    e = html.escape
+    c = result.counts()
+    head = (f"<p><strong>flowcert verify {e(result.system)}</strong> {_word(result.status.value)} "
+            f'<span class="m">{len(result.theorems)} theorems: {c["applies"]} apply, {c["inapplicable"]} '
+            f"inapplicable, {c['undecided']} undecided · cross-checks: {c['agrees']} agree, "
+            f"{c['disagrees']} disagree, {c['skipped']} skipped</span></p>")
+    lines = "".join(f"<li>{e(_cut(x, 300))}</li>" for x in extras(result))
+    return (f'<div class="flowcert-result"><style>{_STYLE}</style>{head}{table_html(result.theorems.values())}'
+            + (f"<ul>{lines}</ul>" if lines else "") + "</div>")
+
+
+def result_markdown(result: Any) -> str:
+    """A Markdown rendering: one row per theorem, the hypotheses counted and the deciding one named."""
+
+    def md(text: Any) -> str:
+        return " ".join(str(text).split()).replace("|", "\\|")
+
+    lines = [f"**flowcert verify {md(result.system)}**: {result.status.value}", "",
+             "| theorem | verdict | cross-check | hypotheses |", "|---|---|---|---|"]
+    for t in result.theorems.values():
+        counts: dict[str, int] = {}
+        for h in t.hypotheses:
+            counts[h.status.value] = counts.get(h.status.value, 0) + 1
+        hyps = ", ".join(f"{n} {w}" for w, n in counts.items())
+        if t.deciding is not None:
+            hyps += f"; {t.deciding.status.value}: {t.deciding.name}"
+        lines.append(f"| {md(t.id)} | {t.applies.value} | {t.cross_check.status.value} | {md(hyps)} |")
+    lines += ["", *(f"- {md(x)}" for x in extras(result))]
+    return "\n".join(lines) + "\n"
