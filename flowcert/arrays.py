@@ -36,10 +36,23 @@ def is_tensor(value: object) -> bool:
     return torch is not None and isinstance(value, torch.Tensor)
 
 
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` of the first frame outside this package (the user's call)."""
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(here):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _note_precision(key: str, dtype: str, exact: bool) -> None:
     how = ("widened exactly; the values keep " + dtype + " precision" if exact
            else "rounded to the nearest float64")
-    warnings.warn(f"{key}: {dtype} values converted to float64 ({how})", PrecisionWarning, stacklevel=4)
+    warnings.warn(f"{key}: {dtype} values converted to float64 ({how})", PrecisionWarning,
+                  stacklevel=_user_stacklevel())
 
 
 def to_numpy(value: Any, key: str) -> Any:

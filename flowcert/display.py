@@ -25,15 +25,16 @@ _STYLE = (
     ".flowcert-result th,.flowcert-result td{border-bottom:1px solid #d8d8d8;padding:3px 8px;text-align:left;"
     "vertical-align:top}"
     ".flowcert-result th{background:#f4f4f4;font-weight:600}"
-    ".flowcert-result .w{display:inline-block;padding:0 7px;border-radius:9px;font-size:12px;white-space:nowrap}"
-    ".flowcert-result .w-applies,.flowcert-result .w-holds,.flowcert-result .w-agrees,.flowcert-result .w-decided"
+    ".flowcert-result b{display:inline-block;padding:0 7px;border-radius:9px;font-size:12px;font-weight:600;"
+    "white-space:nowrap}"
+    ".flowcert-result .applies,.flowcert-result .holds,.flowcert-result .agrees,.flowcert-result .decided"
     "{background:#d9f2d9;color:#145214}"
-    ".flowcert-result .w-inapplicable,.flowcert-result .w-fails,.flowcert-result .w-disagrees"
+    ".flowcert-result .inapplicable,.flowcert-result .fails,.flowcert-result .disagrees"
     "{background:#f9d6d6;color:#7d1212}"
-    ".flowcert-result .w-undecided,.flowcert-result .w-unknown{background:#fcefc4;color:#634b00}"
-    ".flowcert-result .w-skipped{background:#ececec;color:#555}"
-    ".flowcert-result .w-assumed{background:#dfe6fb;color:#1d3480}"
-    ".flowcert-result .m{color:#666;font-size:12px}"
+    ".flowcert-result .undecided,.flowcert-result .unknown{background:#fcefc4;color:#634b00}"
+    ".flowcert-result .skipped{background:#ececec;color:#555}"
+    ".flowcert-result .assumed{background:#dfe6fb;color:#1d3480}"
+    ".flowcert-result small{color:#666;font-size:12px}"
     ".flowcert-result summary{cursor:pointer}"
     ".flowcert-result ul{margin:2px 0;padding-left:1.1em}"
 )
@@ -46,7 +47,7 @@ def _cut(text: Any, cap: int = TEXT_CAP) -> str:
 
 def _word(word: Any) -> str:
     w = html.escape(str(word))
-    return f'<span class="w w-{w}">{w}</span>'
+    return f'<b class="{w}">{w}</b>'
 
 
 def _margin(m: Any) -> str:
@@ -63,7 +64,7 @@ def _hypotheses(t: Any) -> str:
     summary = ", ".join(f"{n} {w}" for w, n in counts.items()) or "none"
     deciding = t.deciding
     if deciding is not None:
-        summary += f" · {deciding.status.value}: {_cut(deciding.name, 60)}"
+        summary += f" · deciding: {_cut(deciding.name, 60)}"
     items = []
     for h in t.hypotheses:
         notes = [x for x in (_margin(h.margin), _cut(h.method, 60) if h.method else "") if x]
@@ -72,15 +73,14 @@ def _hypotheses(t: Any) -> str:
         if h.certificate is not None:
             notes.append(f"certificate: {_cut(h.certificate.kind, 30)}")
         items.append(f"<li>{_word(h.status.value)} {e(_cut(h.name, 90))}"
-                     + (f' <span class="m">{e(" · ".join(notes))}</span>' if notes else "") + "</li>")
+                     + (f" <small>{e(' · '.join(notes))}</small>" if notes else "") + "</li>")
     return f"<details><summary>{e(summary)}</summary><ul>{''.join(items)}</ul></details>"
 
 
 def _theorem_row(t: Any) -> str:
     e = html.escape
-    title = f"{t.paper.title}, arXiv {t.paper.arxiv}" if t.paper is not None else ""
-    label = f'<br/><span class="m">{e(t.label)}</span>' if t.label else ""
-    return (f'<tr><td title="{e(title)}">{e(t.id)}{label}</td><td>{_word(t.applies.value)}</td>'
+    label = f"<br/><small>{e(t.label)}</small>" if t.label else ""
+    return (f"<tr><td>{e(t.id)}{label}</td><td>{_word(t.applies.value)}</td>"
             f"<td>{_word(t.cross_check.status.value)}</td><td>{_hypotheses(t)}</td></tr>")
 
 
@@ -115,10 +115,12 @@ def result_html(result: Any) -> str:
     e = html.escape
     c = result.counts()
     head = (f"<p><strong>flowcert verify {e(result.system)}</strong> {_word(result.status.value)} "
-            f'<span class="m">{len(result.theorems)} theorems: {c["applies"]} apply, {c["inapplicable"]} '
+            f"<small>{len(result.theorems)} theorems: {c['applies']} apply, {c['inapplicable']} "
             f"inapplicable, {c['undecided']} undecided · cross-checks: {c['agrees']} agree, "
-            f"{c['disagrees']} disagree, {c['skipped']} skipped</span></p>")
-    lines = "".join(f"<li>{e(_cut(x, 300))}</li>" for x in extras(result))
+            f"{c['disagrees']} disagree, {c['skipped']} skipped</small></p>")
+    papers = {t.paper.key: t.paper for t in result.theorems.values() if t.paper is not None}
+    notes = [*extras(result), *(f"{p.key}: {p.title}, {p.authors} (arXiv {p.arxiv})" for p in papers.values())]
+    lines = "".join(f"<li>{e(_cut(x, 300))}</li>" for x in notes)
     return (f'<div class="flowcert-result"><style>{_STYLE}</style>{head}{table_html(result.theorems.values())}'
             + (f"<ul>{lines}</ul>" if lines else "") + "</div>")
 
