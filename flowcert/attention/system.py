@@ -42,8 +42,8 @@ class AttentionSystem:
 
     def verify(self, p: AttentionParams, *, simulate: bool = False, seed: int | None = None,
                checks: frozenset[str] | None = None) -> dict[str, Any]:
-        """The ``verify attention`` document (:func:`flowcert.attention.verify`)."""
-        from . import verify
+        """The ``verify attention`` document (:func:`flowcert.attention.verify_document`)."""
+        from . import verify_document as verify
 
         if simulate and not p.time_varying:  # --simulate runs fixed-step RK4 to t_end
             _check_fixed_step_run(p, p.t_end, "t_end")
