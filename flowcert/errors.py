@@ -131,6 +131,10 @@ def as_python_error(err: InputError) -> InputError:
     if new == text:
         return err
     if isinstance(err, ParamError):
+        lead = _FLAG.match(err.problem)
+        if err.key is None and err.file is None and lead is not None and err.problem[lead.end():].startswith(": "):
+            # "--model: ..." with no key: the flag is the parameter, named as the Python keyword
+            return OptionError(lead.group(1).replace("-", "_"), _python_message(err.problem[lead.end() + 2:]))
         key = None if err.key is None else _python_message(err.key)
         if type(err) is OptionError:
             return OptionError(key, _python_message(err.problem))
