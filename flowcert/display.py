@@ -17,7 +17,9 @@ from typing import Any
 __all__ = ["TEXT_CAP", "result_html", "result_markdown", "table_html"]
 
 #: Longest method / detail text shown in the table (characters); the full text is in the JSON.
-TEXT_CAP = 120
+TEXT_CAP = 100
+#: Size the page aims to stay under (bytes); past it, the per-hypothesis notes are left out.
+PAGE_BUDGET = 19_000
 
 _STYLE = (
     ".flowcert-result{font:13px/1.35 system-ui,-apple-system,'Segoe UI',sans-serif;max-width:78em}"
@@ -56,7 +58,7 @@ def _margin(m: Any) -> str:
     return ""
 
 
-def _hypotheses(t: Any) -> str:
+def _hypotheses(t: Any, notes_on: bool = True) -> str:
     e = html.escape
     counts: dict[str, int] = {}
     for h in t.hypotheses:
@@ -67,27 +69,28 @@ def _hypotheses(t: Any) -> str:
         summary += f" · deciding: {_cut(deciding.name, 60)}"
     items = []
     for h in t.hypotheses:
-        notes = [x for x in (_margin(h.margin), _cut(h.method, 60) if h.method else "") if x]
-        if h.status.value != "holds" and h.detail:
+        notes = [x for x in (_margin(h.margin), _cut(h.method, 48) if h.method else "") if x] if notes_on else []
+        if notes_on and h.status.value != "holds" and h.detail:
             notes.append(_cut(h.detail))
-        if h.certificate is not None:
+        if notes_on and h.certificate is not None:
             notes.append(f"certificate: {_cut(h.certificate.kind, 30)}")
-        items.append(f"<li>{_word(h.status.value)} {e(_cut(h.name, 90))}"
+        items.append(f"<li>{_word(h.status.value)} {e(_cut(h.name, 80))}"
                      + (f" <small>{e(' · '.join(notes))}</small>" if notes else "") + "</li>")
     return f"<details><summary>{e(summary)}</summary><ul>{''.join(items)}</ul></details>"
 
 
-def _theorem_row(t: Any) -> str:
+def _theorem_row(t: Any, notes_on: bool = True) -> str:
     e = html.escape
     label = f"<br/><small>{e(t.label)}</small>" if t.label else ""
     return (f"<tr><td>{e(t.id)}{label}</td><td>{_word(t.applies.value)}</td>"
-            f"<td>{_word(t.cross_check.status.value)}</td><td>{_hypotheses(t)}</td></tr>")
+            f"<td>{_word(t.cross_check.status.value)}</td><td>{_hypotheses(t, notes_on)}</td></tr>")
 
 
-def table_html(theorems: Any) -> str:
-    """The ``<table>`` of verdicts, one row per theorem (hypotheses folded)."""
+def table_html(theorems: Any, notes_on: bool = True) -> str:
+    """The ``<table>`` of verdicts, one row per theorem (hypotheses folded; ``notes_on``: with each
+    hypothesis' margin, method and reason)."""
     head = "".join(f"<th>{c}</th>" for c in ("theorem", "verdict", "cross-check", "hypotheses"))
-    body = "".join(_theorem_row(t) for t in theorems)
+    body = "".join(_theorem_row(t, notes_on) for t in theorems)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -120,8 +123,12 @@ def result_html(result: Any) -> str:
             f"{c['disagrees']} disagree, {c['skipped']} skipped</small></p>")
     papers = {t.paper.key: t.paper for t in result.theorems.values() if t.paper is not None}
     notes = [*extras(result), *(f"{p.key}: {p.title}, {p.authors} (arXiv {p.arxiv})" for p in papers.values())]
+    table = table_html(result.theorems.values())
+    if len(table) > PAGE_BUDGET:
+        table = table_html(result.theorems.values(), notes_on=False)
+        notes.append("margins, methods and reasons of the hypotheses: result.theorems[id].hypotheses or result.to_json()")
     lines = "".join(f"<li>{e(_cut(x, 300))}</li>" for x in notes)
-    return (f'<div class="flowcert-result"><style>{_STYLE}</style>{head}{table_html(result.theorems.values())}'
+    return (f'<div class="flowcert-result"><style>{_STYLE}</style>{head}{table}'
             + (f"<ul>{lines}</ul>" if lines else "") + "</div>")
 
 

@@ -173,10 +173,12 @@ PAPERS: Mapping[str, Paper] = MappingProxyType({p.key: p for p in (
 )})
 
 
-def _ordered(parts: Mapping[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
-    """``parts`` as a dict in ``order`` (the document's own key order), then any key ``order`` lacks."""
-    out = {k: parts[k] for k in order if k in parts}
-    out.update((k, v) for k, v in parts.items() if k not in out)
+def _ordered(parts: Mapping[str, Any], order: tuple[str, ...], extra: Mapping[str, Any] = MappingProxyType({})) -> dict[str, Any]:
+    """The keys of ``order`` (the record's own keys, in its order) from ``parts`` and ``extra``, then
+    any key of ``extra`` that ``order`` lacks (a record built field by field)."""
+    both = {**parts, **extra}
+    out = {k: both[k] for k in order if k in both}
+    out.update((k, v) for k, v in extra.items() if k not in out)
     return out
 
 
@@ -217,8 +219,8 @@ class Certificate:
 
     def to_json(self) -> dict[str, Any]:
         """The certificate record of the document."""
-        return _ordered({"kind": self.kind, "claim": self.claim, "checker": self.checker, "data": self.data,
-                         **self.extra}, self._order)
+        return _ordered({"kind": self.kind, "claim": self.claim, "checker": self.checker, "data": self.data},
+                        self._order, self.extra)
 
     def recheck(self) -> bool:
         """Re-decide the claim from the data alone (True: accepted)."""
@@ -270,7 +272,7 @@ class Hypothesis:
         """The hypothesis record of the document."""
         cert = None if self.certificate is None else self.certificate.to_json()
         return _ordered({"name": self.name, "status": self.status.value, "margin": self.margin, "method": self.method,
-                         "certificate": cert, "detail": self.detail, **self.extra}, self._order)
+                         "certificate": cert, "detail": self.detail}, self._order, self.extra)
 
 
 @dataclass(frozen=True)
@@ -384,8 +386,8 @@ class Theorem:
         return _ordered({"id": self.id, "source": self.source, "statement": self.statement,
                          "correction": self.correction, "applies": self.applies.json,
                          "hypotheses": [h.to_json() for h in self.hypotheses], "prediction": self.prediction,
-                         "cross_check": self.cross_check.to_json(), "rests_on": self.rests_on, **self.extra},
-                        self._order)
+                         "cross_check": self.cross_check.to_json(), "rests_on": self.rests_on},
+                        self._order, self.extra)
 
     def summary(self) -> str:
         """One line: id, verdict, cross-check, and the deciding hypothesis of a theorem that does not apply."""
@@ -591,12 +593,12 @@ class Result:
     def to_document(self) -> dict[str, Any]:
         """The document with the typed parts encoded (numpy values not yet converted: see :meth:`to_json`)."""
         parts = {"flowcert": self.version, "system": self.system, "params": self.params_json,
-                 "theorems": [t.to_json() for t in self.theorems.values()], **self.sections}
+                 "theorems": [t.to_json() for t in self.theorems.values()]}
         if self.regime is not None:
             parts["regime"] = self.regime
         if self.simulation is not None:
             parts["simulation"] = self.simulation.to_json()
-        return _ordered(parts, self._order)
+        return _ordered(parts, self._order, self.sections)
 
     def to_json(self) -> dict[str, Any]:
         """Exactly the document ``flowcert verify SYSTEM --params FILE --json`` prints (a plain dict:
