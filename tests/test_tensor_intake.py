@@ -77,7 +77,7 @@ def test_long_double_is_rounded_with_a_note():
     ("A", torch.zeros(2, 2, dtype=torch.bool), ["'A'", "boolean"]),
     ("A", np.array([[1.0, 2.0], [3.0]], dtype=object), ["'A'", "object array", "(2,)"]),
     ("mu0", torch.zeros(2, 1), ["'mu0'", "(2,)", "(2, 1)"]),
-    ("Sigma0", [[1.0, 0.0], [0.0]], ["'Sigma0'", "ragged"]),
+    ("Sigma0", [[1.0, 0.0], [0.0]], ["'Sigma0'", "not a rectangular", "(1,)"]),
 ])
 def test_bad_arrays_one_line_naming_key_and_shapes(key, value, fragments):
     raw = {**_np(), key: value}

@@ -42,7 +42,8 @@ SMOOTH_METHODS = frozenset({
 KINKS = frozenset({"relu", "relu_", "relu6", "abs", "max", "min", "maximum", "minimum", "amax", "amin", "clamp",
                    "clamp_min", "clamp_max", "clip", "where", "sign", "floor", "ceil", "round", "trunc",
                    "hardtanh", "leaky_relu", "elu", "selu", "celu", "hardsigmoid", "hardswish", "threshold",
-                   "prelu", "rrelu", "dropout", "masked_fill", "sort", "topk", "argmax", "argmin", "heaviside"})
+                   "prelu", "rrelu", "dropout", "masked_fill", "sort", "topk", "argmax", "argmin", "heaviside",
+                   "gt", "lt", "ge", "le", "eq", "ne", "greater", "less"})  # comparisons: branches
 
 
 def _smooth_functions() -> set[Any]:
