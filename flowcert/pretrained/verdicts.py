@@ -59,6 +59,10 @@ class PretrainedResult:
     results: Mapping[tuple[int, int], Result]
     seconds: Mapping[tuple[int, int], float] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        return (f"<flowcert.pretrained.PretrainedResult {self.model.get('kind')} d={self.model.get('d')}: "
+                f"{len(self)} heads as {self.system}>")
+
     def __getitem__(self, key: tuple[int, int]) -> Result:
         return self.results[key]
 
