@@ -108,8 +108,8 @@ def verify(system: str, params: Any, *, simulate: bool = False, checks: Any = No
         Seed of the random draws (``--seed``); None: the system's default (gaussian 0, attention the
         file's ``seed``, rnn 0).
     progress : bool, optional
-        Show a progress bar on long work (pretrained sweeps, particle studies); None: only on a
-        terminal. A single ``verify`` is one step and shows none.
+        Show a progress bar (tqdm, on stderr) on the long steps of the job (the particle study of
+        Prop. 2.1); None: only when stderr is a terminal.
     inputs : array or Tensor, optional
         rnn with a module cell: the input sequences, shape [B, T, I].
     h0 : array or Tensor, optional
@@ -150,5 +150,8 @@ def verify(system: str, params: Any, *, simulate: bool = False, checks: Any = No
             raise InputError(f"{k}: system '{sysobj.name}' takes no {k}= "
                              + (f"(only {', '.join(takes)} with a torch.nn.Module cell)" if takes else "(rnn cells only)"))
     p = sysobj.load(params, command="verify", **options) if options or takes else sysobj.load(params, command="verify")
-    doc, run = sysobj.verify_run(p, simulate=simulate, seed=seed, checks=chosen)
+    from .progress import inherited
+
+    with inherited(progress):
+        doc, run = sysobj.verify_run(p, simulate=simulate, seed=seed, checks=chosen)
     return Result.from_document(doc, p, run)

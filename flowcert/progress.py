@@ -8,14 +8,36 @@ and ``--json`` output stay clean; ``True`` draws one anyway (a notebook shows it
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, TextIO
 
-__all__ = ["bar", "wanted"]
+__all__ = ["bar", "inherited", "wanted"]
+
+#: The choice of the entry point in force (``flowcert.verify(progress=...)``) for the long steps
+#: deep inside a job (the particle study): False unless an entry point says otherwise.
+_CHOICE: ContextVar[bool | None] = ContextVar("flowcert_progress", default=False)
+#: ``enabled=INHERIT``: follow the entry point's choice (:func:`inherited`).
+INHERIT = "inherit"
 
 
-def wanted(enabled: bool | None, stream: TextIO | None = None) -> bool:
-    """Whether to draw: ``enabled``, or for None whether ``stream`` (default stderr) is a terminal."""
+@contextmanager
+def inherited(enabled: bool | None) -> Iterator[None]:
+    """Within the block, bars created with ``enabled=INHERIT`` follow ``enabled``."""
+    token = _CHOICE.set(enabled)
+    try:
+        yield
+    finally:
+        _CHOICE.reset(token)
+
+
+def wanted(enabled: Any, stream: TextIO | None = None) -> bool:
+    """Whether to draw: ``enabled``, or for None whether ``stream`` (default stderr) is a terminal
+    (``INHERIT``: the entry point's choice)."""
     stream = stream or sys.stderr
+    if enabled == INHERIT:
+        enabled = _CHOICE.get()
     if enabled is None:
         isatty = getattr(stream, "isatty", None)
         return bool(isatty and isatty())
@@ -44,7 +66,7 @@ class _Silent:
         self.close()
 
 
-def bar(total: int, *, desc: str, unit: str = "it", enabled: bool | None = None, stream: TextIO | None = None) -> Any:
+def bar(total: int, *, desc: str, unit: str = "it", enabled: Any = None, stream: TextIO | None = None) -> Any:
     """A ``tqdm`` bar of ``total`` steps on ``stream`` (default stderr) when :func:`wanted`, else a silent one.
 
     Parameters
@@ -55,8 +77,8 @@ def bar(total: int, *, desc: str, unit: str = "it", enabled: bool | None = None,
         What is counted (``"heads"``, ``"sets"``).
     unit : str
         The unit shown with the rate.
-    enabled : bool or None
-        True / False, or None: only on a terminal.
+    enabled : bool, None or ``INHERIT``
+        True / False, None: only on a terminal, ``INHERIT``: as the entry point chose (:func:`inherited`).
     stream : text stream, optional
         Where to draw (default ``sys.stderr``).
     """

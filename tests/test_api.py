@@ -186,3 +186,34 @@ def test_lazy_public_names():
     assert second == "flowcert.api flowcert.errors"
     with pytest.raises(AttributeError):
         flowcert.no_such_name  # noqa: B018
+
+
+def test_progress_bars_draw_only_when_asked_or_on_a_terminal():
+    """``flowcert.progress.bar`` is tqdm on the stream when enabled (or on a TTY), silent otherwise;
+    ``INHERIT`` follows the entry point's ``progress=`` (the particle study inside ``verify``)."""
+    import io
+
+    from flowcert import progress
+    from flowcert.sweep import Progress
+
+    class TTY(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for enabled, stream, drawn in ((True, io.StringIO(), True), (None, io.StringIO(), False),
+                                   (None, TTY(), True), (False, TTY(), False)):
+        with progress.bar(3, desc="heads", enabled=enabled, stream=stream) as b:
+            for _ in range(3):
+                b.update(1)
+        assert ("3/3" in stream.getvalue()) == drawn, (enabled, type(stream).__name__)
+    for choice, drawn in ((True, True), (False, False)):
+        stream = io.StringIO()
+        with progress.inherited(choice):
+            with progress.bar(2, desc="particles", enabled=progress.INHERIT, stream=stream) as b:
+                b.update(2)
+        assert ("2/2" in stream.getvalue()) == drawn
+    tty = TTY()
+    bar = Progress(2, tty, True)
+    for status in ("ok", "bad_input"):
+        bar.update({"status": status})
+    assert "2/2" in tty.getvalue() and "1 failed" in tty.getvalue()
