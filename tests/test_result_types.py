@@ -135,3 +135,28 @@ def test_dict_access_works_and_warns():
     assert theorems == res.to_json()["theorems"] and "regime" in res and set(res.keys()) == set(res.to_json())
     with pytest.warns(DeprecationWarning):
         assert res.get("nope", 3) == 3
+
+
+def test_simulation_exposes_the_run_as_arrays():
+    """From the gaussian run of eq. (7): t, the states along it, success and message; the record's
+    final state is the run's last row. From a record alone (attention): its final state at t_reached."""
+    import numpy as np
+
+    from flowcert.numeric import gaussian as ng
+    from flowcert.result import Simulation
+
+    A, B, V = -np.eye(2), np.eye(2) / 2, -np.eye(2) / 5
+    run = ng.integrate_moments(ng.constant(A, B, V, np.zeros(2)), np.ones(2), np.eye(2), 3.0)
+    sim = Simulation.from_run({"t_end": 3.0, "mu_final": run.mu[-1].tolist(), "agrees": True}, run)
+    assert sim.t[0] == 0.0 and sim.t[-1] == 3.0 and np.all(np.diff(sim.t) > 0)
+    assert sim.states["mu"].shape == (len(sim.t), 2) and sim.states["Sigma"].shape == (len(sim.t), 2, 2)
+    assert sim.success is True and sim.agrees is True and sim.record["mu_final"] == sim.states["mu"][-1].tolist()
+    # the moment equation itself: d mu/dt = (A + V + V Sigma B) mu at the stored points (b = 0)
+    k = len(sim.t) // 2
+    h = 1e-3
+    ref = ng.integrate_moments(ng.constant(A, B, V, np.zeros(2)), sim.states["mu"][k], sim.states["Sigma"][k], h,
+                               t_eval=np.array([h]))
+    S, mu = sim.states["Sigma"][k], sim.states["mu"][k]
+    assert np.allclose((ref.mu[-1] - mu) / h, (A + V + V @ S @ B) @ mu, atol=5e-3)
+    rec = Simulation.from_run({"t_end": 5.0, "t_reached": 4.0, "X_final": [[1.0, 0.0], [0.0, 1.0]], "agrees": None})
+    assert rec.t.tolist() == [4.0] and rec.states["X"].shape == (1, 2, 2) and rec.sol is None
