@@ -493,7 +493,8 @@ class Result:
         Every theorem by id, in the catalogue's order.
     params : object
         The validated parameters (a parameter object such as ``GaussianParams``; for a user's
-        recurrent cell, the ``torch.nn.Module``); feed it back to :func:`flowcert.verify`.
+        recurrent cell, a :class:`~flowcert.rnn.cell.CellParams` with the cell, inputs and state);
+        feed it back to :func:`flowcert.verify`.
     params_json : Mapping
         The parameters as understood, as the JSON document records them (``params``).
     regime : Mapping or None
@@ -507,7 +508,7 @@ class Result:
     version : str
         The flowcert version that produced it (``flowcert`` in the document).
     run : object
-        The raw run behind ``simulation`` (for plotting), or None.
+        The raw run behind ``simulation`` (for plotting; for a user's cell, its trajectory), or None.
 
     Notes
     -----

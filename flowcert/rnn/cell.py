@@ -262,4 +262,4 @@ def analyze_cell(cell: Any, inputs: Any, *, h0: Any = None, targets: Any = None,
     p = cell_params(cell, inputs, h0=h0, targets=targets, assume=assume, dtype=dtype)
     doc, tr = verify_cell(p, seed=seed, mode=mode, consensus=consensus, probes=probes, consensus_op=consensus_op,
                           exact_max=exact_max)
-    return Result.from_document(doc, cell, tr)
+    return Result.from_document(doc, p, tr)
