@@ -282,3 +282,21 @@ def test_task_names_in_parameter_files(tmp_path, capsys, task):
     f.write_text(json.dumps({"cell": "gru", "B": 2, "T": 5, "H": 3, "I": 2, "task": task}))
     assert main(["kpflow", "analyze", "--params", str(f), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["params"]["task"] == task
+
+
+def test_hooks_and_subclasses_are_not_taken_on_trust():
+    """A forward hook can change what the cell computes, and a subclass of a torch cell can override
+    forward: neither is established smooth by its type."""
+    from flowcert.rnn.smooth import smooth_cell
+
+    cell = torch.nn.GRUCell(2, 3)
+    handle = cell.register_forward_hook(lambda m, args, out: torch.relu(out))
+    assert smooth_cell(cell).status == "unknown" and "hooks" in smooth_cell(cell).detail
+    handle.remove()
+    assert smooth_cell(cell).status == "holds"
+
+    class Odd(torch.nn.GRUCell):
+        def forward(self, x, h):
+            return torch.relu(super().forward(x, h))
+
+    assert smooth_cell(Odd(2, 3)).status == "unknown"

@@ -77,6 +77,10 @@ def _smooth_modules(module: Any) -> str | None:
 
 
 def _hooked(module: Any) -> str | None:
+    from torch.nn.modules import module as nn_module
+
+    if getattr(nn_module, "_global_forward_hooks", None) or getattr(nn_module, "_global_forward_pre_hooks", None):
+        return "global forward hooks are registered (the trace does not see them)"
     for name, m in module.named_modules():
         if m._forward_hooks or m._forward_pre_hooks:
             return f"forward hooks on {name or 'the cell'} (the trace does not see them)"
