@@ -8,23 +8,15 @@ key order, so the JSON contract does not depend on them.
 
 The verdict words are named constants (``str`` enums: each *is* its word, ``Status.HOLDS == "holds"``):
 
-======================  ==========================================  =====================================
-constant                word                                        meaning
-======================  ==========================================  =====================================
-:class:`Applies`        ``applies`` / ``inapplicable`` /            every hypothesis holds / one fails /
-                        ``undecided``                               none fails but one is unknown; in the
-                                                                    JSON document ``true`` / ``false`` /
-                                                                    ``null`` (:attr:`Applies.json`)
-:class:`Status`         ``holds`` / ``fails`` / ``unknown`` /       a hypothesis: proved (a re-checked
-                        ``assumed``                                 certificate or by construction) /
-                                                                    refuted (a witness) / not decided
-                                                                    (the reason is given) / stated by
-                                                                    the user and not checked
-:class:`CheckStatus`    ``agrees`` / ``disagrees`` / ``skipped``    the cross-check by simulation of a
-                                                                    theorem's prediction
-:class:`Verdict`        ``decided`` / ``undecided`` / ``disagrees`` the whole result
-                                                                    (:attr:`Result.status`)
-======================  ==========================================  =====================================
+* :class:`Applies`, a theorem: ``applies`` (every hypothesis holds), ``inapplicable`` (one fails),
+  ``undecided`` (none fails, one is unknown); in the JSON document ``true`` / ``false`` / ``null``
+  (:attr:`Applies.json`);
+* :class:`Status`, a hypothesis: ``holds`` (proved: a re-checked certificate, or by construction),
+  ``fails`` (refuted, with a witness), ``unknown`` (not decided, the reason is given), ``assumed``
+  (stated by the user, not checked);
+* :class:`CheckStatus`, the cross-check of a prediction by simulation: ``agrees``, ``disagrees``,
+  ``skipped``;
+* :class:`Verdict`, the whole result (:attr:`Result.status`): ``decided``, ``undecided``, ``disagrees``.
 
 ``margin`` of a hypothesis is a number measuring how far the checked quantity is from the boundary
 of the hypothesis (an eigenvalue, a gap, a distance), or None. The intended convention is *positive
