@@ -211,8 +211,10 @@ class Certificate:
 
     def to_json(self) -> dict[str, Any]:
         """The certificate record of the document."""
-        return _ordered({"kind": self.kind, "claim": self.claim, "checker": self.checker, "data": self.data},
-                        self._order, self.extra)
+        from .certificates.core import Certificate as Serialised  # the one writer of certificate objects
+
+        return _ordered(Serialised(self.kind, self.claim, dict(self.data), self.checker).to_json(), self._order,
+                        self.extra)
 
     def recheck(self) -> bool:
         """Re-decide the claim from the data alone (True: accepted)."""

@@ -300,3 +300,21 @@ def test_hooks_and_subclasses_are_not_taken_on_trust():
             return torch.relu(super().forward(x, h))
 
     assert smooth_cell(Odd(2, 3)).status == "unknown"
+
+
+def test_recheck_accepts_an_assumption_only_where_the_document_states_it():
+    """recheck: an ``assumed`` hypothesis is accepted (uncertified, never a holds) when params.assume
+    states it, and refused when the document does not, or when it carries a certificate."""
+    import copy
+
+    from flowcert.recheck import recheck_document
+
+    torch.manual_seed(0)
+    doc = flowcert.verify("rnn", torch.nn.RNNCell(2, 3, nonlinearity="relu").double(),
+                          inputs=torch.randn(2, 3, 2, dtype=F64), assume=["smooth"]).to_json()
+    ok = recheck_document(doc)
+    assert not [r for r in ok.refused if "assumed" in r[2] or r[0].endswith(".applies")], ok.refused
+    assert any(p.endswith("hypotheses[0]") for p in ok.uncertified)
+    bad = copy.deepcopy(doc)
+    del bad["params"]["assume"]
+    assert any("assumed" in r[2] for r in recheck_document(bad).refused)

@@ -184,7 +184,9 @@ def verify(model: Any, *, system: str = "gaussian", layers: Any = None, heads: A
     layer_ids = _indices(layers, "layers", ck.n_layers)
     head_ids = _indices(heads, "heads", ck.n_heads)
     ids: list[int] | None = None
-    if system == "attention":
+    from ..systems import get_system
+
+    if not get_system(system).single_head:  # the token systems (attention) start from a prompt's tokens
         if tokens is not None:
             ids = _indices(tokens, "tokens", ck.vocab_size)
             if not ids:
