@@ -102,7 +102,7 @@ def test_verify_head_by_head(which, system, request):
 
 def test_bad_selection_in_python_terms(bert):
     for kwargs, name in (({"layers": [5]}, "layers"), ({"heads": [-1]}, "heads"), ({"system": "rnn"}, "system"),
-                         ({"system": "attention"}, "model")):  # a random model has no tokenizer: pass tokens=
+                         ({"system": "attention"}, "tokens")):  # a random model has no tokenizer: pass tokens=
         with pytest.raises(InputError) as info:
             flowcert.pretrained.verify(bert, **kwargs)
         assert str(info.value).startswith(name) and "--" not in str(info.value)

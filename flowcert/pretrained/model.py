@@ -50,7 +50,7 @@ def load_tokenizer(directory: str | Path) -> Any:
 
     path = Path(directory) / "tokenizer.json"
     if not path.is_file():
-        raise bad(f"--model: '{directory}' has no tokenizer.json (from Python: pass tokens=[ids])")
+        raise bad(f"--model: '{directory}' has no tokenizer.json")
     from ..files import read_json_text
 
     text = read_json_text(path, "tokenizer.json")  # the one reader: regular file, size cap, UTF-8, nesting

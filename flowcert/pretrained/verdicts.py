@@ -191,6 +191,9 @@ def verify(model: Any, *, system: str = "gaussian", layers: Any = None, heads: A
             ids = _indices(tokens, "tokens", ck.vocab_size)
             if not ids:
                 raise InputError("tokens: give at least one token id")
+        elif not (ck.path / "tokenizer.json").is_file():
+            raise InputError(f"tokens: the model ({ck.path}) has no tokenizer.json to read a prompt with; "
+                             "pass tokens=[ids]")
         else:
             ids = Transformer(ck).tokenize(prompt if prompt is not None else DEFAULT_PROMPT)
     export = {"gaussian": exports.gaussian_params, "attention": exports.attention_params}[system]
