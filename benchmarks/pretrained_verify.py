@@ -94,7 +94,7 @@ def attention_reference(d: int, n: int, seed: int = 0) -> dict[str, Any]:
 
 def timed_attention(raw: dict[str, Any]) -> dict[str, Any]:
     """``verify attention --simulate`` on one raw mapping: wall and CPU seconds, verdict summary."""
-    from flowcert.attention import verify
+    from flowcert.attention import verify_document as verify
     from flowcert.attention.system import SYSTEM
 
     core.clear_memo()

@@ -47,7 +47,7 @@ import sympy as sp
 
 from . import exact, kinds
 
-Status = str  # "holds" | "fails" | "unknown"
+Status = str  # "holds" | "fails" | "unknown" | "assumed" (stated by the user, never proved)
 
 
 def rational_matrix(M: Any) -> sp.Matrix:

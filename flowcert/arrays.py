@@ -5,16 +5,115 @@ A matrix :math:`M\in\mathbb R^{r\times c}` is a list of :math:`r` rows of :math:
 Where a validator allows expressions and an entry is a string, the value is a
 ``sympy.Matrix`` :math:`M(t)` of expressions in the time symbol :data:`flowcert.expressions.t`
 (numbers kept exactly); otherwise a read-only float64 array with finite entries.
+
+From Python an array may also be a numpy array of any real dtype or a ``torch.Tensor`` (CPU or
+CUDA, any floating dtype, with or without grad): :func:`to_numpy` turns it into float64, with a
+:class:`~flowcert.errors.PrecisionWarning` when its format was not float64 (float16, bfloat16 and
+float32 embed exactly in float64; a long double is rounded). Complex, boolean and object arrays
+are refused with one line naming the key.
 """
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
 
 import numpy as np
 import sympy as sp
 
+from .errors import PrecisionWarning
 from .expressions import _symbolic_leaf
 from .schema import ParamError, Value, _check_shape, _leaves, _number, check_finite, nested_shape
+
+__all__ = ["as_matrix", "as_vector", "is_tensor", "to_numpy"]
+
+
+def is_tensor(value: object) -> bool:
+    """Whether ``value`` is a ``torch.Tensor`` (without importing torch when it is not loaded)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` of the first frame outside this package (the user's call)."""
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(here):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _note_precision(key: str, dtype: str, exact: bool) -> None:
+    how = ("widened exactly; the values keep " + dtype + " precision" if exact
+           else "rounded to the nearest float64")
+    warnings.warn(f"{key}: {dtype} values converted to float64 ({how})", PrecisionWarning,
+                  stacklevel=_user_stacklevel())
+
+
+def to_numpy(value: Any, key: str) -> Any:
+    """A torch tensor or a real numpy array as a numpy array (float64 where floating); anything else
+    unchanged.
+
+    Parameters
+    ----------
+    value : object
+        A ``torch.Tensor`` (any device and floating or integer dtype), a numpy array, or anything
+        else (returned as it is: nested lists, numbers, strings).
+    key : str
+        The parameter named in errors and notes.
+
+    Returns
+    -------
+    object
+        A numpy array (float64 for floating input, the integer dtype kept for integer input), a
+        Python number for a 0-d tensor or array, or ``value`` itself.
+
+    Raises
+    ------
+    ParamError
+        Complex, boolean or object (ragged) arrays and tensors: one line naming ``key`` and the dtype.
+
+    Warns
+    -----
+    PrecisionWarning
+        Floating input in another format than float64.
+    """
+    if is_tensor(value):
+        import torch
+
+        t = value.detach()
+        if t.is_complex():
+            raise ParamError(key, f"is a complex tensor ({t.dtype}), expected real numbers")
+        if t.dtype == torch.bool:
+            raise ParamError(key, "is a boolean tensor, expected real numbers")
+        if t.is_floating_point():
+            if t.dtype != torch.float64:
+                _note_precision(key, str(t.dtype).replace("torch.", ""), exact=True)
+            t = t.to(device="cpu", dtype=torch.float64)
+        else:
+            t = t.cpu()
+        arr = t.numpy().copy()
+        return arr.item() if arr.ndim == 0 else arr
+    if isinstance(value, np.ndarray) or isinstance(value, np.generic):
+        arr = np.asarray(value)
+        kind = arr.dtype.kind
+        if kind == "c":
+            raise ParamError(key, f"is a complex array ({arr.dtype}), expected real numbers")
+        if kind == "O":
+            raise ParamError(key, f"is an object array of shape {tuple(arr.shape)} (ragged rows or non-numbers), "
+                                  "expected a real array")
+        if kind in "US":
+            return arr.tolist()  # strings in t: the expression parser decides
+        if kind == "f" and arr.dtype != np.float64:
+            _note_precision(key, str(arr.dtype), exact=arr.dtype.itemsize < 8)
+            arr = arr.astype(np.float64)
+        return arr.item() if arr.ndim == 0 else arr
+    return value
 
 
 def _as_array(
@@ -23,6 +122,7 @@ def _as_array(
     shape: tuple[int | None, ...],
     allow_expr: bool,
 ) -> Value:
+    raw = to_numpy(raw, key)
     value = raw
     if isinstance(value, np.ndarray):
         if value.dtype.kind in "fiu":

@@ -47,11 +47,12 @@ class TheoremResult:
 
     @property
     def applies(self) -> bool | None:
-        """True if every hypothesis holds, False if one fails, None if undecided."""
+        """True if every hypothesis holds (or is ``assumed``: stated by the user, so the theorem applies
+        under that assumption), False if one fails, None if undecided."""
         statuses = {h.status for h in self.hypotheses}
         if "fails" in statuses:
             return False
-        return True if statuses <= {"holds"} else None
+        return True if statuses <= {"holds", "assumed"} else None
 
     def to_json(self) -> dict[str, Any]:
         paper = self.id.split(":")[0]

@@ -1,21 +1,40 @@
 """The one kind of bad input: every loader, command and library entry point raises :class:`InputError`.
 
 The command line turns it into exit code 2 with one line on stderr naming the parameter and the
-problem (DESIGN.md, "Command line"); from Python it is an ordinary exception. :class:`ParamError`
-is the same idea for a parameter file or mapping, with the offending ``key`` as an attribute: it
-is an :class:`InputError` (and, as before, a :class:`ValueError`), so ``except InputError``
-catches both and ``except ParamError`` keeps working.
+problem (DESIGN.md, "Command line"); from Python it is an ordinary exception, a
+:class:`ValueError`, so ``except ValueError`` catches every bad input. :class:`ParamError` is the
+same idea for a parameter file or mapping, with the offending ``key`` as an attribute: it is an
+:class:`InputError`, so ``except InputError`` catches both and ``except ParamError`` keeps working.
+
+The same checks serve the command line and Python, and the command line names its flags
+(``--model: ...``). :func:`python_terms` rewrites a message for a Python caller (``model: ...``):
+the library's entry points (:func:`flowcert.verify`, :mod:`flowcert.pretrained`,
+:func:`flowcert.rnn.analyze_cell`) raise their errors through it, so a Python user never reads a
+flag. :class:`PrecisionWarning` is the note given when an array arrives in another floating-point
+format than float64 (a float32 tensor, a float16 array) and is converted.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import re
+from typing import Any, Callable, TypeVar
 
-__all__ = ["InputError", "OptionError", "ParamError"]
+__all__ = ["InputError", "OptionError", "ParamError", "PrecisionWarning", "python_terms"]
 
 
-class InputError(Exception):
-    """Bad input (a parameter, a flag, a file): one line, exit code 2 on the command line."""
+class InputError(ValueError):
+    """Bad input (a parameter, a flag, a file): one line, exit code 2 on the command line.
+
+    A :class:`ValueError` (since 0.2; before it was a plain ``Exception``), so ``except ValueError``
+    and ``except InputError`` both catch it.
+    """
+
+
+class PrecisionWarning(UserWarning):
+    """An array was converted to float64 from another floating-point format (a note, not an error):
+    widened exactly (float16, bfloat16, float32: the values keep that format's precision) or
+    rounded (float128 / long double)."""
 
 
 class ParamError(InputError, ValueError):
@@ -93,3 +112,51 @@ def _rebuild_param_error(
     key: str | None, problem: str, file: str | None, names_key: bool
 ) -> ParamError:
     return ParamError(key, problem, file=file, names_key=names_key)
+
+
+#: ``--some-flag`` where it stands as a word: a command-line flag in a message.
+_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
+
+
+def _python_message(message: str) -> str:
+    """``--out-dir: ...`` -> ``out_dir: ...``: the flag named as the Python keyword it stands for."""
+    return _FLAG.sub(lambda m: m.group(1).replace("-", "_"), message)
+
+
+def as_python_error(err: InputError) -> InputError:
+    """``err`` with its message in Python terms (no command-line flags); the same class where it
+    can be rebuilt from a message, else an :class:`InputError`."""
+    text = str(err)
+    new = _python_message(text)
+    if new == text:
+        return err
+    if isinstance(err, ParamError):
+        lead = _FLAG.match(err.problem)
+        if err.key is None and err.file is None and lead is not None and err.problem[lead.end():].startswith(": "):
+            # "--model: ..." with no key: the flag is the parameter, named as the Python keyword
+            return OptionError(lead.group(1).replace("-", "_"), _python_message(err.problem[lead.end() + 2:]))
+        key = None if err.key is None else _python_message(err.key)
+        if type(err) is OptionError:
+            return OptionError(key, _python_message(err.problem))
+        return ParamError(key, _python_message(err.problem), file=err.file, names_key=err.names_key)
+    return InputError(new)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def python_terms(fn: F) -> F:
+    """Decorate a Python entry point: the :class:`InputError` it raises names no command-line flag
+    (``--model: 'x' is not a directory`` becomes ``model: 'x' is not a directory``)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except InputError as err:
+            new = as_python_error(err)
+            if new is err:
+                raise
+            raise new from None
+
+    return wrapper  # type: ignore[return-value]

@@ -406,10 +406,11 @@ def _certificate(out: DocumentCheck, path: str, cert: Any, proof: Any, resolve: 
 def _applies(statuses: list[str]) -> bool | None:
     if "fails" in statuses:
         return False
-    return True if set(statuses) <= {"holds"} else None
+    return True if set(statuses) <= {"holds", "assumed"} else None  # assumed: stated by the user (params.assume)
 
 
-def _theorem(out: DocumentCheck, base: str, t: Any, entry: Any, resolve: Any, seen: set[str]) -> None:
+def _theorem(out: DocumentCheck, base: str, t: Any, entry: Any, resolve: Any, seen: set[str],
+             doc_params: Any = None) -> None:
     hyps = t.get("hypotheses") if isinstance(t, dict) else None
     if not isinstance(hyps, list):
         out.refused.append((base, "-", "a theorem record without a hypotheses list"))
@@ -443,6 +444,15 @@ def _theorem(out: DocumentCheck, base: str, t: Any, entry: Any, resolve: Any, se
     for j, h in enumerate(hyps):
         path = f"{base}.hypotheses[{j}]"
         status = h.get("status") if isinstance(h, dict) else None
+        if status == "assumed":  # a hypothesis the user stated: never certified, and said so in params.assume
+            assumed = (doc_params or {}).get("assume") if isinstance(doc_params, dict) else None
+            if h.get("certificate") is not None or not assumed:
+                out.refused.append((f"{path}.status", "-", "assumed with a certificate, or with no assumption "
+                                                           "stated in params.assume"))
+                continue
+            statuses.append(status)
+            out.uncertified.append(path)
+            continue
         if status not in ("holds", "fails", "unknown"):
             out.refused.append((f"{path}.status", "-", f"status {status!r} is not holds, fails or unknown"))
             continue
@@ -520,7 +530,7 @@ def recheck_document(doc: Any, *, prefix: str = "$") -> DocumentCheck:
             entry = table.get(tid) if isinstance(tid, str) else None
             if table and entry is None:
                 out.refused.append((f"{base}.id", "-", f"{tid!r} is not an entry of the {system} catalogue"))
-            _theorem(out, base, t, entry, resolve, seen)
+            _theorem(out, base, t, entry, resolve, seen, doc.get("params"))
     for path, cert in certificates_in(doc, prefix):
         if path in seen or any(path.startswith(s + ".") for s in seen):
             continue

@@ -183,25 +183,22 @@ def _dask(system: str, files: list[tuple[int, str]], simulate: bool, address: st
 
 
 class Progress:
-    """A one-line progress bar on a terminal's stderr (nothing when stderr is not a TTY)."""
+    """The sweep's progress bar on a terminal's stderr (:func:`flowcert.progress.bar`; nothing when
+    stderr is not a TTY), counting the sets that failed."""
 
     def __init__(self, total: int, stream: TextIO, enabled: bool) -> None:
-        self.total, self.stream, self.done, self.failed = total, stream, 0, 0
-        self.enabled = enabled and total > 0 and stream.isatty()
-        self.t0 = time.perf_counter()
+        from .progress import bar
+
+        self.done, self.failed = 0, 0
+        self.bar = bar(total, desc="sets", enabled=None if enabled else False, stream=stream)
 
     def update(self, rec: dict[str, Any]) -> None:
         self.done += 1
         self.failed += rec["status"] != "ok"
-        if not self.enabled:
-            return
-        width = 30
-        fill = int(width * self.done / self.total)
-        self.stream.write(f"\r[{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} sets, "
-                          f"{self.failed} failed, {time.perf_counter() - self.t0:.0f} s")
-        if self.done == self.total:
-            self.stream.write("\n")
-        self.stream.flush()
+        self.bar.set_postfix_str(f"{self.failed} failed", refresh=False)
+        self.bar.update(1)
+        if self.done >= self.bar.total:
+            self.bar.close()
 
 
 def run(system: str, paths: Sequence[str], *, simulate: bool = False, jobs: int = 1, scheduler: str | None = None,

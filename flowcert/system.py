@@ -49,6 +49,12 @@ class System(Protocol):
         Modules a sweep imports once before forking its workers.
     single_head : bool
         The system models one attention head (``pretrained export`` then needs ``--head``).
+    checks : Mapping[str, str]
+        The cross-checks the system can run with ``simulate=True``, name -> what it compares: the
+        names ``flowcert.verify(..., checks=[...])`` and ``verify --checks`` accept.
+    load_options : tuple of str, optional
+        Keywords :meth:`load` takes besides ``params`` (rnn: ``inputs``, ``h0``, ``targets``,
+        ``assume`` for a ``torch.nn.Module`` cell); absent or empty: none.
 
     Notes
     -----
@@ -60,16 +66,20 @@ class System(Protocol):
     params_type: type
     warm_modules: tuple[str, ...]
     single_head: bool
+    checks: Mapping[str, str]
 
     def load(self, params: Any, *, command: str | None = None) -> Any:
         """Validate ``params`` (path, mapping or parameter object); :class:`~flowcert.errors.InputError` if bad."""
         ...
 
-    def verify(self, p: Any, *, simulate: bool = False, seed: int | None = None) -> dict[str, Any]:
-        """The ``verify`` document of validated parameters ``p``."""
+    def verify(self, p: Any, *, simulate: bool = False, seed: int | None = None,
+               checks: frozenset[str] | None = None) -> dict[str, Any]:
+        """The ``verify`` document of validated parameters ``p`` (``checks``: the cross-checks asked
+        for, names of :attr:`checks`; None: the default set)."""
         ...
 
-    def verify_run(self, p: Any, *, simulate: bool = False, seed: int | None = None) -> tuple[dict[str, Any], Any]:
+    def verify_run(self, p: Any, *, simulate: bool = False, seed: int | None = None,
+                   checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:
         """``(verify document, the run behind its simulation or None)`` (the report plots the run)."""
         ...
 
@@ -86,18 +96,17 @@ class System(Protocol):
         ...
 
 
-def _scalars(value: Any) -> Any:
-    """0-d numpy arrays and numpy scalars as Python numbers (as the ``.npz`` reader gives them), in
-    nested mappings and lists too (``heads``); arrays of one or more dimensions are kept."""
-    import numpy as np
+def _intake(value: Any, key: str) -> Any:
+    """Python values as the ``.npz`` reader gives them, in nested mappings and lists too (``heads``):
+    0-d arrays, numpy scalars and 0-d tensors as Python numbers, torch tensors and numpy arrays of
+    any real dtype as numpy arrays (float64 where floating; :func:`flowcert.arrays.to_numpy`)."""
+    from .arrays import to_numpy
 
-    if isinstance(value, np.ndarray) and value.ndim == 0 or isinstance(value, np.generic):
-        return value.item()
     if isinstance(value, Mapping):
-        return {k: _scalars(v) for k, v in value.items()}
+        return {k: _intake(v, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
     if isinstance(value, (list, tuple)) and any(isinstance(v, Mapping) for v in value):
-        return [_scalars(v) for v in value]
-    return value
+        return [_intake(v, f"{key}[{i}]") for i, v in enumerate(value)]
+    return to_numpy(value, key)
 
 
 def load_any(params: Any, params_type: type, parse: Callable[[Mapping[str, Any]], Any],
@@ -113,7 +122,7 @@ def load_any(params: Any, params_type: type, parse: Callable[[Mapping[str, Any]]
     if isinstance(params, params_type):
         return params
     if isinstance(params, Mapping):
-        return parse({k: _scalars(v) for k, v in params.items()})
+        return parse(_intake(params, ""))
     if isinstance(params, (str, os.PathLike)):
         return load(params)
     raise InputError(f"params: expected a file path, a mapping of arrays or a {params_type.__name__}, "

@@ -459,7 +459,7 @@ def theorems(quick: bool) -> dict[str, Any]:
     """``verify gaussian`` on the default parameters (with the simulation cross-checks)."""
     from .. import gaussian
 
-    return gaussian.verify(default_params(), simulate=True)
+    return gaussian.catalogue.verify(default_params(), simulate=True)
 
 
 def section(out: Path, *, quick: bool) -> dict[str, Any]:

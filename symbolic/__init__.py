@@ -1,1 +1,1 @@
-"""flowcert layer."""
+"""SymPy models and derivations of the three systems (gaussian eq. (7), attention on the sphere, the KPFlow cells), the identities they rest on, and the code printers (numpy, torch, C) that generate kernels from the same expressions; imports only SymPy, mpmath and numpy."""

@@ -46,7 +46,7 @@ def test_verify_from_arrays_is_the_cli_document():
     assert res.to_json() == cli_doc
     verdicts = {t["id"]: (t["applies"], [h["status"] for h in t["hypotheses"]], t["cross_check"]["status"])
                 for t in cli_doc["theorems"]}
-    assert {i: (t.applies, [h.status for h in t.hypotheses], t.cross_check_status)
+    assert {i: (t.applies.json, [h.status.value for h in t.hypotheses], t.cross_check_status.value)
             for i, t in res.theorems.items()} == verdicts
     assert res.regime == cli_doc["regime"] and res.simulation is None
     # a parameter object and a path give the same document
@@ -91,8 +91,8 @@ def _fake(theorem_ids: list[str], system: str = "gaussian") -> Result:
                                  "certificate": None}],
                  "prediction": None, "cross_check": {"status": "skipped", "details": "<b>x</b>"}}
                 for k, i in enumerate(theorem_ids)]
-    return Result(system, {"flowcert": "0", "system": system, "params": {}, "theorems": theorems,
-                           "regime": {"Sigma": "converges_pd", "mu": "converges", "basis": "certified"}}, None)
+    return Result.from_document({"flowcert": "0", "system": system, "params": {}, "theorems": theorems,
+                                 "regime": {"Sigma": "converges_pd", "mu": "converges", "basis": "certified"}})
 
 
 def test_html_is_well_formed_and_escaped():
@@ -106,6 +106,7 @@ def test_html_is_well_formed_and_escaped():
     assert "<script>" not in page and "h<0>" not in page
     rows = list(root.iter("tr"))
     assert len(rows) == len(ids) + 1  # header + one row per theorem
+    assert len(list(root.iter("details"))) == len(ids)  # the hypotheses folded, one block per theorem
     md = res._repr_markdown_()
     assert all(line.count("|") - line.count("\\|") == 5 for line in md.splitlines() if line.startswith("| "))
 
@@ -185,3 +186,34 @@ def test_lazy_public_names():
     assert second == "flowcert.api flowcert.errors"
     with pytest.raises(AttributeError):
         flowcert.no_such_name  # noqa: B018
+
+
+def test_progress_bars_draw_only_when_asked_or_on_a_terminal():
+    """``flowcert.progress.bar`` is tqdm on the stream when enabled (or on a TTY), silent otherwise;
+    ``INHERIT`` follows the entry point's ``progress=`` (the particle study inside ``verify``)."""
+    import io
+
+    from flowcert import progress
+    from flowcert.sweep import Progress
+
+    class TTY(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for enabled, stream, drawn in ((True, io.StringIO(), True), (None, io.StringIO(), False),
+                                   (None, TTY(), True), (False, TTY(), False)):
+        with progress.bar(3, desc="heads", enabled=enabled, stream=stream) as b:
+            for _ in range(3):
+                b.update(1)
+        assert ("3/3" in stream.getvalue()) == drawn, (enabled, type(stream).__name__)
+    for choice, drawn in ((True, True), (False, False)):
+        stream = io.StringIO()
+        with progress.inherited(choice):
+            with progress.bar(2, desc="particles", enabled=progress.INHERIT, stream=stream) as b:
+                b.update(2)
+        assert ("2/2" in stream.getvalue()) == drawn
+    tty = TTY()
+    bar = Progress(2, tty, True)
+    for status in ("ok", "bad_input"):
+        bar.update({"status": status})
+    assert "2/2" in tty.getvalue() and "1 failed" in tty.getvalue()

@@ -165,7 +165,7 @@ def test_multistability_entry_fails_alone(monkeypatch):
 def test_verify_in_process_full_document(raw):
     from flowcert import attention
 
-    doc = attention.verify(parse(raw))
+    doc = attention.verify_document(parse(raw))
     json.dumps(doc, allow_nan=False)
     ids = [t["id"] for t in doc["theorems"]]
     assert len([i for i in ids if i.startswith("consensus:")]) == 10

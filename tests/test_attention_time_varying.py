@@ -90,7 +90,7 @@ def test_grid_rk4_equals_per_stage_rk4() -> None:
 
 def test_verify_simulate_reuses_the_catalogue_run() -> None:
     p = attention.parse(_raw(t_end=1.0))
-    doc = attention.verify(p, simulate=True)
+    doc = attention.verify_document(p, simulate=True)
     sim = doc["simulation"]
     for key in ("t_end", "blowup_time", "X_final", "limit_class", "agrees", "X0", "max_drift", "final_speed", "integrator"):
         assert key in sim

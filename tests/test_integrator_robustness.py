@@ -193,7 +193,7 @@ def test_verify_reads_no_regime_from_a_failed_run(monkeypatch):
     """With the run cut short by its budget, the simulation-based regime is 'unknown', not 'bounded'."""
     import functools
 
-    from flowcert.gaussian import verify
+    from flowcert.gaussian.catalogue import verify
     from flowcert.gaussian.params import parse_gaussian
 
     # V not a multiple of I, B neither PD nor 0: no theorem of Table 1 and no Riccati form decides

@@ -1,5 +1,8 @@
-"""``flowcert.rnn.analyze_cell`` on user-defined torch cells (identities at round-off, Prop. 1 at
-first order), the ``relu_rnn`` cell and the eq. 8 bias/noise options, and the new task names."""
+"""``flowcert.rnn.analyze_cell`` and ``flowcert.verify("rnn", cell, inputs=x)`` on user-defined torch
+cells (identities at round-off, Prop. 1 at first order; differentiability established by the
+torch.fx allow-list or stated with ``assume``; Prop. 1, Cor. 1 and Thm 2 decided on GRUCell,
+RNNCell(tanh) and an LSTM-style cell), the ``relu_rnn`` cell and the eq. 8 bias/noise options, and the
+new task names."""
 
 from __future__ import annotations
 
@@ -8,7 +11,9 @@ import json
 import pytest
 import torch
 
+import flowcert
 import flowcert.rnn as R
+from flowcert.result import Applies, CheckStatus, Status
 from flowcert.gpu.rnn import cells, tasks
 from flowcert.gpu.rnn.operators import Trajectory, parameter_operator
 
@@ -81,10 +86,132 @@ def test_user_cell_shared_weights_make_dense_K_blocks():
 
 
 def test_bad_calls():
-    with pytest.raises(ValueError, match="h0"):
+    from flowcert.errors import InputError
+
+    with pytest.raises(InputError, match="^h0: .*pass h0="):  # no parameters, no hidden_size: cannot tell H
         R.analyze_cell(torch.nn.Identity(), torch.zeros(1, 2, 3))
-    with pytest.raises(ValueError, match="inputs"):
+    with pytest.raises(InputError, match=r"'inputs': expected shape \[B, T, I\], got \(2, 3\)"):
         R.analyze_cell(torch.nn.GRUCell(2, 3), torch.zeros(2, 3))
+    with pytest.raises(InputError, match="'h0': expected shape"):
+        R.analyze_cell(torch.nn.GRUCell(2, 3), torch.zeros(2, 4, 2), h0=torch.zeros(3, 3))
+    with pytest.raises(InputError, match="^inputs: required"):
+        flowcert.verify("rnn", torch.nn.GRUCell(2, 3))
+    with pytest.raises(InputError, match="^inputs: only with a torch.nn.Module"):
+        flowcert.verify("rnn", {"cell": "gru", "B": 2, "T": 3, "H": 2, "I": 2}, inputs=torch.zeros(2, 3, 2))
+    with pytest.raises(InputError, match="^assume: unknown assumption 'convex'"):
+        flowcert.verify("rnn", torch.nn.GRUCell(2, 3), inputs=torch.zeros(2, 4, 2), assume=["convex"])
+    with pytest.raises(InputError, match=r"torch.cat\(\[h, c\], -1\)"):  # a cell returning a tuple
+        flowcert.verify("rnn", TupleCell(), inputs=torch.zeros(2, 4, 2), h0=torch.zeros(2, 3))
+
+
+class TupleCell(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(5, 3)
+
+    def forward(self, x, h):
+        z = torch.tanh(self.lin(torch.cat([x, h], -1)))
+        return z, z
+
+
+class LSTMState(torch.nn.Module):
+    """An LSTM cell whose state is z = [h; c] (no hidden_size: H = 2n is found by probing)."""
+
+    def __init__(self, I: int, n: int) -> None:
+        super().__init__()
+        self.cell = torch.nn.LSTMCell(I, n)
+
+    def forward(self, x, z):
+        h, c = z.chunk(2, dim=-1)
+        h2, c2 = self.cell(x, (h, c))
+        return torch.cat([h2, c2], -1)
+
+
+class Kinked(torch.nn.Module):
+    """h' = op(W [x; h]) with a chosen operation, for the smoothness allow-list."""
+
+    def __init__(self, I: int, H: int, op) -> None:
+        super().__init__()
+        self.hidden_size, self.op = H, op
+        self.lin = torch.nn.Linear(I + H, H)
+
+    def forward(self, x, h):
+        return self.op(self.lin(torch.cat([x, h], -1)), h)
+
+
+@pytest.mark.parametrize("make, I", [(lambda: torch.nn.GRUCell(3, 4), 3),
+                                     (lambda: torch.nn.RNNCell(2, 4, nonlinearity="tanh"), 2),
+                                     (lambda: LSTMState(2, 2), 2)])
+def test_prop1_cor1_thm2_decided_on_torch_cells(make, I):
+    """Differentiability established by the trace, every A_t exactly invertible (B*T <= 64, H <= 8):
+    Prop. 1, Cor. 1 and Thm 2 apply, and their cross-checks (first-order FD, U V U^-1) agree."""
+    torch.manual_seed(3)
+    res = flowcert.verify("rnn", make(), inputs=torch.randn(2, 5, I, dtype=F64))
+    th = res.theorems
+    smooth = th["kpflow:prop-1"].hypotheses[0]
+    assert smooth.status is Status.HOLDS and "torch.fx" in smooth.method
+    for i in ("kpflow:prop-1", "kpflow:cor-1", "kpflow:thm-2"):
+        assert th[i].applies is Applies.YES, (i, th[i].summary())
+        assert th[i].cross_check.status is CheckStatus.AGREES, (i, th[i].cross_check.details)
+    assert th["kpflow:thm-1"].applies is Applies.UNDECIDED  # a module's inner features are unknown
+    assert res.params_json["H"] == 4 and res.run.Z.shape == (2, 5, 4)
+
+
+@pytest.mark.parametrize("op, word", [(lambda u, h: torch.relu(u), "relu"), (lambda u, h: u.abs(), "abs"),
+                                      (lambda u, h: torch.where(u > 0, u, h), "gt (a kink)"),
+                                      (lambda u, h: torch.tanh(u) / h.sum(), "division by a tensor"),
+                                      (lambda u, h: torch.clamp(u, -1, 1), "clamp")])
+def test_kinks_leave_smoothness_unknown_and_assume_states_it(op, word):
+    from flowcert.rnn.smooth import smooth_cell
+
+    cell = Kinked(2, 3, op)
+    verdict = smooth_cell(cell)
+    assert verdict.status == "unknown" and word in verdict.detail and "assume=['smooth']" in verdict.detail
+    assert smooth_cell(Kinked(2, 3, lambda u, h: 0.5 * h + torch.tanh(u) ** 2 - torch.sigmoid(u) / 3)).status == "holds"
+    assert smooth_cell(torch.nn.RNNCell(2, 3, nonlinearity="relu")).status == "unknown"
+
+
+def test_assumed_smoothness_is_reported_as_an_assumption():
+    torch.manual_seed(0)
+    cell = torch.nn.RNNCell(2, 3, nonlinearity="relu").double()
+    x = torch.randn(2, 4, 2, dtype=F64)
+    plain_res = flowcert.verify("rnn", cell, inputs=x)
+    assert plain_res.theorems["kpflow:prop-1"].applies is Applies.UNDECIDED
+    res = flowcert.verify("rnn", cell, inputs=x, assume=["smooth"])
+    prop1 = res.theorems["kpflow:prop-1"]
+    (a,) = prop1.assumptions
+    assert a.status is Status.ASSUMED and a.status != "holds" and "assumed by the user" in a.method
+    assert prop1.applies is Applies.YES and "assuming" in prop1.summary()
+    assert res.to_json()["params"]["assume"] == ["smooth"]
+
+
+def test_h0_probing_and_ambiguity():
+    from flowcert.errors import InputError
+
+    torch.manual_seed(0)
+    res = R.analyze_cell(LSTMState(2, 3), torch.randn(2, 3, 2))  # H = 6 from one probing call per candidate
+    assert res.params_json["H"] == 6
+
+    class Elementwise(torch.nn.Module):  # any H works: ambiguous
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = torch.nn.Parameter(torch.tensor([0.5, 0.25]))
+
+        def forward(self, x, h):
+            return torch.tanh(self.a[0] * h + self.a[1] * x.sum(-1, keepdim=True))
+
+    with pytest.raises(InputError, match=r"ambiguous .*pass h0="):
+        R.analyze_cell(Elementwise(), torch.randn(2, 3, 2))
+    assert R.analyze_cell(Elementwise(), torch.randn(2, 3, 2), h0=torch.zeros(2, 3)).params_json["H"] == 3
+
+
+def test_rnn_reachable_without_importing_it_first():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", "import flowcert; print(flowcert.rnn.analyze_cell.__module__)"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "flowcert.rnn.cell", out.stderr
 
 
 @pytest.mark.parametrize("extra", [{"cell": "relu_rnn"}, {"cell": "rnn_tanh", "bias": True, "noise": 0.2},
@@ -155,3 +282,39 @@ def test_task_names_in_parameter_files(tmp_path, capsys, task):
     f.write_text(json.dumps({"cell": "gru", "B": 2, "T": 5, "H": 3, "I": 2, "task": task}))
     assert main(["kpflow", "analyze", "--params", str(f), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["params"]["task"] == task
+
+
+def test_hooks_and_subclasses_are_not_taken_on_trust():
+    """A forward hook can change what the cell computes, and a subclass of a torch cell can override
+    forward: neither is established smooth by its type."""
+    from flowcert.rnn.smooth import smooth_cell
+
+    cell = torch.nn.GRUCell(2, 3)
+    handle = cell.register_forward_hook(lambda m, args, out: torch.relu(out))
+    assert smooth_cell(cell).status == "unknown" and "hooks" in smooth_cell(cell).detail
+    handle.remove()
+    assert smooth_cell(cell).status == "holds"
+
+    class Odd(torch.nn.GRUCell):
+        def forward(self, x, h):
+            return torch.relu(super().forward(x, h))
+
+    assert smooth_cell(Odd(2, 3)).status == "unknown"
+
+
+def test_recheck_accepts_an_assumption_only_where_the_document_states_it():
+    """recheck: an ``assumed`` hypothesis is accepted (uncertified, never a holds) when params.assume
+    states it, and refused when the document does not, or when it carries a certificate."""
+    import copy
+
+    from flowcert.recheck import recheck_document
+
+    torch.manual_seed(0)
+    doc = flowcert.verify("rnn", torch.nn.RNNCell(2, 3, nonlinearity="relu").double(),
+                          inputs=torch.randn(2, 3, 2, dtype=F64), assume=["smooth"]).to_json()
+    ok = recheck_document(doc)
+    assert not [r for r in ok.refused if "assumed" in r[2] or r[0].endswith(".applies")], ok.refused
+    assert any(p.endswith("hypotheses[0]") for p in ok.uncertified)
+    bad = copy.deepcopy(doc)
+    del bad["params"]["assume"]
+    assert any("assumed" in r[2] for r in recheck_document(bad).refused)

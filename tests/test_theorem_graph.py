@@ -35,7 +35,7 @@ MODULES = {
 
 @pytest.fixture(scope="module")
 def gaussian_doc():
-    from flowcert.gaussian import verify
+    from flowcert.gaussian.catalogue import verify
     from flowcert.gaussian.params import parse_gaussian
 
     return verify(parse_gaussian(SMALL))

@@ -22,7 +22,8 @@ Public API
 ``integrate(p, t_end=None, X0=None)``
     -> :class:`~flowcert.numeric.attention.integrate.Trajectory` (scipy DOP853 on the manifold).
 ``verify(p, simulate=False, seed=None)``
-    -> the ``verify`` JSON document; ``theorems`` collects ``theorems(p, simulate=, seed=)`` of
+    -> a :class:`flowcert.result.Result` (as :func:`flowcert.verify`; dict access to the former
+    document works for one release). ``verify_document`` is the ``verify`` JSON document; ``theorems`` collects ``theorems(p, simulate=, seed=)`` of
     every module named in :data:`CATALOGUES` that exists (``flowcert.attention.multistability``,
     ``flowcert.attention.consensus``); each returns a list of
     :class:`~flowcert.catalogue.TheoremResult`. With ``simulate`` the document also has
@@ -50,7 +51,7 @@ import numpy as np
 from .params import AttentionParams, load_attention, parse_attention
 
 __all__ = ["CATALOGUES", "AttentionParams", "codegen_source", "equilibria", "field", "integrate", "load", "parse",
-           "simulate", "verify"]
+           "simulate", "verify", "verify_document"]
 
 #: Catalogue modules (``flowcert.attention.<name>``), each exposing ``theorems(p, *, simulate, seed)``.
 CATALOGUES = ("multistability", "consensus")
@@ -187,7 +188,15 @@ def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None
     return out
 
 
-def verify(p: AttentionParams, simulate: bool = False, seed: int | None = None) -> dict[str, Any]:
+def verify(p: Any, simulate: bool = False, seed: int | None = None, *, checks: Any = None) -> Any:
+    """Every theorem of both papers on ``p`` (parameters, a mapping or a path): :func:`flowcert.verify`
+    for ``"attention"``; returns a :class:`~flowcert.result.Result`."""
+    from ..api import verify as verify_any
+
+    return verify_any("attention", p, simulate=simulate, seed=seed, checks=checks)
+
+
+def verify_document(p: AttentionParams, simulate: bool = False, seed: int | None = None) -> dict[str, Any]:
     """The ``verify attention`` document: ``theorems`` from every catalogue module.
 
     With ``simulate`` and time-varying heads, ``simulation`` is built from the run the consensus

@@ -9,8 +9,13 @@ r"""The Gaussian Transformer on the public face (gaussian paper): catalogue, asy
 * :mod:`.system`: the system's :class:`flowcert.system.System` object (load, verify, simulate,
   codegen, reach, report section) listed in :mod:`flowcert.systems`.
 
-The package re-exports the names of the former module ``flowcert.gaussian`` (:mod:`.catalogue`).
+The package re-exports the names of the former module ``flowcert.gaussian`` (:mod:`.catalogue`),
+except :func:`verify`, which returns a :class:`flowcert.result.Result` as :func:`flowcert.verify`
+does (dict access to the former document works for one release); the document itself is
+:func:`flowcert.gaussian.catalogue.verify`.
 """
+
+from typing import Any
 
 from .catalogue import (
     coefficients,
@@ -22,9 +27,16 @@ from .catalogue import (
     REACH_BUDGET,
     REACH_MAX_COND,
     thm_3_3,
-    verify,
     ZERO_TOL,
 )
+
+
+def verify(p: Any, simulate: bool = False, seed: int = 0, *, checks: Any = None) -> Any:
+    """Every gaussian catalogue theorem on ``p`` (a ``GaussianParams``, a mapping or a path):
+    :func:`flowcert.verify` for ``"gaussian"``; returns a :class:`~flowcert.result.Result`."""
+    from ..api import verify as verify_any
+
+    return verify_any("gaussian", p, simulate=simulate, seed=seed, checks=checks)
 
 __all__ = [
     "coefficients",

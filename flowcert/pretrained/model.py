@@ -27,7 +27,19 @@ import numpy as np
 
 from .checkpoint import Checkpoint
 
-__all__ = ["Transformer", "load_tokenizer"]
+__all__ = ["Transformer", "load_tokenizer", "tokens_entering"]
+
+
+def tokens_entering(ckpt: Checkpoint, layer: int, ids: Sequence[int]) -> np.ndarray:
+    """The hidden states of token ``ids`` entering block ``layer`` (the embeddings, then blocks
+    ``0..layer-1``), each row scaled to unit norm: the tokens on the sphere the attention system
+    starts from (float64)."""
+    m = Transformer(ckpt)
+    X = m.embed(ids)
+    if layer:
+        X = m.run(X, layers=range(layer))
+    X = np.asarray(X.numpy(), dtype=float)
+    return X / np.linalg.norm(X, axis=1, keepdims=True)
 
 
 def load_tokenizer(directory: str | Path) -> Any:

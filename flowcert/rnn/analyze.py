@@ -1,8 +1,8 @@
 r"""``flowcert kpflow analyze``: the KPFlow catalogue (``kpflow:prop-1``, ``kpflow:cor-1``,
 ``kpflow:thm-1``, ``kpflow:thm-2``) evaluated on one model, with the identity residuals and the
 effective ranks of K, P and PKP*; with ``consensus`` a consensus spectrum (true partial trace,
-:mod:`flowcert.gpu.rnn.consensus`). :func:`analyze_cell` gives the same document for a user's own
-torch cell (``cell(x_t, h_prev) -> h_t``).
+:mod:`flowcert.gpu.rnn.consensus`). A user's own torch cell (``cell(x_t, h_prev) -> h_t``) goes
+through :mod:`flowcert.rnn.cell` to the same :func:`analyze_model`.
 
 Statements (corrected as in note §2, §5):
 
@@ -286,8 +286,11 @@ def analyze(p: RNNParams, *, mode: str = "stored", exact_max: int = EXACT_MAX, c
 
 
 def analyze_model(m: dict[str, Any], params: dict[str, Any], *, mode: str = "stored", exact_max: int = EXACT_MAX,
-                  seed: int = 0, consensus: str | None = None, probes: int = 64, consensus_op: str = "PKP") -> dict[str, Any]:
-    """The document of :func:`analyze` for a built model ``m`` (keys ``cell, tr, W_out, b_out, y``)."""
+                  seed: int = 0, consensus: str | None = None, probes: int = 64, consensus_op: str = "PKP",
+                  smooth: core.HypothesisResult | None = None) -> dict[str, Any]:
+    """The document of :func:`analyze` for a built model ``m`` (keys ``cell, tr, W_out, b_out, y``);
+    ``smooth``: the verdict on "F differentiable" when the caller decided it (a user's cell:
+    :mod:`flowcert.rnn.smooth`), else :func:`smoothness`."""
     from ..gpu.rnn.identities import operator_identities, prop1
     from ..gpu.rnn.operators import KPFlow
     from ..gpu.rnn.spectra import DEFINITION, effective_rank
@@ -297,7 +300,7 @@ def analyze_model(m: dict[str, Any], params: dict[str, Any], *, mode: str = "sto
     ops = operator_identities(kp, seed=seed)
     ranks = {name: effective_rank(op, exact_max=exact_max) for name, op in (("K", kp.K), ("P", kp.P), ("PKP", kp.PKP))}
     th2, certs = thm_2(m, kp, exact_max)
-    smooth = smoothness(m)
+    smooth = smooth if smooth is not None else smoothness(m)
     theorems = [prop_1(ident, smooth=smooth), prop_1(ident, "cor1", smooth=smooth), thm_1(m, exact_max), th2]
     doc = {
         "flowcert": __version__, "system": "rnn", "params": params,
@@ -319,84 +322,8 @@ def analyze_model(m: dict[str, Any], params: dict[str, Any], *, mode: str = "sto
     return doc
 
 
-class CellAnalysis(dict):
-    """The ``kpflow analyze`` document of a user's cell: a dict, with :meth:`to_json`."""
+def analyze_cell(cell: Any, inputs: Any, **options: Any) -> Any:
+    """A user's torch cell: :func:`flowcert.rnn.cell.analyze_cell` (kept here for old imports)."""
+    from .cell import analyze_cell as run
 
-    def to_json(self) -> dict[str, Any]:
-        """The JSON document (a plain dict)."""
-        return dict(self)
-
-
-def analyze_cell(cell: Any, inputs: Any, *, h0: Any = None, targets: Any = None, mode: str = "stored",
-                 dtype: Any = None, seed: int = 0, consensus: str | None = None, probes: int = 64,
-                 consensus_op: str = "PKP", exact_max: int = EXACT_MAX) -> CellAnalysis:
-    r"""KPFlow analysis of a user's recurrent cell (any ``torch.nn.Module`` with the signature of
-    ``torch.nn.RNNCell``: ``cell(x_t, h_prev) -> h_t``, batched).
-
-    Parameters
-    ----------
-    cell : torch.nn.Module
-        Left untouched: a copy is converted to ``dtype``; θ = its parameters that require grad.
-    inputs : array or Tensor
-        [B, T, I].
-    h0 : array or Tensor, optional
-        [B, H]; default zeros, H from ``cell.hidden_size`` (then required if the cell has none).
-    targets : array or Tensor, optional
-        [B, T, O] for the readout loss :math:`\tfrac12\|W_{out}z+b_{out}-y^*\|^2`; default random
-        (O = 3). W_out is random :math:`\mathcal N(0,1/H)`, b_out = 0 (both seeded by ``seed``).
-    mode : {"stored", "recompute"}
-    dtype : torch.dtype, optional
-        float64 by default.
-    consensus, probes, consensus_op
-        As the CLI's ``--consensus``, ``--probes``, ``--consensus-op``.
-
-    Returns
-    -------
-    CellAnalysis
-        The same document as ``flowcert kpflow analyze --json``: identities (prop1 with its
-        finite-difference order, adjoint, inverse, ntk), effective ranks of K, P, PKP*, and the
-        theorems (Prop. 1, Cor. 1, Thm. 2 apply to a general cell; Thm. 1 needs the cell's
-        structure and is skipped).
-    """
-    import copy
-
-    import torch
-
-    from ..gpu.rnn.cells import ModuleCell
-    from ..gpu.rnn.operators import Trajectory
-
-    dt = torch.float64 if dtype is None else dtype
-    x = torch.as_tensor(inputs).to(dt)
-    if x.dim() != 3:
-        raise ValueError(f"inputs must have shape [B, T, I], got {tuple(x.shape)}")
-    B, T, I = x.shape
-    mod = copy.deepcopy(cell).to(dt)
-    if h0 is None:
-        H = getattr(cell, "hidden_size", None)
-        if H is None:
-            raise ValueError("h0 is required: the cell has no hidden_size attribute")
-        z0 = torch.zeros(B, int(H), dtype=dt)
-    else:
-        z0 = torch.as_tensor(h0).to(dt)
-        if z0.shape[0] != B or z0.dim() != 2:
-            raise ValueError(f"h0 must have shape [B, H] with B = {B}, got {tuple(z0.shape)}")
-    H = z0.shape[1]
-    mc = ModuleCell(mod, H, I)
-    theta = mc.parameters()
-    gen = torch.Generator().manual_seed(int(seed))
-    y = (torch.randn(B, T, 3, generator=gen, dtype=torch.float64).to(dt) if targets is None
-         else torch.as_tensor(targets).to(dt))
-    if y.dim() != 3 or y.shape[:2] != (B, T):
-        raise ValueError(f"targets must have shape [B, T, O] with B, T = {B}, {T}, got {tuple(y.shape)}")
-    W_out = (torch.randn(y.shape[-1], H, generator=gen, dtype=torch.float64) / math.sqrt(H)).to(dt)
-    b_out = torch.zeros(y.shape[-1], dtype=dt)
-    with torch.no_grad():
-        tr = Trajectory.run(mc, theta, x, z0)
-    if tuple(tr.Z.shape) != (B, T, H) or not bool(torch.isfinite(tr.Z).all()):
-        raise ValueError("the cell's trajectory is not finite or not of shape [B, T, H]")
-    m = {"cell": mc, "theta": theta, "x": x, "y": y, "W_out": W_out, "b_out": b_out, "tr": tr}
-    params = {"cell": "module", "module": type(cell).__name__, "B": B, "T": T, "H": H, "I": I, "seed": seed,
-              "parameters": {k: list(v.shape) for k, v in theta.items()},
-              "targets": "given" if targets is not None else "random", "dtype": str(dt).replace("torch.", "")}
-    return CellAnalysis(analyze_model(m, params, mode=mode, exact_max=exact_max, seed=seed, consensus=consensus,
-                                      probes=probes, consensus_op=consensus_op))
+    return run(cell, inputs, **options)

@@ -6,8 +6,10 @@ r"""The ``rnn`` system (KPFlow paper) as a :class:`flowcert.system.System`.
 
 ``verify rnn`` is the ``kpflow analyze`` document (:func:`flowcert.rnn.analyze.analyze`): its
 cross-checks (finite differences, adjoint, inverse and NTK identities) always run, being cheap at
-these sizes, so ``simulate`` and ``seed`` change nothing. The system has no ``simulate`` or
-``codegen`` command (its cells' kernels are generated inside :mod:`flowcert.gpu.rnn`).
+these sizes, so ``simulate`` and ``seed`` change nothing for a parameter file. From Python the
+parameters may also be your own ``torch.nn.Module`` cell with ``inputs=`` (and ``h0=``,
+``targets=``, ``assume=``): :mod:`flowcert.rnn.cell`. The system has no ``simulate`` or ``codegen``
+command (its cells' kernels are generated inside :mod:`flowcert.gpu.rnn`).
 """
 
 from __future__ import annotations
@@ -29,22 +31,48 @@ class RNNSystem:
     params_type = RNNParams
     warm_modules = ("flowcert.rnn.analyze", "flowcert.rnn.params")
     single_head = False
+    #: the cross-checks (names of ``checks=``): cheap at these sizes, they always run
+    checks = {"finite_differences": "Prop. 1 and Cor. 1: plain GD steps against -eta P K P* Err, observed order 1",
+              "identities": "adjoint, inverse and NTK identities of the operators; Thm 2's U V U^-1 and Volterra "
+                            "spectrum"}
+    #: keywords of :meth:`load` for a ``torch.nn.Module`` cell
+    load_options = ("inputs", "h0", "targets", "assume")
 
-    def load(self, params: Any, *, command: str | None = None) -> RNNParams:
-        """Validated parameters (path, mapping or :class:`RNNParams`)."""
+    def load(self, params: Any, *, command: str | None = None, inputs: Any = None, h0: Any = None,
+             targets: Any = None, assume: Any = None) -> Any:
+        """Validated parameters: a path, mapping or :class:`RNNParams`, or a ``torch.nn.Module`` cell
+        with ``inputs`` (and ``h0``, ``targets``, ``assume``; :func:`flowcert.rnn.cell.cell_params`)."""
+        from .cell import CellParams, cell_params, is_module
+
+        if isinstance(params, CellParams):
+            return params
+        if is_module(params):
+            return cell_params(params, inputs, h0=h0, targets=targets, assume=assume)
+        given = [k for k, v in (("inputs", inputs), ("h0", h0), ("targets", targets), ("assume", assume))
+                 if v is not None]
+        if given:
+            raise InputError(f"{given[0]}: only with a torch.nn.Module cell (a parameter file or mapping "
+                             "draws its own inputs)")
         return load_any(params, RNNParams, parse_rnn, load_rnn)
 
-    def verify(self, p: RNNParams, *, simulate: bool = False, seed: int | None = None,
-               mode: str = "stored", **consensus: Any) -> dict[str, Any]:
+    def verify(self, p: Any, *, simulate: bool = False, seed: int | None = None,
+               checks: frozenset[str] | None = None, mode: str = "stored", **consensus: Any) -> dict[str, Any]:
         """The ``kpflow analyze`` document (``mode``: store the Jacobians or recompute them;
         ``consensus``, ``probes``, ``consensus_op``: the consensus spectrum of :func:`~flowcert.rnn.analyze.analyze`)."""
         from .analyze import analyze
+        from .cell import CellParams, verify_cell
 
+        if isinstance(p, CellParams):
+            return verify_cell(p, seed=seed or 0, mode=mode, **consensus)[0]
         return analyze(p, mode=mode, **consensus)
 
-    def verify_run(self, p: RNNParams, *, simulate: bool = False,
-                   seed: int | None = None) -> tuple[dict[str, Any], Any]:
-        """The document; the identities are its run (no separate trajectory object)."""
+    def verify_run(self, p: Any, *, simulate: bool = False, seed: int | None = None,
+                   checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:
+        """The document, and for a user's cell its trajectory (a parameter file's identities are its run)."""
+        from .cell import CellParams, verify_cell
+
+        if isinstance(p, CellParams):
+            return verify_cell(p, seed=seed or 0)
         return self.verify(p), None
 
     def simulate(self, p: RNNParams, options: SimulateOptions) -> tuple[dict[str, Any], str]:

@@ -111,12 +111,14 @@ def particle_study(
     seeds: int = 3,
     seed: int = 0,
     max_work: float = 5e9,
+    on_run: Callable[[int], None] | None = None,
 ) -> ParticleStudy:
     """Cross-validate Prop. 2.1: empirical moments of the particle system vs eq. (7).
 
     The work, field evaluations times :math:`N^2`, is estimated after the smallest ``N``
     (the number of steps is set by the mean field, not by ``N``); a ``FloatingPointError``
-    says so when the estimate exceeds ``max_work``.
+    says so when the estimate exceeds ``max_work``. ``on_run(N)`` is called after each particle
+    run (``len(Ns) * seeds`` of them: a caller's progress bar).
     """
     rng = np.random.default_rng(seed)
     errors = []
@@ -138,6 +140,8 @@ def particle_study(
             mu_ode, S_ode = sol.mu[-1], sol.Sigma[-1]
             SN = np.cov(XT.T, bias=True).reshape(mu0.size, mu0.size)
             errs.append(np.linalg.norm(XT.mean(0) - mu_ode) + np.linalg.norm(SN - S_ode))
+            if on_run is not None:
+                on_run(N)
         errors.append(float(np.mean(errs)))
     rate = float(np.polyfit(np.log(Ns), np.log(errors), 1)[0])
     return ParticleStudy(list(Ns), errors, rate, t_check)

@@ -48,7 +48,7 @@ class Outcome:
 
 def run_verify(raw: dict[str, Any], timeout: float = 120.0) -> Outcome:
     """``flowcert.gaussian.verify(parse_gaussian(raw))`` as the CLI runs it, JSON round-tripped."""
-    from flowcert.gaussian import verify
+    from flowcert.gaussian.catalogue import verify
     from flowcert.gaussian.params import parse_gaussian
 
     t0 = time.perf_counter()
