@@ -55,6 +55,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         for flag, value in (("--jobs", args.jobs), ("--resume", args.resume), ("--scheduler", args.scheduler)):
             if value is not None:
                 raise InputError(f"{flag}: sweeps cover {' and '.join(names('sweep'))}; 'verify {args.system}' takes one file")
+    if args.checks is not None and sweep.is_sweep(args.params, args.jobs, args.scheduler, args.resume):
+        raise InputError("--checks: for one parameter file (a sweep runs the default set with --simulate)")
     if serves(args.system, "sweep") and sweep.is_sweep(args.params, args.jobs, args.scheduler, args.resume):
         if args.jobs is not None and args.scheduler:
             raise InputError("--jobs: not with --scheduler (the Dask cluster sets the parallelism)")
@@ -67,9 +69,26 @@ def cmd_verify(args: argparse.Namespace) -> int:
                          scheduler=args.scheduler, resume=args.resume, progress=not args.json)
     if len(args.params) != 1:
         raise InputError(f"--params: one file for 'verify {args.system}' (sweeps cover {' and '.join(names('sweep'))})")
-    doc = verify_document(args.system, args.params[0], simulate=args.simulate, seed=args.seed)
+    checks = _checks(args.system, args.checks)
+    doc = verify_document(args.system, args.params[0], simulate=args.simulate, seed=args.seed, checks=checks)
     _emit(doc, args.json, _summary(doc))
     return 0
+
+
+def _checks(system: str, text: str | None) -> frozenset[str] | None:
+    """``--checks a,b`` as the names of the system's cross-checks (exit 2 naming the unknown one)."""
+    if text is None:
+        return None
+    from .api import check_names
+    from .systems import get_system
+
+    names = [c.strip() for c in text.split(",") if c.strip()]
+    if not names:
+        raise InputError("--checks: expected comma-separated names of cross-checks, got nothing")
+    try:
+        return check_names(get_system(system), names)
+    except InputError as exc:
+        raise InputError(f"--{exc}") from None
 
 
 def cmd_simulate(args: argparse.Namespace) -> None:
@@ -281,7 +300,10 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("system", choices=names("verify"))
     ver.add_argument("--params", required=True, nargs="+", metavar="FILE",
                      help="parameter file (.json or .npz); several files or a directory run a sweep (one JSON line per set)")
-    ver.add_argument("--simulate", action="store_true", help="cross-validate by simulation")
+    ver.add_argument("--simulate", action="store_true", help="cross-validate by simulation (the default set of cross-checks)")
+    ver.add_argument("--checks", default=None, metavar="NAMES",
+                     help="comma-separated cross-checks to run (implies --simulate), e.g. moments,particles; the names "
+                          "of a system: flowcert.get_system(NAME).checks")
     ver.add_argument("--json", action="store_true", help="print one JSON document on stdout (a sweep: no progress bar)")
     ver.add_argument("--jobs", type=positive_int_arg, default=None, metavar="N", help="sweep on N local processes")
     ver.add_argument("--scheduler", default=None, metavar="ADDRESS",

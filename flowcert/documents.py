@@ -72,7 +72,8 @@ def verify_summary(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def verify_document(system: str, path: Any, *, simulate: bool = False, seed: int | None = None) -> dict[str, Any]:
+def verify_document(system: str, path: Any, *, simulate: bool = False, seed: int | None = None,
+                    checks: frozenset[str] | None = None) -> dict[str, Any]:
     """The ``verify SYSTEM --params FILE`` document (one parameter set; the sweep calls this per file).
 
     Parameters
@@ -81,8 +82,8 @@ def verify_document(system: str, path: Any, *, simulate: bool = False, seed: int
         A registered system name (:data:`flowcert.systems.REGISTRY`).
     path : str or path-like or mapping or parameter object
         The parameters, as :meth:`flowcert.system.System.load` takes them.
-    simulate, seed
-        As ``--simulate`` / ``--seed``.
+    simulate, seed, checks
+        As ``--simulate`` / ``--seed`` / ``--checks`` (None: the default set of ``--simulate``).
 
     Returns
     -------
@@ -92,4 +93,7 @@ def verify_document(system: str, path: Any, *, simulate: bool = False, seed: int
     from .systems import get_system
 
     sysobj = get_system(system)
-    return sysobj.verify(sysobj.load(path, command="verify"), simulate=simulate, seed=seed)
+    p = sysobj.load(path, command="verify")
+    if checks is None:
+        return sysobj.verify(p, simulate=simulate, seed=seed)
+    return sysobj.verify(p, simulate=True, seed=seed, checks=checks)

@@ -14,11 +14,19 @@ no entry can take a ``verify`` document down or run unbounded:
 An entry that was not evaluated has ``applies: null`` and a ``skipped`` cross-check, so it can never
 report ``holds``. The three hypothesis names are :data:`ENGINE_HYPOTHESES`; ``flowcert recheck``
 accepts them in any entry, ``unknown`` and without a certificate only.
+
+**Cross-checks asked for.** ``simulate=False`` runs no simulation at all; ``simulate=True`` runs a
+system's default set of cross-checks and ``checks=[...]`` exactly the ones named (``System.checks``).
+:func:`asked` sets them for one evaluation; an entry asks :func:`wants` before it simulates and
+otherwise reports :func:`not_requested`.
 """
 
 from __future__ import annotations
 
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Callable
 
 from .bindings import ENGINE_HYPOTHESES
@@ -27,7 +35,8 @@ from .certificates.core import HypothesisResult
 from .limits import STAGE_SECONDS, stage_skip_reason
 from .numeric.integration import BudgetExceeded, stage_budget
 
-__all__ = ["ENGINE_HYPOTHESES", "ENTRY_SECONDS", "error_text", "evaluate", "undecided"]
+__all__ = ["ENGINE_HYPOTHESES", "ENTRY_SECONDS", "asked", "error_text", "evaluate", "not_requested", "undecided",
+           "wants"]
 
 #: CPU-time budget of one catalogue entry (seconds).
 ENTRY_SECONDS = STAGE_SECONDS
@@ -62,3 +71,27 @@ def evaluate(entry_id: str, label: str, build: Callable[[], TheoremResult], *, d
     except Exception as exc:  # noqa: BLE001 - the other entries must still be reported
         return undecided(entry_id, label, "entry_evaluated", "internal",
                          f"evaluation failed: {type(exc).__name__}: {exc}")
+
+
+_CHECKS: ContextVar[frozenset[str]] = ContextVar("flowcert_checks", default=frozenset())
+
+
+@contextmanager
+def asked(checks: frozenset[str]) -> Iterator[None]:
+    """Within the block, :func:`wants` answers for ``checks`` (the cross-checks of this evaluation)."""
+    token = _CHECKS.set(frozenset(checks))
+    try:
+        yield
+    finally:
+        _CHECKS.reset(token)
+
+
+def wants(check: str) -> bool:
+    """Whether the cross-check ``check`` was asked for in the current evaluation."""
+    return check in _CHECKS.get()
+
+
+def not_requested(check: str) -> CrossCheck:
+    """The cross-check of an entry whose simulation ``check`` was not asked for."""
+    return CrossCheck("skipped", {"reason": f"not requested: the cross-check {check!r} runs with simulate=True "
+                                            f"(checks=[{check!r}], or --checks {check})"})

@@ -602,6 +602,20 @@ class Result:
 
         return plain(self.to_document())
 
+    def recheck(self) -> Any:
+        """Re-check this result's document as ``flowcert recheck`` would a saved one (issue 38): every
+        certificate's subject re-derived from the parameters, every status, claim and ``applies``
+        re-derived from the catalogue.
+
+        Returns
+        -------
+        flowcert.recheck.DocumentCheck
+            ``bound``, ``unbound``, ``refused`` (path and reason of each) and ``rechecked``.
+        """
+        from .recheck import recheck_document
+
+        return recheck_document(self.to_json())
+
     # ------------------------------------------------------------------ the former dict (one release)
     def _doc(self) -> dict[str, Any]:
         if "json" not in self._cache:

@@ -39,7 +39,10 @@ def gaussian_entry(theorem_id: str, doc: dict[str, Any], simulate: bool = True):
         "gaussian:thm-4.11.1": lambda: asy.thm_4_11(p, asy.EtaAnalysis(p), 1),
         "gaussian:thm-4.11.2": lambda: asy.thm_4_11(p, asy.EtaAnalysis(p), 2),
     }
-    with np.errstate(all="ignore"):
+    from flowcert.engine import asked
+
+    wanted = cat.DEFAULT_CHECKS | {"particles"} if simulate else frozenset()
+    with np.errstate(all="ignore"), asked(wanted):
         if theorem_id in simple:
             res = simple[theorem_id]()
         else:

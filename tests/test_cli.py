@@ -32,6 +32,7 @@ import pytest
 import flowcert
 from exact_helpers import exact_pd, exact_psd, qmat
 from flowcert.certificates import core
+from flowcert.recheck import recheck_document
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -121,13 +122,14 @@ def certificates_in(obj):
 # the documents
 # ---------------------------------------------------------------------------------------------
 
-PREFETCH = [(BLOWUP, ("--simulate",)), (STABLE, ()), (ZERO, ()), (BISTABLE, ()), (ROUNDING, ())]
+PREFETCH = [(BLOWUP, ("--simulate",)), (STABLE, ("--simulate",)), (ZERO, ("--simulate",)), (BISTABLE, ("--simulate",)),
+            (ROUNDING, ())]
 
 DOCS = {
-    "stable": lambda: verify(STABLE),
+    "stable+simulate": lambda: verify(STABLE, "--simulate"),
     "blowup+simulate": lambda: verify(BLOWUP, "--simulate"),
-    "certified_zero": lambda: verify(ZERO),
-    "bistable": lambda: verify(BISTABLE, timeout=120),
+    "certified_zero+simulate": lambda: verify(ZERO, "--simulate"),
+    "bistable+simulate": lambda: verify(BISTABLE, "--simulate", timeout=120),
     "rounding": lambda: verify(ROUNDING),
 }
 
@@ -185,10 +187,11 @@ def test_every_embedded_certificate_rechecks(name):
 
     doc = DOCS[name]()
     certs = list(certificates_in(doc))
-    for c in certs:
-        assert core.recheck(c) is True, c["kind"]
-    if name != "bistable":
-        assert certs  # at least Sigma0 >= 0 carries one
+    check = recheck_document(doc)  # each certificate with its subject filled in from the document
+    nested = sum(1 for c in certs for _ in certificates_in(c["data"]))  # checked by their outer certificate
+    assert not check.refused and len(check.records) == len(certs) - nested
+    assert all(ok for _, _, ok in check.records)
+    assert certs  # at least Sigma0 >= 0 carries one
     for th in doc["theorems"]:
         for h in th["hypotheses"]:
             if h["certificate"] is not None:
@@ -197,30 +200,34 @@ def test_every_embedded_certificate_rechecks(name):
 
 RECHECK_ALONE = """
 import json, sys
-from flowcert.certificates import core
-certs = json.load(sys.stdin)
-print(json.dumps([[c["kind"], core.recheck(c)] for c in certs]))
+from flowcert.certificates import recheck_document
+docs = json.load(sys.stdin)
+out = []
+for doc in docs:
+    check = recheck_document(doc)
+    out += [[kind, ok] for _, kind, ok in check.records] + [["refused: " + why, False] for _, _, why in check.refused]
+print(json.dumps(out))
 """
 
 
 def test_core_recheck_alone_knows_every_certificate_kind():
-    """A user holding only the JSON and ``flowcert.certificates.core`` must be able to re-check it."""
-    certs = [c for name in ("stable", "certified_zero", "blowup+simulate") for c in certificates_in(DOCS[name]())]
-    kinds = {c["kind"] for c in certs}
+    """A user holding only the JSON documents and ``flowcert.certificates`` must be able to re-check them."""
+    docs = [DOCS[name]() for name in ("stable+simulate", "certified_zero+simulate", "blowup+simulate")]
+    kinds = {c["kind"] for doc in docs for _, c in certificates_in(doc)}
     assert {"psd", "pd"} <= kinds
-    proc = subprocess.run([sys.executable, "-c", RECHECK_ALONE], input=json.dumps(certs), cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-c", RECHECK_ALONE], input=json.dumps(docs), cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     rejected = sorted({kind for kind, ok in json.loads(proc.stdout) if ok is not True})
-    assert not rejected, f"core.recheck in a fresh interpreter rejects kinds {rejected}"
+    assert not rejected, f"recheck_document in a fresh interpreter rejects {rejected}"
 
 
 @pytest.mark.parametrize("name", sorted(DOCS))
 def test_definiteness_verdicts_match_exact_arithmetic(name):
     """Every definiteness hypothesis is about the exact matrices of the parameter file."""
     doc = DOCS[name]()
-    raw = load({"stable": STABLE, "blowup+simulate": BLOWUP, "certified_zero": ZERO, "bistable": BISTABLE,
-                "rounding": ROUNDING}[name])
+    raw = load({"stable+simulate": STABLE, "blowup+simulate": BLOWUP, "certified_zero+simulate": ZERO,
+                "bistable+simulate": BISTABLE, "rounding": ROUNDING}[name])
     A, B, V, S0 = (qmat(raw[k]) for k in ("A", "B", "V", "Sigma0"))
     H = A + A.T
     truth = {"V > 0": exact_pd(V), "-V > 0": exact_pd(-V), "B > 0": exact_pd(B), "Sigma0 > 0": exact_pd(S0),
@@ -244,7 +251,7 @@ def test_params_echo_the_file_exactly():
 
 
 def test_stable_file_regime():
-    doc = verify(STABLE)
+    doc = verify(STABLE, "--simulate")
     raw = load(STABLE)
     A, V, b = (np.array(raw[k], dtype=float) for k in ("A", "V", "b"))
     reg = doc["regime"]
@@ -294,13 +301,13 @@ def test_certified_zero_regime():
 
 def test_lemma_3_1_cross_check_does_not_disagree_on_a_contracting_system():
     """Lemma 3.1 is a theorem; its simulation check must not report a disagreement for V = -I, B = I, A = -I."""
-    doc = verify(ZERO)
+    doc = verify(ZERO, "--simulate")
     th = next(t for t in doc["theorems"] if t["id"] == "gaussian:lemma-3.1")
     assert th["cross_check"]["status"] == "agrees", th["cross_check"]["details"]
 
 
 def test_bistable_example_converges_to_its_pd_equilibrium():
-    doc = verify(BISTABLE, timeout=120)
+    doc = verify(BISTABLE, "--simulate", timeout=120)
     reg = doc["regime"]
     S_inf = np.array([[1.0, -2.0], [-2.0, 5.0]])
     assert reg["Sigma"] == "converges_pd"

@@ -19,7 +19,7 @@ def _thm41(doc):
 
 def test_true_prediction_agrees_with_closed_form():
     # A_a = 1, B_11 = eta (B + B^T)_11 = -2: 1 P + P 1 = 2 gives P = 1, Sigma_a = 1; the stable mode decays.
-    th = _thm41(gaussian.catalogue.verify(parse_gaussian(RAW)))
+    th = _thm41(gaussian.catalogue.verify(parse_gaussian(RAW), simulate=True))
     assert th["applies"] is True
     assert np.allclose(th["prediction"]["Sigma_inf"], [[1.0, 0.0], [0.0, 0.0]], atol=1e-12)
     assert th["cross_check"]["status"] == "agrees"
@@ -36,7 +36,7 @@ def test_injected_wrong_prediction_is_reported_as_disagrees(monkeypatch, tmp_pat
     monkeypatch.setattr(gaussian_asymptotics.riccati, "thm41_limit", wrong)
     path = tmp_path / "p.json"
     path.write_text(json.dumps(RAW))
-    assert main(["verify", "gaussian", "--params", str(path), "--json"]) == 0
+    assert main(["verify", "gaussian", "--params", str(path), "--simulate", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     th = _thm41(doc)
     assert th["cross_check"]["status"] == "disagrees"

@@ -27,6 +27,7 @@ import sympy as sp
 
 from .. import bindings as bd
 from ..catalogue import CrossCheck, TheoremResult
+from ..engine import not_requested, wants
 from ..papers.gaussian import (A_UNSTABLE, B_PD, COUNT, DETECT, ETA_NEG, ETA_POS, HURWITZ_A, LEMMA_4_4, MEAN_HURWITZ,
                                NEG_SYM_A, NEG_V, PAPER_LMI, PD_EQ, RE_POS, SIGMA0_PD, SYM_A, THM_4_1, THM_4_7_1,
                                THM_4_7_2, THM_4_7_3, THM_4_8, THM_4_11, TRACE, V_ETA, V_PD)
@@ -136,7 +137,7 @@ def thm_4_7_1(p: GaussianParams, eq: Equilibrium) -> TheoremResult:
 
         stab = bd.stamp_result(stab, {"A": "params.A", "B": "params.B", "V": "params.V"})
         prediction.update(Sigma_inf=eq.S.tolist(), local_stability=stab.to_json(), spectra=spectra(p, eq.S))
-        result.cross_check = _perturbation_check(p, eq.S)
+        result.cross_check = _perturbation_check(p, eq.S) if wants("perturbation") else not_requested("perturbation")
     elif result.applies:
         witness = PD_EQ.bind(_no_pd_equilibrium(p, eq))
         hyps.append(witness)
@@ -468,7 +469,9 @@ def thm_4_1(p: GaussianParams, ea: EtaAnalysis) -> TheoremResult:
     if ea.limit is not None and ea.limit.Sigma_inf is not None:
         S_inf = ea.limit.Sigma_inf
         result.prediction.update(Sigma_inf=S_inf.tolist(), rank=ea.limit.schur.k, P11_positive_definite=bool(ea.limit.p11_pd))
-        if result.applies:
+        if result.applies and not wants("moments"):
+            result.cross_check = not_requested("moments")
+        elif result.applies:
             T = max(p.t_end, 100.0)
             inertia = ea.count_cert.data.get("inertia") if ea.count_cert else None
             algebraic = bool(inertia and inertia[2])  # imaginary-axis modes decay like 1/t only
@@ -526,10 +529,17 @@ def thm_4_11(p: GaussianParams, ea: EtaAnalysis, item: int) -> TheoremResult:
     if item == 1:
         mu_inf = riccati.mean_limit(p.A, p.B, ea.eta, ea.limit.Sigma_inf, p.b)
         result.prediction["mu_inf"] = None if mu_inf is None else mu_inf.tolist()
-        hyps.append(MEAN_HURWITZ.bind(spectrum.hurwitz("A + eta Sigma_inf B + eta I Hurwitz", M, exact_data=False)))
+        if ea.k == 0 and not np.any(ea.limit.Sigma_inf):  # the limit is exactly 0: the matrix is exactly A + V
+            exact = core.qmat(p.A) + core.qmat(p.V)
+            hyps.append(MEAN_HURWITZ.bind(spectrum.spectrum_verdict(MEAN_HURWITZ.name, M, exact, exact_fallback=True),
+                                          key="zero_limit"))
+        else:
+            hyps.append(MEAN_HURWITZ.bind(spectrum.hurwitz(MEAN_HURWITZ.name, M, exact_data=False), key="numerical"))
     else:
         result.prediction["mu"] = "diverges (generic mu0)"
-    if result.applies:
+    if result.applies and not wants("moments"):
+        result.cross_check = not_requested("moments")
+    elif result.applies:
         mu0 = p.mu0 if item == 1 else generic_mean(p.mu0)
         sol = _mean_run(p, mu0, until_growth=item == 2)
         if sol.status != "ok":

@@ -28,7 +28,7 @@ from ..certificates.conditions import lemma23_certificate
 from ..certificates.hypotheses import gram, holds_by, semidefinite, upper_eigenvalue_bound
 from ..certificates.identities import identity_certificate
 from ..certificates.predicates import predicate_certificate
-from ..engine import ENTRY_SECONDS, evaluate, undecided
+from ..engine import ENTRY_SECONDS, asked, evaluate, not_requested, undecided, wants
 from ..limits import stage_skip_reason
 from ..numeric.integration import BudgetExceeded, stage_budget
 from ..certificates import core
@@ -81,7 +81,7 @@ def prop_2_1(p: GaussianParams, simulate: bool, seed: int = 0) -> TheoremResult:
         "Sigma_dot": "A Sigma + Sigma A^T + V Sigma B Sigma + Sigma B^T Sigma V^T",
     }
     result = PROP_2_1.result(hyps, prediction)
-    if simulate:
+    if wants("particles"):
         skip = stage_skip_reason("gaussian:particles", p.d)
         result.cross_check = particle_cross_check(p, seed) if skip is None else CrossCheck("skipped", {"reason": skip})
     return result
@@ -184,6 +184,9 @@ def lemma_3_1(p: GaussianParams) -> TheoremResult:
     r0 = n_pos + n_neg  # exact rank of the given Sigma0 (the numerical rank may differ)
     result = LEMMA_3_1.result([sigma0_psd(p.Sigma0), _continuity(p)],
                               {"rank": r0, "inertia": [n_pos, n_neg, n_zero], "certificate": rank_cert.to_json()})
+    if not wants("transport"):
+        result.cross_check = not_requested("transport")
+        return result
     if (skip := stage_skip_reason("gaussian:lemma-3.1", p.d)) is not None:
         result.cross_check = CrossCheck("skipped", {"reason": f"size: the transport check integrates 2 d^2 + 1 states; {skip}"})
         return result
@@ -231,6 +234,9 @@ def thm_3_3(p: GaussianParams, seed: int = 0) -> TheoremResult:
     G = rng.normal(size=(p.d, r0))
     target = G @ G.T
     mu_hat = rng.normal(size=p.d)
+    if not wants("reach"):
+        result.cross_check = not_requested("reach")
+        return result
     if (skip := stage_skip_reason("gaussian:thm-3.3", p.d)) is not None:
         result.cross_check = CrossCheck("skipped", {
             "reason": f"size: the construction's cross-check integrates d^2 states with two matrix exponentials and a "
@@ -314,9 +320,9 @@ def prop_2_4(p: GaussianParams, simulate: bool, seed: int = 0) -> TheoremResult:
         return result
     slope = relu.relu_slope(p.A, p.b, p.mu0, p.Sigma0)
     result.prediction.update(first_order_slope=slope, activation=p.activation)
-    if simulate and p.activation == "relu" and (skip := stage_skip_reason("gaussian:particles", p.d)) is not None:
+    if wants("relu") and p.activation == "relu" and (skip := stage_skip_reason("gaussian:particles", p.d)) is not None:
         result.cross_check = CrossCheck("skipped", {"reason": skip})
-    elif simulate and p.activation == "relu":
+    elif wants("relu") and p.activation == "relu":
         st = relu.relu_study(p.A, p.B, p.V, p.b, p.mu0, p.Sigma0, np.array([0.0, 5e-4, 1e-3, 2e-3]), 1000, seed)
         se = max(slope, 1e-12) * 0.1  # sampling spread of the slope at N = 1000 is a few per cent
         ok = st.slope_fit <= slope + 3 * se + 1e-9
@@ -337,7 +343,7 @@ TABLE_SECONDS = 2 * ENTRY_SECONDS
 def _agrees(reg: dict[str, Any], sol: ng.MomentSolution) -> bool | None:
     """Does the moment-ODE run agree with the regime? None when the run is no evidence (failed,
     left the PSD cone) or the regime makes no checkable claim."""
-    if sol.status == "failed" or (sol.drift or {}).get("negative_eigenvalue", 0.0) > ng.moments.CONE_TOL:
+    if sol.status in ("failed", "skipped") or (sol.drift or {}).get("negative_eigenvalue", 0.0) > ng.moments.CONE_TOL:
         return None
     kind = reg["Sigma"]
     if kind == "blows_up":
@@ -358,27 +364,48 @@ def _agrees(reg: dict[str, Any], sol: ng.MomentSolution) -> bool | None:
     return None
 
 
-def verify(p: GaussianParams, simulate: bool = False, seed: int = 0) -> dict[str, Any]:
+#: the cross-checks of ``simulate=True`` when ``checks`` is not given: all but Prop. 2.1's particle study
+#: (an O(N^2) study that dominates the cost; ask for it with ``checks=["particles"]``)
+DEFAULT_CHECKS = frozenset({"moments", "relu", "transport", "reach", "perturbation"})
+
+
+def verify(p: GaussianParams, simulate: bool = False, seed: int = 0,
+           checks: frozenset[str] | None = None) -> dict[str, Any]:
     """Run every gaussian catalogue entry on ``p``; the JSON document of ``verify gaussian``.
 
     Floating-point overflow inside a check is handled where it matters (non-finite results become
     ``unknown``/``failed``, and ``null`` in JSON), so numpy's raw warnings are not shown to the user.
     """
-    return verify_run(p, simulate, seed)[0]
+    return verify_run(p, simulate, seed, checks)[0]
 
 
-def verify_run(p: GaussianParams, simulate: bool = False, seed: int = 0) -> tuple[dict[str, Any], Any]:
+def verify_run(p: GaussianParams, simulate: bool = False, seed: int = 0,
+               checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:
     """:func:`verify`, with the run of eq. (7) behind the regime and ``simulation`` (a
-    :class:`~flowcert.numeric.gaussian.moments.MomentSolution`, or None when the size limit skipped it),
-    so a caller can plot it without integrating again."""
-    with np.errstate(all="ignore"), warnings.catch_warnings():
+    :class:`~flowcert.numeric.gaussian.moments.MomentSolution`; status ``skipped`` when no run was asked
+    for, None when the size limit skipped it), so a caller can plot it without integrating again.
+
+    ``simulate=False`` integrates nothing: every cross-check is skipped and a regime that no theorem
+    decides is ``unknown``. ``simulate=True`` runs :data:`DEFAULT_CHECKS`; ``checks`` names the
+    cross-checks to run (``GaussianSystem.checks``) and implies ``simulate``."""
+    chosen = frozenset(checks) if checks is not None else (DEFAULT_CHECKS if simulate else frozenset())
+    with np.errstate(all="ignore"), warnings.catch_warnings(), asked(chosen):
         warnings.simplefilter("ignore", RuntimeWarning)
-        return _verify(p, simulate, seed)
+        return _verify(p, simulate or checks is not None, seed)
+
+
+def not_run(p: GaussianParams, why: str) -> ng.MomentSolution:
+    """The stand-in for a run of eq. (7) that was not made: status ``skipped``, the initial state only."""
+    return ng.MomentSolution(np.zeros(1), np.asarray(p.mu0, float)[None], np.asarray(p.Sigma0, float)[None],
+                             "skipped", None, why)
 
 
 def _verify(p: GaussianParams, simulate: bool, seed: int) -> tuple[dict[str, Any], Any]:
     integrate_skip = stage_skip_reason("gaussian:integrate", p.d)
-    sol = ng.integrate_moments(coefficients(p), p.mu0, p.Sigma0, p.t_end) if integrate_skip is None else None
+    if not wants("moments"):
+        sol = not_run(p, "no run of eq. (7) was asked for (simulate=False, or checks without 'moments')")
+    else:
+        sol = ng.integrate_moments(coefficients(p), p.mu0, p.Sigma0, p.t_end) if integrate_skip is None else None
     entries = [(PROP_2_1, lambda: prop_2_1(p, simulate, seed)), (LEMMA_2_3, lambda: lemma_2_3(p)),
                (PROP_2_4, lambda: prop_2_4(p, simulate, seed)), (LEMMA_3_1, lambda: lemma_3_1(p)),
                (THM_3_3, lambda: thm_3_3(p, seed))]
@@ -387,7 +414,7 @@ def _verify(p: GaussianParams, simulate: bool, seed: int) -> tuple[dict[str, Any
                            "blowup_time_upper_bound": None, "basis": "simulation"}
     if p.time_varying:
         reg["reason"] = "time-varying parameters: Table 1 covers constant ones"
-    elif (skip := stage_skip_reason("gaussian:table-1", p.d) or integrate_skip) is not None:
+    elif (skip := stage_skip_reason("gaussian:table-1", p.d) or (integrate_skip if sol is None else None)) is not None:
         reg["reason"] = f"Table 1 analysis {skip}"
         theorems += [undecided(e.id, e.label, "size_within_limit", "flowcert.limits", skip) for e in TABLE_1]
     else:
@@ -411,10 +438,11 @@ def _verify(p: GaussianParams, simulate: bool, seed: int) -> tuple[dict[str, Any
         "theorems": [t.to_json() for t in theorems],
         "regime": reg,
     }
-    if simulate and sol is None:
+    if simulate and (sol is None or sol.status == "skipped"):
+        why = integrate_skip if sol is None else sol.message
         doc["simulation"] = {"t_end": None, "blowup_time": None, "mu_final": None, "Sigma_final": None, "agrees": None,
-                             "integrator": None, "method": None, "integrator_message": integrate_skip,
-                             "manifold_drift": None, "mean_escape_time": None, "skipped": integrate_skip}
+                             "integrator": None, "method": None, "integrator_message": why,
+                             "manifold_drift": None, "mean_escape_time": None, "skipped": why}
     elif simulate:
         doc["simulation"] = {
             "t_end": float(sol.t[-1]),

@@ -167,7 +167,10 @@ def regime(p: GaussianParams, sol: ng.MomentSolution, eq: Any, by_id: dict[str, 
     proved_bounded = facts.get("bounded") or (tb and tb["argument"])
     if sol.status == "ok":
         eq.settle()
-    if sol.status == "failed":
+    if sol.status == "skipped":
+        out["reason"] = (f"no theorem decides the regime of these parameters, and no simulation was run ({sol.message}): "
+                         "ask for one with simulate=True")
+    elif sol.status == "failed":
         out["reason"] = f"the run failed ({sol.message})"
     elif sol.status == "blowup":
         out["reason"] = ("the run passed the size threshold; without a proof this is neither blows_up nor "

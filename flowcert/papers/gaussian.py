@@ -65,8 +65,11 @@ PD_EQ = Hypothesis("pd_equilibrium_exists", (
     Proof("d2_equilibria", _ABV, lambda d: HOLDS if int(d["pd_count"]) > 0 else FAILS)))
 # computed at a simulated equilibrium: no subject over the parameters alone (these stay unbound)
 PAPER_LMI = Hypothesis("-(P V + V P) > 0 at Sigma_inf", (Proof("pd", {}, HOLDS),))
+# at the Thm 4.1 limit: exactly A + V when the limit is 0 (no unstable mode, V = eta I), else at the
+# numerical Riccati limit (unbound: its certificate speaks of the rounded matrix it carries)
 MEAN_HURWITZ = Hypothesis("A + eta Sigma_inf B + eta I Hurwitz", tuple(
-    Proof(p.kind, {}, p.proves) for p in bd.hurwitz("", "").proofs))
+    Proof(p.kind, s, p.proves, key=k) for k, s in (("zero_limit", {"J": "params.A + params.V"}), ("numerical", {}))
+    for p in bd.hurwitz("", "").proofs))
 TRACE = Hypothesis("tr Sigma0 > -alpha / beta", (
     Proof("thm48_trace_condition", {"A": "params.A", "V": "params.V", "B": "params.B", "Sigma0": "params.Sigma0"},
           bd.by_value),
