@@ -37,14 +37,17 @@ from latex2mathml.converter import convert as _latex_to_mathml
 from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
 from markdown_it.rules_core import StateCore
+from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 from mdit_py_plugins.anchors import anchors_plugin
 from mdit_py_plugins.attrs import attrs_plugin
 from mdit_py_plugins.container import container_plugin
 from mdit_py_plugins.dollarmath import dollarmath_plugin
+from mdit_py_plugins.dollarmath.index import math_inline_dollar
 
 from ..outputs import write_text
+from .letters import styled, variant_survives
 
 __all__ = ["VERDICTS", "TexLeakError", "check_visible_text", "render", "markdown_to_html", "write_report", "slugify"]
 
@@ -76,20 +79,23 @@ pre code { background: none; padding: 0; }
 code.tex { color: #8a3b00; background: #fff4e5; }
 blockquote { border-left: 4px solid #d6d6d0; margin-left: 0; padding: 0.1em 1em; color: #4a4a4a; }
 hr { border: none; border-top: 1px solid #ccc; margin: 1.5em 0; }
-/* Wide tables wrap their cells instead of hiding columns behind a scroll bar. */
-table { border-collapse: collapse; width: 100%; table-layout: auto; }
-th, td { border: 1px solid #bdbdb6; padding: 0.3em 0.55em; vertical-align: top;
-         overflow-wrap: anywhere; }
-td code:not(.verdict) { overflow-wrap: anywhere; }
-td:first-child { min-width: 6em; }
-table { font-size: 0.95em; }
+/* Tables keep their numbers whole: a cell breaks only between words, a cell of numbers never
+   (class "num"), and a table wider than the column scrolls inside its own container. */
+.table-wrap { overflow-x: auto; max-width: 100%; margin: 0.7em 0; }
+.table-wrap > table { margin: 0; }
+table { border-collapse: collapse; width: 100%; table-layout: auto; font-size: 0.95em; }
+th, td { border: 1px solid #bdbdb6; padding: 0.3em 0.55em; vertical-align: top; }
+th.num, td.num { white-space: nowrap; font-variant-numeric: tabular-nums; }
+td code:not(.verdict) { overflow-wrap: break-word; }
 th { background: #eeeeea; }
 tr:nth-child(even) td { background: #f8f8f5; }
-td math { max-width: 100%; }
 img { max-width: 100%; height: auto; display: block; margin: 0.5em auto; }
+picture { display: block; }
 .caption { display: block; font-size: 0.88em; color: #444; margin: 0 0 1.2em; }
-.math-display { display: block; margin: 0.9em 0; overflow-wrap: anywhere; text-align: center; }
-math { font-size: 1.08em; }
+/* Letters by meaning are Unicode (𝒫, ℝ, 𝔼): a math font that has them all. */
+math { font-family: "DejaVu Math TeX Gyre", "STIX Two Math", "Latin Modern Math", "Cambria Math", math;
+       font-size: 1.08em; }
+.math-display { display: block; margin: 0.9em 0; overflow-x: auto; overflow-y: hidden; text-align: center; }
 math[display="block"] { margin: 0.4em auto; }
 :target { background: #fff6c8; }
 /* one block per theorem: statement, hypotheses list, prediction, cross-check */
@@ -97,11 +103,14 @@ div.theorem { border: 1px solid #d9d9d2; border-left: 4px solid #8aa4c8; border-
               padding: 0.2em 1em 0.4em; margin: 1.2em 0; background: #fff; }
 div.theorem h4 { margin: 0.5em 0 0.3em; }
 div.theorem ul { padding-left: 1.4em; }
-div.theorem li { margin: 0.25em 0; overflow-wrap: anywhere; }
+div.theorem li { margin: 0.25em 0; overflow-wrap: break-word; }
+div.theorem table { width: auto; min-width: 50%; }
 details { margin: 0.2em 0 0.4em; font-size: 0.92em; color: #333; }
 details > summary { cursor: pointer; color: #1a5fb4; }
-details > p, details > ul { margin: 0.3em 0 0.3em 1em; }
+details > p, details > ul, details > .table-wrap { margin: 0.3em 0 0.3em 1em; }
 @media print { body { max-width: none; margin: 0; background: #fff; font-size: 0.95rem; }
+               .table-wrap { overflow: visible; } table { font-size: 0.85em; }
+               details > summary { color: #333; font-style: italic; }
                div.theorem, img, tr, .caption { break-inside: avoid; } h2, h3, h4 { break-after: avoid; } }
 @media (max-width: 900px) { body { padding: 0 0.6rem; } table { font-size: 0.85em; }
                             th, td { padding: 0.25em 0.35em; } div.theorem { padding: 0.2em 0.6em 0.4em; } }
@@ -136,25 +145,79 @@ _MATHML_ATTRIBUTES: frozenset[str] = frozenset({
 })
 _SAFE_ATTR_VALUE = re.compile(r"^[#%.,\w\s:-]*$")
 _CONTROL_SEQUENCE = re.compile(r"\\[A-Za-z]+")
+_BRACED_UPRIGHT = re.compile(r"\\mathrm\s*\{\s*([A-Za-z])\s*\}")
 
 
 class _MathError(ValueError):
     """latex2mathml failed, or produced output we do not trust as a faithful rendering."""
 
 
-def _clean(elem: ET.Element, in_text: bool = False) -> str:
-    """Re-serialise one parsed MathML element through the allow-lists (recursive)."""
-    name = elem.tag.rsplit("}", 1)[-1].lower()  # drop the namespace ElementTree puts in front
+_TOKENS = frozenset({"mi", "mn", "mo", "mtext", "ms"})
+
+
+def _tag(elem: ET.Element) -> str:
+    return elem.tag.rsplit("}", 1)[-1].lower()  # drop the namespace ElementTree puts in front
+
+
+def _upright_letter(elem: ET.Element, variant: str | None) -> bool:
+    """A one-letter ``<mi>`` in ``normal`` style and nothing else (a piece of ``\\mathrm{Err}``)."""
+    return (_tag(elem) == "mi" and variant == "normal" and len(elem) == 0 and len(elem.text or "") == 1
+            and set(elem.attrib) <= {"mathvariant"} and not (elem.tail or "").strip())
+
+
+def _merge_upright_runs(elem: ET.Element, variant: str | None) -> list[tuple[ET.Element, str | None]]:
+    """Children with their style; runs of upright one-letter ``<mi>`` become one ``<mi>`` (a word
+    of several letters is upright by itself, so it needs no ``mathvariant``)."""
+    out: list[tuple[ET.Element, str | None]] = []
+    run: list[ET.Element] = []
+
+    def flush() -> None:
+        if len(run) > 1:
+            word = ET.Element("mi")
+            word.text = "".join(c.text or "" for c in run)
+            word.tail = run[-1].tail
+            out.append((word, None))
+        elif run:
+            out.append((run[0], "normal"))
+        run.clear()
+
+    for child in elem:
+        style = child.attrib.get("mathvariant", variant)
+        if _upright_letter(child, style):
+            run.append(child)
+            continue
+        flush()
+        out.append((child, style))
+    flush()
+    return out
+
+
+def _clean(elem: ET.Element, in_text: bool = False, variant: str | None = None) -> str:
+    """Re-serialise one parsed MathML element through the allow-lists (recursive).
+
+    ``mathvariant`` (own or inherited from ``<mstyle>``) is turned into Unicode letters
+    (:func:`flowcert.reports.letters.styled`); it stays as an attribute only where a MathML Core
+    browser keeps it (``normal`` on a one-letter ``<mi>``)."""
+    name = _tag(elem)
     if name not in _MATHML_ELEMENTS:
         if not in_text:
             raise _MathError(f"element <{name}> is not MathML")
         return html.escape(_as_source(elem), quote=False)  # \text{<b>} is copied verbatim by latex2mathml
     in_text = in_text or name in ("mtext", "ms", "annotation")
+    variant = elem.attrib.get("mathvariant", variant)
+    text = elem.text or ""
+    if name in _TOKENS and variant not in (None, "normal"):
+        try:
+            text = styled(text, variant)
+        except ValueError as exc:
+            raise _MathError(f"mathvariant {variant!r} would be dropped by the browser: {exc}") from exc
     attrs = "".join(f' {k}="{html.escape(v, quote=True)}"' for k, v in sorted(elem.attrib.items())
-                    if k in _MATHML_ATTRIBUTES and _SAFE_ATTR_VALUE.match(v))
-    parts = [_text(elem.text, in_text)]
-    for child in elem:
-        parts.append(_clean(child, in_text))
+                    if k in _MATHML_ATTRIBUTES and k != "mathvariant" and _SAFE_ATTR_VALUE.match(v))
+    if variant is not None and variant_survives(name, variant, text):
+        attrs += ' mathvariant="normal"'
+    parts = [_text(text, in_text)]
+    for child, style in _merge_upright_runs(elem, variant):
+        parts.append(_clean(child, in_text, style))
         parts.append(_text(child.tail, in_text))
     return f"<{name}{attrs}>{''.join(parts)}</{name}>"
 
@@ -198,6 +261,9 @@ def mathml(latex: str, display: bool) -> str:
     source = latex.strip()
     if not source:
         raise _MathError("empty formula")
+    # latex2mathml drops the upright style of a braced single letter (\mathrm{d}, x^\mathrm{T}); the
+    # unbraced form keeps it
+    source = _BRACED_UPRIGHT.sub(r"{\\mathrm \1}", source)
     try:
         raw = _latex_to_mathml(source, display="block" if display else "inline")
     except Exception as exc:  # latex2mathml raises many exception types
@@ -259,9 +325,47 @@ def _restrict_attrs(state: StateCore) -> None:
     walk(state.tokens)
 
 
+_DOLLAR = math_inline_dollar(allow_space=False, allow_digits=True, allow_double=True)
+
+
+def _math_inline_rule(state: StateInline, silent: bool) -> bool:
+    """``$…$`` inline, not touching a digit on either side (``$5`` and ``5$`` stay text).
+
+    mdit-py-plugins' own digit check reads the character before an opening ``$`` at the start of
+    a text as the text's *last* character, so ``$a$ = 4`` would stay TeX; the check is done here."""
+    start = state.pos
+    if start > 0 and state.src[start - 1].isdigit():
+        return False
+    if not _DOLLAR(state, True):
+        return False
+    end, state.pos = state.pos, start
+    if end < len(state.src) and state.src[end].isdigit():
+        return False
+    return _DOLLAR(state, silent)
+
+
+#: A table cell whose text is made of numbers (signs, digits, exponents, intervals, units ×, %).
+_NUMERIC_CELL = re.compile(r"[-+−]?[\d.,:;eE+\-−×x%()\[\]/ ±→≈~∞]*\d[\d.,:;eE+\-−×x%()\[\]/ ±→≈~∞]*")
+
+
+def _numeric_cells(state: StateCore) -> None:
+    """Core rule: a table cell that holds only numbers gets ``class="num"`` (never wrapped)."""
+    tokens = state.tokens
+    for i, tok in enumerate(tokens[:-1]):
+        if tok.type not in ("td_open", "th_open") or tokens[i + 1].type != "inline":
+            continue
+        children = tokens[i + 1].children or []
+        if any(c.type not in ("text", "code_inline") for c in children):
+            continue
+        text = "".join(c.content for c in children).strip()
+        if text and len(text) <= 48 and _NUMERIC_CELL.fullmatch(text):
+            tok.attrSet("class", "num")
+
+
 def _parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "typographer": False}).enable("table")
     md.use(dollarmath_plugin, allow_labels=False, allow_space=False, allow_digits=False, double_inline=True)
+    md.inline.ruler.at("math_inline", _math_inline_rule)
     md.use(anchors_plugin, min_level=1, max_level=6, slug_func=slugify)
     md.use(attrs_plugin, spans=True, after=("span_close",))
     md.core.ruler.push("restrict_attrs", _restrict_attrs)
@@ -271,7 +375,8 @@ def _parser() -> MarkdownIt:
         if tok.nesting != 1:
             return "</details>\n"
         summary = tok.info.strip()[len("details"):].strip() or "details"
-        return f"<details><summary>{html.escape(summary, quote=False)}</summary>\n"
+        opened = " open" if env.get("print") else ""  # the printed page shows every detail
+        return f"<details{opened}><summary>{html.escape(summary, quote=False)}</summary>\n"
 
     # ":::: theorem" is one theorem's block (<div class="theorem">); "::: details S" folds its body
     # under the summary S (<details>), the only way to get that element while raw HTML is off
@@ -300,6 +405,10 @@ def _parser() -> MarkdownIt:
         embedded = _embed(src, env)
         env.setdefault("images", []).append(src)
         img = f'<img src="{html.escape(embedded, quote=True)}" alt="{html.escape(alt, quote=True)}">'
+        narrow = _narrow_source(src, env)
+        if narrow is not None:  # a multi-panel figure: its panels in two rows on a narrow page
+            img = (f'<picture><source media="(max-width: {NARROW_BELOW_PX}px)" srcset="{html.escape(narrow, quote=True)}">'
+                   f"{img}</picture>")
         if not env.get("captions"):
             return img
         # the alt text is also shown under the figure: a caption states the figure's protocol
@@ -311,10 +420,40 @@ def _parser() -> MarkdownIt:
     md.add_render_rule("math_block_label", math_block)
     md.add_render_rule("code_inline", code_inline)
     md.add_render_rule("image", image)
+
+    def table_open(self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+        return '<div class="table-wrap">\n' + self.renderToken(tokens, idx, options, env)
+
+    def table_close(self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+        return self.renderToken(tokens, idx, options, env) + "</div>\n"
+
+    md.add_render_rule("table_open", table_open)
+    md.add_render_rule("table_close", table_close)
+    md.core.ruler.push("numeric_cells", _numeric_cells)
     return md
 
 
 _MD = _parser()
+
+
+#: Below this viewport width a multi-panel figure is shown in its two-row form (``<stem>.narrow.png``).
+NARROW_BELOW_PX = 1000
+
+
+def narrow_variant(path: Path) -> Path:
+    """Where the two-row form of a multi-panel figure lives (:func:`flowcert.reports.figures.save_figure`)."""
+    return path.with_name(f"{path.stem}.narrow{path.suffix}")
+
+
+def _narrow_source(src: str, env: EnvType) -> str | None:
+    """The source of an image's two-row form, when one was written beside it (else None)."""
+    base = env.get("base")
+    if base is None or ":" in src or src.startswith(("/", "#")):
+        return None
+    narrow = narrow_variant(Path(src))
+    if not (Path(base) / narrow).is_file():
+        return None
+    return _embed(narrow.as_posix(), env)
 
 
 def _embed(src: str, env: EnvType) -> str:
@@ -338,6 +477,10 @@ def _embed(src: str, env: EnvType) -> str:
 
 _HIDDEN = frozenset({"code", "pre", "math", "style", "title", "script"})
 _LEAK = re.compile(r"\$|\\[A-Za-z]+")
+#: A Markdown escape that reached the page (``\|`` in ``stable_at_v_d_without_\|lambda_d\|``).
+_ESCAPE = re.compile(r"\\[|_*`\[\]{}#<>!]")
+#: A ``mathvariant`` attribute and its element: a browser keeps only ``normal`` on ``<mi>``.
+_MATHVARIANT = re.compile(r'<(m[a-z]+)\b[^>]*\bmathvariant="([^"]*)"')
 
 
 class TexLeakError(ValueError):
@@ -354,14 +497,20 @@ class _VisibleText(HTMLParser):
         self.where = {"h2": "(front page)", "h3": "", "h4": ""}
         self.text = ""
         self.leaks: list[tuple[str, str, str]] = []  # (section, heading, text node)
+        self.in_code = 0
+        self.escapes: list[tuple[str, str, str]] = []  # Markdown escapes a reader would see, code included
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "code":
+            self.in_code += 1
         if tag in _HIDDEN:
             self.hidden += 1
         elif tag in self.where:
             self.heading, self.text = tag, ""
 
     def handle_endtag(self, tag: str) -> None:
+        if tag == "code":
+            self.in_code = max(0, self.in_code - 1)
         if tag in _HIDDEN:
             self.hidden = max(0, self.hidden - 1)
         elif tag == self.heading:
@@ -374,9 +523,11 @@ class _VisibleText(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self.heading:
             self.text += data
+        under = " / ".join(w for w in (self.where["h3"], self.where["h4"]) if w)
         if not self.hidden and _LEAK.search(data):
-            under = " / ".join(w for w in (self.where["h3"], self.where["h4"]) if w)
             self.leaks.append((self.where["h2"], under, data))
+        if self.hidden == self.in_code and _ESCAPE.search(data):  # visible text, or inline code
+            self.escapes.append((self.where["h2"], under, data))
 
 
 def _source_line(md: str, text: str, token: str) -> str:
@@ -409,9 +560,20 @@ def check_visible_text(body: str, md: str = "") -> None:
     if "<merror" in body:
         bad = body[body.index("<merror"):][:200]
         raise TexLeakError(f"a formula rendered as <merror> (invalid TeX): {bad!r}")
+    dropped = [(tag, v) for tag, v in _MATHVARIANT.findall(body) if not (tag == "mi" and v == "normal")]
+    if dropped:
+        raise TexLeakError(f"{len(dropped)} mathvariant attribute(s) the browser would drop (it keeps only "
+                           f"'normal' on <mi>): {dropped[:5]}; the letters must be Unicode (flowcert.reports.letters)")
     parser = _VisibleText()
     parser.feed(body)
     parser.close()
+    if parser.escapes:
+        section, under, text = parser.escapes[0]
+        m = _ESCAPE.search(text)
+        assert m is not None
+        raise TexLeakError(f"{len(parser.escapes)} Markdown escape(s) shown to the reader, first in section "
+                           f"'{section}'{f' ({under})' if under else ''}: {m.group(0)!r} in "
+                           f"{' '.join(text.split())[:120]!r}; Markdown source: {_source_line(md, text, m.group(0))[:300]!r}")
     if not parser.leaks:
         return
     report = []
@@ -436,7 +598,7 @@ class Rendered:
 
 
 def render_page(md: str, title: str = _DEFAULT_TITLE, base: Path | None = None, captions: bool = False,
-                strict: bool = False) -> Rendered:
+                strict: bool = False, print_mode: bool = False) -> Rendered:
     """Render Markdown to a standalone page.
 
     Parameters
@@ -453,8 +615,11 @@ def render_page(md: str, title: str = _DEFAULT_TITLE, base: Path | None = None, 
     strict : bool
         Refuse a page that shows TeX outside math (:func:`check_visible_text`, raises
         :class:`TexLeakError`) or has a formula that fell back to source.
+    print_mode : bool
+        The page to print: every ``<details>`` open, so a PDF carries the margins, certificates
+        and measurements a reader would otherwise unfold.
     """
-    env: dict[str, Any] = {"fallbacks": 0, "base": base, "captions": captions}
+    env: dict[str, Any] = {"fallbacks": 0, "base": base, "captions": captions, "print": print_mode}
     body = _MD.render(md, env)
     if strict:
         check_visible_text(body, md)

@@ -45,8 +45,9 @@ def _fig_prop1(rates: dict[str, Any], path: Path) -> None:
         ax.loglog(s, [row["roundoff_floor"] for row in rows], ":", color=ax.lines[-1].get_color(), alpha=0.6)
     ax.set_xlabel(r"learning rate $\eta$")
     ax.set_ylabel("relative residual")
-    ax.set_title("Prop. 1: FD step vs $-PKP^*$Err (dotted: rounding floor)", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.plot([], [], "k:", alpha=0.6, label="rounding floor (each cell)")
+    ax.set_title("Prop. 1: FD step vs $-PKP^*$Err")
+    ax.legend()
     save_figure(fig, path)
 
 
@@ -59,16 +60,17 @@ def _fig_collapse(res: dict[str, Any], path: Path) -> None:
         for run in res["runs"]:
             its = [c["iter"] for c in run["checkpoints"]]
             ax.plot(its, [c[k] for c in run["checkpoints"]], "o-", label=f"g={run['g']}")
-        ax.set_title({"K": "effrank95 K", "P": "effrank95 P", "PKP": "effrank95 PKP*", "pca95": "PCA-95 of z"}[k], fontsize=9)
+        ax.set_title({"K": "K", "P": "P", "PKP": "PKP*", "pca95": "hidden states z"}[k])
         ax.set_xlabel("GD iteration")
+        ax.set_ylabel("PCA-95 rank" if k == "pca95" else "effective rank (95 %)")
         if k == "P":
             ax.set_yscale("log")
-    axes[0].legend(fontsize=7)
+    axes[0].legend()
     save_figure(fig, path)
 
 
 def _fig_interference(res: dict[str, Any], path: Path) -> None:
-    from .figures import save_figure, subplots
+    from .figures import colorbar, save_figure, subplots
 
     fig, axes = subplots(1, 3)
     names = ["MP", "MA", "DP", "DA"]
@@ -77,15 +79,18 @@ def _fig_interference(res: dict[str, Any], path: Path) -> None:
         im = ax.imshow(M, vmin=-1, vmax=1, cmap="RdBu_r")
         ax.set_xticks(range(4), names)
         ax.set_yticks(range(4), names)
-        ax.set_title(t, fontsize=9)
-        fig.colorbar(im, ax=ax, fraction=0.046)
+        ax.set_title(t)
+        ax.set_xlabel("task")
+        ax.set_ylabel("task")
+        colorbar(fig, im, ax, "value")
     ax = axes[2]
     ax.plot(res["iters"], res["pro_anti_C"], "b-", label="C: Pro/Anti")
     ax.plot(res["iters"], res["mem_del_C"], "r-", label="C: Mem/Del")
     ax.plot(res["iters"], res["pro_anti_hidden"], "b--", label="hidden: Pro/Anti")
     ax.plot(res["iters"], res["mem_del_hidden"], "r--", label="hidden: Mem/Del")
     ax.set_xlabel("GD iteration")
-    ax.legend(fontsize=7)
+    ax.set_ylabel("interference / cosine")
+    ax.legend()
     save_figure(fig, path)
 
 

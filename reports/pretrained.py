@@ -75,7 +75,7 @@ def _fig_gauss(res: dict[str, Any], path: Path) -> None:
     ax.plot(L, res["threshold"], "k--", label="threshold (max of Gaussian-vs-Gaussian draws)")
     ax.set_xlabel("layer")
     ax.set_ylabel(r"SW$_2$ / $\sqrt{\mathrm{tr}\hat\Sigma/d}$")
-    ax.legend(fontsize=7)
+    ax.legend()
     save_figure(fig, path)
 
 
@@ -89,12 +89,13 @@ def _fig_cov(res: dict[str, Any], path: Path) -> None:
         ax.semilogy(np.arange(len(tr)), tr, "o-" if r["signs"] == "opposing" else "s-", label=f"V={r['V']}, B={r['B']}")
         if "trace_cov_meanfield" in r:
             ax.semilogy(np.arange(len(tr)), r["trace_cov_meanfield"], "k:", lw=1)
-    axs[0].set_title("pretrained MiniLM FF blocks kept (no LayerNorm)", fontsize=8)
-    axs[1].set_title("attention only (dotted: Gaussian mean-field map)", fontsize=8)
+    axs[1].plot([], [], "k:", lw=1, label="Gaussian mean-field map")
+    axs[0].set_title("MiniLM FF blocks kept, no LayerNorm")
+    axs[1].set_title("attention only")
     for ax in axs:
         ax.set_xlabel("layer")
         ax.set_ylabel(r"tr $\hat\Sigma$")
-        ax.legend(fontsize=7)
+        ax.legend()
     save_figure(fig, path)
 
 
@@ -107,11 +108,11 @@ def _fig_cons(res: dict[str, Any], path: Path) -> None:
         for i, r in enumerate(res[which]["runs"]):
             ax.plot(r["mean_cos"], color=f"C{i // 2}", ls="-" if r["ffn"] else "--",
                     label=f"prompt {i // 2 + 1}, {'with' if r['ffn'] else 'no'} FF")
-        ax.set_title(title, fontsize=8)
+        ax.set_title(title)
         ax.set_xlabel("pass through the whole stack")
         ax.set_ylabel("mean pairwise cosine")
         ax.set_ylim(-0.1, 1.02)
-        ax.legend(fontsize=6)
+        ax.legend()
     save_figure(fig, path)
 
 
