@@ -126,9 +126,24 @@ def image_sources(md: str) -> list[str]:
     return found
 
 
-def _rebase_images(md: str, prefix: str) -> str:
-    """Prefix relative image paths with the section's folder."""
-    for src in sorted(set(image_sources(md)), key=len, reverse=True):
+def link_targets(md: str) -> list[str]:
+    """Targets of every link in a Markdown text (parsed)."""
+    found: list[str] = []
+
+    def walk(tokens: Sequence[Any]) -> None:
+        for tok in tokens:
+            if tok.type == "link_open":
+                found.append(str(tok.attrs.get("href", "")))
+            if tok.children:
+                walk(tok.children)
+    walk(_MD.parse(md))
+    return found
+
+
+def _rebase_images(md: str, prefix: str, files: Sequence[Path] = ()) -> str:
+    """Prefix relative image paths, and links to the section's downloadable ``files``, with the section's folder."""
+    names = {f.name for f in files}
+    for src in sorted(set(image_sources(md)) | {s for s in link_targets(md) if s in names}, key=len, reverse=True):
         if ":" in src or src.startswith(("/", "#")):
             continue
         md = re.sub(r"\]\(\s*<?" + re.escape(src) + r"(?=[\s>)])", lambda m: m.group(0).replace(src, f"{prefix}/{src}"), md)
@@ -146,8 +161,9 @@ def run_section(key: str, out: Path, quick: bool) -> BuiltSection:
     except Exception as exc:
         raise SectionError(f"section '{key}' failed: {type(exc).__name__}: {exc}") from exc
     title, md, theorems, figures = _check_contract(key, res, sub)
-    return BuiltSection(key, title, _rebase_images(md, key), theorems, figures,
-                        time.process_time() - c0, time.perf_counter() - w0, section_files(key, res, sub))
+    files = section_files(key, res, sub)
+    return BuiltSection(key, title, _rebase_images(md, key, files), theorems, figures,
+                        time.process_time() - c0, time.perf_counter() - w0, files)
 
 
 def _user_section(path: str, system: str, out: Path, quick: bool) -> BuiltSection:

@@ -197,19 +197,18 @@ def hypothesis_markdown(name: str) -> str:
     return tex if tex is not None else plain(name)
 
 
-def correction_markdown(theorem_id: str, raw: str, link: Callable[[str], str] | None = None) -> str:
+def correction_markdown(theorem_id: str, raw: str, link: Callable[[Any], str] | None = None) -> str:
     """What a record corrects, as Markdown: the corrected mathematics and why
-    (:data:`flowcert.reports.errata.CORRECTIONS`) with a link to its erratum (``link`` maps the
-    erratum's anchor to a target; default the report's own ``#anchor``); the record's plain text
-    when the table has no entry."""
+    (:data:`flowcert.reports.errata.CORRECTIONS`) and a link to its erratum (``link`` maps the
+    :class:`~flowcert.reports.errata.Erratum` to a Markdown link; default the report's own
+    ``#erratum-…`` anchor); the record's plain text when the table has no entry."""
     from .errata import CORRECTIONS, erratum
 
     entry = CORRECTIONS.get(theorem_id)
     if entry is None:
         return plain(raw)
     e = erratum(entry.erratum)
-    target = link(e.anchor) if link is not None else f"#{e.anchor}"
-    return f"{entry.text} See [erratum {e.label}]({target})."
+    return f"{entry.text} See {link(e) if link is not None else f'[erratum {e.label}](#{e.anchor})'}."
 
 
 def _hypothesis(h: Mapping[str, Any]) -> list[str]:
@@ -230,7 +229,7 @@ def _hypothesis(h: Mapping[str, Any]) -> list[str]:
     return [line, "  ::: details detail", *(f"  {d}\n" for d in detail), "  :::"]
 
 
-def theorem_block(r: Mapping[str, Any], link: Callable[[str], str] | None = None) -> list[str]:
+def theorem_block(r: Mapping[str, Any], link: Callable[[Any], str] | None = None) -> list[str]:
     """One readable block for a theorem record: statement, hypotheses list, prediction, cross-check.
 
     The block's heading carries the anchor :func:`theorem_anchor` of the id, so the front page links
@@ -264,7 +263,7 @@ def theorem_block(r: Mapping[str, Any], link: Callable[[str], str] | None = None
     return lines + ["::::", ""]
 
 
-def theorem_blocks(records: Iterable[Mapping[str, Any]], link: Callable[[str], str] | None = None) -> list[str]:
+def theorem_blocks(records: Iterable[Mapping[str, Any]], link: Callable[[Any], str] | None = None) -> list[str]:
     """Markdown blocks of theorem records (:func:`theorem_block`), one after another."""
     return [line for r in records for line in theorem_block(r, link)]
 

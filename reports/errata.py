@@ -64,8 +64,8 @@ ERRATA: tuple[Erratum, ...] = (
             r"$\operatorname{diag}(4,0)$, $10\begin{pmatrix}1&1\\1&1\end{pmatrix}$ and an indefinite one (a Gröbner basis "
             r"gives all of them): none is positive definite. The existence proof uses a set that is neither convex nor "
             r"compact. flowcert decides existence instead of assuming it (certified equilibria, Kantorovich enclosures) and "
-            r"checks the corrected local statement: an equilibrium $\Sigma_\infty\succ0$ with $-(PV+VP)\succ0$ is locally "
-            r"exponentially stable. The example is `tests/data/errata/thm47_1_counterexample.json`."),
+            r"checks the corrected local statement: an equilibrium $\Sigma_\infty\succ0$ with $-(PV+VP)\succ0$, "
+            r"$P=\Sigma_\infty^{-1}$, is locally exponentially stable. The example is `tests/data/errata/thm47_1_counterexample.json`."),
     Erratum("gaussian-2", r"Table 1, row 2: $\operatorname{Re}\operatorname{spec}A\le0$ does not give $\Sigma\to0$ globally",
             r"For $A=\begin{pmatrix}-5&-5\\5&4\end{pmatrix}$ (eigenvalues $-0.5\pm2.179i$), $V=-\operatorname{diag}(5,1)$, "
             r"$B=\begin{pmatrix}5&3\\3&2\end{pmatrix}$ the equilibrium $\begin{pmatrix}1&-2\\-2&5\end{pmatrix}\succ0$ is stable "
@@ -197,8 +197,8 @@ CORRECTIONS: dict[str, Correction] = {
         r"As printed, part (1) claims a positive definite equilibrium whenever $V\prec0$, $B\succ0$ and "
         r"$\operatorname{Re}\operatorname{spec}A>0$; this is false (for $A=\begin{pmatrix}1&4\\0&1\end{pmatrix}$, "
         r"$B=\tfrac12I$, $V=-\operatorname{diag}(\tfrac12,\tfrac1{10})$ there is none). flowcert checks the corrected "
-        r"local statement: an equilibrium $\Sigma_\infty\succ0$ with $-(PV+VP)\succ0$ is locally exponentially stable; "
-        r"existence is reported only with a certificate."),
+        r"local statement: an equilibrium $\Sigma_\infty\succ0$ with $-(PV+VP)\succ0$, $P=\Sigma_\infty^{-1}$, is locally "
+        r"exponentially stable; existence is reported only with a certificate."),
     "gaussian:thm-4.7.2": Correction("gaussian-7",
         r"The hypothesis $\operatorname{Re}\operatorname{spec}(A)\le0$ is implied by $\lambda_{\max}(A+A^\top)\le0$ "
         r"(for a unit eigenvector $v$, $2\operatorname{Re}\lambda=v^*(A+A^\top)v$), so only the latter is checked."),

@@ -4,8 +4,9 @@ Every report figure takes its size, resolution and fonts from :data:`STYLE`: it 
 :func:`subplots` or :func:`new_figure` (size from the number of panels) and written by
 :func:`save_figure`, which
 
-* lays the figure out (tight layout, :data:`STYLE` dpi) and refuses it (:class:`FigureError`) when a
-  text is clipped by the figure's edge, when a text would be under ``STYLE["min_text_px"]`` pixels
+* lays the figure out (tight layout, :data:`STYLE` dpi) and refuses it (:class:`FigureError`) when
+  anything drawn is clipped by the figure's edge, when two labels (titles, axis labels, legend
+  entries) overlap, when a text would be under ``STYLE["min_text_px"]`` pixels
   high in the report's column at an 800-px window (``STYLE["column_px"]``), when an axis has no
   label, or when an axes draws several lines and has no legend (:func:`figure_problems`);
 * writes, for a figure of two or more panels in one row, a second file ``<stem>.narrow.png`` with
@@ -73,29 +74,61 @@ def _texts(fig: Any) -> list[Text]:
 
 
 def _data_lines(ax: Any) -> list[Any]:
-    """Lines drawn in data coordinates with data (not reference lines such as ``axvline``)."""
-    return [ln for ln in ax.get_lines() if ln.get_visible() and ln.get_transform() == ax.transData and len(ln.get_xdata())]
+    """Lines drawn in data coordinates with data: not reference lines (``axvline``) nor the caps of error bars."""
+    from matplotlib.container import ErrorbarContainer
+
+    caps: set[int] = set()
+    for c in ax.containers:
+        bars = c if isinstance(c, ErrorbarContainer) else getattr(c, "errorbar", None)
+        if bars is not None:
+            line, caplines, _ = bars.lines
+            caps |= {id(x) for x in (line, *caplines) if x is not None}
+    return [ln for ln in ax.get_lines() if ln.get_visible() and ln.get_transform() == ax.transData
+            and len(ln.get_xdata()) and id(ln) not in caps]
+
+
+def _major_texts(fig: Any) -> list[Text]:
+    """Titles, axis labels (colorbars' too), legend entries and the figure's title: the words a reader reads."""
+    out: list[Text] = []
+    for ax in [*fig.axes, *(c for a in fig.axes for c in a.child_axes)]:
+        if not ax.get_visible():
+            continue
+        out += [ax.title, *(getattr(ax, f"{n}axis").label for n in ("x", "y", "z") if hasattr(ax, f"{n}axis"))]
+        if ax.get_legend() is not None:
+            out += ax.get_legend().get_texts()
+    out += [t for legend in fig.legends for t in legend.get_texts()]
+    if fig._suptitle is not None:
+        out.append(fig._suptitle)
+    return [t for t in out if t.get_visible() and t.get_text().strip()]
 
 
 def figure_problems(fig: Any, served_width_px: float) -> list[str]:
     """What breaks :data:`STYLE` in a laid-out figure shown ``served_width_px`` wide in its natural size.
 
-    The figure is drawn once; each visible text is measured in the canvas (clipped when it leaves the
-    figure) and scaled to the report's column at an 800-px window (``STYLE["column_px"]``).
+    The figure is drawn once: what it draws must lie inside it (its tight bounding box), and each
+    visible text's size is scaled to the report's column at an 800-px window (``STYLE["column_px"]``).
     """
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
-    box = fig.bbox
     scale = min(1.0, STYLE["column_px"] / served_width_px) * STYLE["dpi"] / 72.0
     problems = []
+    # what is drawn (texts, legends, ticks in view) must lie inside the figure: its tight box, in inches
+    drawn, (w, h) = fig.get_tightbbox(renderer), fig.get_size_inches()
+    over = {"left": -drawn.x0, "bottom": -drawn.y0, "right": drawn.x1 - w, "top": drawn.y1 - h}
+    problems += [f"drawn content is clipped {v * STYLE['dpi']:.0f} px at the {side}"
+                 for side, v in over.items() if v * STYLE["dpi"] > 1.5]
     for t in _texts(fig):
-        ext = t.get_window_extent(renderer)
         label = " ".join(t.get_text().split())[:40]
-        if ext.x0 < box.x0 - 1 or ext.x1 > box.x1 + 1 or ext.y0 < box.y0 - 1 or ext.y1 > box.y1 + 1:
-            problems.append(f"text {label!r} is clipped by the figure's edge")
         px = t.get_fontsize() * scale
         if px < STYLE["min_text_px"] - 1e-9:
             problems.append(f"text {label!r} is {px:.1f} px high at an 800-px window (< {STYLE['min_text_px']:g})")
+    labels = _major_texts(fig)
+    boxes = [t.get_window_extent(renderer) for t in labels]
+    for i in range(len(labels)):
+        for j in range(i + 1, len(labels)):
+            a, b = boxes[i], boxes[j]
+            if min(a.x1, b.x1) - max(a.x0, b.x0) > 1 and min(a.y1, b.y1) - max(a.y0, b.y0) > 1:
+                problems.append(f"texts {labels[i].get_text()[:30]!r} and {labels[j].get_text()[:30]!r} overlap")
     # panels of one figure may share one legend (on one panel or on the figure)
     has_legend = bool(fig.legends) or any(ax.get_legend() is not None for ax in fig.axes)
     for ax in fig.axes:

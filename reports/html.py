@@ -111,7 +111,7 @@ details > p, details > ul, details > .table-wrap { margin: 0.3em 0 0.3em 1em; }
 @media print { body { max-width: none; margin: 0; background: #fff; font-size: 0.95rem; }
                .table-wrap { overflow: visible; } table { font-size: 0.85em; }
                details > summary { color: #333; font-style: italic; }
-               div.theorem, img, tr, .caption { break-inside: avoid; } h2, h3, h4 { break-after: avoid; } }
+               img, picture, tr, .caption, li { break-inside: avoid; } h2, h3, h4 { break-after: avoid; } }
 @media (max-width: 900px) { body { padding: 0 0.6rem; } table { font-size: 0.85em; }
                             th, td { padding: 0.25em 0.35em; } div.theorem { padding: 0.2em 0.6em 0.4em; } }
 code.verdict { white-space: nowrap; overflow-wrap: normal; font-weight: bold; padding: 0.08em 0.45em; border-radius: 0.7em;
@@ -344,8 +344,10 @@ def _math_inline_rule(state: StateInline, silent: bool) -> bool:
     return _DOLLAR(state, silent)
 
 
-#: A table cell whose text is made of numbers (signs, digits, exponents, intervals, units ×, %).
-_NUMERIC_CELL = re.compile(r"[-+−]?[\d.,:;eE+\-−×x%()\[\]/ ±→≈~∞]*\d[\d.,:;eE+\-−×x%()\[\]/ ±→≈~∞]*")
+#: A table cell whose text is made of numbers: signed decimals with exponents, joined by spaces,
+#: punctuation, intervals (``[a, b]``, ``a to b``, ``a–b``) and the units ``×``/``x``/``%``.
+_NUMBER = r"[-+−]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+−]?\d+)?"
+_NUMERIC_CELL = re.compile(rf"(?:{_NUMBER}|\bto\b|∞|[\s,;:()\[\]/±→≈~×x%–—-])*\d(?:{_NUMBER}|\bto\b|∞|[\s,;:()\[\]/±→≈~×x%–—-])*")
 
 
 def _numeric_cells(state: StateCore) -> None:

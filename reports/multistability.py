@@ -282,7 +282,7 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
         "(Rayleigh quotients and residuals in rational arithmetic; disjoint intervals prove simplicity), the angle to each "
         "eigenvector is bounded by Davis–Kahan, and $a_k=v_k^\\top Q^\\top Kv_k$ is enclosed. At $x_i=s_iv_k$ the tangent "
         "linearisation splits into blocks $J_j=c(\\lambda_jA-\\operatorname{diag}(g))$, and $P=\\operatorname{diag}(Z)$ makes "
-        "$PJ_j$ symmetric (note D4):",
+        "$PJ_j$ symmetric:",
         "",
         "$$PJ_j/c=\\lambda_jE-\\lambda_k\\operatorname{diag}(\\sigma),\\qquad E_{ij}=e^{a_ks_is_j}.$$",
         "",
@@ -303,7 +303,7 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
         f"t = {sph_info['T']:g}; drift {sph_info['drift']:.1e}); limit: {sph_info.get('limit_label', sph_info.get('limit_class'))}.]"
         "(multistability_sphere.png)",
         "",
-        f"**Example 3(a)** (protocol of note 001 §4.2: $Q,K,G\\sim\\mathcal N(0,1)$, $V=(G+G^\\top)/2$, seed {ex3a['seed']}, "
+        f"**Example 3(a)** (protocol: $Q,K,G\\sim\\mathcal N(0,1)$, $V=(G+G^\\top)/2$, seed {ex3a['seed']}, "
         f"{ex3a['instances']} instances, $d={ex3a['d']}$, $n={ex3a['n']}$, all {ex3a['d'] * 2 ** ex3a['n']} points by certified "
         f"class verdicts): stable count min {ex3a['min']}, median {ex3a['median']:g}, max {ex3a['max']}; only the $\\pm v_1$ pair "
         f"in {ex3a['only_pm_v1']}; instances with a stable point at an interior $v_k$: {ex3a['with_interior_k']}; with a stable "
