@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from .catalogue_tex import quantity_tex
 
-__all__ = ["number", "value_markdown", "quantity_table", "table_safe", "key_markdown"]
+__all__ = ["number", "tex_number", "value_markdown", "quantity_table", "table_safe", "key_markdown"]
 
 #: Lists longer than this show their first values and their length.
 LIST_SHOWN = 12
@@ -54,8 +54,17 @@ def key_markdown(key: str) -> str:
     return tex if tex is not None else f"`{key}`"
 
 
+def tex_number(x: Any, digits: int = 4) -> str:
+    r"""A number for TeX: :func:`number`, with an exponent written :math:`\times10^{k}`."""
+    text = number(x, digits)
+    if "e" not in text:
+        return text.replace("∞", r"\infty").replace("−", "-")
+    mantissa, exponent = text.split("e")
+    return rf"{mantissa}\times10^{{{int(exponent)}}}"
+
+
 def _matrix(rows: list[list[Any]]) -> str:
-    body = r" \\ ".join(" & ".join(number(v) for v in row) for row in rows)
+    body = r" \\ ".join(" & ".join(tex_number(v) for v in row) for row in rows)
     return f"$\\begin{{pmatrix}}{body}\\end{{pmatrix}}$"
 
 

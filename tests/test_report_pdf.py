@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from test_report_browser import _require_browser, _screenshot_dir
+from test_report_browser import _require_browser, _screenshot_dir, built_report
 
 TOOLS = ("pdfinfo", "pdftotext", "pdftoppm")
 
@@ -38,9 +38,7 @@ def pdf() -> Path:
             pytest.fail(message)
         warnings.warn(message, stacklevel=2)
         pytest.skip(message)
-    from test_report import quick_report
-
-    path = quick_report().out / "report.pdf"
+    path = built_report() / "report.pdf"
     assert path.is_file(), "Chromium is installed, so the report must have a PDF"
     return path
 
