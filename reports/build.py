@@ -112,32 +112,28 @@ def _check_contract(key: str, res: Any, out: Path) -> tuple[str, str, list[dict[
     return title, md, theorems, paths
 
 
-def image_sources(md: str) -> list[str]:
-    """Sources of every image in a Markdown text (parsed, not pattern-matched)."""
+def _token_attrs(md: str, token_type: str, attr: str) -> list[str]:
+    """The attribute ``attr`` of every token of ``token_type`` in a Markdown text (parsed, not pattern-matched)."""
     found: list[str] = []
 
     def walk(tokens: Sequence[Any]) -> None:
         for tok in tokens:
-            if tok.type == "image":
-                found.append(str(tok.attrs.get("src", "")))
+            if tok.type == token_type:
+                found.append(str(tok.attrs.get(attr, "")))
             if tok.children:
                 walk(tok.children)
     walk(_MD.parse(md))
     return found
+
+
+def image_sources(md: str) -> list[str]:
+    """Sources of every image in a Markdown text."""
+    return _token_attrs(md, "image", "src")
 
 
 def link_targets(md: str) -> list[str]:
-    """Targets of every link in a Markdown text (parsed)."""
-    found: list[str] = []
-
-    def walk(tokens: Sequence[Any]) -> None:
-        for tok in tokens:
-            if tok.type == "link_open":
-                found.append(str(tok.attrs.get("href", "")))
-            if tok.children:
-                walk(tok.children)
-    walk(_MD.parse(md))
-    return found
+    """Targets of every link in a Markdown text."""
+    return _token_attrs(md, "link_open", "href")
 
 
 def _rebase_images(md: str, prefix: str, files: Sequence[Path] = ()) -> str:

@@ -108,7 +108,7 @@ def figure_problems(fig: Any, served_width_px: float) -> list[str]:
     The figure is drawn once: what it draws must lie inside it (its tight bounding box), and each
     visible text's size is scaled to the report's column at an 800-px window (``STYLE["column_px"]``).
     """
-    fig.canvas.draw()
+    fig.canvas.draw()  # legends find their place, and ticks their labels, when drawn
     renderer = fig.canvas.get_renderer()
     scale = min(1.0, STYLE["column_px"] / served_width_px) * STYLE["dpi"] / 72.0
     problems = []
