@@ -291,9 +291,11 @@ def _unbroken_numbers(state: StateCore) -> None:
     """Core rule: a number in running text that holds a sign (``-16.38``, ``8.8e-17``) becomes a
     ``num`` token, drawn as ``<span class="num">`` (never broken across lines; Chromium breaks after
     a hyphen-minus)."""
-    for tok in state.tokens:
+    for i, tok in enumerate(state.tokens):
         if tok.type != "inline" or not tok.children:
             continue
+        if i and state.tokens[i - 1].attrGet("class") == "num":
+            continue  # a cell of numbers never wraps at all
         children: list[Token] = []
         for child in tok.children:
             if child.type != "text" or not any(c in child.content for c in "-+−"):
