@@ -69,7 +69,7 @@ def _matrix(rows: list[list[Any]]) -> str:
 
 
 def _inline_mapping(d: Mapping[str, Any], depth: int) -> str:
-    return "; ".join(f"{key_markdown(k)} = {value_markdown(v, depth + 1)}" for k, v in d.items() if k != "data")
+    return "; ".join(f"{key_markdown(k)}: {value_markdown(v, depth + 1)}" for k, v in d.items() if k != "data")
 
 
 def value_markdown(v: Any, depth: int = 0) -> str:
