@@ -18,21 +18,31 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# the main job: every section with its quick protocol (about a minute); report-full runs the longer
-# studies (KPFlow training sweeps, full basin counts, full-size experiments: up to about 15 minutes)
-report: $(STAMP)
+# the main job: every section with its quick protocol (about a minute of CPU); report-full runs the longer
+# studies (KPFlow training sweeps, full basin counts, full-size experiments: up to about 15 minutes).
+# browser-deps first: report.pdf is the page printed by headless Chromium, so a fresh machine gets it too.
+report: $(STAMP) browser-deps
 	MPLBACKEND=Agg OMP_NUM_THREADS=1 $(BIN)/flowcert report --quick --out reports/out
 
-report-full: $(STAMP)
+report-full: $(STAMP) browser-deps
 	MPLBACKEND=Agg OMP_NUM_THREADS=1 $(BIN)/flowcert report --out reports/out
 
-# Chromium + chromedriver for tests/test_report_browser.py (Debian packages; as root, no stdin needed).
+# What the page, its PDF and their tests need from Debian (as root, no stdin needed): Chromium and
+# chromedriver (report.pdf, tests/test_report_browser.py), poppler-utils (tests/test_report_pdf.py renders
+# and reads PDF pages) and the DejaVu math font (the Unicode letters by meaning: 𝒫, 𝒦, ℝ, 𝔼). Only what is
+# missing is installed; without root or apt-get it says so and the browser/PDF tests skip (CI fails them).
 browser-deps:
-	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then :; \
+	@missing=""; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
+	command -v pdftoppm >/dev/null 2>&1 || missing="$$missing poppler-utils"; \
+	fc-list 2>/dev/null | grep -q "DejaVu Math TeX Gyre" || missing="$$missing fonts-dejavu-extra"; \
+	if [ -z "$$missing" ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	  DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver </dev/null; \
-	else echo "browser-deps: chromium/chromedriver missing and not installable here (needs root and apt-get): the browser test will be skipped" >&2; fi
+	  { DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing </dev/null; } || \
+	  echo "browser-deps: apt-get could not install$$missing" >&2; \
+	else echo "browser-deps: missing$$missing and not installable here (needs root and apt-get): no report.pdf, the browser and PDF tests will be skipped" >&2; fi
 
 test: $(STAMP) browser-deps
 	MPLBACKEND=Agg OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -rs

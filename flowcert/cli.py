@@ -98,15 +98,19 @@ def cmd_simulate(args: argparse.Namespace) -> None:
 
     from .outputs import check_file
 
+    plot = None
     if args.plot:
         check_file("--plot", args.plot, (".png",))
+        from .reports.user import simulation_plotter  # rendering lives above this layer: imported only for --plot
+
+        plot = simulation_plotter(args.system, args.plot)
     system = get_system(args.system)
     p = system.load(args.params, command="simulate")
     t_end = p.t_end if args.t_end is None else args.t_end
     if not (t_end > 0 and np.isfinite(t_end)):
         raise InputError(f"--t-end: must be a positive finite number, got {t_end}")
     doc, summary = system.simulate(p, SimulateOptions(t_end=t_end, samples=args.samples, device=args.device,
-                                                      seed=args.seed, plot=args.plot or None))
+                                                      seed=args.seed, plot=plot))
     _emit(doc, args.json, summary)
 
 
@@ -250,6 +254,7 @@ def cmd_graph(args: argparse.Namespace) -> None:
     """``flowcert graph [--paper KEY] [--out FILE]``: draw the theorem graph (one file per paper)."""
     from . import graph
     from .outputs import check_file
+    from .reports.graph import draw  # drawing is rendering: it lives in reports (one figure style)
 
     papers = [args.paper] if args.paper is not None else list(graph.PAPER_KEYS)
     if args.paper is not None and args.paper not in graph.PAPER_KEYS:
@@ -265,7 +270,7 @@ def cmd_graph(args: argparse.Namespace) -> None:
             target = out.with_name(f"{out.stem}-{paper}{out.suffix}")
         targets.append(check_file("--out", target, (".svg", ".png", ".pdf")))
     for paper, target in zip(papers, targets):
-        graph.draw(paper, target)
+        draw(paper, target)
         sys.stdout.write(f"wrote {target}\n")
 
 

@@ -2,14 +2,14 @@ r"""The theorem graph: which results of the four papers rest on which.
 
 A directed acyclic graph whose nodes are the catalogue ids (``gaussian:thm-4.7.1`` …) plus the
 papers' standing assumptions (``multistability:assumption-1``, the gaussian paper's eq. (12)),
-with an edge :math:`u\to v` when the proof of :math:`v` uses :math:`u` (as the notes in
-``notes/00*.md`` read the proofs). A node is *false as printed* when the notes found the printed
+with an edge :math:`u\to v` when the proof of :math:`v` uses :math:`u` (as the technical notes on the
+papers read the proofs). A node is *false as printed* when the notes found the printed
 statement false (the catalogue checks a corrected form); an edge is an *erratum link* when the
 step of the proof that uses :math:`u` is wrong as printed (a wrong constant, an invalid argument,
 an inconsistent hypothesis). For every result, :func:`rests_on` lists the chain of results and
 assumptions it depends on and marks the erratum links on the way; ``verify`` adds it to each
-theorem record under ``rests_on``. :func:`to_networkx` gives the graph to networkx and
-:func:`draw` draws one paper's part of it (matplotlib, headless).
+theorem record under ``rests_on``. :func:`to_networkx` gives the graph to networkx; the drawing
+(``flowcert graph``, the report's figures) is :func:`flowcert.reports.graph.draw`.
 
 The data are plain Python (no networkx import), so ``verify`` does not pay for the drawing stack.
 """
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 PAPER_KEYS = ("gaussian", "multistability", "consensus", "kpflow")
@@ -53,7 +52,7 @@ def _a(id: str, label: str, false: bool = False, erratum: str | None = None) -> 
 
 
 NODES: tuple[Node, ...] = (
-    # gaussian (note 000)
+    # gaussian
     _r("gaussian:prop-2.1", "Prop 2.1 Gaussian ODE (7)"),
     _r("gaussian:lemma-2.3", "Lemma 2.3 sub-Gaussianity"),
     _r("gaussian:prop-2.4", "Prop 2.4 ReLU W2 bound"),
@@ -61,20 +60,20 @@ NODES: tuple[Node, ...] = (
     _r("gaussian:thm-3.3", "Thm 3.3 reachability"),
     _a("gaussian:assumption-12", "eq. (12) eta(B+B^T) <= 0", True,
        "insufficient for Thm 4.1: with eta(B+B^T) = 0 (B skew, A = I) Sigma diverges; needs eta(B+B^T) < 0 "
-       "or detectability (note 000, erratum 3)"),
+       "or detectability"),
     _r("gaussian:thm-4.1", "Thm 4.1 covariance limit (V = eta I)", True,
-       "false under the printed hypothesis (12) alone (note 000, erratum 3)"),
+       "false under the printed hypothesis (12) alone"),
     _r("gaussian:lemma-4.4", "Lemma 4.4 imaginary spectrum"),
     _r("gaussian:thm-4.7.1", "Thm 4.7(1) PD equilibrium", True,
-       "existence of a PD equilibrium is false: A = [[1,4],[0,1]], B = I/2, V = -diag(1/2,1/10) (note 000, erratum 1)"),
+       "existence of a PD equilibrium is false: A = [[1,4],[0,1]], B = I/2, V = -diag(1/2,1/10)"),
     _r("gaussian:thm-4.7.2", "Thm 4.7(2) Sigma -> 0"),
     _r("gaussian:thm-4.7.3", "Thm 4.7(3) 0 locally stable"),
     _r("gaussian:thm-4.8.1", "Thm 4.8(1) blow-up, alpha >= 0"),
     _r("gaussian:thm-4.8.2", "Thm 4.8(2) blow-up, large Sigma0"),
     _r("gaussian:thm-4.11.1", "Thm 4.11(1) mean limit, eta < 0"),
     _r("gaussian:thm-4.11.2", "Thm 4.11(2) mean diverges, eta > 0", True,
-       "hypotheses inconsistent: B+B^T > 0 with eta > 0 contradicts (12) and blows up (note 000, erratum 4)"),
-    # multistability (note 001)
+       "hypotheses inconsistent: B+B^T > 0 with eta > 0 contradicts (12) and blows up"),
+    # multistability
     _a("multistability:assumption-1", "Assumption 1: V = V^T, lambda_1 > 0 simple"),
     _r("multistability:lemma-1", "Lemma 1 Oja flow"),
     _r("multistability:lemma-2", "Lemma 2 equilibria of (5)"),
@@ -85,14 +84,14 @@ NODES: tuple[Node, ...] = (
     _r("multistability:lemma-6", "Lemma 6 equilibria of (1)"),
     _r("multistability:lemma-7", "Lemma 7 attention at equilibria"),
     _r("multistability:thm-2", "Thm 2 SA stability", True,
-       "inequality (9) printed with sign errors; delta*lambda_k > 0 not necessary for singleton groups (note 001)"),
+       "inequality (9) printed with sign errors; delta*lambda_k > 0 not necessary for singleton groups"),
     _r("multistability:lemma-9", "Lemma 9 SA consensus"),
     _r("multistability:lemma-10", "Lemma 10 SA bipartite spectrum"),
     _r("multistability:lemma-11", "Lemma 11 SA polygonal unstable", False, "heuristic proof (stray 1/n, uncontrolled Xi term)"),
     _r("multistability:prop-2", "Prop 2 beta -> 0"),
     _r("multistability:obs-D2", "D2 equal-split bipartite spectrum"),
     _r("multistability:obs-D3", "D3 alignment of stable bipartite points"),
-    # consensus (note 003)
+    # consensus
     _r("consensus:lemma-3.1", "Lemma 3.1 projection onto T(E_P)"),
     _r("consensus:thm-3.1", "Thm 3.1 gradient structure"),
     _r("consensus:thm-3.2", "Thm 3.2 convergence to an equilibrium"),
@@ -101,16 +100,16 @@ NODES: tuple[Node, ...] = (
     _r("consensus:thm-4.1", "Thm 4.1 hemisphere consensus"),
     _r("consensus:lemma-5.1", "Lemma 5.1 causal ISS"),
     _r("consensus:thm-5.1", "Thm 5.1 causal consensus (U = I)", True,
-       "domain of attraction claimed too large for l >= 3: counterexample on S^1 (note 003, §5)"),
+       "domain of attraction claimed too large for l >= 3: counterexample on S^1"),
     _r("consensus:lemma-6.1", "Lemma 6.1 causal ISS (symmetric U)"),
     _r("consensus:thm-6.1", "Thm 6.1 causal consensus (symmetric U)"),
-    # kpflow (note 002)
+    # kpflow
     _r("kpflow:prop-1", "Prop 1 KP decomposition"),
     _r("kpflow:cor-1", "Cor 1 output GD flow", False, "minus sign and constants inconsistent (eq. 17 vs 56)"),
     _r("kpflow:thm-1", "Thm 1 structure of K", True,
-       "part (3) false for non-constant outer Jacobian (GRU, torch RNN); K only PSD (note 002, erratum 6)"),
+       "part (3) false for non-constant outer Jacobian (GRU, torch RNN); K only PSD"),
     _r("kpflow:thm-2", "Thm 2 P = U V U^-1", True,
-       "needs invertible Jacobians; eq. 74 off by one; sigma_j(U) = e^{lambda_j t} only for normal constant J (erratum 7)"),
+       "needs invertible Jacobians; eq. 74 off by one; sigma_j(U) = e^{lambda_j t} only for normal constant J"),
 )
 
 EDGES: tuple[Edge, ...] = (
@@ -122,15 +121,15 @@ EDGES: tuple[Edge, ...] = (
     Edge("gaussian:prop-2.1", "gaussian:thm-4.1"),
     Edge("gaussian:assumption-12", "gaussian:thm-4.1", "(12) alone does not give the limit; eta(B+B^T) < 0 is used"),
     Edge("gaussian:prop-2.1", "gaussian:lemma-4.4"),
-    Edge("gaussian:prop-2.1", "gaussian:thm-4.7.1", "trace inequality (36) has lambda_max(B) for lambda_min(B) (erratum 6)"),
+    Edge("gaussian:prop-2.1", "gaussian:thm-4.7.1", "trace inequality (36) has lambda_max(B) for lambda_min(B)"),
     Edge("gaussian:lemma-4.4", "gaussian:thm-4.7.1"),
     Edge("gaussian:prop-2.1", "gaussian:thm-4.7.2"),
-    Edge("gaussian:prop-2.1", "gaussian:thm-4.7.3", "boundedness uses (36) with the wrong constant (erratum 6)"),
+    Edge("gaussian:prop-2.1", "gaussian:thm-4.7.3", "boundedness uses (36) with the wrong constant"),
     Edge("gaussian:prop-2.1", "gaussian:thm-4.8.1"),
     Edge("gaussian:prop-2.1", "gaussian:thm-4.8.2"),
     Edge("gaussian:thm-4.1", "gaussian:thm-4.11.1"),
-    Edge("gaussian:lemma-4.4", "gaussian:thm-4.11.1", "block formula of Proof 4.12 wrong by a factor (erratum 5)"),
-    Edge("gaussian:thm-4.1", "gaussian:thm-4.11.2", "used under B+B^T > 0, eta > 0, which violates (12) (erratum 4)"),
+    Edge("gaussian:lemma-4.4", "gaussian:thm-4.11.1", "block formula of Proof 4.12 wrong by a factor"),
+    Edge("gaussian:thm-4.1", "gaussian:thm-4.11.2", "used under B+B^T > 0, eta > 0, which violates (12)"),
     Edge("gaussian:lemma-4.4", "gaussian:thm-4.11.2"),
     Edge("multistability:assumption-1", "multistability:lemma-1"),
     Edge("multistability:lemma-2", "multistability:lemma-4"),
@@ -235,64 +234,5 @@ def to_networkx(paper: str | None = None) -> Any:
     return G
 
 
-COLOURS = {"false": "#d62728", "downstream": "#ff9f4a", "ok": "#9ecae1", "assumption": "#d9d9d9"}
-
-
-def _layers(G: Any) -> dict[str, tuple[float, float]]:
-    """Left-to-right layout by longest path from a source (no graphviz needed)."""
-    import networkx as nx
-
-    depth: dict[str, int] = {}
-    for v in nx.topological_sort(G):
-        depth[v] = max((depth[u] + 1 for u in G.predecessors(v)), default=0)
-    columns: dict[int, list[str]] = {}
-    for v in sorted(G, key=lambda x: (depth[x], x)):
-        columns.setdefault(depth[v], []).append(v)
-    pos = {}
-    for k, vs in columns.items():
-        for i, v in enumerate(vs):
-            pos[v] = (float(k), -float(i) + (len(vs) - 1) / 2)
-    return pos
-
-
-def draw(paper: str, out: Path) -> Path:
-    """Draw one paper's graph to ``out`` (``.svg``/``.png``/``.pdf``): false statements red, downstream orange."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import networkx as nx
-
-    G = to_networkx(paper)
-    status = downstream_of_false(paper)
-    pos = _layers(G)
-    colours = [COLOURS["assumption"] if G.nodes[v]["kind"] == "assumption" and v not in status
-               else COLOURS[status.get(v, "ok")] for v in G]
-    width = 3.2 * (max((x for x, _ in pos.values()), default=0) + 1)
-    height = 0.9 * max(len([v for v in pos if pos[v][0] == c]) for c in {x for x, _ in pos.values()}) + 1.5
-    fig, ax = plt.subplots(figsize=(max(width, 6), max(height, 3)))
-    plain = [e for e in G.edges if not G.edges[e]["erratum"]]
-    bad = [e for e in G.edges if G.edges[e]["erratum"]]
-    nx.draw_networkx_edges(G, pos, edgelist=plain, ax=ax, arrows=True, arrowsize=14, edge_color="#555555",
-                           node_size=2600)
-    nx.draw_networkx_edges(G, pos, edgelist=bad, ax=ax, arrows=True, arrowsize=14, edge_color=COLOURS["false"],
-                           style="dashed", width=1.8, node_size=2600)
-    nx.draw_networkx_nodes(G, pos, ax=ax, node_color=colours, node_size=2600, edgecolors="#333333")
-    nx.draw_networkx_labels(G, pos, labels={v: v.split(":", 1)[1] for v in G}, ax=ax, font_size=8)
-    handles = [plt.Line2D([], [], marker="o", ls="", color=COLOURS[k], markersize=10, label=lab)
-               for k, lab in (("false", "false as printed"), ("downstream", "rests on a false statement"),
-                              ("ok", "result"), ("assumption", "assumption"))]
-    handles.append(plt.Line2D([], [], color=COLOURS["false"], ls="--", label="erratum link"))
-    ax.legend(handles=handles, loc="upper left", fontsize=8, frameon=False, bbox_to_anchor=(0, 1.12), ncol=5)
-    ax.set_axis_off()
-    fig.tight_layout()
-    out = Path(out)
-    from .outputs import save_figure
-
-    save_figure(fig, out, "--out")
-    plt.close(fig)
-    return out
-
-
-__all__ = ["COLOURS", "EDGES", "Edge", "NODES", "Node", "PAPER_KEYS", "downstream_of_false", "draw", "node",
-           "paper_of", "rests_on", "to_networkx"]
+__all__ = ["EDGES", "Edge", "NODES", "Node", "PAPER_KEYS", "downstream_of_false", "node", "paper_of", "rests_on",
+           "to_networkx"]

@@ -3,9 +3,10 @@ r"""The one ``System`` protocol every dynamical system of flowcert implements (D
 A system (``gaussian``: eq. (7) of the gaussian paper, :math:`(\mu,\Sigma)`; ``attention``: tokens
 on the sphere, multistability and consensus papers; ``rnn``: KPFlow, :math:`\partial_s z=-\mathcal
 P\mathcal K\mathcal P^*\mathrm{Err}`) is an object with its ``name``, parameter loading, the
-``verify`` document, and where it has them a simulation, generated kernels and a report section.
-The registry (:mod:`flowcert.systems`) lists them; the command line, the sweep, ``report
---params`` and ``pretrained`` look systems up there instead of comparing names.
+``verify`` document, and where it has them a simulation and generated kernels. The registry
+(:mod:`flowcert.systems`) lists them; the command line, the sweep, ``report --params`` and
+``pretrained`` look systems up there instead of comparing names. Rendering (report sections,
+figures) is not part of a system: it lives in :mod:`flowcert.reports`, above this layer.
 
 :func:`load_any` is the shared parameter intake: a path (JSON or ``.npz``), a mapping of numpy
 arrays / nested lists, or an already validated parameter object.
@@ -16,7 +17,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import InputError
@@ -32,12 +32,14 @@ class SimulateOptions:
     samples: int | None = None
     device: str | None = None
     seed: int | None = None
-    plot: str | None = None  # as given on the command line (checked by the caller)
+    #: Draws the run into the ``--plot`` file and returns the path written (the command line passes
+    #: :func:`flowcert.reports.user.simulation_plotter`; a system never draws by itself).
+    plot: Callable[[Any], str] | None = None
 
 
 @runtime_checkable
 class System(Protocol):
-    """What the command line, the sweep, the report and :func:`flowcert.verify` need of a system.
+    """What the command line, the sweep, ``report --params`` and :func:`flowcert.verify` need of a system.
 
     Attributes
     ----------
@@ -89,10 +91,6 @@ class System(Protocol):
 
     def codegen(self, backend: str, p: Any | None = None) -> str:
         """Source of the kernels generated from the symbolic model, for ``backend``."""
-        ...
-
-    def report_section(self, p: Any, out: Path, *, label: str, quick: bool) -> dict[str, Any]:
-        """The ``report --params`` section: ``{"title", "markdown", "theorems", "figures"}``."""
         ...
 
 

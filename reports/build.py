@@ -13,9 +13,16 @@ The section contract: ``section(out: Path, *, quick: bool) -> dict`` returns ``t
 ``markdown`` (the body: GitHub Markdown, ``$$…$$`` display and ``$…$`` inline math, headings
 from ``###``, images ``![caption stating the protocol](file.png)`` relative to ``out``),
 ``theorems`` (``TheoremResult.to_json()`` records on the default parameters) and ``figures``
-(the files written into ``out``). A section that raises, or lists a figure that does not exist
-or is not referenced, or references an image that does not exist, is an error: the report is
-not written.
+(the files written into ``out``), and optionally ``files`` (other files written into ``out`` for
+the reader to download, such as a CSV of per-item detail). A section that raises, or lists a
+figure that does not exist or is not referenced, or references an image that does not exist, is
+an error: the report is not written.
+
+After the sections, the errata of the papers (:mod:`flowcert.reports.errata`), which every
+correction in a theorem block links to. A section without theorem records has no "Theorems and
+verdicts" heading. The PDF is the page printed with every ``<details>`` open (a print-mode
+rendering, :func:`flowcert.reports.html.render_page`), so it carries the margins, certificates
+and measurements.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from typing import Any, Sequence
 
 from .common import cell, section_anchor, theorem_anchor, theorem_blocks, verdict_word
 from ..outputs import make_folder, write_text
-from .html import _MD, write_report
+from .html import _MD, narrow_variant, write_report
 
 #: The paper sections, in report order. The lead appends "multistability", "consensus", "kpflow"
 #: (and optionally "pretrained") when their modules land: each is ``flowcert.reports.<key>``.
@@ -55,6 +62,7 @@ class BuiltSection:
     figures: list[Path]
     cpu_s: float
     wall_s: float
+    files: list[Path] = field(default_factory=list)
 
 
 @dataclass
@@ -65,6 +73,19 @@ class Report:
     sections: list[BuiltSection]
     files: list[Path] = field(default_factory=list)
     pdf: str = ""
+
+
+def _written(key: str, out: Path, f: Any, what: str) -> Path:
+    """A file a section says it wrote into ``out`` (resolved), or a :class:`SectionError`."""
+    path = Path(f) if Path(f).is_absolute() else out / f
+    if not path.resolve().is_relative_to(out.resolve()) or not path.is_file():
+        raise SectionError(f"section '{key}': {what} {f} was not written into {out}")
+    return path
+
+
+def section_files(key: str, res: Any, out: Path) -> list[Path]:
+    """The downloadable files a section lists under ``files`` (each written into ``out``)."""
+    return [_written(key, out, f, "file") for f in res.get("files", [])]
 
 
 def _check_contract(key: str, res: Any, out: Path) -> tuple[str, str, list[dict[str, Any]], list[Path]]:
@@ -80,10 +101,8 @@ def _check_contract(key: str, res: Any, out: Path) -> tuple[str, str, list[dict[
     referenced = set(image_sources(md))
     paths = []
     for f in figures:
-        path = Path(f) if Path(f).is_absolute() else out / f
-        rel = path.resolve().relative_to(out.resolve()).as_posix() if path.resolve().is_relative_to(out.resolve()) else None
-        if rel is None or not path.is_file():
-            raise SectionError(f"section '{key}': figure {f} was not written into {out}")
+        path = _written(key, out, f, "figure")
+        rel = path.resolve().relative_to(out.resolve()).as_posix()
         if rel not in referenced:
             raise SectionError(f"section '{key}': figure {rel} is not referenced in its markdown")
         paths.append(path)
@@ -93,23 +112,34 @@ def _check_contract(key: str, res: Any, out: Path) -> tuple[str, str, list[dict[
     return title, md, theorems, paths
 
 
-def image_sources(md: str) -> list[str]:
-    """Sources of every image in a Markdown text (parsed, not pattern-matched)."""
+def _token_attrs(md: str, token_type: str, attr: str) -> list[str]:
+    """The attribute ``attr`` of every token of ``token_type`` in a Markdown text (parsed, not pattern-matched)."""
     found: list[str] = []
 
     def walk(tokens: Sequence[Any]) -> None:
         for tok in tokens:
-            if tok.type == "image":
-                found.append(str(tok.attrs.get("src", "")))
+            if tok.type == token_type:
+                found.append(str(tok.attrs.get(attr, "")))
             if tok.children:
                 walk(tok.children)
     walk(_MD.parse(md))
     return found
 
 
-def _rebase_images(md: str, prefix: str) -> str:
-    """Prefix relative image paths with the section's folder."""
-    for src in sorted(set(image_sources(md)), key=len, reverse=True):
+def image_sources(md: str) -> list[str]:
+    """Sources of every image in a Markdown text."""
+    return _token_attrs(md, "image", "src")
+
+
+def link_targets(md: str) -> list[str]:
+    """Targets of every link in a Markdown text."""
+    return _token_attrs(md, "link_open", "href")
+
+
+def _rebase_images(md: str, prefix: str, files: Sequence[Path] = ()) -> str:
+    """Prefix relative image paths, and links to the section's downloadable ``files``, with the section's folder."""
+    names = {f.name for f in files}
+    for src in sorted(set(image_sources(md)) | {s for s in link_targets(md) if s in names}, key=len, reverse=True):
         if ":" in src or src.startswith(("/", "#")):
             continue
         md = re.sub(r"\]\(\s*<?" + re.escape(src) + r"(?=[\s>)])", lambda m: m.group(0).replace(src, f"{prefix}/{src}"), md)
@@ -127,8 +157,9 @@ def run_section(key: str, out: Path, quick: bool) -> BuiltSection:
     except Exception as exc:
         raise SectionError(f"section '{key}' failed: {type(exc).__name__}: {exc}") from exc
     title, md, theorems, figures = _check_contract(key, res, sub)
-    return BuiltSection(key, title, _rebase_images(md, key), theorems, figures,
-                        time.process_time() - c0, time.perf_counter() - w0)
+    files = section_files(key, res, sub)
+    return BuiltSection(key, title, _rebase_images(md, key, files), theorems, figures,
+                        time.process_time() - c0, time.perf_counter() - w0, files)
 
 
 def _user_section(path: str, system: str, out: Path, quick: bool) -> BuiltSection:
@@ -169,10 +200,24 @@ def print_pdf(html_path: Path, pdf_path: Path, chromium: str, timeout: float = 3
     return pdf_path
 
 
+def _print_report(md: str, out: Path, chromium: str) -> Path:
+    """``report.pdf``: the page in print mode (every ``<details>`` open), printed by Chromium."""
+    from .html import render_page
+
+    page = render_page(md, "flowcert report", out, captions=True, print_mode=True).page
+    with tempfile.TemporaryDirectory(prefix="flowcert-print-") as tmp:
+        printable = Path(tmp) / "report.print.html"
+        printable.write_text(page, encoding="utf-8")
+        return print_pdf(printable, out / "report.pdf", chromium)
+
+
 def _pdf_toolchain() -> tuple[str, str] | None:
     pandoc = shutil.which("pandoc")
     engine = next((e for e in ("xelatex", "lualatex", "pdflatex") if shutil.which(e)), None)
     return (pandoc, engine) if pandoc and engine else None
+
+
+ERRATA_ANCHOR = "sec-errata"
 
 
 def _front_page(sections: list[BuiltSection], quick: bool, pdf_note: str, params: str | None) -> list[str]:
@@ -187,6 +232,8 @@ def _front_page(sections: list[BuiltSection], quick: bool, pdf_note: str, params
              "## Sections", ""]
     lines += [f"- [{s.title}](#{section_anchor(s.key)}): {len(s.theorems)} theorems, {len(s.figures)} figures, "
               f"{s.cpu_s:.1f} s CPU" for s in sections]
+    lines.append(f"- [Errata of the papers](#{ERRATA_ANCHOR}): what the papers print, what is true instead, "
+                 "and how flowcert checks it")
     lines += ["", f"Formats: this page (`report.html`, self-contained), `report.md` (Markdown with `$$` math), "
               f"`report.json` (the theorem records). {pdf_note}", "",
               "## Theorem summary", "",
@@ -203,14 +250,21 @@ def _front_page(sections: list[BuiltSection], quick: bool, pdf_note: str, params
 
 
 def _assemble(sections: list[BuiltSection], quick: bool, pdf_note: str, params: str | None) -> str:
+    from .errata import errata_markdown
+
     md = _front_page(sections, quick, pdf_note, params)
     for s in sections:
-        md += [f"## [{s.title}]{{#{section_anchor(s.key)}}}", "", s.markdown.rstrip(), "",
-               "### Theorems and verdicts", "",
-               f"One block per theorem: the catalogue record on {'these' if s.key == 'user' else 'the default'} "
-               "parameters (`TheoremResult.to_json()`), its statement, every hypothesis with how it was decided "
-               "(click *detail* for margins and certificates), the prediction and the cross-check.", "",
-               *theorem_blocks(s.theorems), ""]
+        md += [f"## [{s.title}]{{#{section_anchor(s.key)}}}", "", s.markdown.rstrip(), ""]
+        if s.theorems:  # a section without records (the graph, the per-head verdicts) has no such heading
+            md += ["### Theorems and verdicts", "",
+                   f"One block per theorem: the catalogue record on {'these' if s.key == 'user' else 'the default'} "
+                   "parameters (`TheoremResult.to_json()`), its statement, every hypothesis with how it was decided "
+                   "(click *detail* for margins and certificates), the prediction and the cross-check.", "",
+                   *theorem_blocks(s.theorems), ""]
+    md += [f"## [Errata of the papers]{{#{ERRATA_ANCHOR}}}", "",
+           "What the papers print, what is true instead, and how flowcert checks it. Every correction in a theorem "
+           "block links to its entry here; the errata page of the documentation (`docs/errata.md`, built by "
+           "`make docs`) carries the same entries.", "", *errata_markdown("###"), ""]
     return "\n".join(md)
 
 
@@ -264,7 +318,7 @@ def build_report(out: Path, quick: bool = False, only: str | None = None, params
     chain = None if chromium else _pdf_toolchain()
     if chromium:
         pdf_note = ("PDF: `report.pdf`, this page printed by headless Chromium (formulas as MathML, as here; "
-                    "folded details stay folded).")
+                    "every folded detail open).")
     elif chain:
         pdf_note = "PDF: `report.pdf`, built with pandoc and {1}.".format(*chain)
     else:
@@ -284,7 +338,7 @@ def build_report(out: Path, quick: bool = False, only: str | None = None, params
     md_path, html_path = write_report(md, out, stem="report", title="flowcert report", captions=True)
     if chromium:
         try:
-            report.files.append(print_pdf(html_path, out / "report.pdf", chromium))
+            report.files.append(_print_report(md, out, chromium))
         except OSError as exc:
             failed = f"PDF: not produced — headless Chromium failed ({exc})."
             md, pdf_note = md.replace(pdf_note, failed), failed
@@ -293,7 +347,10 @@ def build_report(out: Path, quick: bool = False, only: str | None = None, params
     json_path = out / "report.json"
     write_text("--out", json_path, json.dumps({"quick": quick, "params": params, "sections": [
         {"key": s.key, "title": s.title, "theorems": s.theorems,
-         "figures": [p.relative_to(out).as_posix() for p in s.figures], "cpu_s": s.cpu_s, "wall_s": s.wall_s}
+         "figures": [p.relative_to(out).as_posix() for p in s.figures], "cpu_s": s.cpu_s, "wall_s": s.wall_s,
+         "files": [p.relative_to(out).as_posix() for p in s.files]}
         for s in sections]}, indent=1, default=str))
-    report.files = [md_path, html_path, json_path, *report.files, *(p for s in sections for p in s.figures)]
+    narrow = [v for s in sections for p in s.figures if (v := narrow_variant(p)).is_file()]
+    report.files = [md_path, html_path, json_path, *report.files, *(p for s in sections for p in s.figures), *narrow,
+                    *(p for s in sections for p in s.files)]
     return report

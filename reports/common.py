@@ -12,7 +12,9 @@ import inspect
 import re
 from typing import Any, Callable, Iterable, Mapping
 
+from .catalogue_tex import hypothesis_tex
 from .html import slugify
+from .values import quantity_table, value_markdown
 
 
 def verdict_word(applies: bool | None) -> str:
@@ -105,8 +107,9 @@ def cell_math(latex: str) -> str:
 
 
 def code(text: Any) -> str:
-    """Inline code span for any text (backticks in the text get a longer fence)."""
-    s = re.sub(r"\s+", " ", str(text)).replace("|", "\\|")
+    """Inline code span for any text (backticks in the text get a longer fence; in a table cell, pass
+    the cell through :func:`flowcert.reports.values.table_safe`)."""
+    s = re.sub(r"\s+", " ", str(text))
     fence = "``" if "`" in s else "`"
     return f"{fence} {s} {fence}" if fence == "``" else f"`{s}`"
 
@@ -188,30 +191,33 @@ def statement_markdown(statement: str) -> str:
     return out
 
 
-def _value(v: Any) -> str:
-    """One value of a prediction or cross-check detail, as Markdown."""
-    if isinstance(v, bool) or v is None:
-        return f"`{str(v).lower()}`" if isinstance(v, bool) else "none"
-    if isinstance(v, (int, float)):
-        return f"{v:.4g}"
-    if isinstance(v, str):
-        return plain(v)
-    import json
-
-    s = json.dumps(v, default=str, separators=(", ", ": "))
-    return code(s if len(s) <= 240 else s[:237] + "...")
+def hypothesis_markdown(name: str) -> str:
+    """A hypothesis name as Markdown: its TeX (:mod:`flowcert.reports.catalogue_tex`), else the plain text."""
+    tex = hypothesis_tex(name)
+    return tex if tex is not None else plain(name)
 
 
-def _items(d: Mapping[str, Any], indent: str = "") -> list[str]:
-    return [f"{indent}- {plain(k)}: {_value(v)}" for k, v in d.items()]
+def correction_markdown(theorem_id: str, raw: str, link: Callable[[Any], str] | None = None) -> str:
+    """What a record corrects, as Markdown: the corrected mathematics and why
+    (:data:`flowcert.reports.errata.CORRECTIONS`) and a link to its erratum (``link`` maps the
+    :class:`~flowcert.reports.errata.Erratum` to a Markdown link; default the report's own
+    ``#erratum-…`` anchor); the record's plain text when the table has no entry."""
+    from .errata import CORRECTIONS, erratum
+
+    entry = CORRECTIONS.get(theorem_id)
+    if entry is None:
+        return plain(raw)
+    e = erratum(entry.erratum)
+    return f"{entry.text} See {link(e) if link is not None else f'[erratum {e.label}](#{e.anchor})'}."
 
 
 def _hypothesis(h: Mapping[str, Any]) -> list[str]:
     """One list item: badge, name, how it was decided, and the detail folded in ``<details>``."""
-    line = f"- `{h['status']}` **{plain(h['name'])}**, decided by {plain(h.get('method') or 'unspecified')}"
+    line = (f"- `{h['status']}` **{hypothesis_markdown(h['name'])}**, decided by "
+            f"{plain(h.get('method') or 'unspecified')}")
     detail: list[str] = []
     if h.get("margin") is not None:
-        detail.append(f"margin: {_value(h['margin'])}")
+        detail.append(f"margin: {value_markdown(h['margin'])}")
     cert = h.get("certificate")
     if isinstance(cert, Mapping):
         detail.append(f"certificate `{cert.get('kind')}`: {plain(cert.get('claim', ''))} "
@@ -223,11 +229,13 @@ def _hypothesis(h: Mapping[str, Any]) -> list[str]:
     return [line, "  ::: details detail", *(f"  {d}\n" for d in detail), "  :::"]
 
 
-def theorem_block(r: Mapping[str, Any]) -> list[str]:
+def theorem_block(r: Mapping[str, Any], link: Callable[[Any], str] | None = None) -> list[str]:
     """One readable block for a theorem record: statement, hypotheses list, prediction, cross-check.
 
     The block's heading carries the anchor :func:`theorem_anchor` of the id, so the front page links
-    to it; hypotheses are a list (status badge, name, method) with details folded in ``<details>``.
+    to it; hypotheses are a list (status badge, name, method) with details folded in ``<details>``;
+    the prediction and the cross-check's measurements are tables (:func:`~flowcert.reports.values.quantity_table`);
+    a correction links to its erratum (``link``: see :func:`correction_markdown`).
     """
     label = (r.get("source") or {}).get("label", "") if isinstance(r.get("source"), Mapping) else ""
     cc = r.get("cross_check") or {}
@@ -237,7 +245,7 @@ def theorem_block(r: Mapping[str, Any]) -> list[str]:
     statement = statement_markdown(r.get("statement") or "")
     lines += [f"**Statement.** {statement}" if statement else "**Statement.** (not recorded)", ""]
     if r.get("correction"):
-        lines += [f"*Corrected:* {plain(r['correction'])}", ""]
+        lines += [f"*Corrected.* {correction_markdown(r['id'], r['correction'], link)}", ""]
     hyps = r.get("hypotheses") or []
     lines += ["**Hypotheses**" + ("" if hyps else ": none."), ""]
     for h in hyps:
@@ -245,19 +253,19 @@ def theorem_block(r: Mapping[str, Any]) -> list[str]:
     lines += [""]
     pred = r.get("prediction") or {}
     if pred:
-        lines += ["**Prediction**", "", *(_items(pred) if isinstance(pred, Mapping) else [f"- {_value(pred)}"]), ""]
+        lines += ["**Prediction**", "", *(quantity_table(pred) if isinstance(pred, Mapping) else [value_markdown(pred)]), ""]
     details = cc.get("details") if isinstance(cc.get("details"), Mapping) else {}
     reason = details.get("reason")
     lines += [f"**Cross-check** `{status}`" + (f": {plain(reason)}" if reason else "."), ""]
     rest = {k: v for k, v in details.items() if k != "reason"}
     if rest:
-        lines += ["::: details measured", *_items(rest), ":::", ""]
+        lines += ["::: details measured", "", *quantity_table(rest), "", ":::", ""]
     return lines + ["::::", ""]
 
 
-def theorem_blocks(records: Iterable[Mapping[str, Any]]) -> list[str]:
+def theorem_blocks(records: Iterable[Mapping[str, Any]], link: Callable[[Any], str] | None = None) -> list[str]:
     """Markdown blocks of theorem records (:func:`theorem_block`), one after another."""
-    return [line for r in records for line in theorem_block(r)]
+    return [line for r in records for line in theorem_block(r, link)]
 
 
 def defaults(func: Callable[..., Any], *names: str) -> dict[str, Any]:

@@ -113,29 +113,36 @@ def _figure(name: str, out: Path, run: Any, lyap: np.ndarray | None, lyap_label:
         ax = fig.add_subplot(1, 3, 1, projection="3d")
         _sphere_axes(ax, W)
         for i in range(X.shape[1]):
-            ax.plot(X[:, i, 0], X[:, i, 1], X[:, i, 2], lw=1)
-            ax.scatter(*X[0, i], s=8, color="k")
-        ax.scatter(*X[-1, 0], s=40, color="r", marker="*")
+            ax.plot(X[:, i, 0], X[:, i, 1], X[:, i, 2], lw=1, label="tokens $y_i(t)$" if i == 0 else "_nolegend_")
+            ax.scatter(*X[0, i], s=8, color="k", label="$y_i(0)$" if i == 0 else "_nolegend_")
+        ax.scatter(*X[-1, 0], s=40, color="r", marker="*", label="end of token 1")
+        ax.legend(loc="upper left", borderaxespad=0.0)
         ax.set_title("trajectories")
     else:
         ax = fig.add_subplot(1, 3, 1)
-        ax.semilogy(run.t, np.maximum(np.linalg.norm(X - X[:, :1], axis=2)[:, 1:], 1e-16), lw=0.8)
+        lines = ax.semilogy(run.t, np.maximum(np.linalg.norm(X - X[:, :1], axis=2)[:, 1:], 1e-16), lw=0.8)
+        for i, ln in enumerate(lines):
+            ln.set_label(f"$i = 2, …, {X.shape[1]}$" if i == 0 else "_nolegend_")
+        ax.legend()
         ax.set_xlabel("t")
-        ax.set_title(r"$|y_i(t)-y_1(t)|$")
+        ax.set_ylabel(r"$|y_i(t)-y_1(t)|$")
+        ax.set_title("distance to token 1")
     ax2 = fig.add_subplot(1, 3, 2)
     if lyap is not None:
         ax2.plot(run.t, lyap, lw=1)
         ax2.set_xlabel("t")
-        ax2.set_title(lyap_label)
+        ax2.set_ylabel(lyap_label)
+        ax2.set_title("Lyapunov function")
     ax3 = fig.add_subplot(1, 3, 3)
     floor = 1e-16
     ax3.semilogy(run.t, np.maximum(num.paper_measure(X), floor), label="E (paper, eq. 25)")
     ax3.semilogy(run.t, np.maximum(num.signed_measure(X), floor), "--", label=r"$E_\pm$ (signed)")
     ax3.semilogy(run.t, np.maximum(num.spread(X), floor), ":", label="spread")
     ax3.set_xlabel("t")
-    ax3.legend(fontsize=7)
+    ax3.set_ylabel("measure (floor $10^{-16}$)")
+    ax3.legend()
     ax3.set_title("consensus measures")
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(title)
     save_figure(fig, out / name)
     return name
 
@@ -230,15 +237,16 @@ def _fig5_full(out: Path, quick: bool, full: bool) -> tuple[list[str], list[str]
         ax.semilogy(ts, np.maximum(S, 1e-16), "--", lw=1, color="C1")
     ax.plot([], [], color="C0", label="E (paper)")
     ax.plot([], [], "--", color="C1", label=r"$E_\pm$")
-    ax.legend(fontsize=8)
+    ax.legend()
     ax.set_xlabel("t")
+    ax.set_ylabel(r"$E$ and $E_\pm$ (one run per seed)")
     name = "consensus_fig5.png"
     size = "full size" if full else "reduced size"
     cap = (f"Figure 5 ({size}): causal, two heads, ℓ = {n}, d = {d}, $P_\\eta(t)=D_\\eta(t)P'_\\eta$ with "
            f"$(D_\\eta)_{{jj}}=|2\\sin(w_jt+\\phi_j)|$, $P'\\sim U(-1/2,1/2)$, $w\\sim U(0,1)$, $\\phi\\sim U(0,2\\pi)$ per entry, "
            f"initial tokens uniform on the cube of side 1 projected to the sphere, seeds 100–{99 + seeds}, horizon {T:g}, "
            f"batched torch RK4 (dt = {dt}) with retraction after every step (max drift {_fmt(drift, 2)}), generated kernel.")
-    fig.suptitle(f"§7.4 ({size})", fontsize=10)
+    fig.suptitle(f"§7.4 ({size})")
     save_figure(fig, out / name)
     finals = [float(E[-1]) for E in Es]
     cap = cap[:-1] + (f". Claims: final E {', '.join(_fmt(x, 3) for x in finals)}; token 1 moved at most {_fmt(moved, 2)} "
@@ -269,7 +277,8 @@ def _tetrahedron_section(out: Path) -> tuple[list[str], str]:
     ax.axhline(0, color="k", lw=0.5)
     ax.axvline(float(sym.TETRAHEDRON_THRESHOLD), color="k", ls=":", lw=1)
     ax.set_xlabel(r"$\beta$")
-    ax.legend(fontsize=8)
+    ax.set_ylabel("tangent eigenvalue")
+    ax.legend()
     name = "consensus_tetrahedron.png"
     save_figure(fig, out / name)
     bip = np.array([[1.0, 0, 0], [-1.0, 0, 0]])
@@ -319,7 +328,7 @@ def _thm51_section(out: Path) -> tuple[list[str], str]:
     ax.axhline(math.pi, color="k", ls=":", lw=1)
     ax.set_xlabel("t")
     ax.set_ylabel(r"$\theta_3$")
-    ax.legend(fontsize=7)
+    ax.legend()
     name = "consensus_thm51_domain.png"
     save_figure(fig, out / name)
     cap = (f"Token 3's angle on the circle, causal attention, h = 1, P = I, U = I, rows sum to $1/\\sqrt2$, "

@@ -359,9 +359,9 @@ def _relu(out: Path, quick: bool) -> tuple[list[str], str]:
             zip(st.t, st.coupling_l2, st.w2_empirical, st.w2_gaussian, st.first_order_bound)]
     lines = ["### ReLU feed-forward: Lemma 2.3 and Proposition 2.4", "",
              f"Lemma 2.3's interval for $\\kappa_0$ is $[{lo:.3f}, {hi:.3f})$ ({'non-empty' if ok else 'empty'}). "
-             "Closed-form slope $\\lVert\\max(0,-(Ax+b))\\rVert_{L^2(\\rho_0)}"
-             "=\\big(\\sum_i (m_i^2+s_i^2)\\Phi(m_i/s_i)+m_is_i\\varphi(m_i/s_i)\\big)^{1/2}"
-             f"={st.slope_closed_form:.4f}$; this sample's slope {st.slope_sample:.4f}; fitted "
+             "Closed-form slope $\\lVert\\max(0,-(Ax+b))\\rVert_{L^2(\\rho_0)}$ "
+             "$=\\big(\\sum_i (m_i^2+s_i^2)\\Phi(m_i/s_i)+m_is_i\\varphi(m_i/s_i)\\big)^{1/2}$ "
+             f"$={st.slope_closed_form:.4f}$; this sample's slope {st.slope_sample:.4f}; fitted "
              f"$\\lim_{{t\\to0}}\\lVert X_t-Y_t\\rVert/t={st.slope_fit:.4f}$.", "",
              "| t | coupling L2 | empirical W2 | Gaussian W2 | t x slope |", "|---|---|---|---|---|", *rows, "",
              f"![{caption}]({name})", ""]

@@ -37,14 +37,18 @@ from latex2mathml.converter import convert as _latex_to_mathml
 from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
 from markdown_it.rules_core import StateCore
+from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 from mdit_py_plugins.anchors import anchors_plugin
 from mdit_py_plugins.attrs import attrs_plugin
 from mdit_py_plugins.container import container_plugin
 from mdit_py_plugins.dollarmath import dollarmath_plugin
+from mdit_py_plugins.dollarmath.index import math_inline_dollar
 
 from ..outputs import write_text
+from .css import PAGE_CSS as _CSS
+from .letters import styled, variant_survives
 
 __all__ = ["VERDICTS", "TexLeakError", "check_visible_text", "render", "markdown_to_html", "write_report", "slugify"]
 
@@ -53,68 +57,6 @@ _DEFAULT_TITLE = "flowcert report"
 #: Inline code spans whose whole text is one of these words are drawn as verdict badges.
 VERDICTS: tuple[str, ...] = ("holds", "fails", "unknown", "agrees", "disagrees", "skipped",
                              "applies", "inapplicable", "undecided")
-
-_CSS = """\
-:root { color-scheme: light; }
-body { font-family: "Iowan Old Style", "Palatino Linotype", Palatino, Georgia,
-       "Times New Roman", serif; font-size: 1.05rem; line-height: 1.55;
-       color: #1d1d1f; background: #fdfdfb; max-width: 60rem; margin: 2rem auto;
-       padding: 0 1.25rem; }
-h1, h2, h3, h4, h5, h6 { line-height: 1.25; margin: 1.6em 0 0.5em; }
-h1 { font-size: 1.9rem; border-bottom: 2px solid #ddd; padding-bottom: 0.25em; }
-h2 { font-size: 1.45rem; border-bottom: 1px solid #e4e4e4; padding-bottom: 0.2em; }
-h3 { font-size: 1.2rem; }
-h4 { font-size: 1.05rem; }
-p, ul, ol, table, pre, blockquote { margin: 0.7em 0; }
-a { color: #1a5fb4; }
-code, pre { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 0.88em; }
-code { background: #f1f1ee; padding: 0.05em 0.3em; border-radius: 3px;
-       overflow-wrap: break-word; }
-pre { background: #f4f4f1; border: 1px solid #e2e2dc; padding: 0.75em 1em;
-      white-space: pre-wrap; overflow-wrap: anywhere; border-radius: 4px; }
-pre code { background: none; padding: 0; }
-code.tex { color: #8a3b00; background: #fff4e5; }
-blockquote { border-left: 4px solid #d6d6d0; margin-left: 0; padding: 0.1em 1em; color: #4a4a4a; }
-hr { border: none; border-top: 1px solid #ccc; margin: 1.5em 0; }
-/* Wide tables wrap their cells instead of hiding columns behind a scroll bar. */
-table { border-collapse: collapse; width: 100%; table-layout: auto; }
-th, td { border: 1px solid #bdbdb6; padding: 0.3em 0.55em; vertical-align: top;
-         overflow-wrap: anywhere; }
-td code:not(.verdict) { overflow-wrap: anywhere; }
-td:first-child { min-width: 6em; }
-table { font-size: 0.95em; }
-th { background: #eeeeea; }
-tr:nth-child(even) td { background: #f8f8f5; }
-td math { max-width: 100%; }
-img { max-width: 100%; height: auto; display: block; margin: 0.5em auto; }
-.caption { display: block; font-size: 0.88em; color: #444; margin: 0 0 1.2em; }
-.math-display { display: block; margin: 0.9em 0; overflow-wrap: anywhere; text-align: center; }
-math { font-size: 1.08em; }
-math[display="block"] { margin: 0.4em auto; }
-:target { background: #fff6c8; }
-/* one block per theorem: statement, hypotheses list, prediction, cross-check */
-div.theorem { border: 1px solid #d9d9d2; border-left: 4px solid #8aa4c8; border-radius: 4px;
-              padding: 0.2em 1em 0.4em; margin: 1.2em 0; background: #fff; }
-div.theorem h4 { margin: 0.5em 0 0.3em; }
-div.theorem ul { padding-left: 1.4em; }
-div.theorem li { margin: 0.25em 0; overflow-wrap: anywhere; }
-details { margin: 0.2em 0 0.4em; font-size: 0.92em; color: #333; }
-details > summary { cursor: pointer; color: #1a5fb4; }
-details > p, details > ul { margin: 0.3em 0 0.3em 1em; }
-@media print { body { max-width: none; margin: 0; background: #fff; font-size: 0.95rem; }
-               div.theorem, img, tr, .caption { break-inside: avoid; } h2, h3, h4 { break-after: avoid; } }
-@media (max-width: 900px) { body { padding: 0 0.6rem; } table { font-size: 0.85em; }
-                            th, td { padding: 0.25em 0.35em; } div.theorem { padding: 0.2em 0.6em 0.4em; } }
-code.verdict { white-space: nowrap; overflow-wrap: normal; font-weight: bold; padding: 0.08em 0.45em; border-radius: 0.7em;
-               border: 1px solid transparent; }
-code.verdict-holds, code.verdict-agrees, code.verdict-applies { color: #0f5b1e;
-       background: #dcf3e0; border-color: #9fd4aa; }
-code.verdict-fails, code.verdict-disagrees, code.verdict-inapplicable { color: #8b1014;
-       background: #fbe0e0; border-color: #e6a3a5; }
-code.verdict-unknown, code.verdict-undecided { color: #6b5200; background: #fbf1cf;
-       border-color: #e3cf86; }
-code.verdict-skipped { color: #444; background: #ececec; border-color: #ccc; }
-"""
 
 # ---------------------------------------------------------------------------
 # math
@@ -136,25 +78,79 @@ _MATHML_ATTRIBUTES: frozenset[str] = frozenset({
 })
 _SAFE_ATTR_VALUE = re.compile(r"^[#%.,\w\s:-]*$")
 _CONTROL_SEQUENCE = re.compile(r"\\[A-Za-z]+")
+_BRACED_UPRIGHT = re.compile(r"\\mathrm\s*\{\s*([A-Za-z])\s*\}")
 
 
 class _MathError(ValueError):
     """latex2mathml failed, or produced output we do not trust as a faithful rendering."""
 
 
-def _clean(elem: ET.Element, in_text: bool = False) -> str:
-    """Re-serialise one parsed MathML element through the allow-lists (recursive)."""
-    name = elem.tag.rsplit("}", 1)[-1].lower()  # drop the namespace ElementTree puts in front
+_TOKENS = frozenset({"mi", "mn", "mo", "mtext", "ms"})
+
+
+def _tag(elem: ET.Element) -> str:
+    return elem.tag.rsplit("}", 1)[-1].lower()  # drop the namespace ElementTree puts in front
+
+
+def _upright_letter(elem: ET.Element, variant: str | None) -> bool:
+    """A one-letter ``<mi>`` in ``normal`` style and nothing else (a piece of ``\\mathrm{Err}``)."""
+    return (_tag(elem) == "mi" and variant == "normal" and len(elem) == 0 and len(elem.text or "") == 1
+            and set(elem.attrib) <= {"mathvariant"} and not (elem.tail or "").strip())
+
+
+def _merge_upright_runs(elem: ET.Element, variant: str | None) -> list[tuple[ET.Element, str | None]]:
+    """Children with their style; runs of upright one-letter ``<mi>`` become one ``<mi>`` (a word
+    of several letters is upright by itself, so it needs no ``mathvariant``)."""
+    out: list[tuple[ET.Element, str | None]] = []
+    run: list[ET.Element] = []
+
+    def flush() -> None:
+        if len(run) > 1:
+            word = ET.Element("mi")
+            word.text = "".join(c.text or "" for c in run)
+            word.tail = run[-1].tail
+            out.append((word, None))
+        elif run:
+            out.append((run[0], "normal"))
+        run.clear()
+
+    for child in elem:
+        style = child.attrib.get("mathvariant", variant)
+        if _upright_letter(child, style):
+            run.append(child)
+            continue
+        flush()
+        out.append((child, style))
+    flush()
+    return out
+
+
+def _clean(elem: ET.Element, in_text: bool = False, variant: str | None = None) -> str:
+    """Re-serialise one parsed MathML element through the allow-lists (recursive).
+
+    ``mathvariant`` (own or inherited from ``<mstyle>``) is turned into Unicode letters
+    (:func:`flowcert.reports.letters.styled`); it stays as an attribute only where a MathML Core
+    browser keeps it (``normal`` on a one-letter ``<mi>``)."""
+    name = _tag(elem)
     if name not in _MATHML_ELEMENTS:
         if not in_text:
             raise _MathError(f"element <{name}> is not MathML")
         return html.escape(_as_source(elem), quote=False)  # \text{<b>} is copied verbatim by latex2mathml
     in_text = in_text or name in ("mtext", "ms", "annotation")
+    variant = elem.attrib.get("mathvariant", variant)
+    text = elem.text or ""
+    if name in _TOKENS and variant not in (None, "normal"):
+        try:
+            text = styled(text, variant)
+        except ValueError as exc:
+            raise _MathError(f"mathvariant {variant!r} would be dropped by the browser: {exc}") from exc
     attrs = "".join(f' {k}="{html.escape(v, quote=True)}"' for k, v in sorted(elem.attrib.items())
-                    if k in _MATHML_ATTRIBUTES and _SAFE_ATTR_VALUE.match(v))
-    parts = [_text(elem.text, in_text)]
-    for child in elem:
-        parts.append(_clean(child, in_text))
+                    if k in _MATHML_ATTRIBUTES and k != "mathvariant" and _SAFE_ATTR_VALUE.match(v))
+    if variant is not None and variant_survives(name, variant, text):
+        attrs += ' mathvariant="normal"'
+    parts = [_text(text, in_text)]
+    for child, style in _merge_upright_runs(elem, variant):
+        parts.append(_clean(child, in_text, style))
         parts.append(_text(child.tail, in_text))
     return f"<{name}{attrs}>{''.join(parts)}</{name}>"
 
@@ -198,6 +194,9 @@ def mathml(latex: str, display: bool) -> str:
     source = latex.strip()
     if not source:
         raise _MathError("empty formula")
+    # latex2mathml drops the upright style of a braced single letter (\mathrm{d}, x^\mathrm{T}); the
+    # unbraced form keeps it
+    source = _BRACED_UPRIGHT.sub(r"{\\mathrm \1}", source)
     try:
         raw = _latex_to_mathml(source, display="block" if display else "inline")
     except Exception as exc:  # latex2mathml raises many exception types
@@ -259,9 +258,80 @@ def _restrict_attrs(state: StateCore) -> None:
     walk(state.tokens)
 
 
+_DOLLAR = math_inline_dollar(allow_space=False, allow_digits=True, allow_double=True)
+
+
+def _math_inline_rule(state: StateInline, silent: bool) -> bool:
+    """``$…$`` inline, not touching a digit on either side (``$5`` and ``5$`` stay text).
+
+    mdit-py-plugins' own digit check reads the character before an opening ``$`` at the start of
+    a text as the text's *last* character, so ``$a$ = 4`` would stay TeX; the check is done here."""
+    start = state.pos
+    if start > 0 and state.src[start - 1].isdigit():
+        return False
+    if not _DOLLAR(state, True):
+        return False
+    end, state.pos = state.pos, start
+    if end < len(state.src) and state.src[end].isdigit():
+        return False
+    return _DOLLAR(state, silent)
+
+
+#: A table cell whose text is made of numbers: signed decimals with exponents, joined by spaces,
+#: punctuation, intervals (``[a, b]``, ``a to b``, ``a–b``) and the units ``×``/``x``/``%``.
+_NUMBER = r"[-+−]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+−]?\d+)?"
+_NUMERIC_CELL = re.compile(rf"(?:{_NUMBER}|\bto\b|∞|[\s,;:()\[\]/±→≈~×x%–—-])*\d(?:{_NUMBER}|\bto\b|∞|[\s,;:()\[\]/±→≈~×x%–—-])*")
+
+
+#: A number that a browser could break (a sign, an exponent's sign, a slash), standing alone in the text.
+_BREAKABLE_NUMBER = re.compile(r"(?<![\w.])[-+−]?\d[\d.,]*(?:[eE][-+−]?\d+)?(?![\w])")
+
+
+def _unbroken_numbers(state: StateCore) -> None:
+    """Core rule: a number in running text that holds a sign (``-16.38``, ``8.8e-17``) becomes a
+    ``num`` token, drawn as ``<span class="num">`` (never broken across lines; Chromium breaks after
+    a hyphen-minus)."""
+    for i, tok in enumerate(state.tokens):
+        if tok.type != "inline" or not tok.children:
+            continue
+        if i and state.tokens[i - 1].attrGet("class") == "num":
+            continue  # a cell of numbers never wraps at all
+        children: list[Token] = []
+        for child in tok.children:
+            if child.type != "text" or not any(c in child.content for c in "-+−"):
+                children.append(child)
+                continue
+            pos = 0
+            for m in _BREAKABLE_NUMBER.finditer(child.content):
+                if not any(c in m.group(0) for c in "-+−"):
+                    continue
+                if m.start() > pos:
+                    children.append(Token("text", "", 0, content=child.content[pos:m.start()]))
+                children.append(Token("num", "span", 0, content=m.group(0)))
+                pos = m.end()
+            if pos < len(child.content):
+                children.append(Token("text", "", 0, content=child.content[pos:]))
+        tok.children = children
+
+
+def _numeric_cells(state: StateCore) -> None:
+    """Core rule: a table cell that holds only numbers gets ``class="num"`` (never wrapped)."""
+    tokens = state.tokens
+    for i, tok in enumerate(tokens[:-1]):
+        if tok.type not in ("td_open", "th_open") or tokens[i + 1].type != "inline":
+            continue
+        children = tokens[i + 1].children or []
+        if any(c.type not in ("text", "code_inline") for c in children):
+            continue
+        text = "".join(c.content for c in children).strip()
+        if text and len(text) <= 48 and _NUMERIC_CELL.fullmatch(text):
+            tok.attrSet("class", "num")
+
+
 def _parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "typographer": False}).enable("table")
     md.use(dollarmath_plugin, allow_labels=False, allow_space=False, allow_digits=False, double_inline=True)
+    md.inline.ruler.at("math_inline", _math_inline_rule)
     md.use(anchors_plugin, min_level=1, max_level=6, slug_func=slugify)
     md.use(attrs_plugin, spans=True, after=("span_close",))
     md.core.ruler.push("restrict_attrs", _restrict_attrs)
@@ -271,7 +341,8 @@ def _parser() -> MarkdownIt:
         if tok.nesting != 1:
             return "</details>\n"
         summary = tok.info.strip()[len("details"):].strip() or "details"
-        return f"<details><summary>{html.escape(summary, quote=False)}</summary>\n"
+        opened = " open" if env.get("print") else ""  # the printed page shows every detail
+        return f"<details{opened}><summary>{html.escape(summary, quote=False)}</summary>\n"
 
     # ":::: theorem" is one theorem's block (<div class="theorem">); "::: details S" folds its body
     # under the summary S (<details>), the only way to get that element while raw HTML is off
@@ -300,6 +371,10 @@ def _parser() -> MarkdownIt:
         embedded = _embed(src, env)
         env.setdefault("images", []).append(src)
         img = f'<img src="{html.escape(embedded, quote=True)}" alt="{html.escape(alt, quote=True)}">'
+        narrow = _narrow_source(src, env)
+        if narrow is not None:  # a multi-panel figure: its panels in two rows on a narrow page
+            img = (f'<picture><source media="(max-width: {NARROW_BELOW_PX}px)" srcset="{html.escape(narrow, quote=True)}">'
+                   f"{img}</picture>")
         if not env.get("captions"):
             return img
         # the alt text is also shown under the figure: a caption states the figure's protocol
@@ -311,10 +386,43 @@ def _parser() -> MarkdownIt:
     md.add_render_rule("math_block_label", math_block)
     md.add_render_rule("code_inline", code_inline)
     md.add_render_rule("image", image)
+
+    def table_open(self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+        return '<div class="table-wrap">\n' + self.renderToken(tokens, idx, options, env)
+
+    def table_close(self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+        return self.renderToken(tokens, idx, options, env) + "</div>\n"
+
+    md.add_render_rule("table_open", table_open)
+    md.add_render_rule("table_close", table_close)
+    md.core.ruler.push("numeric_cells", _numeric_cells)
+    md.core.ruler.push("unbroken_numbers", _unbroken_numbers)
+    md.add_render_rule("num", lambda self, tokens, idx, options, env:
+                       f'<span class="num">{html.escape(tokens[idx].content, quote=False)}</span>')
     return md
 
 
 _MD = _parser()
+
+
+#: Below this viewport width a multi-panel figure is shown in its two-row form (``<stem>.narrow.png``).
+NARROW_BELOW_PX = 1000
+
+
+def narrow_variant(path: Path) -> Path:
+    """Where the two-row form of a multi-panel figure lives (:func:`flowcert.reports.figures.save_figure`)."""
+    return path.with_name(f"{path.stem}.narrow{path.suffix}")
+
+
+def _narrow_source(src: str, env: EnvType) -> str | None:
+    """The source of an image's two-row form, when one was written beside it (else None)."""
+    base = env.get("base")
+    if base is None or ":" in src or src.startswith(("/", "#")):
+        return None
+    narrow = narrow_variant(Path(src))
+    if not (Path(base) / narrow).is_file():
+        return None
+    return _embed(narrow.as_posix(), env)
 
 
 def _embed(src: str, env: EnvType) -> str:
@@ -338,6 +446,10 @@ def _embed(src: str, env: EnvType) -> str:
 
 _HIDDEN = frozenset({"code", "pre", "math", "style", "title", "script"})
 _LEAK = re.compile(r"\$|\\[A-Za-z]+")
+#: A Markdown escape that reached the page (``\|`` in ``stable_at_v_d_without_\|lambda_d\|``).
+_ESCAPE = re.compile(r"\\[|_*`\[\]{}#<>!]")
+#: A ``mathvariant`` attribute and its element: a browser keeps only ``normal`` on ``<mi>``.
+_MATHVARIANT = re.compile(r'<(m[a-z]+)\b[^>]*\bmathvariant="([^"]*)"')
 
 
 class TexLeakError(ValueError):
@@ -354,14 +466,20 @@ class _VisibleText(HTMLParser):
         self.where = {"h2": "(front page)", "h3": "", "h4": ""}
         self.text = ""
         self.leaks: list[tuple[str, str, str]] = []  # (section, heading, text node)
+        self.in_code = 0
+        self.escapes: list[tuple[str, str, str]] = []  # Markdown escapes a reader would see, code included
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "code":
+            self.in_code += 1
         if tag in _HIDDEN:
             self.hidden += 1
         elif tag in self.where:
             self.heading, self.text = tag, ""
 
     def handle_endtag(self, tag: str) -> None:
+        if tag == "code":
+            self.in_code = max(0, self.in_code - 1)
         if tag in _HIDDEN:
             self.hidden = max(0, self.hidden - 1)
         elif tag == self.heading:
@@ -374,9 +492,11 @@ class _VisibleText(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self.heading:
             self.text += data
+        under = " / ".join(w for w in (self.where["h3"], self.where["h4"]) if w)
         if not self.hidden and _LEAK.search(data):
-            under = " / ".join(w for w in (self.where["h3"], self.where["h4"]) if w)
             self.leaks.append((self.where["h2"], under, data))
+        if self.hidden == self.in_code and _ESCAPE.search(data):  # visible text, or inline code
+            self.escapes.append((self.where["h2"], under, data))
 
 
 def _source_line(md: str, text: str, token: str) -> str:
@@ -409,9 +529,20 @@ def check_visible_text(body: str, md: str = "") -> None:
     if "<merror" in body:
         bad = body[body.index("<merror"):][:200]
         raise TexLeakError(f"a formula rendered as <merror> (invalid TeX): {bad!r}")
+    dropped = [(tag, v) for tag, v in _MATHVARIANT.findall(body) if not (tag == "mi" and v == "normal")]
+    if dropped:
+        raise TexLeakError(f"{len(dropped)} mathvariant attribute(s) the browser would drop (it keeps only "
+                           f"'normal' on <mi>): {dropped[:5]}; the letters must be Unicode (flowcert.reports.letters)")
     parser = _VisibleText()
     parser.feed(body)
     parser.close()
+    if parser.escapes:
+        section, under, text = parser.escapes[0]
+        m = _ESCAPE.search(text)
+        assert m is not None
+        raise TexLeakError(f"{len(parser.escapes)} Markdown escape(s) shown to the reader, first in section "
+                           f"'{section}'{f' ({under})' if under else ''}: {m.group(0)!r} in "
+                           f"{' '.join(text.split())[:120]!r}; Markdown source: {_source_line(md, text, m.group(0))[:300]!r}")
     if not parser.leaks:
         return
     report = []
@@ -436,7 +567,7 @@ class Rendered:
 
 
 def render_page(md: str, title: str = _DEFAULT_TITLE, base: Path | None = None, captions: bool = False,
-                strict: bool = False) -> Rendered:
+                strict: bool = False, print_mode: bool = False) -> Rendered:
     """Render Markdown to a standalone page.
 
     Parameters
@@ -453,8 +584,11 @@ def render_page(md: str, title: str = _DEFAULT_TITLE, base: Path | None = None, 
     strict : bool
         Refuse a page that shows TeX outside math (:func:`check_visible_text`, raises
         :class:`TexLeakError`) or has a formula that fell back to source.
+    print_mode : bool
+        The page to print: every ``<details>`` open, so a PDF carries the margins, certificates
+        and measurements a reader would otherwise unfold.
     """
-    env: dict[str, Any] = {"fallbacks": 0, "base": base, "captions": captions}
+    env: dict[str, Any] = {"fallbacks": 0, "base": base, "captions": captions, "print": print_mode}
     body = _MD.render(md, env)
     if strict:
         check_visible_text(body, md)

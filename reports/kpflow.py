@@ -45,8 +45,9 @@ def _fig_prop1(rates: dict[str, Any], path: Path) -> None:
         ax.loglog(s, [row["roundoff_floor"] for row in rows], ":", color=ax.lines[-1].get_color(), alpha=0.6)
     ax.set_xlabel(r"learning rate $\eta$")
     ax.set_ylabel("relative residual")
-    ax.set_title("Prop. 1: FD step vs $-PKP^*$Err (dotted: rounding floor)", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.plot([], [], "k:", alpha=0.6, label="rounding floor (each cell)")
+    ax.set_title("Prop. 1: FD step vs $-PKP^*$Err")
+    ax.legend()
     save_figure(fig, path)
 
 
@@ -59,33 +60,37 @@ def _fig_collapse(res: dict[str, Any], path: Path) -> None:
         for run in res["runs"]:
             its = [c["iter"] for c in run["checkpoints"]]
             ax.plot(its, [c[k] for c in run["checkpoints"]], "o-", label=f"g={run['g']}")
-        ax.set_title({"K": "effrank95 K", "P": "effrank95 P", "PKP": "effrank95 PKP*", "pca95": "PCA-95 of z"}[k], fontsize=9)
+        ax.set_title({"K": "K", "P": "P", "PKP": "PKP*", "pca95": "hidden states z"}[k])
         ax.set_xlabel("GD iteration")
+        ax.set_ylabel("PCA-95 rank" if k == "pca95" else "effective rank (95 %)")
         if k == "P":
             ax.set_yscale("log")
-    axes[0].legend(fontsize=7)
+    axes[0].legend()
     save_figure(fig, path)
 
 
 def _fig_interference(res: dict[str, Any], path: Path) -> None:
-    from .figures import save_figure, subplots
+    from .figures import colorbar, save_figure, subplots
 
     fig, axes = subplots(1, 3)
     names = ["MP", "MA", "DP", "DA"]
     for ax, M, t in ((axes[0], np.array(res["C"][-1]), "cumulative interference C"),
                      (axes[1], np.array(res["hidden_cos"][-1]), "hidden-state cosine (end)")):
-        im = ax.imshow(M, vmin=-1, vmax=1, cmap="RdBu_r")
+        im = ax.imshow(M, vmin=-1, vmax=1, cmap="RdBu_r", aspect="auto")
         ax.set_xticks(range(4), names)
         ax.set_yticks(range(4), names)
-        ax.set_title(t, fontsize=9)
-        fig.colorbar(im, ax=ax, fraction=0.046)
+        ax.set_title(t)
+        ax.set_xlabel("task")
+        ax.set_ylabel("task")
+        colorbar(fig, im, ax, "value")
     ax = axes[2]
     ax.plot(res["iters"], res["pro_anti_C"], "b-", label="C: Pro/Anti")
     ax.plot(res["iters"], res["mem_del_C"], "r-", label="C: Mem/Del")
     ax.plot(res["iters"], res["pro_anti_hidden"], "b--", label="hidden: Pro/Anti")
     ax.plot(res["iters"], res["mem_del_hidden"], "r--", label="hidden: Mem/Del")
     ax.set_xlabel("GD iteration")
-    ax.legend(fontsize=7)
+    ax.set_ylabel("interference / cosine")
+    ax.legend()
     save_figure(fig, path)
 
 
@@ -114,7 +119,7 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
     rates = _prop1_rates(cells_)
     _fig_prop1(rates, out / "kpflow_prop1.png")
     figs.append("kpflow_prop1.png")
-    md += ["Discrete convention (note §1.3): $z_t=F(z_{t-1},x_t;\\theta)$, trajectories $[B,T,H]$, $z_0$ not stored, "
+    md += ["Discrete convention: $z_t=F(z_{t-1},x_t;\\theta)$, trajectories $[B,T,H]$, $z_0$ not stored, "
            "Jacobians of step $t$ at $(z_{t-1},x_t)$. With $L=\\frac1B\\sum_{b,t}\\ell$ and $\\ell=\\frac12\\|W_{out}z+b_{out}-y^*\\|^2$:", "",
            "$$\\partial_s z=-\\mathcal P\\mathcal K\\mathcal P^*\\,\\mathrm{Err},\\qquad \\mathcal K=\\tfrac1B GG^\\top,\\qquad "
            "\\tfrac1B J_ZJ_Z^\\top=\\mathcal P\\mathcal K\\mathcal P^\\top,\\qquad (\\mathcal P^{-1}q)_t=q_t-A_tq_{t-1}.$$", "",
@@ -189,7 +194,7 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
     k_lt_p = all(c["K"] < c["P"] for r in cs["runs"] for c in r["checkpoints"])
     k_lt_p_low = all(c["K"] < c["P"] for r in cs["runs"] if r["g"] <= 1 for c in r["checkpoints"])
     thm1_eq = all(c["K_trH"] == c["features"] for r in cs["runs"] for c in r["checkpoints"])
-    md += ["### Experiments (CPU scale, note §4.4)", "",
+    md += ["### Experiments (CPU scale)", "",
            f"**Dynamic collapse on Memory-Pro.** eq. 8 RNN with $\\Delta t=1$, H={pc['H']}, {pc['trials']} clean trials, "
            f"T={pc['T']}, Adam lr {pc['lr']}, {pc['iters']} iterations, seed {pc['seed']}. Effective rank: {doc['effective_rank']['definition']}; "
            "computed exactly through the factors ($\\frac1BG^\\top G$, $\\frac1B(PG)^\\top PG$, per-trial blocks of P).", "",
@@ -205,7 +210,7 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
            f"**{'yes' if thm1_eq else 'no'}**.",
            f"- K lower rank than P (same σ² weighting): **{'at every checkpoint' if k_lt_p else ('for g ≤ 1 only' if k_lt_p_low else 'no')}**. "
            "In the chaotic regime (g ≳ 2 with this leak-free map) the σ²-weighted spectrum of P is dominated by a few expanding "
-           "directions, so 'P is high rank' depends on the regime and on the weighting (note §5, item 21).",
+           "directions, so 'P is high rank' depends on the regime and on the weighting.",
            f"- PKP* about as low rank as K: effrank PKP* ≤ effrank K at every checkpoint: "
            f"**{'yes' if all(c['PKP'] <= c['K'] for r in cs['runs'] for c in r['checkpoints']) else 'no'}**.",
            f"- After training the K ranks of the runs lie in {min(last[g]['K_trH'] for g in gs)}–{max(last[g]['K_trH'] for g in gs)} "
@@ -242,7 +247,7 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
     md += ["", f"Kaplan–Yorke dimension is 0 for the stable gains and grows past the transition "
            f"(**{'reproduced' if ky[0] == 0 and ky[-1] > ky[0] else 'not reproduced'}**); at g = {ly['rows'][-1]['g']} it is "
            f"{ky[-1]:.3g} of {lp['H']}, not near H as in the paper's Supp. Fig. 10 (different H and map).", "",
-           "**Errata implemented** (note §5): Prop. 1 sign/normalisation ($\\ell=\\frac12\\|\\cdot\\|^2$, 1/B in K); eq. 11's missing "
+           "**Errata implemented** (see [the errata](#sec-errata), kpflow): Prop. 1 sign/normalisation ($\\ell=\\frac12\\|\\cdot\\|^2$, 1/B in K); eq. 11's missing "
            "minus sign and stars; Theorem 1 'definite' → semidefinite and bound (3) only for a constant outer Jacobian; "
            "Theorem 2's U as a multiplication operator and eq. 74's off-by-one; the Hodgkin–Huxley gating derivative "
            "$D_Vf_k=\\operatorname{diag}(\\alpha_k'(1-k)-\\beta_k'k)$ (eq. 85 is wrong; SymPy check in `flowcert.symbolic.rnn`) "

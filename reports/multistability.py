@@ -150,13 +150,16 @@ def plot_simulation(sim: dict[str, Any], path: Path) -> Path:
         hi = np.array([o["wilson"][1] for o in outs]) - fr
         ax.bar(range(len(outs)), fr, yerr=[lo, hi], capsize=3,
                color=["tab:green" if o["verdict"] == "stable" else "tab:gray" for o in outs])
-        ax.set_xticks(range(len(outs)), [o["label"] for o in outs], rotation=30, ha="right", fontsize=7)
+        ax.set_xticks(range(len(outs)), [o["label"] for o in outs], rotation=30, ha="right")
+        ax.set_xlabel("limit reached (green: certified stable)")
         ax.set_ylabel("fraction of samples")
-        ax.set_title(f"{sim['samples']} samples, seed {sim['seed']}, RK4 + retraction to rest (t <= {sim['t_end']:g})", fontsize=8)
+        ax.set_title(f"{sim['samples']} samples, seed {sim['seed']}, Wilson 95% intervals")
     else:
         X = np.array(sim["X_final"])
         ax.plot(X[:, 0], X[:, 1] if X.shape[1] > 1 else 0 * X[:, 0], "o")
-        ax.set_title(f"final tokens at t = {sim['t_end']:.4g} (first two coordinates)")
+        ax.set_xlabel("first coordinate $x_{i,1}$")
+        ax.set_ylabel("second coordinate $x_{i,2}$" if X.shape[1] > 1 else "(one coordinate)")
+        ax.set_title(f"final tokens at t = {sim['t_end']:.4g}")
     save_figure(fig, path)
     return path
 
@@ -176,9 +179,13 @@ def _fig_sphere(p: Any, out: Path, seed: int) -> tuple[str, dict[str, Any]]:
     u, v = np.mgrid[0:2 * np.pi:30j, 0:np.pi:15j]
     ax.plot_wireframe(np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v), color="0.85", lw=0.4)
     for i in range(path.shape[1]):
-        ax.plot(*path[:, i].T, lw=1)
-        ax.scatter(*path[-1, i], s=18, color="k")
+        ax.plot(*path[:, i].T, lw=1, label="token trajectories (one colour each)" if i == 0 else "_nolegend_")
+        ax.scatter(*path[-1, i], s=18, color="k", label=f"positions at t = {T:g}" if i == 0 else "_nolegend_")
     ax.set_box_aspect((1, 1, 1))
+    ax.set_xlabel("$x_1$")
+    ax.set_ylabel("$x_2$")
+    ax.set_zlabel("$x_3$")
+    ax.legend(loc="upper left")
     save_figure(fig, out / "multistability_sphere.png")
     label = fm.classify_run(p, path[-1])
     return "multistability_sphere.png", {"T": T, "steps": steps, "drift": tr.max_drift, **label}
@@ -221,9 +228,9 @@ def _fig_spectra(out: Path) -> tuple[str, dict[str, Any]]:
                 ax.plot(sp_.ambient.real, sp_.ambient.imag, "o", mfc="none", ms=9, label="ambient (paper's lists)")
                 ax.plot(sp_.tangent.real, sp_.tangent.imag, "x", color="tab:red", label="tangent (decides stability)")
                 ax.axvline(0, color="k", lw=0.6)
-                ax.legend(fontsize=7)
-                ax.set_xlabel("Re")
-                ax.set_ylabel("Im")
+                ax.legend()
+                ax.set_xlabel(r"Re $\lambda$")
+                ax.set_ylabel(r"Im $\lambda$")
                 save_figure(fig, out / "multistability_spectra.png")
                 return "multistability_spectra.png", {"V": V.tolist(), "M": M.tolist(), "n": n, "k": k + 1,
                                                       "max_ambient": float(amb[:, 0].max()),
@@ -275,7 +282,7 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
         "(Rayleigh quotients and residuals in rational arithmetic; disjoint intervals prove simplicity), the angle to each "
         "eigenvector is bounded by Davis–Kahan, and $a_k=v_k^\\top Q^\\top Kv_k$ is enclosed. At $x_i=s_iv_k$ the tangent "
         "linearisation splits into blocks $J_j=c(\\lambda_jA-\\operatorname{diag}(g))$, and $P=\\operatorname{diag}(Z)$ makes "
-        "$PJ_j$ symmetric (note D4):",
+        "$PJ_j$ symmetric:",
         "",
         "$$PJ_j/c=\\lambda_jE-\\lambda_k\\operatorname{diag}(\\sigma),\\qquad E_{ij}=e^{a_ks_is_j}.$$",
         "",
@@ -296,7 +303,7 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
         f"t = {sph_info['T']:g}; drift {sph_info['drift']:.1e}); limit: {sph_info.get('limit_label', sph_info.get('limit_class'))}.]"
         "(multistability_sphere.png)",
         "",
-        f"**Example 3(a)** (protocol of note 001 §4.2: $Q,K,G\\sim\\mathcal N(0,1)$, $V=(G+G^\\top)/2$, seed {ex3a['seed']}, "
+        f"**Example 3(a)** (protocol: $Q,K,G\\sim\\mathcal N(0,1)$, $V=(G+G^\\top)/2$, seed {ex3a['seed']}, "
         f"{ex3a['instances']} instances, $d={ex3a['d']}$, $n={ex3a['n']}$, all {ex3a['d'] * 2 ** ex3a['n']} points by certified "
         f"class verdicts): stable count min {ex3a['min']}, median {ex3a['median']:g}, max {ex3a['max']}; only the $\\pm v_1$ pair "
         f"in {ex3a['only_pm_v1']}; instances with a stable point at an interior $v_k$: {ex3a['with_interior_k']}; with a stable "

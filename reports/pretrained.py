@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from .values import number
+
 __all__ = ["section"]
 
 TITLE = "Real pretrained transformers: all-MiniLM-L6-v2 and a GPT-2-shaped random model"
@@ -41,14 +43,7 @@ def _heads(model: Any) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]
             if r[key]["certificate"]:
                 n_cert += 1
                 n_ok += core.recheck(r[key]["certificate"])
-    rows = ["| layer | head | $\\Vert M-M^\\top\\Vert_F/\\Vert M\\Vert_F$ | $\\Vert U-U^\\top\\Vert_F/\\Vert U\\Vert_F$ | sym$(M)$ | sym$(U)$ | inertia sym$(M)$, sym$(U)$ (proved) | max Re $\\lambda(U)$ | tr $U$ | theorems applying |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in recs:
-        app = [t["id"] for t in r["theorems"] if t["applies"]]
-        ind = lambda k: "indefinite (cert.)" if r[k]["status"] == "holds" else r[k]["status"]  # noqa: E731
-        rows.append(f"| {r['layer']} | {r['head']} | {r['M']['asymmetry']:.3f} | {r['U']['asymmetry']:.3f} | "
-                    f"{ind('sym_M_indefinite')} | {ind('sym_U_indefinite')} | {_inert(r, 'M')}, {_inert(r, 'U')} | "
-                    f"{r['U']['spectral_abscissa']:.4f} | {r['U']['trace']:.4f} | {', '.join(app) or 'none'} |")
+    rows = _head_groups(recs)
     stats = {"n_heads": len(recs), "certificates": n_cert, "rechecked": n_ok, "verdicts": verdicts,
              "asym_M_min": min(r["M"]["asymmetry"] for r in recs), "asym_U_min": min(r["U"]["asymmetry"] for r in recs),
              "indef_M": sum(r["sym_M_indefinite"]["status"] == "holds" for r in recs),
@@ -65,6 +60,79 @@ def _inert(r: dict[str, Any], name: str) -> str:
     return "not proved" if p is None else str(tuple(p))
 
 
+def _indefinite(r: dict[str, Any], key: str) -> str:
+    return "indefinite (certified)" if r[key]["status"] == "holds" else r[key]["status"]
+
+
+def head_list(heads: list[tuple[int, int]]) -> str:
+    """Heads as ``layer L: h, h–h`` runs (consecutive heads of a layer joined), layers separated by ``;``."""
+    by_layer: dict[int, list[int]] = {}
+    for layer, head in sorted(heads):
+        by_layer.setdefault(layer, []).append(head)
+    text = {layer: ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in _runs(hs))
+            for layer, hs in by_layer.items()}
+    layers = sorted(text)
+    if len(layers) > 1 and len(set(text.values())) == 1 and layers == list(range(layers[0], layers[-1] + 1)):
+        return f"L{layers[0]}–L{layers[-1]}: {text[layers[0]]}"  # the same heads in every layer
+    return "; ".join(f"L{layer}: {t}" for layer, t in text.items())
+
+
+def _runs(values: list[int]) -> list[list[int]]:
+    runs: list[list[int]] = []
+    for v in values:
+        if runs and v == runs[-1][-1] + 1:
+            runs[-1].append(v)
+        else:
+            runs.append([v])
+    return runs
+
+
+def _span(values: list[float], digits: int = 3) -> str:
+    lo, hi = min(values), max(values)
+    return number(lo, digits) if number(lo, digits) == number(hi, digits) else f"{number(lo, digits)} to {number(hi, digits)}"
+
+
+def _head_groups(recs: list[dict[str, Any]]) -> list[str]:
+    """One row per verdict pattern (symmetric parts, inertia, theorems applying) with its heads, their count
+    and the range of each measured quantity over them (per-head values: ``heads.csv``)."""
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for r in recs:
+        app = ", ".join(f"`{t['id']}`" for t in r["theorems"] if t["applies"]) or "none"
+        key = (_indefinite(r, "sym_M_indefinite"), _indefinite(r, "sym_U_indefinite"),
+               f"{_inert(r, 'M')}, {_inert(r, 'U')}", app)
+        groups.setdefault(key, []).append(r)
+    rows = ["| heads | sym$(M)$ | sym$(U)$ | inertia sym$(M)$, sym$(U)$ (proved) | theorems applying | "
+            "$\\Vert M-M^\\top\\Vert_F/\\Vert M\\Vert_F$ | $\\Vert U-U^\\top\\Vert_F/\\Vert U\\Vert_F$ | "
+            "max Re $\\lambda(U)$ | tr $U$ |", "|---|---|---|---|---|---|---|---|---|"]
+    for key, rs in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        heads = [(int(r["layer"]), int(r["head"])) for r in rs]
+        rows.append(f"| {len(rs)}: {head_list(heads)} | " + " | ".join(key) + " | "
+                    + " | ".join(_span([r[m][q] for r in rs]) for m, q in
+                                 (("M", "asymmetry"), ("U", "asymmetry"), ("U", "spectral_abscissa"), ("U", "trace")))
+                    + " |")
+    return rows
+
+
+def write_heads_csv(recs: list[dict[str, Any]], path: Path) -> Path:
+    """Every head's row (full precision) as CSV, beside the report."""
+    import csv
+    import io
+
+    from ..outputs import write_text
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["layer", "head", "asymmetry_M", "asymmetry_U", "sym_M", "sym_U", "inertia_sym_M", "inertia_sym_U",
+                "max_re_lambda_U", "trace_U", "theorems_applying"])
+    for r in recs:
+        w.writerow([r["layer"], r["head"], repr(r["M"]["asymmetry"]), repr(r["U"]["asymmetry"]),
+                    _indefinite(r, "sym_M_indefinite"), _indefinite(r, "sym_U_indefinite"), _inert(r, "M"),
+                    _inert(r, "U"), repr(r["U"]["spectral_abscissa"]), repr(r["U"]["trace"]),
+                    " ".join(t["id"] for t in r["theorems"] if t["applies"])])
+    write_text("--out", path, buf.getvalue())
+    return path
+
+
 def _fig_gauss(res: dict[str, Any], path: Path) -> None:
     from .figures import save_figure, subplots
 
@@ -75,7 +143,7 @@ def _fig_gauss(res: dict[str, Any], path: Path) -> None:
     ax.plot(L, res["threshold"], "k--", label="threshold (max of Gaussian-vs-Gaussian draws)")
     ax.set_xlabel("layer")
     ax.set_ylabel(r"SW$_2$ / $\sqrt{\mathrm{tr}\hat\Sigma/d}$")
-    ax.legend(fontsize=7)
+    ax.legend()
     save_figure(fig, path)
 
 
@@ -89,12 +157,13 @@ def _fig_cov(res: dict[str, Any], path: Path) -> None:
         ax.semilogy(np.arange(len(tr)), tr, "o-" if r["signs"] == "opposing" else "s-", label=f"V={r['V']}, B={r['B']}")
         if "trace_cov_meanfield" in r:
             ax.semilogy(np.arange(len(tr)), r["trace_cov_meanfield"], "k:", lw=1)
-    axs[0].set_title("pretrained MiniLM FF blocks kept (no LayerNorm)", fontsize=8)
-    axs[1].set_title("attention only (dotted: Gaussian mean-field map)", fontsize=8)
+    axs[1].plot([], [], "k:", lw=1, label="Gaussian mean-field map")
+    axs[0].set_title("MiniLM FF blocks kept, no LayerNorm")
+    axs[1].set_title("attention only")
     for ax in axs:
         ax.set_xlabel("layer")
         ax.set_ylabel(r"tr $\hat\Sigma$")
-        ax.legend(fontsize=7)
+        ax.legend()
     save_figure(fig, path)
 
 
@@ -107,11 +176,11 @@ def _fig_cons(res: dict[str, Any], path: Path) -> None:
         for i, r in enumerate(res[which]["runs"]):
             ax.plot(r["mean_cos"], color=f"C{i // 2}", ls="-" if r["ffn"] else "--",
                     label=f"prompt {i // 2 + 1}, {'with' if r['ffn'] else 'no'} FF")
-        ax.set_title(title, fontsize=8)
+        ax.set_title(title)
         ax.set_xlabel("pass through the whole stack")
         ax.set_ylabel("mean pairwise cosine")
         ax.set_ylim(-0.1, 1.02)
-        ax.legend(fontsize=6)
+        ax.legend()
     save_figure(fig, path)
 
 
@@ -121,12 +190,50 @@ def _fig_cons(res: dict[str, Any], path: Path) -> None:
 SWEEP_RECORD = Path(__file__).parent / "data" / "minilm_verify.jsonl"
 
 
+def _sweep_rows(records: list[dict[str, Any]]) -> list[str]:
+    """The sweep as one row per verdict pattern (regime, theorems that apply, deciding hypothesis), with
+    its heads, their count and seconds (median, max); names as mathematics."""
+    import re
+    import statistics
+
+    from ..pretrained.command import head_row
+    from .common import hypothesis_markdown, plain
+
+    groups: dict[tuple[str, str, str], list[tuple[tuple[int, int], float | None]]] = {}
+    for rec in records:
+        layer, head, regime, applies, deciding, secs = head_row(rec)
+        groups.setdefault((regime, ", ".join(f"`{a}`" for a in applies) or "none", deciding), []).append(
+            ((int(layer), int(head)), secs))
+    rows = ["| heads | regime | theorems that apply | deciding hypothesis (first not applying) | seconds (median, max) |",
+            "|---|---|---|---|---|"]
+    for (regime, applies, deciding), heads in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        secs = [x for _, x in heads if x is not None]
+        if deciding:
+            tid, rest = deciding.split(": ", 1)
+            name, status = rest.rsplit(" ", 1)
+            deciding = f"`{tid}`: {hypothesis_markdown(name)} `{status}`"
+        regime_md = re.sub(r"^Sigma (\S+), mu (\S+)", r"$\\Sigma$ `\1`, $\\mu$ `\2`", regime)
+        rows.append(f"| {len(heads)}: {head_list([h for h, _ in heads])} | "
+                    f"{regime_md if regime_md != regime else plain(regime)} | {applies} | {deciding or 'none'} | "
+                    + (f"{number(statistics.median(secs), 3)}, {number(max(secs), 3)}" if secs else "") + " |")
+    return [table_safe_row(r) for r in rows]
+
+
+def table_safe_row(row: str) -> str:
+    """A table row whose cells are made safe one by one (pipes inside a hypothesis's TeX)."""
+    from .values import table_safe
+
+    if row.startswith("|---"):
+        return row
+    cells = row.strip()[2:-2].split(" | ")
+    return "| " + " | ".join(table_safe(c) for c in cells) + " |"
+
+
 def _sweep_tables(path: Path = SWEEP_RECORD) -> list[str]:
-    """The recorded whole-model sweep as one summary table per system (empty when not recorded)."""
+    """The recorded whole-model sweep as one grouped table per system (empty when not recorded)."""
     import json
 
     from ..files import read_json_text
-    from ..pretrained.command import grouped_table
 
     if not path.is_file():
         return []
@@ -143,7 +250,7 @@ def _sweep_tables(path: Path = SWEEP_RECORD) -> list[str]:
             md += ["", f"**{system}** (regime{' of Table 1' if system == 'gaussian' else ': limit of the run'}, "
                        "theorems that apply, and the hypothesis that decides the first one that does not; heads "
                        "with the same answers share a row; `flowcert pretrained verify --summary` writes one row per "
-                       "head):", "", grouped_table(recs)]
+                       "head):", "", *_sweep_rows(recs)]
     return md
 
 
@@ -173,6 +280,7 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
     prompts = ex.PROMPTS[:2] if quick else ex.PROMPTS
     k = ex.consensus(m, quick=quick, seed=seed, passes=10 if quick else None, gpt2_passes=60 if quick else None,
                      prompts=prompts)
+    write_heads_csv(recs, out / "heads.csv")
     figs = ["pretrained_gaussianity.png", "pretrained_covariance.png", "pretrained_consensus.png"]
     _fig_gauss(g, out / figs[0])
     _fig_cov(c, out / figs[1])
@@ -231,6 +339,9 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
         "positive and $d_h$ negative eigenvalues. This is a consequence of the factorised form $Q^\\top K$ with "
         "independent $Q,K$, not of training. The float64 spectra below are for information only. "
         f"$\\operatorname{{tr}}U>0$ on {st['trU_pos']} heads, and $\\max\\operatorname{{Re}}\\lambda(U)>0$ on {st['absc_pos']}.",
+        "",
+        f"Heads with the same verdicts share a row, with the range of each measured quantity over them; every head's "
+        f"values are in [heads.csv](heads.csv) ({st['n_heads']} rows, full precision).",
         "",
         *rows,
         "",
@@ -320,12 +431,12 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
         + ("Without FF blocks, MiniLM's $E$ becomes small while $\\bar c$ stays near 0: the tokens split into two nearly "
            "antipodal groups (fraction of tokens opposite to $y_1$ at the end: "
            + ", ".join(f"{r['final_fraction_opposite_y1']:.2f}" for r in pre_runs if not r["ffn"])
-           + "). $E$ is blind to sign and scores this bipolar state as consensus. This is the note's pitfall 3, seen on "
-           "a real model. " if E_small_pre_noff and not cons_pre_noff else "")
+           + "). $E$ is blind to sign and scores this bipolar state as consensus. A sign-blind measure misreads a "
+           "bipolar state as consensus, here on a real model. " if E_small_pre_noff and not cons_pre_noff else "")
         + "MiniLM is bidirectional and post-LN, and its heads violate every hypothesis above, so no theorem covers this run. "
         "The random causal model is the one setting where the auto-regressive theorem's qualitative prediction can be compared.",
         "",
         f"*Section CPU time: {cpu:.1f} s ({'quick' if quick else 'full'} protocol).*",
     ]
     # verdicts here are per head (the heads table); the front page lists the papers' default parameters only
-    return {"title": TITLE, "markdown": "\n".join(md), "theorems": [], "figures": figs}
+    return {"title": TITLE, "markdown": "\n".join(md), "theorems": [], "figures": figs, "files": ["heads.csv"]}

@@ -79,6 +79,27 @@ def test_pages_load_nothing_remote_and_have_no_math_errors(site: Path) -> None:
     assert with_math >= 10
 
 
+def test_letters_by_meaning_and_linked_errata(site: Path) -> None:
+    """The docs use the report's converter: no mathvariant a browser drops is left in any page, the
+    script and double-struck letters are Unicode, and every correction of the catalogue links to its
+    entry on the errata page."""
+    from flowcert.reports.errata import CORRECTIONS, ERRATA
+
+    pages = sorted(site.rglob("*.html"))
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        dropped = [m for m in re.findall(r'<(m[a-z]+)\b[^>]*\bmathvariant="([^"]*)"', text) if m != ("mi", "normal")]
+        assert dropped == [], (page, dropped[:3])
+    everything = "".join(p.read_text(encoding="utf-8") for p in pages)
+    assert "𝒫" in everything and "𝒦" in everything and "ℝ" in everything
+    errata = (site / "errata.html").read_text(encoding="utf-8")
+    assert {e.key for e in ERRATA} <= set(re.findall(r'id="erratum-([^"]+)"', errata))
+    catalogue = (site / "catalogue.html").read_text(encoding="utf-8")
+    links = set(re.findall(r'href="errata\.html#erratum-([^"]+)"', catalogue))
+    assert {c.erratum for c in CORRECTIONS.values()} <= links
+    assert not re.search(r"note 00\d, erratum|erratum \d\)", re.sub(r"<[^>]+>", "", catalogue + errata))
+
+
 def test_cli_reference_lists_every_command(site: Path) -> None:
     from flowcert.cli import build_parser
 
@@ -139,6 +160,12 @@ def test_page_renders_math_offline(browser: Any, served: str, page: str) -> None
     assert all(ns == "http://www.w3.org/1998/Math/MathML" for _, _, ns in sizes)
     assert all(w > 0 and h > 0 for w, h, _ in sizes), [s for s in sizes if not (s[0] > 0 and s[1] > 0)][:5]
     assert browser.execute_script("return document.querySelectorAll('merror, code.tex').length") == 0
+    # no formula is cut at the column's edge: a wide one scrolls in its own box
+    clipped = browser.execute_script(
+        "const col = document.querySelector('article').getBoundingClientRect();"
+        "return Array.from(document.querySelectorAll('article math')).filter(m => !m.closest('.math-display, .table-wrapper,"
+        " table') && m.getBoundingClientRect().right > col.right + 1).length;")
+    assert clipped == 0
     images = browser.execute_script(
         "return Array.from(document.images).map(i => [i.complete, i.naturalWidth, i.getAttribute('src')]);")
     assert all(done and width > 0 for done, width, _ in images), images

@@ -177,3 +177,57 @@ def test_aliases_warn():
                 f"try:\n import {module}\nexcept DeprecationWarning as w:\n print('warned', w)\n")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
         assert out.stdout.startswith("warned"), (module, out.stdout, out.stderr[-500:])
+
+
+#: The only module of the ``flowcert`` package that may import ``flowcert.reports`` (rendering sits above
+#: the systems): the command line, inside the commands that draw (``report``, ``simulate --plot``, ``graph``).
+REPORTS_EDGE = "flowcert/cli.py"
+
+
+def _top_level_imports(path: Path) -> set[int]:
+    """Line numbers of the imports a module runs when it is imported (outside every function)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    lines: set[int] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                lines.add(child.lineno)
+            visit(child)
+    visit(tree)
+    return lines
+
+
+@pytest.mark.parametrize("path", [p for p in _sources() if _module_name(p)[1] == "public"],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_package_does_not_render(path):
+    """Nothing in ``flowcert`` imports ``flowcert.reports`` but the CLI edge, and that one only lazily
+    (the systems verify and simulate; the report sections and figures are drawn in ``reports/``)."""
+    rel = str(path.relative_to(ROOT))
+    hits = [(line, m) for line, m in _imported(path) if m == "flowcert.reports" or m.startswith("flowcert.reports.")]
+    if rel != REPORTS_EDGE:
+        assert not hits, f"{rel} imports the report layer {hits}: rendering lives in reports/"
+    else:
+        eager = [(line, m) for line, m in hits if line in _top_level_imports(path)]
+        assert hits and not eager, f"{rel} imports the report layer at import time {eager}: only inside a command"
+
+
+def test_the_report_rule_sees_an_upward_import(tmp_path, monkeypatch):
+    """The rule above can fail: a system module that draws, or an eager import in the CLI, is caught."""
+    import sys
+
+    here = sys.modules[__name__]
+    monkeypatch.setattr(here, "ROOT", tmp_path)
+    (tmp_path / "flowcert" / "gaussian").mkdir(parents=True)
+    drawing = tmp_path / "flowcert" / "gaussian" / "system.py"
+    drawing.write_text("def simulate():\n    from ..reports.figures import plot_moments\n")
+    with pytest.raises(AssertionError, match="imports the report layer"):
+        test_the_package_does_not_render(drawing)
+    cli = tmp_path / "flowcert" / "cli.py"
+    cli.write_text("from .reports.build import build_report\n")
+    with pytest.raises(AssertionError, match="at import time"):
+        test_the_package_does_not_render(cli)
+    cli.write_text("def cmd_report():\n    from .reports.build import build_report\n")
+    test_the_package_does_not_render(cli)

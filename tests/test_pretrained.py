@@ -413,9 +413,9 @@ def test_report_section_quick(tmp_path):
     from flowcert.reports.pretrained import section
 
     s = section(tmp_path, quick=True)
-    assert set(s) == {"title", "markdown", "theorems", "figures"}
-    assert all((tmp_path / f).is_file() for f in s["figures"])
-    assert s["markdown"].count("\n| ") >= 72 + 1  # the heads table lists every head
+    assert set(s) == {"title", "markdown", "theorems", "figures", "files"}
+    assert all((tmp_path / f).is_file() for f in s["figures"] + s["files"])
+    assert (tmp_path / "heads.csv").read_text().count("\n") == 72 + 1  # every head has its row in the CSV
     assert all(f"]({f})" in s["markdown"] for f in s["figures"])
 
 

@@ -19,7 +19,7 @@ import sympy as sp
 from flowcert import cli
 from flowcert.reports import build
 from flowcert.reports import gaussian as gsec
-from flowcert.reports.common import plain, split_formula, statement_markdown, theorem_anchor, verdict_word
+from flowcert.reports.common import hypothesis_markdown, split_formula, statement_markdown, theorem_anchor, verdict_word
 from flowcert.reports.html import mathml
 
 
@@ -89,7 +89,7 @@ def test_gaussian_rows_carry_the_verdicts_of_verify(report: tuple[build.Report, 
         items = [line for line in block.splitlines() if line.startswith("- `")]
         assert len(items) == len(t["hypotheses"])  # one list item per hypothesis, in order
         for item, h in zip(items, t["hypotheses"]):
-            assert item.startswith(f"- `{h['status']}` **{plain(h['name'])}**, decided by "), item
+            assert item.startswith(f"- `{h['status']}` **{hypothesis_markdown(h['name'])}**, decided by "), item
 
 
 def test_figures_exist_and_are_referenced(report: tuple[build.Report, str, dict[str, Any]]) -> None:
@@ -144,7 +144,7 @@ def test_pdf_printed_by_chromium_or_explained(report: tuple[build.Report, str, d
     if build.chromium_binary() is None:
         assert "PDF: not produced" in md and "Chromium" in md
         return
-    assert "printed by headless Chromium" in md and rep.pdf in md
+    assert "printed by headless Chromium" in md and "every folded detail open" in md and rep.pdf in md
     data = pdf.read_bytes()
     assert data[:5] == b"%PDF-" and data.rstrip().endswith(b"%%EOF")
     assert len(data) > 500_000  # the figures are in it, not only text
@@ -156,6 +156,112 @@ def test_report_math_all_converts(report: tuple[build.Report, str, dict[str, Any
     page = (rep.out / "report.html").read_text(encoding="utf-8")
     assert 'class="tex"' not in page and page.count("<math") > 50
     assert "<script" not in page and "http://" not in page and "https://" not in page
+
+
+def test_sections_without_theorems_have_no_verdict_heading(report: tuple[build.Report, str, dict[str, Any]]) -> None:
+    rep, md, _ = report
+    parts = re.split(r"^## \[", md, flags=re.M)
+    for s in rep.sections:
+        body = next(p for p in parts if p.startswith(f"{s.title}]{{#sec-{s.key}}}"))
+        assert ("### Theorems and verdicts" in body) == bool(s.theorems), s.key
+        assert body.count(":::: theorem") == len(s.theorems), s.key
+
+
+def test_corrections_are_self_contained(report: tuple[build.Report, str, dict[str, Any]]) -> None:
+    """Every correction states the corrected mathematics and links to its erratum in the report; no
+    reference to a note the reader cannot open is left in the text."""
+    from flowcert.reports.errata import CORRECTIONS, ERRATA
+
+    rep, md, doc = report
+    page = (rep.out / "report.html").read_text(encoding="utf-8")
+    corrected = [t for s in doc["sections"] for t in s["theorems"] if t.get("correction")]
+    assert len(corrected) >= 20
+    for t in corrected:
+        assert t["id"] in CORRECTIONS, f"{t['id']}: correction without TeX and erratum (reports/errata.py)"
+        block = _block(md, t["id"])
+        anchor = f"erratum-{CORRECTIONS[t['id']].erratum}"
+        assert f"*Corrected.* {CORRECTIONS[t['id']].text} See [erratum " in block and f"](#{anchor})." in block
+        assert f'id="{anchor}"' in page
+    assert {f"erratum-{e.key}" for e in ERRATA} <= set(re.findall(r'id="(erratum-[^"]+)"', page))
+    text = "\n".join(line for line in md.splitlines() if not line.startswith("#### ["))  # source labels aside
+    assert not re.search(r"\bnote (?:00\d|§)|\berratum \d|\bnote \d{3}", text, re.I), \
+        re.search(r".{60}(?:\bnote (?:00\d|§)|\berratum \d).{20}", text, re.I)
+
+
+def test_every_name_shown_is_mathematics(report: tuple[build.Report, str, dict[str, Any]]) -> None:
+    """Each hypothesis name and each prediction or measurement key of the report has its TeX, and the
+    block shows the TeX, not the plain name."""
+    from flowcert.reports.catalogue_tex import HYPOTHESIS_TEX, QUANTITY_TEX
+
+    _, md, doc = report
+    keys: set[str] = set()
+
+    def walk(x: Any) -> None:
+        if isinstance(x, dict) and not ({"kind", "claim"} <= set(x) or {"name", "status"} <= set(x)):
+            for k, v in x.items():
+                if k != "data":
+                    keys.add(k)
+                    walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+    for s in doc["sections"]:
+        for t in s["theorems"]:
+            block = _block(md, t["id"])
+            for h in t["hypotheses"]:
+                assert h["name"] in HYPOTHESIS_TEX, h["name"]
+                assert f"**{HYPOTHESIS_TEX[h['name']]}**" in block
+            walk(t.get("prediction") or {})
+            walk((t.get("cross_check") or {}).get("details") or {})
+    assert len(keys) > 150 and sorted(keys - set(QUANTITY_TEX)) == []
+
+
+def test_predictions_are_tables_with_numbers_to_significance(report: tuple[build.Report, str, dict[str, Any]]) -> None:
+    _, md, doc = report
+    with_prediction = [t for s in doc["sections"] for t in s["theorems"] if t.get("prediction")]
+    assert len(with_prediction) > 30
+    for t in with_prediction:
+        block = _block(md, t["id"])
+        assert "**Prediction**\n\n| quantity | value |\n|---|---|\n" in block, t["id"]
+        tables = "\n".join(line for line in block.splitlines() if line.startswith("|"))  # the records' own texts aside
+        noisy = [x for x in re.findall(r"(?<![\d.])\d+\.\d+", tables) if len(x.replace(".", "").lstrip("0")) > 6]
+        assert noisy == [], (t["id"], noisy)  # 2.9999999999999925 has 17 significant digits; shown, it is 3
+        assert "..." not in block.split("**Prediction**")[1]  # nothing cut in the middle of a JSON text
+
+
+def test_per_head_detail_is_grouped_and_in_a_csv(report: tuple[build.Report, str, dict[str, Any]]) -> None:
+    """The 72 MiniLM heads: one table row per verdict pattern (counts add up to 72) and every head in heads.csv."""
+    import csv
+
+    rep, md, doc = report
+    sec = next(s for s in doc["sections"] if s["key"] == "pretrained")
+    if not sec["figures"]:
+        pytest.skip("the MiniLM package is not installed")
+    assert sec["files"] == ["pretrained/heads.csv"]
+    rows = list(csv.DictReader((rep.out / "pretrained" / "heads.csv").open()))
+    assert len(rows) == 72 and {(int(r["layer"]), int(r["head"])) for r in rows} == {(a, b) for a in range(6) for b in range(12)}
+    assert "[heads.csv](pretrained/heads.csv)" in md
+    head = md.index("| heads | sym$(M)$ |")
+    table = md[head:md.index("\n\n", head)].splitlines()[2:]
+    assert 1 <= len(table) < 10 and sum(int(_cells(r)[0].split(":")[0]) for r in table) == 72
+    for start in [m.start() for m in re.finditer(r"\| heads \| regime \|", md)]:  # the whole-model sweep tables
+        sweep = md[start:md.index("\n\n", start)].splitlines()[2:]
+        assert sum(int(_cells(r)[0].split(":")[0]) for r in sweep) == 72
+
+
+def test_head_list_joins_runs() -> None:
+    from flowcert.reports.pretrained import head_list
+
+    assert head_list([(0, 0), (0, 1), (0, 2), (0, 5), (1, 3)]) == "L0: 0–2, 5; L1: 3"
+    assert head_list([(a, b) for a in range(6) for b in range(12)]) == "L0–L5: 0–11"
+    assert head_list([(2, 7), (2, 8)]) == "L2: 7, 8"
+
+
+def test_every_report_system_has_its_section() -> None:
+    from flowcert.reports.user import SECTIONS
+    from flowcert.systems import names
+
+    assert set(names("report")) <= set(SECTIONS)
 
 
 def test_split_formula_pieces_are_formulas() -> None:

@@ -1,16 +1,23 @@
 """The HTML report in a real browser: headless Debian Chromium driven by Selenium + chromedriver.
 
 The report (``flowcert report --quick``) is served on localhost and opened in Chromium; the test
-checks that the math renders (MathML elements with non-zero size), no TeX is left outside it
-(``$`` or ``\\command`` in the visible text, no ``<merror>``), theorem blocks are full width, every figure loads
-(``naturalWidth > 0``), every internal link resolves to an element, wide tables do not scroll
-sideways, and the page makes no request outside localhost (Performance resource entries and the
-DevTools network log). Screenshots of the front page, theorem blocks and a figure at 1280 px and
-800 px are saved in ``reports/out/browser`` (or ``$FLOWCERT_SCREENSHOTS``).
+checks what a reader sees: the math renders (MathML elements with non-zero size) with its letters
+by meaning drawn (ℝ and 𝒦 are glyphs of their own, not ``R``/``K`` and not a missing-glyph box:
+compared in screenshots), no ``mathvariant`` is left for the browser to drop, no TeX is left
+outside math (``$`` or ``\\command`` in the visible text, no ``<merror>``), theorem blocks are full
+width, every figure loads and, at 800 px, is shown at 60 % of its natural width or more (a
+multi-panel figure switches to its two-row form), no table cell breaks a number across lines
+(each number's text range has one line box) and the page never scrolls sideways (a wide table
+scrolls in its own box), every internal link resolves to an element, and the page makes no request
+outside localhost (Performance resource entries and the DevTools network log). Screenshots at
+1280 px and 800 px (front page, theorem blocks, the grouped per-head tables, a multi-panel and a
+graph figure, the ℝ/𝒦 glyphs) are saved in ``reports/out/browser`` (or ``$FLOWCERT_SCREENSHOTS``)
+for a person to look at.
 
 When Chromium, chromedriver or selenium is missing the test is skipped with a loud reason;
 under ``CI=true`` or ``FLOWCERT_REQUIRE_BROWSER=1`` (set by ``.ci/run``) that is a failure instead;
-``make test`` installs them first (``make browser-deps``: apt-get as root).
+``make test`` installs them first (``make browser-deps``: apt-get as root). ``FLOWCERT_REPORT_OUT``
+names an already built quick report to check instead of building one.
 """
 
 from __future__ import annotations
@@ -90,13 +97,23 @@ def chromium_driver(prefix: str) -> Iterator[Any]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
+def built_report() -> Path:
+    """The quick report's folder: ``$FLOWCERT_REPORT_OUT`` (an already built ``flowcert report --quick``
+    output, to look again without rebuilding) or the session's own quick build (shared with the content
+    tests)."""
+    given = os.environ.get("FLOWCERT_REPORT_OUT")
+    if given:
+        return Path(given).resolve()
+    from test_report import quick_report
+
+    return quick_report().out
+
+
 @pytest.fixture(scope="module")
 def served_report() -> Iterator[tuple[str, Path]]:
     """Build the quick report and serve its folder on 127.0.0.1 (a free port)."""
     _require_browser()
-    from test_report import quick_report  # one quick build per session, shared with the content tests
-
-    out = quick_report().out
+    out = built_report()
     handler = functools.partial(_Quiet, directory=str(out))
     with socketserver.TCPServer(("127.0.0.1", 0), handler) as httpd:
         thread = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -208,18 +225,128 @@ def test_theorem_blocks_readable(browser: Any) -> None:
     assert browser.execute_script("return document.querySelectorAll('div.theorem details > summary').length") > 20
 
 
+#: Every number of every table cell (outside MathML, which never breaks) whose text range spans
+#: more than one line box: a number broken in the middle.
+_BROKEN_NUMBERS = r"""
+const re = /(?<![\w.])[-+\u2212]?\d[\d.,]*(?:[eE][-+\u2212]?\d+)?(?!\w)/g;
+const opened = Array.from(document.querySelectorAll('details:not([open])'));
+opened.forEach(d => d.open = true);
+const broken = []; let numbers = 0;
+for (const cell of document.querySelectorAll('td, th')) {
+  const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const node = walker.currentNode;
+    if (node.parentElement.closest('math')) continue;
+    re.lastIndex = 0; let m;
+    while ((m = re.exec(node.data))) {
+      if (m[0].length < 2) continue;
+      numbers += 1;
+      const r = document.createRange(); r.setStart(node, m.index); r.setEnd(node, m.index + m[0].length);
+      const tops = new Set(Array.from(r.getClientRects()).filter(x => x.width > 0).map(x => Math.round(x.top)));
+      if (tops.size > 1) broken.push(m[0] + ' in: ' + cell.textContent.slice(0, 80));
+    }
+  }
+}
+opened.forEach(d => d.open = false);
+return [numbers, broken];
+"""
+
+
+def _at_width(browser: Any, width: int) -> None:
+    """Resize the window and wait until every image has loaded the source this width selects."""
+    import time
+
+    browser.set_window_size(width, 1400)
+    for _ in range(100):
+        if browser.execute_script("return Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)"):
+            return
+        time.sleep(0.05)
+
+
 @pytest.mark.parametrize("width", [1280, 800])
-def test_wide_tables_do_not_scroll(browser: Any, width: int) -> None:
-    browser.set_window_size(width, 1600)
+def test_tables_hold_their_numbers(browser: Any, width: int) -> None:
+    """No cell breaks a number; a table wider than the column scrolls in its own box, never the page."""
+    _at_width(browser, width)
     try:
+        numbers, broken = browser.execute_script(_BROKEN_NUMBERS)
+        assert numbers > 500  # the check saw the tables' numbers
+        assert broken == [], broken[:10]
         overflow = browser.execute_script(
-            "return Array.from(document.querySelectorAll('table, div.theorem')).filter(t => t.scrollWidth > t.clientWidth + 1"
-            " || t.getBoundingClientRect().right > document.querySelector('main').getBoundingClientRect().right + 1)"
-            ".map(t => t.textContent.slice(0, 80));")
+            "const main = document.querySelector('main').getBoundingClientRect();"
+            "return Array.from(document.querySelectorAll('.table-wrap, div.theorem, img, .math-display'))"
+            ".filter(t => t.getBoundingClientRect().right > main.right + 1).map(t => t.textContent.slice(0, 80));")
         assert overflow == []
-        assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth + 1")
+        assert browser.execute_script("const e = document.documentElement; return e.scrollWidth <= e.clientWidth")
+        # a wide table scrolls inside its box (the box never clips it without a scroll bar)
+        clipped = browser.execute_script(
+            "return Array.from(document.querySelectorAll('.table-wrap')).filter(w => w.scrollWidth > w.clientWidth + 1"
+            " && getComputedStyle(w).overflowX !== 'auto').length;")
+        assert clipped == 0
     finally:
-        browser.set_window_size(1280, 1600)
+        _at_width(browser, 1280)
+
+
+def test_images_keep_their_size_at_800_px(browser: Any) -> None:
+    """At 800 px no figure is scaled below 60 % of its natural width: multi-panel figures switch to
+    their two-row form (``<picture>``), and every figure was made for the column."""
+    _at_width(browser, 800)
+    try:
+        images = browser.execute_script(
+            "return Array.from(document.images).map(i => [i.clientWidth, i.naturalWidth, i.currentSrc.length,"
+            " i.parentElement.tagName, i.alt.slice(0, 60)]);")
+        assert len(images) > 10
+        small = [(round(w / n, 2), alt) for w, n, _, _, alt in images if w < 0.6 * n]
+        assert small == []
+        pictures = [i for i in images if i[3] == "PICTURE"]
+        assert len(pictures) >= 5  # the multi-panel figures
+    finally:
+        _at_width(browser, 1280)
+    wide = browser.execute_script("return Array.from(document.querySelectorAll('picture img')).map(i => i.naturalWidth);")
+    assert [w for w, (_, n, _, _, _) in zip(wide, pictures) if w <= n] == []  # at 1280 px the one-row form is wider
+
+
+def test_no_mathvariant_left_for_the_browser_to_drop(browser: Any) -> None:
+    left = browser.execute_script(
+        "return Array.from(document.querySelectorAll('[mathvariant]')).map(e => [e.localName,"
+        " e.getAttribute('mathvariant'), e.textContent, getComputedStyle(e).textTransform]);")
+    # MathML Core keeps only mathvariant="normal" on a one-letter <mi> (it turns off the automatic italic)
+    assert [x for x in left if not (x[0] == "mi" and x[1] == "normal" and len(x[2]) == 1)] == []
+    assert all(x[3] == "none" for x in left), left[:5]  # the browser applied it: no math-auto italic
+
+
+def _png(data: bytes) -> Any:
+    import io
+
+    from matplotlib import image
+
+    return image.imread(io.BytesIO(data), format="png")
+
+
+@pytest.mark.parametrize("letter, plain_letter", [("ℝ", "R"), ("𝒦", "K")])
+def test_letters_by_meaning_are_drawn(browser: Any, letter: str, plain_letter: str) -> None:
+    """The page's ℝ and 𝒦 are drawn as such: in a screenshot the letter differs from its plain twin and
+    from a code point no font has (a missing-glyph box), and has ink."""
+    import numpy as np
+
+    found = browser.execute_script(
+        "return Array.from(document.querySelectorAll('mi')).filter(m => m.textContent === arguments[0]).length;", letter)
+    assert found > 0, f"no {letter} in the page"
+    browser.execute_script(
+        "const box = document.createElement('div'); box.id = 'glyph-probe';"
+        "box.style.cssText = 'position:fixed;top:10px;left:10px;background:#fff;font-size:72px;z-index:9;padding:12px';"
+        "box.innerHTML = arguments[0].map((c, i) => `<math id=\"probe-${i}\"><mi>${c}</mi></math>`).join(' ');"
+        "document.body.appendChild(box);", [letter, plain_letter, "\U000F0000"])
+    try:
+        from selenium.webdriver.common.by import By
+
+        shots = [browser.find_element(By.ID, f"probe-{i}").screenshot_as_png for i in range(3)]
+        (_screenshot_dir() / f"glyph_{plain_letter}.png").write_bytes(browser.find_element(By.ID, "glyph-probe").screenshot_as_png)
+    finally:
+        browser.execute_script("document.getElementById('glyph-probe').remove();")
+    drawn, twin, missing = (_png(x)[..., :3] for x in shots)
+    assert (drawn < 0.5).mean() > 0.01  # ink
+    for other in (twin, missing):
+        assert drawn.shape != other.shape or not np.array_equal(drawn, other)
 
 
 def test_no_request_outside_localhost(browser: Any, served_report: tuple[str, Path]) -> None:
@@ -241,19 +368,25 @@ def test_no_request_outside_localhost(browser: Any, served_report: tuple[str, Pa
 
 
 def test_screenshots(browser: Any) -> None:
-    """Front page, a theorem block and a figure at 1280 px and 800 px, saved for a person to look at."""
+    """Front page, theorem blocks (ℝ in the pretrained section, 𝒦 in KPFlow), the grouped per-head tables,
+    a multi-panel figure and a theorem graph at 1280 px and 800 px, saved for a person to look at."""
     folder = _screenshot_dir()
     views = (("front_page", "window.scrollTo(0, 0);"),
-             ("gaussian_theorems", "document.getElementById('thm-gaussian-prop-2-1').scrollIntoView();"),
-             ("multistability_theorem", "document.getElementById('thm-multistability-thm-2').scrollIntoView();"),
-             ("gaussian_figure", "document.querySelector('img').scrollIntoView();"))
+             ("gaussian_theorems", "document.getElementById('thm-gaussian-thm-4-7-1').scrollIntoView();"),
+             ("multistability_theorem", "document.getElementById('thm-multistability-obs-D3').scrollIntoView();"),
+             ("kpflow_theorem", "document.getElementById('thm-kpflow-prop-1').scrollIntoView();"),
+             ("pretrained_tables", "document.getElementById('heads-in-the-papers-conventions').scrollIntoView();"),
+             ("multipanel_figure", "document.querySelector('picture').scrollIntoView();"),
+             ("graph_figure", "document.getElementById('sec-graph').scrollIntoView();"
+                              "document.querySelectorAll('#sec-graph ~ p img, img[alt^=\"Theorem graph\"]')[1].scrollIntoView();"),
+             ("errata", "document.getElementById('sec-errata').scrollIntoView();"))
     try:
         for width in (1280, 800):
-            browser.set_window_size(width, 1400)
+            _at_width(browser, width)
             for name, script in views:
                 browser.execute_script(script)
                 path = folder / f"{name}_{width}.png"
                 assert browser.save_screenshot(str(path))
                 assert path.stat().st_size > 10_000
     finally:
-        browser.set_window_size(1280, 1600)
+        _at_width(browser, 1280)

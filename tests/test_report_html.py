@@ -293,3 +293,141 @@ def test_markdownish_text_never_crashes(text: str) -> None:
     assert "<script" not in page.lower()
     assert 'href="javascript' not in page.lower()
     assert "http" not in page
+
+
+# ------------------------------------------------------------------ letters by meaning (issue 37)
+
+LATIN = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+@pytest.mark.parametrize("variant", ["bold", "italic", "bold-italic", "script", "bold-script", "fraktur",
+                                     "double-struck", "bold-fraktur", "sans-serif", "bold-sans-serif",
+                                     "sans-serif-italic", "sans-serif-bold-italic", "monospace"])
+def test_styled_letters_are_the_same_letters_in_their_style(variant: str) -> None:
+    """Each styled letter is a different code point whose compatibility decomposition (NFKC, Unicode's own
+    table, not ours) is the plain letter, and whose name says the style."""
+    import unicodedata
+
+    from flowcert.reports.letters import VARIANTS, styled
+
+    out = styled(LATIN, variant)
+    assert len(out) == len(LATIN)
+    for plain_ch, ch in zip(LATIN, out):
+        assert ch != plain_ch and unicodedata.normalize("NFKC", ch) == plain_ch, (variant, plain_ch, ch)
+        name = unicodedata.name(ch)
+        words = VARIANTS[variant].replace("DOUBLE-STRUCK", "DOUBLE-STRUCK").split()
+        letterlike = {"SCRIPT": "SCRIPT", "FRAKTUR": "BLACK-LETTER", "DOUBLE-STRUCK": "DOUBLE-STRUCK"}
+        assert all(w in name for w in words) or letterlike.get(VARIANTS[variant], "?") in name \
+            or (variant == "italic" and name == "PLANCK CONSTANT"), (variant, name)
+    assert styled("+ (1)", "bold") == "+ (𝟏)"  # operators keep their glyph, digits take the style
+
+
+def test_styled_refuses_a_letter_without_its_style() -> None:
+    from flowcert.reports.letters import styled
+
+    with pytest.raises(ValueError, match="no script code point"):
+        styled("1", "script")  # there is no script digit: a browser would show a plain 1
+
+
+@pytest.mark.parametrize("latex, letters", [
+    (r"x\in\mathbb R^d", "ℝ"), (r"\mathcal N(\mu,\Sigma)", "𝒩"), (r"\mathcal P\mathcal K\mathcal P^*", "𝒫𝒦𝒫"),
+    (r"\mathbb E[x]", "𝔼"), (r"\Bbb R", "ℝ"), (r"\mathbf{x}", "𝐱"), (r"\boldsymbol{\mu}", "𝝁"), (r"\mathbb 1", "𝟙"),
+    (r"i\mathbb{R}", "ℝ"), (r"\mathscr{L}", "ℒ"), (r"\mathfrak g", "𝔤"),
+])
+def test_math_letters_reach_the_page_as_unicode(latex: str, letters: str) -> None:
+    from flowcert.reports.html import mathml
+
+    out = mathml(latex, False)
+    assert all(ch in out for ch in letters), out
+    assert re.findall(r'mathvariant="([^"]*)"', out) == [], out  # nothing left for the browser to drop
+
+
+def test_upright_letters_stay_upright() -> None:
+    """``\\mathrm``: a one-letter ``<mi>`` keeps ``mathvariant="normal"`` (MathML Core honours it); a word
+    of several letters is one ``<mi>`` (upright by itself)."""
+    from flowcert.reports.html import mathml
+
+    assert '<mi mathvariant="normal">d</mi>' in mathml(r"\mathrm{d}x", False)  # latex2mathml alone loses it
+    assert '<mi mathvariant="normal">T</mi>' in mathml(r"x^\mathrm{T}", False)
+    err = mathml(r"\mathrm{Err}_j", False)
+    assert "<mi>Err</mi>" in err and "mathvariant" not in err
+
+
+def test_strict_render_refuses_a_mathvariant_the_browser_drops() -> None:
+    from flowcert.reports.html import TexLeakError, check_visible_text
+
+    check_visible_text('<p><math><mi mathvariant="normal">d</mi></math></p>')  # kept by MathML Core
+    for bad in ('<p><math><mi mathvariant="script">P</mi></math></p>',
+                '<p><math><mn mathvariant="double-struck">1</mn></math></p>',
+                '<p><math><mo mathvariant="normal">+</mo></math></p>'):
+        with pytest.raises(TexLeakError, match="mathvariant"):
+            check_visible_text(bad)
+
+
+def test_a_style_without_letters_falls_back_and_strict_refuses() -> None:
+    from flowcert.reports.html import TexLeakError, mathml, render_page
+
+    with pytest.raises(ValueError, match="mathvariant"):
+        mathml(r"\mathcal{1}", False)
+    with pytest.raises(TexLeakError):
+        render_page(r"Bad $\mathcal{1}$ letter.", strict=True)
+
+
+@pytest.mark.parametrize("md", [
+    "## S\n\nA name `stable_at_v_d_without_\\|lambda_d\\|>lambda_1` in code.",
+    "## S\n\n``` x \\_y ```",
+])
+def test_strict_render_refuses_leaked_escapes(md: str) -> None:
+    from flowcert.reports.html import TexLeakError, render_page
+
+    with pytest.raises(TexLeakError, match="Markdown escape"):
+        render_page(md, strict=True)
+
+
+def test_inline_math_at_the_start_of_a_text_ending_in_a_digit() -> None:
+    """``$a$ = 4`` is math (mdit-py-plugins read the text's last character as the one before ``$``)."""
+    for md in ("$a$ = 4", "| q | v |\n|---|---|\n| $\\lambda$ = 4 | 1 |"):
+        assert "<math" in markdown_to_html(md) and "$" not in _body(markdown_to_html(md))
+    for md in ("costs 5$ and $3", "$a$5", "4$a$"):
+        assert "<math" not in markdown_to_html(md)
+
+
+# ------------------------------------------------------------------ tables that hold their numbers
+
+def test_numeric_cells_never_wrap_and_tables_scroll_in_a_container() -> None:
+    page = markdown_to_html("| head | tr U | range |\n|---|---|---|\n| x y | -16.381 | 1.2e-05 to 3.4 |\n"
+                            "| z | `code` | 0.5 [0.4, 0.6] |")
+    body = _body(page)
+    assert body.count('<div class="table-wrap">') == 1 and body.count("</table>\n</div>") == 1
+    assert '<td class="num">-16.381</td>' in body and '<td class="num">1.2e-05 to 3.4</td>' in body
+    assert '<td class="num">0.5 [0.4, 0.6]</td>' in body
+    assert "<td>x y</td>" in body and '<td class="num"><code>' not in body
+    assert "overflow-wrap: anywhere" not in page.split("<style>")[1].split("pre {")[1].split("}")[1]  # only pre may break anywhere
+    assert "th.num, td.num { white-space: nowrap" in page
+
+
+def test_number_formatting_to_significance() -> None:
+    from flowcert.reports.values import number, table_safe, value_markdown
+
+    assert number(2.9999999999999925) == "3" and number(3.000000000000031) == "3"
+    assert number(-1.021405182655144e-14) == "-1.021e-14" and number(12) == "12" and number(float("inf")) == "∞"
+    assert value_markdown([[0.5357142857142857, 0.10714285714285712], [0.10714285714285712, 1.821428571428571]]) == \
+        r"$\begin{pmatrix}0.5357 & 0.1071 \\ 0.1071 & 1.821\end{pmatrix}$"
+    assert value_markdown({"name": "h", "status": "holds", "method": "m", "margin": 2.9999999999999925}) == \
+        "`holds` h (decided by m; margin 3)"
+    assert value_markdown(list(range(20))).endswith("…): 20 values")
+    assert table_safe(r"a|b $\|x\| = |y|$") == r"a\|b $\Vert x\Vert  = \vert y\vert$"
+
+
+def test_predictions_are_tables_of_math() -> None:
+    from flowcert.reports.common import theorem_block
+    from flowcert.reports.html import render_page
+
+    rec = {"id": "multistability:obs-D3", "applies": True, "statement": "x", "hypotheses": [],
+           "prediction": {"counts": {"stable_at_v_d_without_|lambda_d|>lambda_1": 0}, "Sigma_inf": [[1.0, 0.0], [0.0, 2.9999999999999925]]},
+           "cross_check": {"status": "agrees", "details": {"margin": 2.9999999999999925}}}
+    md = "\n".join(theorem_block(rec))
+    assert "| quantity | value |" in md and "2.9999" not in md
+    assert r"without $\vert \lambda_d\vert >\lambda_1$" in md  # the key as mathematics, safe in a table cell
+    page = render_page(md, strict=True).page
+    assert "\\|" not in page and "<table>" in page

@@ -5,9 +5,12 @@ r"""Sphinx extension of flowcert's documentation: offline MathML and the generat
   through the report's allow-list), so the pages need no script and no network. A formula that
   cannot be converted faithfully is a Sphinx warning (an error under ``-W``), never an
   ``<merror>`` in the page.
+  Letters by meaning (𝒫, ℝ, 𝔼) reach the page as Unicode, as in the report: one converter serves both.
 * Generated pages, written into ``docs/_generated/`` (ignored by git) when the builder starts:
-  ``catalogue.md`` (every catalogue id with its statement and correction, from ``verify`` runs
-  on the test parameter files, and its place in :mod:`flowcert.graph`) and ``limits.md``
+  ``catalogue_entries.md`` (every catalogue id with its statement as inline math that wraps, its
+  hypotheses as mathematics, its correction linked to its erratum, from ``verify`` runs on the test
+  parameter files, and its place in :mod:`flowcert.graph`), ``errata_entries.md`` (the errata of
+  :mod:`flowcert.reports.errata`, the entries the report ends with) and ``limits_tables.md``
   (:mod:`flowcert.limits`).
 """
 
@@ -78,16 +81,24 @@ def _verify(job: tuple[str, str]) -> list[dict[str, Any]]:
     from flowcert.cli import verify_document
 
     doc = verify_document(job[0], str(ROOT / job[1]))
-    return [{k: t.get(k) for k in ("id", "source", "statement", "correction")} for t in doc["theorems"]]
+    return [{**{k: t.get(k) for k in ("id", "source", "statement", "correction")},
+             "hypotheses": [h["name"] for h in t.get("hypotheses", [])]} for t in doc["theorems"]]
 
 
 def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def erratum_ref(e: Any) -> str:
+    """A MyST cross-reference to an erratum's entry on the errata page."""
+    return f"{{ref}}`erratum {e.label} <{e.anchor}>`"
+
+
 def catalogue_page() -> str:
-    """The theorem catalogue as MyST Markdown (statements as display math)."""
+    """The theorem catalogue as MyST Markdown: statements as inline math that wraps, hypotheses as
+    mathematics (:mod:`flowcert.reports.catalogue_tex`), corrections linked to the errata page."""
     from flowcert import graph
+    from flowcert.reports.common import correction_markdown, hypothesis_markdown, statement_markdown
 
     with ProcessPoolExecutor(max_workers=len(CATALOGUE_RUNS)) as pool:
         runs = list(pool.map(_verify, CATALOGUE_RUNS))
@@ -104,9 +115,12 @@ def catalogue_page() -> str:
         node = graph.node(r["id"])
         lines += [f"(cat-{r['id'].replace(':', '-').replace('.', '-')})=", f"### `{r['id']}` — {r['source']['label']}", ""]
         if r["statement"]:
-            lines += ["```{math}", r["statement"], "```", ""]
+            lines += [f"**Statement.** {statement_markdown(r['statement'])}", ""]
+        if r["hypotheses"]:
+            lines += ["**Hypotheses decided on the test file:** " + "; ".join(hypothesis_markdown(h) for h in r["hypotheses"])
+                      + ".", ""]
         if r["correction"]:
-            lines += [f"**Correction.** {r['correction']}", ""]
+            lines += [f"**Correction.** {correction_markdown(r['id'], r['correction'], erratum_ref)}", ""]
         if node is not None and node.false:
             lines += [f"**False as printed.** {node.erratum}", ""]
         premises = [e for e in graph.EDGES if e.result == r["id"]]
@@ -145,10 +159,17 @@ def limits_page() -> str:
     return "\n".join(lines) + "\n"
 
 
+def errata_page() -> str:
+    """The errata of :mod:`flowcert.reports.errata` as MyST Markdown, each entry anchored ``erratum-<key>``."""
+    from flowcert.reports.errata import errata_markdown
+
+    return "\n".join(errata_markdown("##", target=lambda e: f"({e.anchor})=")) + "\n"
+
+
 def write_generated(app: Sphinx) -> None:
     out = Path(app.srcdir) / "_generated"
     out.mkdir(exist_ok=True)
-    pages = {"limits_tables.md": limits_page, "catalogue_entries.md": catalogue_page}
+    pages = {"limits_tables.md": limits_page, "catalogue_entries.md": catalogue_page, "errata_entries.md": errata_page}
     for name, build in pages.items():
         text = build()
         path = out / name

@@ -5,13 +5,12 @@ r"""The ``attention`` system (multistability and consensus papers) as a :class:`
     \dot x_i = (I - x_i x_i^\top W)\sum_{\eta=1}^h V_\eta \sum_j A^\eta_{ij}(t, X)\, x_j .
 
 Loading (:mod:`.params`), the ``verify`` and ``equilibria`` documents, ``simulate`` (batched torch
-RK4 with retraction, or basin statistics with ``--samples``), the generated field kernel and the
-``report --params`` section all delegate to :mod:`flowcert.attention`.
+RK4 with retraction, or basin statistics with ``--samples``) and the generated field kernel all
+delegate to :mod:`flowcert.attention` (the report section and figures: :mod:`flowcert.reports.user`).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
@@ -83,10 +82,7 @@ class AttentionSystem:
         sim = simulate(p, t_end=options.t_end, samples=options.samples, device=device, seed=options.seed)
         doc = {"flowcert": __version__, "system": self.name, "params": p.to_json(), "simulation": sim}
         if options.plot is not None:
-            from ..reports.multistability import plot_simulation
-
-            plot_simulation(sim, Path(options.plot))
-            sim["plot"] = options.plot
+            sim["plot"] = options.plot(sim)
         lines = [f"t_end {sim['t_end']:.6g}  limit_class {sim.get('limit_class')}  max drift {sim.get('max_drift')}"]
         for row in sim.get("basins", {}).get("outcomes", []):
             lines.append(f"  {row['fraction']:.3f} [{row['wilson'][0]:.3f}, {row['wilson'][1]:.3f}]  {row['label']}")
@@ -99,33 +95,6 @@ class AttentionSystem:
         from . import codegen_source
 
         return codegen_source(self.load(p).structure if p is not None else Structure(), backend)
-
-    def report_section(self, p: AttentionParams, out: Path, *, label: str, quick: bool,
-                       run: tuple[dict[str, Any], Any] | None = None) -> dict[str, Any]:
-        """Parameters as understood, the verdicts, and the cross-checking run (final tokens plotted)."""
-        import json
-
-        from ..reports.common import cell
-
-        doc, sim = run if run is not None else self.verify_run(p, simulate=True)
-        figures: list[str] = []
-        lines = ["### Parameters as understood", "", "```json", json.dumps(doc["params"]), "```", "",
-                 "### Simulation", ""]
-        if sim:
-            lines += [f"- run to $t={sim['t_end']:g}$ ({cell(sim.get('integrator', ''))}): limit class "
-                      f"`{sim.get('limit_class')}`"
-                      + (f" ({cell(sim['limit_class_reason'])})" if sim.get("limit_class_reason") else "")
-                      + f"; agrees with the verdicts: {sim.get('agrees')}", ""]
-            if sim.get("X_final") is not None:
-                from ..reports.multistability import plot_simulation
-
-                plot_simulation(sim, out / "tokens.png")
-                figures.append("tokens.png")
-                lines += [f"![Final tokens for {cell(label)}: the run of `verify --simulate` itself "
-                          "(no second simulation).](tokens.png)", ""]
-        return {"title": f"Your parameters ({label}, system attention)", "markdown": "\n".join(lines),
-                "theorems": doc["theorems"], "figures": figures}
-
 
 def _check_fixed_step_run(p: AttentionParams, t_end: float, key: str) -> None:
     """Refuse a fixed-step run to ``t_end`` over the ``attention:steps`` / ``attention:step_work`` limits (before any work)."""

@@ -7,13 +7,12 @@ r"""The ``gaussian`` system (gaussian paper, eq. (7)) as a :class:`flowcert.syst
 
 Loading (:mod:`.params`, with the command's size limit of :mod:`flowcert.limits`), the ``verify``
 document (:mod:`.catalogue`), ``simulate`` (one DOP853/Radau run of eq. (7), optionally a batched
-torch ensemble, :mod:`.ensemble`), the generated moment and linearisation kernels, and the
-``report --params`` section, which plots the run ``verify`` already made.
+torch ensemble, :mod:`.ensemble`) and the generated moment and linearisation kernels. The
+``report --params`` section and the ``simulate --plot`` figure are drawn by :mod:`flowcert.reports.user`.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
@@ -80,13 +79,7 @@ class GaussianSystem:
                            "mean_escape_time": sol.mean_escape_time},
         }
         if options.plot is not None:
-            from ..reports.figures import plot_moments
-
-            try:
-                written = plot_moments(sol, Path(options.plot))
-            except OSError as exc:
-                raise InputError(f"--plot: cannot write {options.plot!r} ({exc.strerror or exc})") from None
-            doc["simulation"]["plot"] = str(written)
+            doc["simulation"]["plot"] = options.plot(sol)
         summary = (f"t_end {sol.t[-1]:.6g}  status {sol.status}  blow-up {sol.blowup_time}\n"
                    f"mu = {np.array2string(sol.mu[-1], precision=6)}\n"
                    f"Sigma =\n{np.array2string(sol.Sigma[-1], precision=6)}\n")
@@ -117,36 +110,6 @@ class GaussianSystem:
         from .reach import run
 
         return run(params, target, T, out)
-
-    def report_section(self, p: GaussianParams, out: Path, *, label: str, quick: bool,
-                       run: tuple[dict[str, Any], Any] | None = None) -> dict[str, Any]:
-        """Parameters as understood, Table 1 regime, the simulation and its figure (the verify run's own)."""
-        import json
-
-        from ..reports.common import cell
-        from ..reports.figures import plot_moments
-        from ..reports.gaussian import integrator_protocol
-
-        doc, sol = run if run is not None else self.verify_run(p, simulate=True)
-        reg, sim = doc["regime"], doc["simulation"]
-        figures: list[str] = []
-        lines = ["### Parameters as understood", "", "```json", json.dumps(doc["params"]), "```", "",
-                 "### Table 1 regime and simulation", "",
-                 f"- $\\Sigma$: `{reg['Sigma']}`; $\\mu$: `{reg['mu']}`; basis: {reg['basis']}"
-                 + (f" ({cell(reg['reason'])})" if reg.get("reason") else ""),
-                 f"- certified upper bound on the blow-up time: {reg.get('blowup_time_upper_bound')}",
-                 f"- simulation to $t={sim['t_end']:g}$ ({cell(sim.get('method', ''))}): blow-up time "
-                 f"{sim['blowup_time']}, agrees with the regime: {sim['agrees']}"
-                 if sim.get("t_end") is not None else f"- simulation skipped: {cell(sim.get('skipped'))}", ""]
-        if sol is not None and sol.t.size > 1:
-            plot_moments(sol, out / "moments.png", f"parameters from {label}")
-            figures.append("moments.png")
-            lines += [f"![Moments for {cell(label)}. Protocol: the parameters above, horizon t={p.t_end:g}, "
-                      f"deterministic; integrator: {integrator_protocol()}; method used: {sol.method or 'n/a'}; "
-                      "the run of `verify` itself, at the integrator's own steps.](moments.png)", ""]
-        return {"title": f"Your parameters ({label}, system gaussian)", "markdown": "\n".join(lines),
-                "theorems": doc["theorems"], "figures": figures}
-
 
 def _ensemble(p: GaussianParams, options: SimulateOptions) -> dict[str, Any] | None:
     """``--samples N [--device cpu|cuda] [--seed S]``: the batched torch ensemble, or None."""

@@ -14,7 +14,6 @@ command (its cells' kernels are generated inside :mod:`flowcert.gpu.rnn`).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
@@ -82,27 +81,6 @@ class RNNSystem:
     def codegen(self, backend: str, p: Any = None) -> str:
         """Not a command of this system."""
         raise InputError("system 'rnn' has no codegen command")
-
-    def report_section(self, p: RNNParams, out: Path, *, label: str, quick: bool,
-                       run: tuple[dict[str, Any], Any] | None = None) -> dict[str, Any]:
-        """Parameters as understood, the KPFlow identities and effective ranks, and the verdicts."""
-        import json
-
-        from ..reports.common import cell
-
-        doc = run[0] if run is not None else self.verify(p)
-        ident, ranks = doc["identities"], doc["effective_rank"]
-        lines = ["### Parameters as understood", "", "```json", json.dumps(doc["params"]), "```", "",
-                 "### KPFlow identities (the cross-checks)", "",
-                 "| identity | residual |", "|---|---|"]
-        lines += [f"| Prop. 1, step $\\eta={r['eta']:.3g}$ | {r['residual']:.3e} |" for r in ident["prop1"]["fd"]]
-        lines += [f"| adjoint $\\mathcal P^*$ | {ident['adjoint']['P']:.2e} |",
-                  f"| inverse $\\mathcal P^{{-1}}$ | {ident['inverse']['residual']:.2e} |",
-                  f"| hidden NTK | {ident['ntk']['residual']:.2e} |", "",
-                  "Effective rank: " + ", ".join(f"{k} {cell(ranks[k]['value'])}" for k in ("K", "P", "PKP")), ""]
-        return {"title": f"Your parameters ({label}, system rnn)", "markdown": "\n".join(lines),
-                "theorems": doc["theorems"], "figures": []}
-
 
 #: The registry's object for this system (:data:`flowcert.systems.REGISTRY`).
 SYSTEM = RNNSystem()

@@ -1,0 +1,126 @@
+r"""Values of theorem records as Markdown: numbers to their significance, matrices as matrices.
+
+A record's ``prediction`` and its cross-check ``details`` are mappings of plain keys to JSON
+values. :func:`quantity_table` shows one as a two-column table, the key as mathematics where
+:mod:`flowcert.reports.catalogue_tex` has its TeX, each value by :func:`value_markdown`: a float
+with four significant digits (:func:`number`: ``2.9999999999999925`` is ``3``), a small matrix
+as :math:`\begin{pmatrix}\cdot\end{pmatrix}`, a hypothesis or certificate object in words.
+Nothing is cut in the middle of a JSON text; a long list states how many values it holds.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Mapping
+
+from .catalogue_tex import quantity_tex
+
+__all__ = ["number", "tex_number", "value_markdown", "quantity_table", "table_safe", "key_markdown"]
+
+#: Lists longer than this show their first values and their length.
+LIST_SHOWN = 12
+
+
+def number(x: Any, digits: int = 4) -> str:
+    """A number to ``digits`` significant digits (integers exactly; ``∞``, ``nan``)."""
+    if isinstance(x, bool):
+        return str(x).lower()
+    if isinstance(x, int):
+        return str(x)
+    x = float(x)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    if x == 0:
+        return "0"
+    return f"{x:.{digits}g}"
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _plain(text: Any) -> str:
+    from .common import plain
+
+    return plain(text)
+
+
+def key_markdown(key: str) -> str:
+    """A key as Markdown: its TeX (:data:`~flowcert.reports.catalogue_tex.QUANTITY_TEX`), else the key as code."""
+    tex = quantity_tex(key)
+    return tex if tex is not None else f"`{key}`"
+
+
+def tex_number(x: Any, digits: int = 4) -> str:
+    r"""A number for TeX: :func:`number`, with an exponent written :math:`\times10^{k}`."""
+    text = number(x, digits)
+    if "e" not in text:
+        return text.replace("∞", r"\infty").replace("−", "-")
+    mantissa, exponent = text.split("e")
+    return rf"{mantissa}\times10^{{{int(exponent)}}}"
+
+
+def _matrix(rows: list[list[Any]]) -> str:
+    body = r" \\ ".join(" & ".join(tex_number(v) for v in row) for row in rows)
+    return f"$\\begin{{pmatrix}}{body}\\end{{pmatrix}}$"
+
+
+def _inline_mapping(d: Mapping[str, Any], depth: int) -> str:
+    return "; ".join(f"{key_markdown(k)}: {value_markdown(v, depth + 1)}" for k, v in d.items() if k != "data")
+
+
+def value_markdown(v: Any, depth: int = 0) -> str:
+    """One JSON value of a record as one line of Markdown (see the module docstring)."""
+    if v is None:
+        return "none"
+    if isinstance(v, bool):
+        return f"`{str(v).lower()}`"
+    if _is_number(v):
+        return number(v)
+    if isinstance(v, str):
+        return _plain(v)
+    if isinstance(v, Mapping):
+        if {"name", "status"} <= set(v):
+            margin = f"; margin {number(v['margin'])}" if _is_number(v.get("margin")) else ""
+            return f"`{v['status']}` {_plain(v['name'])} (decided by {_plain(v.get('method') or 'unspecified')}{margin})"
+        if {"kind", "claim"} <= set(v):
+            return (f"certificate `{v['kind']}`: {_plain(v['claim'])} (re-checked by "
+                    f"{_plain(v.get('checker') or 'unspecified')})")
+        return "(" + _inline_mapping(v, depth) + ")" if depth else _inline_mapping(v, depth)
+    if isinstance(v, (list, tuple)):
+        if not v:
+            return "none"
+        if all(_is_number(x) for x in v):
+            shown = ", ".join(number(x) for x in v[:LIST_SHOWN])
+            return f"({shown})" if len(v) <= LIST_SHOWN else f"({shown}, …): {len(v)} values"
+        if all(isinstance(r, (list, tuple)) and r and all(_is_number(x) for x in r) for r in v):
+            if len(v) <= 6 and max(len(r) for r in v) <= 6:
+                return _matrix([list(r) for r in v])
+            return f"{len(v)}×{max(len(r) for r in v)} array (in the JSON record)"
+        items = [value_markdown(x, depth + 1) for x in v[:LIST_SHOWN]]
+        return "; ".join(items) + (f"; … ({len(v)} in all)" if len(v) > LIST_SHOWN else "")
+    return _plain(v)
+
+
+def table_safe(md: str) -> str:
+    r"""A Markdown fragment made safe for one table cell: one line, pipes escaped outside math and
+    written ``\vert`` / ``\Vert`` inside it (a table splits its rows at every pipe)."""
+    md = re.sub(r"\s+", " ", md).strip()
+    out, i = [], 0
+    for m in re.finditer(r"\$[^$]+\$", md):
+        out.append(re.sub(r"(?<!\\)\|", r"\\|", md[i:m.start()]))
+        inner = m.group(0)[1:-1].replace(r"\|", r"\Vert ").replace("|", r"\vert ")
+        out.append(f"${inner.strip()}$")  # no space may touch a delimiter
+        i = m.end()
+    out.append(re.sub(r"(?<!\\)\|", r"\\|", md[i:]))
+    return "".join(out)
+
+
+def quantity_table(d: Mapping[str, Any]) -> list[str]:
+    """A mapping of a record as a two-column Markdown table (quantity, value)."""
+    rows = ["| quantity | value |", "|---|---|"]
+    rows += [f"| {table_safe(key_markdown(k))} | {table_safe(value_markdown(v))} |" for k, v in d.items()]
+    return rows
