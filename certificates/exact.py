@@ -24,23 +24,26 @@ Rational arithmetic uses ``python-flint`` (``fmpq``) when it is importable and
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
-from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Callable, Literal, Sequence
 
 import numpy as np
 
-try:  # pragma: no cover - exercised implicitly depending on the environment
-    import flint as _flint
-
-    _fmpq: Any = _flint.fmpq
-    _fmpz: Any = _flint.fmpz
-except ImportError:  # pragma: no cover
-    _flint = None
-    _fmpq = None
-    _fmpz = None
+from .pivot import inertia_low_rank
+from .rationals import (HAVE_FLINT, RationalMatrix, _float_matrix, _flint, _fmpq, _fmpz,  # noqa: F401 (re-exported)
+                        _scalar_to_fraction, _square_symmetric, to_rational)
+from .rounding import (  # noqa: F401 (the rigorous float test is re-exported here)
+    _ETA,
+    _U,
+    FAST_PATH_MIN_DIM,
+    _float_cholesky,
+    _fp_environment_ok,
+    float_shift_bound,
+    is_pd_float_rigorous,
+    is_pd_rounded,
+    rounding_bound,
+)
 
 __all__ = [
     "LDLResult",
@@ -60,88 +63,13 @@ __all__ = [
     "float_shift_bound",
 ]
 
-HAVE_FLINT: bool = _fmpq is not None
 
 Status = Literal["pd", "psd", "nd", "nsd", "indefinite", "zero"]
-RationalMatrix = list[list[Fraction]]
 
 
 # --------------------------------------------------------------------------------------------
 # Conversion
 # --------------------------------------------------------------------------------------------
-
-
-def _scalar_to_fraction(x: Any) -> Fraction:
-    """Exact rational value of one real scalar; NaN/inf raise ``ValueError``."""
-    if isinstance(x, Fraction):
-        return x
-    if isinstance(x, (bool, np.bool_)):
-        return Fraction(int(x))
-    if isinstance(x, numbers.Integral):
-        return Fraction(int(x))
-    if _fmpq is not None and isinstance(x, _fmpq):
-        return Fraction(int(x.p), int(x.q))
-    if _fmpz is not None and isinstance(x, _fmpz):
-        return Fraction(int(x))
-    if isinstance(x, numbers.Rational):
-        return Fraction(int(x.numerator), int(x.denominator))
-    if isinstance(x, (float, np.floating)):
-        if not np.isfinite(x):
-            raise ValueError(f"non-finite entry {x!r} cannot be converted to a rational")
-        # as_integer_ratio is exact for every binary float type (float16 ... longdouble).
-        num, den = x.as_integer_ratio()
-        return Fraction(num, den)
-    if isinstance(x, Decimal):
-        if not x.is_finite():
-            raise ValueError(f"non-finite entry {x!r} cannot be converted to a rational")
-        return Fraction(x)
-    raise TypeError(f"cannot convert {type(x).__name__} {x!r} exactly to a rational")
-
-
-def to_rational(M: Any) -> RationalMatrix:
-    r"""Convert a matrix to exact rationals, entry by entry, without rounding.
-
-    Parameters
-    ----------
-    M : array_like
-        A 2-D numpy array (any real float or integer dtype, or ``object`` holding
-        rationals), or a nested sequence of ints, floats, :class:`~fractions.Fraction`,
-        ``flint.fmpq`` or other :class:`numbers.Rational` values.  A float ``x`` is mapped to
-        the rational it denotes exactly (``Fraction(0.1) != Fraction(1, 10)``).
-
-    Returns
-    -------
-    list of list of Fraction
-        The rows of :math:`M` as exact rationals.
-
-    Raises
-    ------
-    ValueError
-        If an entry is NaN or infinite, or ``M`` is not a (non-ragged) 2-D matrix.
-    TypeError
-        If an entry has no exact rational value (complex, strings, ...).
-    """
-    if isinstance(M, np.ndarray):
-        if M.ndim != 2:
-            raise ValueError(f"expected a 2-D matrix, got an array with shape {M.shape}")
-        if np.iscomplexobj(M):
-            raise TypeError("complex matrices are not supported")
-        rows: Sequence[Sequence[Any]] = [list(r) for r in M]
-    else:
-        if isinstance(M, (str, bytes)) or not isinstance(M, Sequence):
-            raise ValueError("expected a 2-D matrix (nested sequence or numpy array)")
-        rows = []
-        for r in M:
-            if isinstance(r, np.ndarray):
-                if r.ndim != 1:
-                    raise ValueError("expected a 2-D matrix")
-                r = list(r)
-            if isinstance(r, (str, bytes)) or not isinstance(r, Sequence):
-                raise ValueError("expected a 2-D matrix (each row a sequence)")
-            rows.append(r)
-        if rows and len({len(r) for r in rows}) != 1:
-            raise ValueError("ragged nested sequence: rows have different lengths")
-    return [[_scalar_to_fraction(x) for x in r] for r in rows]
 
 
 def round_rational(M: Any, bits: int = 30, *, symmetrize: bool = False) -> RationalMatrix:
@@ -243,20 +171,6 @@ def _field() -> tuple[Callable[[Fraction], Any], Callable[[Any], Fraction]]:
             lambda x: Fraction(int(x.p), int(x.q))
         )
     return (lambda q: q), (lambda x: x)
-
-
-def _square_symmetric(Q: RationalMatrix) -> int:
-    n = len(Q)
-    if n == 0:
-        raise ValueError("empty matrix")
-    if any(len(r) != n for r in Q):
-        lengths = sorted({len(r) for r in Q})
-        raise ValueError(f"matrix is not square ({n} rows, row lengths {lengths})")
-    for i in range(n):
-        for j in range(i + 1, n):
-            if Q[i][j] != Q[j][i]:
-                raise ValueError(f"matrix is not exactly symmetric: M[{i}][{j}] != M[{j}][{i}]")
-    return n
 
 
 def _quad_form(Q: RationalMatrix, v: Sequence[Fraction]) -> Fraction:
@@ -467,14 +381,6 @@ def _shifted(M: Any, margin: Any) -> RationalMatrix:
     return Q
 
 
-def _float_matrix(Q: RationalMatrix) -> np.ndarray | None:
-    try:
-        F = np.array([[float(q) for q in r] for r in Q], dtype=np.float64)
-    except OverflowError:
-        return None
-    return F if np.all(np.isfinite(F)) else None
-
-
 def _exact_quad(Q: RationalMatrix, v: Sequence[Fraction]) -> Fraction:
     r""":math:`v^\top Qv` exactly (python-flint when present)."""
     if _flint is None:
@@ -532,9 +438,8 @@ def decide_definite(M: Any, margin: Any = 0, *, strict: bool = True) -> tuple[bo
         if w is not None:
             return False, w, "float eigenvector, exact witness v^T M v < 0"
     if n > LDL_MAX_DIM:
-        from .pivot import inertia_low_rank
-
-        got, how = inertia_low_rank(Q), "exact low-rank principal block, zero Schur complement (Haynsworth)"
+        got, how = (inertia_low_rank(Q, inertia, CHARPOLY_MAX_DIM),
+                    "exact low-rank principal block, zero Schur complement (Haynsworth)")
         if got is None:
             got, how = inertia_charpoly(Q), "exact characteristic polynomial, Descartes' rule of signs"
         if got is None:
@@ -703,22 +608,6 @@ def inertia(M: Any) -> tuple[int, int, int] | None:
         if got is not None:
             return got
     if n > LDL_MAX_DIM:
-        from .pivot import inertia_low_rank
-
-        return inertia_low_rank(Q) or inertia_charpoly(Q)
+        return inertia_low_rank(Q, inertia, CHARPOLY_MAX_DIM) or inertia_charpoly(Q)
     res = ldl_inertia(Q)
     return res.n_pos, res.n_neg, res.n_zero
-
-
-# the floating-point rigorous test lives in rounding.py; re-exported here (no cycle: it imports the names above)
-from .rounding import (  # noqa: E402
-    _ETA,
-    _U,
-    FAST_PATH_MIN_DIM,
-    _float_cholesky,
-    _fp_environment_ok,
-    float_shift_bound,
-    is_pd_float_rigorous,
-    is_pd_rounded,
-    rounding_bound,
-)

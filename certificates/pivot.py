@@ -15,18 +15,20 @@ pretrained head gives exactly low-rank data (:math:`A+A^\top=0`, products of fac
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from .exact import CHARPOLY_MAX_DIM, RationalMatrix, _flint, _float_matrix, _fmpq, inertia
+from .rationals import RationalMatrix, _flint, _float_matrix, _fmpq
 
 
-def inertia_low_rank(Q: RationalMatrix) -> tuple[int, int, int] | None:
+def inertia_low_rank(Q: RationalMatrix, inertia: Callable[[RationalMatrix], tuple[int, int, int] | None],
+                     max_rank: int) -> tuple[int, int, int] | None:
     r"""Inertia of a singular symmetric :math:`Q` of low rank by a principal pivot block; None if undecided.
 
-    A float pivoted QR proposes :math:`r` indices :math:`S` (the numerical rank, at most
-    :data:`CHARPOLY_MAX_DIM`), :math:`T` the others. If :math:`Q_{SS}` is nonsingular, the
+    A float pivoted QR proposes :math:`r` indices :math:`S` (the numerical rank, at most ``max_rank``),
+    :math:`T` the others; ``inertia`` decides the :math:`r\times r` block (the caller's exact inertia, so
+    this module imports nothing from :mod:`.exact`). If :math:`Q_{SS}` is nonsingular, the
     congruence :math:`Q=L^\top\operatorname{diag}(Q_{SS},\,Q/Q_{SS})L` with
     :math:`L=\begin{pmatrix}I&Q_{SS}^{-1}Q_{ST}\\0&I\end{pmatrix}` (Haynsworth) gives
     :math:`\operatorname{In}(Q)=\operatorname{In}(Q_{SS})+\operatorname{In}(Q/Q_{SS})`. When the
@@ -46,7 +48,7 @@ def inertia_low_rank(Q: RationalMatrix) -> tuple[int, int, int] | None:
     _, R, piv = scipy.linalg.qr(F, pivoting=True, mode="economic")
     d = np.abs(np.diag(R))
     r = int(np.sum(d > d[0] * n * 1e-12)) if d[0] > 0 else 0
-    if not 0 < r <= CHARPOLY_MAX_DIM or r >= n:
+    if not 0 < r <= max_rank or r >= n:
         return None
     S, T = sorted(int(i) for i in piv[:r]), sorted(int(i) for i in piv[r:])
 

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .exact import _scalar_to_fraction, _square_symmetric, to_rational
+from .rationals import _scalar_to_fraction, _square_symmetric, to_rational
 
 _U = Fraction(1, 2**53)  # unit roundoff of binary64, rounding to nearest
 _ETA = Fraction(1, 2**1074)  # smallest positive subnormal (bound on underflow errors)

@@ -133,4 +133,6 @@ def test_lemma_3_1_reports_the_exact_rank_of_a_tiny_eigenvalue():
                         "Sigma0": [[1.0, 0.0], [0.0, 1e-300]], "mu0": [0.0, 0.0], "b": [0.0, 0.0], "t_end": 1.0})
     result = lemma_3_1(p)
     assert result.prediction["rank"] == 2
-    assert core.recheck(result.prediction["certificate"])
+    cert = result.prediction["certificate"]  # bound to params.Sigma0: re-checked with the parameters filled in
+    assert cert["subject"] == {"M": "params.Sigma0"}
+    assert core.recheck({**cert, "data": {**cert["data"], "M": core.encode(np.asarray(p.Sigma0, float))}})

@@ -533,7 +533,7 @@ def test_low_rank_inertia_is_sylvesters(n, pos, neg, seed):
         Q2[n - 1, 0] += 2.0**-30
         from flowcert.certificates.pivot import inertia_low_rank
 
-        got = inertia_low_rank(exact.to_rational(Q2))
+        got = inertia_low_rank(exact.to_rational(Q2), exact.inertia, exact.CHARPOLY_MAX_DIM)
         assert got is None or got[2] < n - r
 
 
