@@ -214,12 +214,6 @@ def is_pd(M: Any) -> bool:
     return definiteness(M, strict=True)[0] is True
 
 
-def negative_witness(M: Any) -> sp.Matrix | None:
-    r"""A rational ``v`` with :math:`v^\top Mv<0`, or None when :math:`M\succeq0`."""
-    ok, w, _ = definiteness(M, strict=False)
-    return None if ok or w is None else sp.Matrix([sp.Rational(q.numerator, q.denominator) for q in w])
-
-
 # --------------------------------------------------------------------------------------------
 # Memoisation within one run
 # --------------------------------------------------------------------------------------------

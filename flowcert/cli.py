@@ -26,17 +26,6 @@ from .systems import get_system, names
 SYSTEMS = names("simulate")
 
 
-def _check_device(device: str) -> None:
-    """Refuse a CUDA device that torch does not see (exit 2)."""
-    if device == "cpu":
-        return
-    import torch
-
-    index = int(device.split(":")[1]) if ":" in device else 0
-    if not torch.cuda.is_available() or index >= torch.cuda.device_count():
-        raise InputError(f"--device: {device!r} requested but torch sees {torch.cuda.device_count()} CUDA device(s) (use --device cpu)")
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"flowcert: error: {one_line(message)}\n")

@@ -42,10 +42,6 @@ class CompilationFailed(RuntimeError):
     """A compiler exists but rejected the generated source: a bug, never a reason to skip."""
 
 
-class UnsafeCache(RuntimeError):
-    """The cache directory or a cached library is not private to this user."""
-
-
 def cache_dir() -> Path:
     """The requested cache directory: ``$FLOWCERT_CACHE`` or ``~/.cache/flowcert-<uid>``."""
     default = Path.home() / ".cache" / f"flowcert-{os.getuid()}"
