@@ -16,7 +16,7 @@ from . import __version__
 from .documents import emit as _emit
 from .documents import finite as _finite  # noqa: F401  (kept for callers of the former private names)
 from .documents import json_default as _json_default  # noqa: F401
-from .documents import verify_document
+from .documents import document, verify_document
 from .documents import verify_summary as _summary
 from .errors import InputError, ParamError
 from .options import device_arg, one_line, positive_int_arg, seed_arg
@@ -185,8 +185,7 @@ def cmd_design(args: argparse.Namespace) -> None:
                 check_limit("design:d", m.shape[0], k)
             check_magnitude(m, k)
             mats.append(m)
-        doc = {"flowcert": __version__, "system": args.system,
-               "params": {k: m.tolist() for k, m in zip(keys, mats)}, **lemma_4_4_design(*mats)}
+        doc = document(args.system, {k: m.tolist() for k, m in zip(keys, mats)}, **lemma_4_4_design(*mats))
     except ParamError as err:
         raise err.with_file(args.spec) from None
     except (ValueError, TypeError) as exc:

@@ -14,7 +14,15 @@ import json
 import sys
 from typing import Any
 
-__all__ = ["emit", "finite", "json_default", "plain", "verify_document", "verify_summary"]
+__all__ = ["document", "emit", "finite", "json_default", "plain", "verify_document", "verify_summary"]
+
+
+def document(system: str, params: Any, **rest: Any) -> dict[str, Any]:
+    """A document's header, the same for every command: ``{"flowcert": version, "system", "params", ...}``
+    (``params`` as understood, after validation), then the command's own keys in order."""
+    from . import __version__
+
+    return {"flowcert": __version__, "system": system, "params": params, **rest}
 
 
 def finite(obj: Any) -> Any:

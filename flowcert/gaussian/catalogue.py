@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from .. import __version__
+from ..documents import document
 from . import asymptotics
 from .regime import consistency as asymptotics_consistency
 from ..bindings import stamp
@@ -431,13 +431,7 @@ def _verify(p: GaussianParams, simulate: bool, seed: int) -> tuple[dict[str, Any
             why = f"Table 1 analysis failed: {type(exc).__name__}: {exc}"
             reg["reason"] = why
             theorems += [undecided(e.id, e.label, "entry_evaluated", "internal", why) for e in TABLE_1]
-    doc: dict[str, Any] = {
-        "flowcert": __version__,
-        "system": "gaussian",
-        "params": p.to_json(),
-        "theorems": [t.to_json() for t in theorems],
-        "regime": reg,
-    }
+    doc = document("gaussian", p.to_json(), theorems=[t.to_json() for t in theorems], regime=reg)
     if simulate and (sol is None or sol.status == "skipped"):
         why = integrate_skip if sol is None else sol.message
         doc["simulation"] = {"t_end": None, "blowup_time": None, "mu_final": None, "Sigma_final": None, "agrees": None,

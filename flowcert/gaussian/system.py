@@ -65,19 +65,16 @@ class GaussianSystem:
         """``simulate gaussian``: one run of eq. (7) to ``t_end``, and the ``--samples`` ensemble if asked."""
         import numpy as np
 
-        from .. import __version__
+        from ..documents import document
         from ..numeric import gaussian as ng
         from .catalogue import coefficients
 
         ensemble = _ensemble(p, options)
         sol = ng.integrate_moments(coefficients(p), p.mu0, p.Sigma0, options.t_end)
-        doc: dict[str, Any] = {
-            "flowcert": __version__, "system": self.name, "params": p.to_json(),
-            "simulation": {"t_end": float(sol.t[-1]), "blowup_time": sol.blowup_time, "status": sol.status,
-                           "mu_final": sol.mu[-1].tolist(), "Sigma_final": sol.Sigma[-1].tolist(), "agrees": None,
-                           "method": sol.method, "integrator_message": sol.message,
-                           "mean_escape_time": sol.mean_escape_time},
-        }
+        doc = document(self.name, p.to_json(), simulation={
+            "t_end": float(sol.t[-1]), "blowup_time": sol.blowup_time, "status": sol.status,
+            "mu_final": sol.mu[-1].tolist(), "Sigma_final": sol.Sigma[-1].tolist(), "agrees": None,
+            "method": sol.method, "integrator_message": sol.message, "mean_escape_time": sol.mean_escape_time})
         if options.plot is not None:
             doc["simulation"]["plot"] = options.plot(sol)
         summary = (f"t_end {sol.t[-1]:.6g}  status {sol.status}  blow-up {sol.blowup_time}\n"
