@@ -1,4 +1,4 @@
-"""The ``flowcert`` command line (a contract: see DESIGN.md, "Command line").
+"""The ``flowcert`` command line (a contract: see docs/design.md, "The command line and JSON contract").
 
 Exit codes: 0 the command ran (whatever the verdicts), 2 bad input (one line on stderr naming
 the key and the problem), 1 an internal error, 3 (``recheck`` only) a certificate was refused.

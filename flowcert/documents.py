@@ -1,6 +1,6 @@
 r"""JSON documents: what ``--json`` prints and what :meth:`flowcert.result.Result.to_json` returns.
 
-One encoding for every command (DESIGN.md, "Command line"): numpy scalars and arrays become
+One encoding for every command (docs/design.md, "The command line and JSON contract"): numpy scalars and arrays become
 numbers and nested lists (:func:`json_default`), and JSON having no :math:`\pm\infty` or NaN,
 non-finite floats are written as ``null`` (:func:`finite`). :func:`plain` applies both, so the
 dict it returns is exactly the document the command line prints; :func:`emit` prints it.

@@ -1,7 +1,7 @@
 """The one kind of bad input: every loader, command and library entry point raises :class:`InputError`.
 
 The command line turns it into exit code 2 with one line on stderr naming the parameter and the
-problem (DESIGN.md, "Command line"); from Python it is an ordinary exception, a
+problem (docs/design.md, "The command line and JSON contract"); from Python it is an ordinary exception, a
 :class:`ValueError`, so ``except ValueError`` catches every bad input. :class:`ParamError` is the
 same idea for a parameter file or mapping, with the offending ``key`` as an attribute: it is an
 :class:`InputError`, so ``except InputError`` catches both and ``except ParamError`` keeps working.

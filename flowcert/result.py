@@ -3,7 +3,7 @@ r"""The public typed results of :func:`flowcert.verify`: :class:`Result`, :class
 
 A :class:`Result` is one parameter set checked against every catalogue theorem of a system. Its
 :meth:`Result.to_json` is exactly the document ``flowcert verify SYSTEM --params FILE --json`` prints
-(DESIGN.md, "Command line"): the typed objects are encoded back key by key, in the document's own
+(docs/design.md, "The command line and JSON contract"): the typed objects are encoded back key by key, in the document's own
 key order, so the JSON contract does not depend on them.
 
 The verdict words are named constants (``str`` enums: each *is* its word, ``Status.HOLDS == "holds"``):

@@ -1,4 +1,4 @@
-r"""The one ``System`` protocol every dynamical system of flowcert implements (DESIGN.md, "Systems").
+r"""The one ``System`` protocol every dynamical system of flowcert implements (docs/design.md, "Systems").
 
 A system (``gaussian``: eq. (7) of the gaussian paper, :math:`(\mu,\Sigma)`; ``attention``: tokens
 on the sphere, multistability and consensus papers; ``rnn``: KPFlow, :math:`\partial_s z=-\mathcal

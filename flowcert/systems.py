@@ -1,4 +1,4 @@
-"""The registry of systems: one line per system (DESIGN.md, "Systems").
+"""The registry of systems: one line per system (docs/design.md, "Systems").
 
 Each line names the module whose ``SYSTEM`` object implements :class:`flowcert.system.System`
 and the commands the system serves. The modules are imported only when a system is used, so

@@ -1,4 +1,4 @@
-"""The ``flowcert`` command line as a contract (DESIGN.md, "Command line"), run as a subprocess.
+"""The ``flowcert`` command line as a contract (docs/design.md, "The command line and JSON contract"), run as a subprocess.
 
 Expected numbers are derived by hand from the parameter files, never taken from a previous run:
 

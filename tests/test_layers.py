@@ -1,4 +1,4 @@
-"""The layering of DESIGN.md ("Layout"), checked on the source by an AST scan of every import.
+"""The layering of docs/design.md ("Layers"), checked on the source by an AST scan of every import.
 
 symbolic  <-  numeric, gpu  <-  certificates  <-  flowcert (catalogue, API, CLI)  <-  reports
 

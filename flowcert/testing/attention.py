@@ -1,6 +1,6 @@
 r"""Strategies for attention parameter sets (the ``attention`` system's parameter files).
 
-The model (DESIGN.md, both attention papers):
+The model (docs/design.md, "Systems"; both attention papers):
 :math:`\dot x_i=\Pi_{x_i}\sum_\eta V_\eta\sum_j A^\eta_{ij}x_j`,
 :math:`A^\eta_{ij}=c\,\mathrm{softmax}_j(\beta\,x_i^\top Q_\eta^\top K_\eta x_j)` (causal: :math:`j\le i`).
 A strategy returns the JSON object of a parameter file (nested lists), ready for
