@@ -254,3 +254,22 @@ def test_one_random_document_binds_and_a_perturbed_entry_is_refused(tmp_path):
         forged = copy.deepcopy(doc)
         forged["params"][key][0][0] += 2.0 ** -20
         assert recheck_document(forged).refused, key
+
+
+def test_margins_are_positive_when_a_hypothesis_holds(docs, tmp_path):
+    """The margin's sign convention (issue 35): >= 0 when it holds, <= 0 when it fails (None: no scale).
+    Checked on the documents above and on V = eta I (eta < 0), where the margin of 'eta < 0' is -eta."""
+    eta_doc = verify({"A": [[-1.0, 0.0], [0.0, -1.0]], "B": [[0.5, 0.0], [0.0, 0.5]], "V": [[-0.2, 0.0], [0.0, -0.2]],
+                      "b": [0.0, 0.0], "mu0": [1.0, 1.0], "Sigma0": [[1.0, 0.0], [0.0, 1.0]], "t_end": 1.0}, tmp_path, "eta")
+    seen = 0
+    for doc in (*docs.values(), eta_doc):
+        for t in doc["theorems"]:
+            for h in t["hypotheses"]:
+                m = h["margin"]
+                if m is None or h["status"] == "unknown":
+                    continue
+                seen += 1
+                assert (m >= 0) if h["status"] == "holds" else (m <= 0), (t["id"], h["name"], h["status"], m)
+    _, neg = hyp(eta_doc, "gaussian:thm-4.11.1", "eta < 0")
+    assert neg["status"] == "holds" and neg["margin"] == 0.2
+    assert seen >= 40

@@ -444,7 +444,7 @@ def _v_eta(p: GaussianParams, ea: EtaAnalysis) -> core.HypothesisResult:
     ok = ea.eta is not None
     return V_ETA.result("holds" if ok else "fails",
                         predicate_certificate("scalar_identity", ok, V_ETA.proofs[0].subject, M=core.encode(core.qmat(p.V))),
-                        ea.eta, "exact comparison", f"eta = {ea.eta}" if ok else "V is not a multiple of I")
+                        None, "exact comparison", f"eta = {ea.eta}" if ok else "V is not a multiple of I")
 
 
 def _eta_hyps(p: GaussianParams, ea: EtaAnalysis) -> list[core.HypothesisResult]:
@@ -519,7 +519,8 @@ def thm_4_11(p: GaussianParams, ea: EtaAnalysis, item: int) -> TheoremResult:
     hyps.append(spec.result("holds" if sign_ok else "fails",
                             predicate_certificate("scalar_identity_sign", sign_ok, spec.proofs[0].subject,
                                                   M=core.encode(core.qmat(p.V)), sign=-1 if item == 1 else 1),
-                            ea.eta, "exact comparison"))
+                            None if ea.eta is None else (-ea.eta if item == 1 else ea.eta), "exact comparison",
+                            "" if ea.eta is None else f"eta = {ea.eta}"))
     if item == 2:
         hyps.append(_unstable_hyp(ea))
     result = THM_4_11[item].result(hyps, {})
