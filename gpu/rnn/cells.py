@@ -74,6 +74,26 @@ def _gru_gates(theta: Any, z: torch.Tensor, x: torch.Tensor, H: int) -> tuple[to
     return gh, r, u, n
 
 
+def _outer_sum(q: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
+    r""":math:`\sum_nq_nf_n^\top` for q [..., N, a], f [N, b] -> [..., a, b] (one GEMM for all leading dims)."""
+    if q.dim() == 2:
+        return q.T @ f
+    lead = q.shape[:-2]
+    N, A = q.shape[-2:]
+    qq = q.reshape(-1, N, A).permute(1, 0, 2).reshape(N, -1)  # [N, m*a]
+    return (qq.T @ f).reshape(*lead, A, f.shape[-1])
+
+
+def _rows(f: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
+    r""":math:`f_nW^\top` for f [N, b], W [..., a, b] -> [..., N, a] (one GEMM for all leading dims)."""
+    if W.dim() == 2:
+        return f @ W.T
+    lead = W.shape[:-2]
+    A, Bd = W.shape[-2:]
+    out = f @ W.reshape(-1, A, Bd).permute(2, 0, 1).reshape(Bd, -1)  # [N, m*a]
+    return out.reshape(f.shape[0], -1, A).permute(1, 0, 2).reshape(*lead, f.shape[0], A)
+
+
 @dataclass(frozen=True)
 class Cell:
     """A step map with its sizes.
@@ -145,31 +165,34 @@ class Cell:
 
     def parameter_linearisation(self, theta: Params, z: torch.Tensor, x: torch.Tensor) -> tuple[
             Callable[[torch.Tensor], Params], Callable[[Params], torch.Tensor]] | None:
-        r"""Closed-form :math:`G^\top` (q [N, H] -> per-parameter gradients) and :math:`G` (dθ -> [N, H])
-        of :math:`G=\partial_\theta F(z,x)`, or None (autograd). GRU (gate cotangents, module docstring's
-        equations differentiated by hand), torch RNN and eq. 8; intermediates cached here (O(NH)).
+        r"""Closed-form :math:`G^\top` (q [..., N, H] -> per-parameter gradients [..., *shape]) and :math:`G`
+        (dθ with leading dims [..., *shape] -> [..., N, H]) of :math:`G=\partial_\theta F(z,x)`, or None
+        (autograd). GRU (gate cotangents, module docstring's equations differentiated by hand), torch RNN
+        and eq. 8; intermediates cached here (O(NH)). Leading (batch) dimensions of q and dθ are kept:
+        one matrix product per weight serves a whole batch of vectors.
         """
         if self.kind in EQ8:
             phi = torch.tanh(z) if self.kind == "rnn_tanh" else torch.relu(z)
             xi, dt = x[:, : self.I], self.dt
 
             def vjp8(q: torch.Tensor) -> Params:
-                g = {"W": dt * q.T @ phi, "W_in": dt * q.T @ xi}
-                return {**g, "b": dt * q.sum(0)} if self.bias else g
+                g = {"W": dt * _outer_sum(q, phi), "W_in": dt * _outer_sum(q, xi)}
+                return {**g, "b": dt * q.sum(-2)} if self.bias else g
 
             def jvp8(d: Params) -> torch.Tensor:
-                out = phi @ d["W"].T + xi @ d["W_in"].T
-                return dt * (out + d["b"] if self.bias else out)
+                out = _rows(phi, d["W"]) + _rows(xi, d["W_in"])
+                return dt * (out + d["b"].unsqueeze(-2) if self.bias else out)
             return vjp8, jvp8
         if self.kind == "torch_rnn":
             sd = 1.0 - _torch_rnn(self, theta, z, x) ** 2
 
             def vjpr(q: torch.Tensor) -> Params:
                 d = q * sd
-                return {"W_ih": d.T @ x, "b_ih": d.sum(0), "W_hh": d.T @ z, "b_hh": d.sum(0)}
+                bias = d.sum(-2)
+                return {"W_ih": _outer_sum(d, x), "b_ih": bias, "W_hh": _outer_sum(d, z), "b_hh": bias.clone()}
 
             def jvpr(d: Params) -> torch.Tensor:
-                return sd * (x @ d["W_ih"].T + d["b_ih"] + z @ d["W_hh"].T + d["b_hh"])
+                return sd * (_rows(x, d["W_ih"]) + _rows(z, d["W_hh"]) + (d["b_ih"] + d["b_hh"]).unsqueeze(-2))
             return vjpr, jvpr
         if self.kind != "gru":
             return None
@@ -178,18 +201,22 @@ class Cell:
         ghn = gh[:, 2 * H:]
         a = (1.0 - u) * (1.0 - n**2)  # dF/d(pre-activation of n)
         su, sr = (z - n) * u * (1.0 - u), a * ghn * r * (1.0 - r)  # dF/d(pre u), dF/d(pre r)
+        ar = a * r
 
         def vjpg(q: torch.Tensor) -> Params:
-            dn = q * a
-            di = torch.cat([q * sr, q * su, dn], 1)  # cotangent of gi
-            dh = torch.cat([q * sr, q * su, dn * r], 1)  # cotangent of gh
-            return {"weight_ih": di.T @ x, "weight_hh": dh.T @ z, "bias_ih": di.sum(0), "bias_hh": dh.sum(0)}
+            qr, qu, qn = q * sr, q * su, q * a  # cotangents of the r, u and n pre-activations
+            di = torch.cat([qr, qu, qn], -1)  # cotangent of gi = W_ih x + b_ih
+            qn.mul_(r)  # the hidden n-block enters as r * (W_hn h + b_hn)
+            dh = torch.cat([qr, qu, qn], -1)  # cotangent of gh = W_hh h + b_hh
+            return {"weight_ih": _outer_sum(di, x), "weight_hh": _outer_sum(dh, z), "bias_ih": di.sum(-2), "bias_hh": dh.sum(-2)}
 
         def jvpg(d: Params) -> torch.Tensor:
-            dgi = x @ d["weight_ih"].T + d["bias_ih"]
-            dgh = z @ d["weight_hh"].T + d["bias_hh"]
-            return (sr * (dgi[:, :H] + dgh[:, :H]) + su * (dgi[:, H:2 * H] + dgh[:, H:2 * H])
-                    + a * (dgi[:, 2 * H:] + r * dgh[:, 2 * H:]))
+            dgi = _rows(x, d["weight_ih"]) + d["bias_ih"].unsqueeze(-2)
+            dgh = _rows(z, d["weight_hh"]) + d["bias_hh"].unsqueeze(-2)
+            out = sr * (dgi[..., :H] + dgh[..., :H])
+            out += su * (dgi[..., H:2 * H] + dgh[..., H:2 * H])
+            out += a * dgi[..., 2 * H:] + ar * dgh[..., 2 * H:]
+            return out
         return vjpg, jvpg
 
     def features(self, theta: Params, z: torch.Tensor, x: torch.Tensor) -> dict[str, torch.Tensor]:
