@@ -344,8 +344,8 @@ class Propagation(Operator):
             return torch.baddbmm(add, R, Jt, out=out) if out is not None else torch.baddbmm(add, R, Jt)
         tr = self.tr
         B, m, H = R.shape
-        z = tr.Zprev[:, t, None, :].expand(B, m, H).reshape(B * m, H)
-        x = tr.x[:, t, None, :].expand(B, m, tr.x.shape[-1]).reshape(B * m, -1)
+        z = tr.Zprev[:, t, None, :].expand(B, m, H).reshape(B * m, H).contiguous()
+        x = tr.x[:, t, None, :].expand(B, m, tr.x.shape[-1]).reshape(B * m, -1).contiguous()
         if adjoint:
             zr, fz = _at_z(tr.cell, tr.theta, z, x)
             y = _grad(fz, [zr], R.reshape(B * m, H), False)[0]
@@ -363,7 +363,7 @@ class Propagation(Operator):
         r""":math:`\mathcal P` (or :math:`\mathcal P^*` with ``adjoint``) on rows R [T, B, m, H] (time-major);
         returns [T, B, m, H], written into ``out`` when given (a reusable buffer)."""
         T = R.shape[0]
-        out = torch.empty_like(R) if out is None else out
+        out = torch.empty(R.shape, dtype=R.dtype, device=R.device) if out is None else out
         order = range(T - 2, -1, -1) if adjoint else range(1, T)
         first = T - 1 if adjoint else 0
         out[first].copy_(R[first])
@@ -432,11 +432,12 @@ class ParameterJacobian:
     r""":math:`G:\delta\theta\mapsto(G_t\delta\theta)_{b,t}` (jvp) and :math:`G^\top` (vjp), matrix-free.
 
     θ is also seen as one flat vector of length :attr:`dim` (the parameters in :attr:`names` order,
-    each row-major): :meth:`apply_batch` maps [n, dim] -> [n, B, T, H] and :meth:`adjoint_batch`
-    [n, B, T, H] -> [n, dim], n vectors at once. With the closed forms of the cell (GRU, torch RNN,
-    eq. 8) a batch is one matrix product per weight for all n vectors; otherwise one autograd call
-    per vector, written into one output buffer. Batches are split so that their transients stay
-    within :data:`BATCH_BYTES`.
+    each row-major). Batches: :meth:`apply_rows` maps [n, dim] to the time-major rows [T, B, n, H] that
+    :meth:`Propagation.propagate` works on, :meth:`adjoint_rows` maps such rows back to [n, dim];
+    :meth:`apply_batch` / :meth:`adjoint_batch` do the same with vectors [n, B, T, H]. With the closed
+    forms of the cell (GRU, torch RNN, eq. 8) a batch is one matrix product per weight for all n vectors;
+    otherwise one autograd call per vector, written into one output buffer. Batches are split so that
+    their transients stay within :data:`BATCH_BYTES`.
 
     Parameters
     ----------
@@ -455,7 +456,10 @@ class ParameterJacobian:
         self.shapes = {k: tuple(tr.theta[k].shape) for k in self.names}
         self.sizes = [int(tr.theta[k].numel()) for k in self.names]
         self.dim = sum(self.sizes)
-        zp, xf = tr._flat()
+        B, T, H = tr.shape
+        # the B*T points in time-major order (row t*B + b), the layout of Propagation.propagate
+        zp = tr.Zprev.transpose(0, 1).reshape(T * B, H)
+        xf = tr.x.transpose(0, 1).reshape(T * B, -1)
         fixed = {k: v for k, v in tr.theta.items() if k not in self.names}
         self._f = lambda th: tr.cell.step({**fixed, **th}, zp, xf)  # noqa: E731
         self._theta = {k: tr.theta[k] for k in self.names}
@@ -470,83 +474,112 @@ class ParameterJacobian:
 
     @property
     def _chunk(self) -> int:
-        """Vectors per batch: a closed-form batch holds about 8 [B·T, H] transients per vector and cell width."""
+        """Vectors per batch: a closed-form batch holds about 8 [B·T, H] transients per vector and gate."""
         B, T, H = self.tr.shape
         item = torch.finfo(self.tr.dtype).bits // 8
         width = 3 if getattr(self.tr.cell, "kind", "") == "gru" else 1
-        per = item * (8 * width * B * T * H + 2 * self.dim)
-        return max(1, BATCH_BYTES // per)
+        return max(1, BATCH_BYTES // (item * (8 * width * B * T * H + 2 * self.dim)))
+
+    def _points(self, q: Tensor) -> Tensor:
+        """[B, T, H] -> the time-major points [T·B, H]."""
+        return q.transpose(0, 1).reshape(-1, q.shape[-1])
+
+    def _trajectory(self, y: Tensor) -> Tensor:
+        """[T·B, H] -> [B, T, H]."""
+        B, T, H = self.tr.shape
+        return y.reshape(T, B, H).transpose(0, 1).contiguous()
 
     def __call__(self, dtheta: Params) -> Tensor:
         if self._closed is not None:
             full = {k: dtheta[k] if k in dtheta else torch.zeros_like(v) for k, v in self.tr.theta.items()}
-            return self._closed[1](full).reshape(self.tr.shape)
-        return jvp(self._f, (self._theta,), (dtheta,))[1].reshape(self.tr.shape)
+            return self._trajectory(self._closed[1](full))
+        return self._trajectory(jvp(self._f, (self._theta,), (dtheta,))[1])
+
+    def _adjoint_points(self, q: Tensor) -> Params:
+        if self._closed is not None:
+            g = self._closed[0](q)
+            return {k: g[k] for k in self.names}
+        g = _grad(self._out, list(self._leaves.values()), q, True)
+        return {k: (torch.zeros_like(v) if gi is None else gi) for (k, v), gi in zip(self._leaves.items(), g)}
 
     def adjoint(self, q: Tensor) -> Params:
-        B, T, H = self.tr.shape
-        if self._closed is not None:
-            g = self._closed[0](q.reshape(B * T, H))
-            return {k: g[k] for k in self.names}
-        g = _grad(self._out, list(self._leaves.values()), q.reshape(B * T, H), True)
-        return {k: (torch.zeros_like(v) if gi is None else gi) for (k, v), gi in zip(self._leaves.items(), g)}
+        """:math:`G^\\top q` for one q [B, T, H], per parameter."""
+        return self._adjoint_points(self._points(q))
 
     def unflatten(self, w: Tensor) -> Params:
         """Flat [..., dim] -> per-parameter views [..., *shape]."""
         lead = w.shape[:-1]
         return {k: p.reshape(*lead, *self.shapes[k]) for k, p in zip(self.names, torch.split(w, self.sizes, -1))}
 
-    def adjoint_batch(self, Q: Tensor, out: Tensor | None = None) -> Tensor:
-        r""":math:`G^\top` on n vectors: Q [n, B, T, H] -> flat gradients [n, dim] (into ``out`` if given)."""
-        n = Q.shape[0]
-        B, T, H = self.tr.shape
-        out = torch.empty(n, self.dim, dtype=Q.dtype, device=Q.device) if out is None else out
-        if self._closed is None:
-            for i in range(n):
-                torch.cat([v.reshape(-1) for v in self.adjoint(Q[i]).values()], out=out[i])
-            return out
-        step = self._chunk
+    def adjoint_rows(self, R: Tensor, out: Tensor | None = None) -> Tensor:
+        r""":math:`G^\top` on rows R [T, B, n, H] -> flat gradients [n, dim] (into ``out`` if given)."""
+        T, B, n, H = R.shape
+        out = torch.empty(n, self.dim, dtype=R.dtype, device=R.device) if out is None else out
+        step = self._chunk if self._closed is not None else 1
         for c0 in range(0, n, step):
-            g = self._closed[0](Q[c0:c0 + step].reshape(-1, B * T, H))
-            o = out[c0:c0 + step]
+            Rc = R[:, :, c0:c0 + step]
+            nc = Rc.shape[2]
+            g = self._adjoint_points(Rc.reshape(T * B, nc, H) if self._closed is not None else Rc.reshape(T * B, H))
+            o = out[c0:c0 + nc]
             a = 0
             for k, sz in zip(self.names, self.sizes):
-                o[:, a:a + sz].copy_(g[k].reshape(o.shape[0], sz))
+                o[:, a:a + sz].copy_(g[k].reshape(nc, sz))
                 a += sz
         return out
 
-    def apply_batch(self, W: Tensor, out: Tensor | None = None) -> Tensor:
-        r""":math:`G` on n flat parameter vectors: W [n, dim] -> [n, B, T, H] (into ``out`` if given)."""
+    def apply_rows(self, W: Tensor, out: Tensor | None = None) -> Tensor:
+        r""":math:`G` on n flat parameter vectors W [n, dim] -> rows [T, B, n, H] (into ``out`` if given)."""
         n = W.shape[0]
         B, T, H = self.tr.shape
-        out = torch.empty(n, B, T, H, dtype=W.dtype, device=W.device) if out is None else out
+        out = torch.empty(T, B, n, H, dtype=W.dtype, device=W.device) if out is None else out
         if self._closed is None:
             for i in range(n):
-                out[i] = self(self.unflatten(W[i]))
+                out[:, :, i] = jvp(self._f, (self._theta,), (self.unflatten(W[i]),))[1].reshape(T, B, H)
             return out
-        full = {k: v for k, v in self.tr.theta.items() if k not in self.names}
+        fixed = {k: v for k, v in self.tr.theta.items() if k not in self.names}
         step = self._chunk
         for c0 in range(0, n, step):
             Wc = W[c0:c0 + step]
-            d = {**{k: torch.zeros((Wc.shape[0], *v.shape), dtype=W.dtype, device=W.device) for k, v in full.items()},
+            nc = Wc.shape[0]
+            d = {**{k: torch.zeros((nc, *v.shape), dtype=W.dtype, device=W.device) for k, v in fixed.items()},
                  **self.unflatten(Wc)}
-            out[c0:c0 + step] = self._closed[1](d).reshape(Wc.shape[0], B, T, H)
+            out[:, :, c0:c0 + nc] = self._closed[1](d).reshape(T, B, nc, H)
         return out
+
+    def adjoint_batch(self, Q: Tensor, out: Tensor | None = None) -> Tensor:
+        r""":math:`G^\top` on n vectors Q [n, B, T, H] -> [n, dim]."""
+        return self.adjoint_rows(Q.permute(2, 1, 0, 3), out)
+
+    def apply_batch(self, W: Tensor) -> Tensor:
+        r""":math:`G` on n flat parameter vectors W [n, dim] -> [n, B, T, H]."""
+        return self.apply_rows(W).permute(2, 1, 0, 3).contiguous()
+
+
+class ParameterOperator(Operator):
+    r""":math:`\mathcal K=\frac1B GG^\top` (self-adjoint): one vjp then one jvp per application, batched;
+    :attr:`G` is its :class:`ParameterJacobian`."""
+
+    def __init__(self, G: ParameterJacobian) -> None:
+        self.G = G
+        B = G.tr.shape[0]
+
+        def K(q: Tensor) -> Tensor:
+            return G({k: v / B for k, v in G.adjoint(q).items()})
+
+        def Kb(V: Tensor) -> Tensor:
+            return G.apply_batch(G.adjoint_batch(V).div_(B))
+
+        super().__init__(G.tr.shape, K, K, "K", dtype=G.tr.dtype, device=G.tr.device, batch=Kb, rbatch=Kb)
+
+    def rows(self, R: Tensor) -> Tensor:
+        """K on rows [T, B, n, H] (the layout of :meth:`Propagation.propagate`)."""
+        return self.G.apply_rows(self.G.adjoint_rows(R).div_(self.shape[0]))
 
 
 def parameter_operator(tr: Trajectory, only: Sequence[str] | None = None, *,
-                       device: torch.device | str | None = None) -> Operator:
+                       device: torch.device | str | None = None) -> ParameterOperator:
     r""":math:`\mathcal K=\frac1B GG^\top` (self-adjoint), one vjp then one jvp per application (batched)."""
-    G = ParameterJacobian(tr, only, device=device)
-    B = G.tr.shape[0]
-
-    def K(q: Tensor) -> Tensor:
-        return G({k: v / B for k, v in G.adjoint(q).items()})
-
-    def Kb(V: Tensor) -> Tensor:
-        return G.apply_batch(G.adjoint_batch(V).div_(B))
-
-    return Operator(G.tr.shape, K, K, "K", dtype=G.tr.dtype, device=G.tr.device, batch=Kb, rbatch=Kb)
+    return ParameterOperator(ParameterJacobian(tr, only, device=device))
 
 
 def hidden_ntk(tr: Trajectory, *, device: torch.device | str | None = None) -> Operator:
@@ -588,9 +621,18 @@ class KPFlow:
 
     @property
     def PKP(self) -> Operator:
-        r""":math:`\mathcal P\mathcal K\mathcal P^*` (self-adjoint, PSD)."""
+        r""":math:`\mathcal P\mathcal K\mathcal P^*` (self-adjoint, PSD); a batch stays in the time-major rows
+        from :math:`\mathcal P^*` to :math:`\mathcal P` (one layout change each way)."""
         op = self.P @ self.K @ self.P.T
-        return op._like(op, op, "PKP*", op.apply_batch, op.apply_batch)
+        P, K = self.P, self.K
+        if not isinstance(K, ParameterOperator):
+            return op._like(op, op, "PKP*", op.apply_batch, op.apply_batch)
+
+        def batch(V: Tensor) -> Tensor:
+            R = P.propagate(V.permute(2, 1, 0, 3).contiguous(), True)
+            return P.propagate(K.rows(R)).permute(2, 1, 0, 3).contiguous()
+
+        return op._like(op, op, "PKP*", batch, batch)
 
     @property
     def PP(self) -> Operator:
