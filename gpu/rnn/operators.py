@@ -104,6 +104,7 @@ class Operator:
         self._mv, self._rmv, self.name = matvec, rmatvec, name
         self.dtype, self.device = dtype, torch.device(device)
         self._bmv, self._rbmv = batch, rbatch
+        self.self_adjoint = False  # set where A = A^T by construction (Gram forms, K); spectra use it
 
     def _like(self, mv: Callable[[Tensor], Tensor], rmv: Callable[[Tensor], Tensor], name: str,
               batch: Callable[[Tensor], Tensor] | None = None,
@@ -172,7 +173,9 @@ class Operator:
     def gram(self) -> "Operator":
         r""":math:`AA^\top` (self-adjoint, PSD)."""
         op = self @ self.T
-        return self._like(op, op, f"{self.name}{self.name}^T", op.apply_batch, op.apply_batch)
+        out = self._like(op, op, f"{self.name}{self.name}^T", op.apply_batch, op.apply_batch)
+        out.self_adjoint = True
+        return out
 
     def dense(self, dtype: torch.dtype | None = None) -> Tensor:
         """The (BTH)×(BTH) matrix (row-major flattening of [B, T, H]); small sizes only."""
@@ -570,6 +573,7 @@ class ParameterOperator(Operator):
             return G.apply_batch(G.adjoint_batch(V).div_(B))
 
         super().__init__(G.tr.shape, K, K, "K", dtype=G.tr.dtype, device=G.tr.device, batch=Kb, rbatch=Kb)
+        self.self_adjoint = True
 
     def rows(self, R: Tensor) -> Tensor:
         """K on rows [T, B, n, H] (the layout of :meth:`Propagation.propagate`)."""
@@ -626,13 +630,15 @@ class KPFlow:
         op = self.P @ self.K @ self.P.T
         P, K = self.P, self.K
         if not isinstance(K, ParameterOperator):
-            return op._like(op, op, "PKP*", op.apply_batch, op.apply_batch)
+            out = op._like(op, op, "PKP*", op.apply_batch, op.apply_batch)
+        else:
+            def batch(V: Tensor) -> Tensor:
+                R = P.propagate(V.permute(2, 1, 0, 3).contiguous(), True)
+                return P.propagate(K.rows(R)).permute(2, 1, 0, 3).contiguous()
 
-        def batch(V: Tensor) -> Tensor:
-            R = P.propagate(V.permute(2, 1, 0, 3).contiguous(), True)
-            return P.propagate(K.rows(R)).permute(2, 1, 0, 3).contiguous()
-
-        return op._like(op, op, "PKP*", batch, batch)
+            out = op._like(op, op, "PKP*", batch, batch)
+        out.self_adjoint = True
+        return out
 
     @property
     def PP(self) -> Operator:
