@@ -214,17 +214,13 @@ THM2_BYTES = 64 * 2**20
 
 
 def _jacobian_chunks(tr: Any, P: Any, trials: int) -> Any:
-    """(b0, J [b, T, H, H]) for consecutive chunks of ``trials`` trials: the stored Jacobians, or each chunk
-    formed once (recompute mode keeps its O(BTH) memory)."""
+    """(b0, J [b, T, H, H]) for consecutive chunks of ``trials`` trials, each formed once (recompute mode:
+    the whole J would undo its O(BTH) memory)."""
     from ..gpu.rnn.operators import Trajectory, state_jacobians
 
-    B = tr.shape[0]
-    for b0 in range(0, B, trials):
-        if P.J is not None:
-            yield b0, P.J[b0:b0 + trials]
-        else:
-            sl = slice(b0, b0 + trials)
-            yield b0, state_jacobians(Trajectory(tr.cell, tr.theta, tr.x[sl], tr.h0[sl], tr.Z[sl]))
+    for b0 in range(0, tr.shape[0], trials):
+        sl = slice(b0, b0 + trials)
+        yield b0, state_jacobians(Trajectory(tr.cell, tr.theta, tr.x[sl], tr.h0[sl], tr.Z[sl]))
 
 
 def thm_2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[TheoremResult, list[dict[str, Any]]]:
@@ -247,13 +243,16 @@ def thm_2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[Theor
     item = torch.finfo(tr.dtype).bits // 8
     bc = max(1, min(B, THM2_BYTES // (4 * T * H * H * item)))
     eps = float(torch.finfo(tr.dtype).eps)
-    lam_rows, Jc = [], None
-    for b0, Jb in _jacobian_chunks(tr, P, bc):
-        lam_rows.append(lyapunov_qr(Jb))
-        if b0 == 0:
-            Jc = Jb
-    assert Jc is not None
-    lams = np.concatenate(lam_rows, 0).mean(0)
+    if P.J is not None:  # stored: all trials in one batched QR per step
+        lams, Jc = lyapunov_qr(P.J).mean(0), P.J[:bc]
+    else:
+        lam_rows, Jc = [], None
+        for b0, Jb in _jacobian_chunks(tr, P, bc):
+            lam_rows.append(lyapunov_qr(Jb))
+            if b0 == 0:
+                Jc = Jb
+        assert Jc is not None
+        lams = np.concatenate(lam_rows, 0).mean(0)
     sv = torch.linalg.svdvals(Jc.reshape(-1, H, H).to(torch.float64))
     smin, smax = sv[:, -1], sv[:, 0]
     cond = float(torch.where(smin > 0, smax / smin, torch.inf).max())  # >= 1; inf when singular

@@ -36,9 +36,7 @@ import math
 from typing import Any, Sequence
 
 import torch
-from torch.func import jvp
-
-from .operators import KPFlow, Trajectory, hidden_ntk, loss, readout_error, rollout
+from .operators import KPFlow, Trajectory, hidden_ntk, jvp, loss, readout_error, rollout
 
 EPS = float(torch.finfo(torch.float64).eps)
 TOLERANCE_FACTOR = 16.0  # C in the module docstring
