@@ -31,6 +31,7 @@ from .. import __version__
 from ..catalogue import CrossCheck, TheoremResult
 from ..certificates import core
 from ..certificates.hypotheses import holds_by
+from ..gpu.rnn.work import THM2_BYTES  # trials of the Theorem 2 checks (torch-free module)
 from .params import RNNParams
 
 EXACT_MAX = 1200  # dense references (SVD, partial traces) up to B*T*H = EXACT_MAX
@@ -206,11 +207,6 @@ def thm_1(m: dict[str, Any], exact_max: int = EXACT_MAX) -> TheoremResult:
                               else "bound (3) happens to hold on this trajectory, but it is not implied"))}),
         correction="'positive definite' -> semidefinite; part (3) holds only for a constant outer Jacobian "
                    "(false for the torch RNN and GRU cells); the true general bound is rank K_j <= n_j rank F_j")
-
-
-#: Memory for the Theorem 2 checks on a subset of trials (U_t and its factorisation; P is block-diagonal over
-#: trials, so P = U V U^-1 is checked trial by trial): about 4 copies of [b, T, H, H] in this budget.
-THM2_BYTES = 64 * 2**20
 
 
 def _jacobian_chunks(tr: Any, P: Any, trials: int) -> Any:

@@ -61,12 +61,11 @@ import numpy as np
 import torch
 
 from .operators import Operator
+from .work import BUDGET_BYTES, COPIES, EXACT_FACTOR, KEEP_PER_PROBE, default_exact  # noqa: F401
 
 Tensor = torch.Tensor
 AXES = ("B", "T", "H")
-BUDGET_BYTES = 256 * 2**20  # memory for one batch of probe vectors (and as much for their images)
-KEEP_PER_PROBE = 8_000_000  # per-probe matrices kept (for eigenvalue error bars) up to m |K|^2 entries (64 MB)
-EXACT_FACTOR = 16  # default exact path when it costs at most this many times the probes' applications
+
 
 
 def parse_keep(keep: str | Sequence[str]) -> tuple[str, ...]:
@@ -175,12 +174,6 @@ class _Moments:
         self.n += Mg.shape[0]
 
 
-def default_exact(nk: int, ns: int, probes: int) -> bool:
-    r"""The exact path (basis of the traced axes, :math:`|S|\cdot|K|` adjoint applications) is taken when
-    :math:`|S|\le m` and it costs at most :data:`EXACT_FACTOR` times the m probes' applications."""
-    return ns <= probes and ns * nk <= EXACT_FACTOR * probes
-
-
 def partial_trace(op: Operator, keep: str | Sequence[str], *, probes: int = 64, seed: int = 0,
                   factor_adjoint: Callable[[Tensor], Tensor] | None = None,
                   factor: Callable[[Tensor], Tensor] | None = None, factor_dim: int | None = None,
@@ -254,8 +247,8 @@ def _traced_probes(op: Operator, Z: Tensor, shape: Sequence[int], ki: list[int],
     vec_bytes = op.size * item
     gram = factor_adjoint is not None
     # probes per batch (all kept indices at once) or kept indices per batch (one probe at a time)
-    chunk = max(1, min(nk, budget_bytes // vec_bytes))
-    group = max(1, budget_bytes // (vec_bytes * nk)) if chunk == nk else 1
+    chunk = max(1, min(nk, budget_bytes // (COPIES * vec_bytes)))
+    group = max(1, budget_bytes // (COPIES * vec_bytes * nk)) if chunk == nk else 1
     mom = _Moments(m, nk, store, op.device)
     allk = torch.arange(nk)
     for g0 in range(0, m, group):
@@ -311,7 +304,8 @@ def block_sum(op: Operator, keep: str | Sequence[str],
     ki, si, kd, sd = _split(op.shape, keep_t)
     nk, ns = int(np.prod(kd)), int(np.prod(sd))
     Z = torch.ones(1, ns, dtype=op.dtype, device=op.device)
-    chunk = max(1, min(nk, budget_bytes // (op.size * (torch.finfo(op.dtype).bits // 8))))
+    # the vectors, their time-major copy, P*'s output and the parameter Jacobian's transients: ~4 copies
+    chunk = max(1, min(nk, budget_bytes // (COPIES * op.size * (torch.finfo(op.dtype).bits // 8))))
     parts = []
     for c0 in range(0, nk, chunk):
         V = _vectors(op.shape, ki, si, torch.arange(c0, min(nk, c0 + chunk)), Z, nk)
@@ -355,17 +349,21 @@ def gram_factors(kp: Any, which: str) -> tuple[Operator, Callable[[Tensor], Tens
 
 
 def consensus(kp: Any, which: str, keep: str | Sequence[str], *, probes: int = 64, seed: int = 0,
-              top: int = 20, exact: bool | None = None, budget_bytes: int = BUDGET_BYTES) -> dict[str, Any]:
+              top: int = 20, exact: bool | None = None, budget_bytes: int = BUDGET_BYTES,
+              estimator: str = "factor") -> dict[str, Any]:
     r"""Consensus spectrum of one KPFlow operator (``which`` in ``"K"``, ``"PP"``, ``"PKP"``).
 
     Uses the Gram factors of :func:`gram_factors` (so every per-probe matrix is PSD): the exact path
     applies :math:`C^\top` to the basis of the traced axes, the estimate applies C to Rademacher
-    probes of its domain (module docstring); returns the JSON-ready ``consensus`` entry of
-    ``kpflow analyze`` with the block sum's distance.
+    probes of its domain (``estimator="factor"``, module docstring) or, with ``estimator="traced"``,
+    :math:`C^\top` to Rademacher probes of the traced axes (one application per kept index and probe);
+    returns the JSON-ready ``consensus`` entry of ``kpflow analyze`` with the block sum's distance.
     """
+    if estimator not in ("factor", "traced"):
+        raise ValueError(f"estimator must be 'factor' or 'traced', got {estimator!r}")
     op, fa, f, dim = gram_factors(kp, which)
-    pt = partial_trace(op, keep, probes=probes, seed=seed, factor_adjoint=fa, factor=f, factor_dim=dim,
-                       exact=exact, budget_bytes=budget_bytes)
+    pt = partial_trace(op, keep, probes=probes, seed=seed, factor_adjoint=fa, factor=f if estimator == "factor" else None,
+                       factor_dim=dim, exact=exact, budget_bytes=budget_bytes)
     sp = pt.spectrum(top)
     bs = block_sum(op, keep, fa, budget_bytes)
     diff = float((bs - pt.matrix).norm() / pt.matrix.norm().clamp_min(1e-300))

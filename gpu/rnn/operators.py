@@ -33,6 +33,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from .cells import Cell, Params
+from .work import BATCH_BYTES
 
 Tensor = torch.Tensor
 
@@ -443,10 +444,6 @@ class Propagation(Operator):
 
 
 # ---------------------------------------------------------------------------------------- K
-
-
-#: Memory for the transients of one batch of parameter-Jacobian products (bytes); larger batches are split.
-BATCH_BYTES = 256 * 2**20
 
 
 class ParameterJacobian:

@@ -42,6 +42,7 @@ import numpy as np
 import torch
 
 from .operators import Operator, Propagation
+from .work import CHUNK_BYTES, sketch_rank, sketch_sizes  # noqa: F401
 
 AXES = ("B", "T", "H")
 DEFINITION = ("effrank95: smallest k with sum_{i<=k} sigma_i^2 >= 0.95 sum_i sigma_i^2, sigma_i the singular "
@@ -172,10 +173,6 @@ def _orth(Y: torch.Tensor) -> torch.Tensor:
     return torch.linalg.qr(Y.T.to(torch.float64))[0].T.to(Y.dtype)
 
 
-#: Memory for one chunk of sketch vectors (their images and the operator's transients are a few times this).
-CHUNK_BYTES = 48 * 2**20
-
-
 def _chunked(f: Callable[[torch.Tensor], torch.Tensor], V: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
     """f on the rows of V [k, n] in chunks of :data:`CHUNK_BYTES`, into one [k, n] output."""
     k, n = V.shape
@@ -220,19 +217,13 @@ def sketch_spectrum(op: Operator, l: int, r: int, seed: int = 0) -> dict[str, An
     return {"sigma2": s2.cpu().numpy(), "total": total, "fourth": fourth, "applications": 2 * l + 3 * r}
 
 
-def sketch_rank(n: int) -> int:
-    """Singular values sketched above ``exact_max``: 60, and 30 above 100,000 entries (B·T·H), where each
-    application of K or PKP* costs tens of milliseconds (the cost model of :mod:`flowcert.limits`)."""
-    return 60 if n <= 100_000 else 30
-
-
 def effective_rank(op: Operator, *, exact_max: int = 2000, k: int | None = None, frac: float = 0.95,
                    seed: int = 0) -> dict[str, Any]:
     r"""Effective rank of ``op`` (see module docstring), exact, or from batched randomized sketches.
 
     Above ``exact_max`` the top ``k`` singular values come from :func:`sketch_spectrum` (k + 10
     sketch vectors; lower bounds of the true ones) and the total :math:`\|A\|_F^2` from the same
-    sketch plus a Hutchinson remainder (unbiased). Default k: :func:`sketch_rank`.
+    sketch plus a Hutchinson remainder (unbiased). Default k: :func:`~.work.sketch_rank`.
 
     Returns
     -------
@@ -247,9 +238,7 @@ def effective_rank(op: Operator, *, exact_max: int = 2000, k: int | None = None,
         pr = float(v.sum() ** 2 / max((v**2).sum(), 1e-300))
         return {"value": effrank_from(v, frac), "method": "dense SVD", "exact": True, "lower_bound": False,
                 "participation_ratio": pr, "size": n}
-    k = sketch_rank(n) if k is None else k
-    l = min(n, k + 10)
-    r = max(4, min(n, l // 4))
+    k, l, r = sketch_sizes(n, k)
     sk = sketch_spectrum(op, l, r, seed)
     v = sk["sigma2"][:k]
     total = max(sk["total"], float(v.sum()))
