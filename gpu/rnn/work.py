@@ -40,6 +40,9 @@ BATCH_BYTES = 256 * 2**20
 #: Memory for the Theorem 2 checks on a subset of trials.
 THM2_BYTES = 64 * 2**20
 
+#: Vectors per batch assumed by the overhead terms (the calibration's batches).
+BATCH = 8
+
 CLOSED_G = ("rnn_tanh", "relu_rnn", "torch_rnn", "gru")
 CLOSED_J = CLOSED_G + ("linear",)
 AXES = ("B", "T", "H")
@@ -96,9 +99,11 @@ def analysis_work(B: int, T: int, H: int, I: int, cell: str, *, mode: str = "sto
     """
     N, n, w, d = B * T, B * T * H, gates(cell), H + I + 1
     item = 8
-    c: dict[str, float] = {k: 0.0 for k in ("P", "P_recompute", "G", "G_autograd", "cell", "qr", "dense", "flops", "lmi")}
+    c: dict[str, float] = {k: 0.0 for k in ("P", "P_recompute", "P_single", "P_recompute_single", "G", "G_autograd",
+                                            "cell", "qr", "dense", "flops", "lmi")}
     Pk = "P" if mode == "stored" else "P_recompute"
     Gk = "G" if cell in CLOSED_G else "G_autograd"
+    Ps = Pk + "_single"
     nw = len(("W", "W_in")) + (2 if cell in ("gru", "torch_rnn") else 0)  # parameters of Thm 1 (K_j)
 
     def add(P: float = 0, G: float = 0, cell_: float = 0) -> None:
@@ -109,8 +114,9 @@ def analysis_work(B: int, T: int, H: int, I: int, cell: str, *, mode: str = "sto
     add(cell_=1)  # the trajectory
     if mode == "stored" and cell not in CLOSED_J:
         add(cell_=2 * H)  # H vjps over all points
-    add(P=3, G=3, cell_=11)  # Prop. 1: FD rollouts, noise, gradient, jvp rollout; the flow and G^T P^T Err
-    add(P=10, G=6, cell_=6)  # adjoint, inverse, hidden NTK identities
+    add(G=3, cell_=11)  # Prop. 1: FD rollouts, noise, gradient, jvp rollout; the flow and G^T P^T Err
+    add(G=6, cell_=6)  # adjoint, inverse, hidden NTK identities
+    c[Ps] += 3 + 10 + 1  # single-vector P / P* of Prop. 1, the identities and Theorem 2
     if n <= exact_max:  # dense effective ranks, P's 2-norm, Theorem 1's dense K_j
         add(P=3 * n + n, G=4 * n)
         c["dense"] += 4 * float(n) ** 3
@@ -126,7 +132,6 @@ def analysis_work(B: int, T: int, H: int, I: int, cell: str, *, mode: str = "sto
         sketch_bytes = 5 * l * n * item + 6 * CHUNK_BYTES
     bc = max(1, min(B, THM2_BYTES // (4 * T * H * H * item)))
     c["qr"] += N + 4 * bc * T  # Lyapunov QR of every A_t; SVDs, products and LU on the checked trials
-    add(P=1)
     if B * T <= 64 and H <= 8:
         c["lmi"] += 1
     J_bytes = N * H * H * item if mode == "stored" else 0
@@ -158,4 +163,9 @@ def analysis_work(B: int, T: int, H: int, I: int, cell: str, *, mode: str = "sto
     sizes = {"P": 2.0 * N * H * H, "P_recompute": 2.0 * N * H * d * w, "G": 2.0 * N * H * d * w,
              "G_autograd": 2.0 * N * H * d * w, "cell": 2.0 * N * H * d * w, "qr": float(H) ** 3, "dense": 1.0, "flops": 1.0,
              "lmi": 1.0}
-    return {"counts": c, "sizes": sizes, "steps": T, "bytes": stage, "persistent_bytes": persistent}
+    sizes["P_single"], sizes["P_recompute_single"] = sizes["P"], sizes["P_recompute"]
+    # steps paying a fixed overhead, per application: a recurrence's T steps (a batch of BATCH vectors shares
+    # them), one call of G, one batched step per B factorisations
+    steps = {"P": T / BATCH, "P_recompute": T / BATCH, "P_single": T, "P_recompute_single": T, "cell": T,
+             "G": 1, "G_autograd": 1, "qr": 1 / B, "dense": 0, "flops": 0, "lmi": 0}
+    return {"counts": c, "sizes": sizes, "steps": steps, "bytes": stage, "persistent_bytes": persistent}
