@@ -61,7 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--d", type=int, default=32)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--dask", action="store_true", help="also run on a dask LocalCluster of --jobs workers")
+    ap.add_argument("--smoke", action="store_true", help="2 files at d = 2 (CI)")
     args = ap.parse_args(argv)
+    if args.smoke:
+        args.files, args.d, args.dask = 2, 2, False
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         write_cases(folder, args.files, args.d)

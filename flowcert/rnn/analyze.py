@@ -32,6 +32,7 @@ from ..catalogue import CrossCheck, TheoremResult
 from ..certificates import core
 from ..certificates.hypotheses import holds_by
 from ..gpu.rnn.work import THM2_BYTES  # trials of the Theorem 2 checks (torch-free module)
+from ..limits import check_kpflow_cost
 from .params import RNNParams
 
 EXACT_MAX = 1200  # dense references (SVD, partial traces) up to B*T*H = EXACT_MAX
@@ -343,10 +344,13 @@ def _gram_exact(A: np.ndarray) -> list[list[Any]]:
 
 def analyze(p: RNNParams, *, mode: str = "stored", exact_max: int = EXACT_MAX, consensus: str | None = None,
             probes: int = 64, consensus_op: str = "PKP") -> dict[str, Any]:
-    """The ``kpflow analyze`` document (see DESIGN.md, "Command line")."""
+    """The ``kpflow analyze`` document (see DESIGN.md, "Command line"); a request whose predicted cost
+    exceeds the limits (:func:`flowcert.limits.check_kpflow_cost`) is refused before anything is built."""
     import torch
 
     torch.set_num_threads(1)
+    check_kpflow_cost(p.B, p.T, p.H, p.I, p.cell, mode=mode, consensus=consensus, probes=probes, op=consensus_op,
+                      key="--consensus" if consensus is not None else "B")
     m = build_model(p)
     if not bool(torch.isfinite(m["tr"].Z).all()):
         from ..errors import InputError

@@ -255,7 +255,7 @@ def effective_rank(op: Operator, *, exact_max: int = 2000, k: int | None = None,
 
 
 def numerical_rank(M: np.ndarray | torch.Tensor) -> tuple[int, float]:
-    """Rank with tolerance :math:`\max(m,n)\,\epsilon\,\sigma_1`, ε the machine epsilon of M's dtype (float32
+    r"""Rank with tolerance :math:`\max(m,n)\,\epsilon\,\sigma_1`, ε the machine epsilon of M's dtype (float32
     data carry float32 rounding, whatever precision the SVD runs in), and the gap ratio σ_r/σ_{r+1}."""
     if isinstance(M, torch.Tensor):
         eps = float(torch.finfo(M.dtype).eps) if M.is_floating_point() else float(np.finfo(float).eps)

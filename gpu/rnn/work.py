@@ -123,23 +123,25 @@ def analysis_work(B: int, T: int, H: int, I: int, cell: str, *, mode: str = "sto
         if cell != "module":
             add(G=2 * n * nw)
             c["dense"] += nw * (float(n) ** 3 + float(N) ** 3)
-        sketch_bytes = 8 * n * n * item
+        sketch_bytes = 20 * n * n * item  # dense operators, their SVD workspace, the basis batch
+        vectors = n
     else:
         k, l, r = sketch_sizes(n)
         a = sketch_applications(l, r)
         add(P=3 * a, G=4 * a)
         c["flops"] += 3 * 3 * float(n) * l * l  # QR, projections and Gram of the [l, n] sketches
-        sketch_bytes = 5 * l * n * item + 6 * CHUNK_BYTES
+        sketch_bytes = 3 * l * n * item + min(4 * CHUNK_BYTES, 4 * l * n * item)  # Q, Z, one image; chunks
+        vectors = l
+    dim = parameter_count(cell, H, I)
     bc = max(1, min(B, THM2_BYTES // (4 * T * H * H * item)))
     c["qr"] += N + 4 * bc * T  # Lyapunov QR of every A_t; SVDs, products and LU on the checked trials
     if B * T <= 64 and H <= 8:
         c["lmi"] += 1
     J_bytes = N * H * H * item if mode == "stored" else 0
-    persistent = J_bytes + 24 * w * n * item  # trajectory, inputs, cached gate factors, G's points
-    stage = {"effective_rank": sketch_bytes, "thm_2": 4 * bc * T * H * H * item,
-             "parameter_batches": min(BATCH_BYTES, 8 * w * n * item * 64)}
-    if mode != "stored":
-        stage["thm_2"] += bc * T * H * H * item
+    persistent = J_bytes + 12 * w * n * item  # trajectory, inputs, cached gate factors, G's points
+    per_vector = item * (8 * w * n + 2 * dim)  # one vector through G or G^T (ParameterJacobian._chunk)
+    stage = {"effective_rank": sketch_bytes, "thm_2": 4 * bc * T * H * H * item + (0 if J_bytes else bc * T * H * H * item),
+             "parameter_batches": min(BATCH_BYTES, per_vector * vectors)}
     if consensus is not None:
         keep = [a for a in AXES if a in consensus]
         dims = {"B": B, "T": T, "H": H}
@@ -147,19 +149,21 @@ def analysis_work(B: int, T: int, H: int, I: int, cell: str, *, mode: str = "sto
         for a in keep:
             nk *= dims[a]
         ns = n // nk
-        dim = n if op == "PP" else parameter_count(cell, H, I)
+        cdim = n if op == "PP" else dim
         Cp = {"PKP": (1, 1), "K": (0, 1), "PP": (1, 0)}[op]  # (P, G) applications in one C or C^T
+        moments = 2 * nk * nk * 8
+        adjoint_batch = min(BUDGET_BYTES, nk * COPIES * n * item) + nk * cdim * item  # C^T on |K| vectors, and Y
         if default_exact(nk, ns, probes):
             apps = ns * nk
-            cons_bytes = BUDGET_BYTES + nk * dim * item + 2 * nk * nk * 8
+            cons_bytes = adjoint_batch + moments
         else:
             apps = probes
             c["flops"] += probes * float(nk) * nk * ns  # tr_S(v v^T) per probe
-            kept = nk * nk * probes <= KEEP_PER_PROBE
-            cons_bytes = BUDGET_BYTES + (probes if kept else 0) * nk * nk * 8 + 2 * nk * nk * 8
+            kept = probes * nk * nk if nk * nk * probes <= KEEP_PER_PROBE else 0
+            cons_bytes = max(min(BUDGET_BYTES, probes * (cdim + 6 * n) * item), adjoint_batch) + moments + 8 * kept
         apps += nk  # the block sum: C^T on e_k (x) 1
         add(P=Cp[0] * apps, G=Cp[1] * apps)
-        stage["consensus"] = cons_bytes + nk * dim * item + BATCH_BYTES
+        stage["consensus"] = cons_bytes + min(BATCH_BYTES, per_vector * nk)
     sizes = {"P": 2.0 * N * H * H, "P_recompute": 2.0 * N * H * d * w, "G": 2.0 * N * H * d * w,
              "G_autograd": 2.0 * N * H * d * w, "cell": 2.0 * N * H * d * w, "qr": float(H) ** 3, "dense": 1.0, "flops": 1.0,
              "lmi": 1.0}
