@@ -113,20 +113,23 @@ def test_broken_identity_disagrees_in_both_dtypes(monkeypatch, dtype, delta):
     assert v["kpflow:prop-1"] == v["kpflow:cor-1"] == "disagrees"
 
 
+def thm2(dtype):
+    torch.manual_seed(2)
+    doc = R.analyze_cell(torch.nn.RNNCell(2, 4), torch.randn(2, 3, 2), dtype=dtype)
+    return next(t for t in doc["theorems"] if t["id"] == "kpflow:thm-2")["cross_check"]
+
+
 @pytest.mark.parametrize("dtype", [F32, F64])
 def test_broken_factorisation_disagrees_in_both_dtypes(monkeypatch, dtype):
-    """Theorem 2's cross-check: U V U^-1 off by 1e-3 is seen in both dtypes where U_t is well conditioned
-    (T = 3), and the unperturbed factorisation agrees."""
-    doc = R.analyze_cell(torch.nn.RNNCell(2, 4), torch.randn(2, 3, 2, generator=torch.Generator().manual_seed(0)),
-                         dtype=dtype)
-    th2 = next(t for t in doc["theorems"] if t["id"] == "kpflow:thm-2")
-    assert th2["cross_check"]["status"] == "agrees" and th2["cross_check"]["details"]["uvu_relative_residual"] is not None
-    assert th2["cross_check"]["details"]["uvu_relative_residual"] <= th2["cross_check"]["details"]["uvu_tolerance"]
+    """Theorem 2's cross-check: U V U^-1 off by 1e-2 is seen in both dtypes where U_t is well conditioned
+    (T = 3; the rounding tolerance is then below 1e-3 in float32), and the unperturbed factorisation agrees."""
+    cc = thm2(dtype)
+    d = cc["details"]
+    assert cc["status"] == "agrees" and d["uvu_relative_residual"] is not None
+    assert d["uvu_relative_residual"] <= d["uvu_tolerance"] < 1e-3
     orig = spectra.uvu_apply
-    monkeypatch.setattr(spectra, "uvu_apply", lambda U, q: (1 + 1e-3) * orig(U, q))
-    doc = R.analyze_cell(torch.nn.RNNCell(2, 4), torch.randn(2, 3, 2, generator=torch.Generator().manual_seed(0)),
-                         dtype=dtype)
-    assert verdicts(doc)["kpflow:thm-2"] == "disagrees"
+    monkeypatch.setattr(spectra, "uvu_apply", lambda U, q: (1 + 1e-2) * orig(U, q))
+    assert thm2(dtype)["status"] == "disagrees"
 
 
 def test_ill_conditioned_products_skip_rather_than_fail():

@@ -277,7 +277,7 @@ def thm_2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[Theor
         U = fundamental(Jc)
         qc = q[:bc]
         Pq = P(q)[:bc]
-        bound = uvu_rounding_bound(U, qc)
+        bound = uvu_rounding_bound(Jc, U, qc)
         pn = float(Pq.norm())
         if not bound < 0.5 * pn:
             skip_why = (f"rounding bound {bound:.3g} of U V U^-1 q in {str(tr.dtype)[6:]} is not below half of ||P q|| = "

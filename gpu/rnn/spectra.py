@@ -296,23 +296,30 @@ def uvu_apply(U: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     return torch.einsum("btij,btj->bti", U, torch.cumsum(w, 1))
 
 
-def uvu_rounding_bound(U: torch.Tensor, q: torch.Tensor, c: float = 16.0) -> float:
-    r"""A bound on the rounding error of :func:`uvu_apply` in U's dtype (ε its machine epsilon):
+def uvu_rounding_bound(J: torch.Tensor, U: torch.Tensor, q: torch.Tensor, c: float = 16.0) -> float:
+    r"""A first-order bound on the rounding error of :func:`uvu_apply` in U's dtype (ε its machine epsilon),
+    from the computed :math:`w_s=U_s^{-1}q_s`:
 
-    .. math:: e_t=c\,\epsilon H\,\|U_t\|_2\sum_{s\le t}\kappa(U_s)\,\|U_s^{-1}\|_2\|q_s\|,\qquad \Big(\sum_{b,t}e_t^2\Big)^{1/2} :
+    .. math:: e_t=c\,\epsilon\Big(\sum_{s\le t}\|\Phi(t,s)\|\,\|U_s\|\,\|w_s\|+H\,\|U_t\|\sum_{s\le t}\|w_s\|\Big),
+              \qquad \|\Phi(t,s)\|\le\prod_{s<r\le t}\|A_r\|,\qquad \Big(\sum_{b,t}e_t^2\Big)^{1/2} :
 
-    the solve :math:`U_s^{-1}q_s` is accurate to :math:`\epsilon\kappa(U_s)` relative (backward stable LU),
-    and :math:`U_t` maps that error with gain at most :math:`\|U_t\|`; H covers the inner products.
-    Infinite when some :math:`U_s` is singular in this dtype.
+    the first term is the backward-stable solve (:math:`(U_s+\delta U_s)w_s=q_s`, :math:`\|\delta U_s\|\le c\epsilon\|U_s\|`)
+    carried to t by :math:`U_tU_s^{-1}=\Phi(t,s)=A_t\cdots A_{s+1}`, the second the cumulative sum and the
+    product by :math:`U_t` (H terms per entry). Frobenius norms (upper bounds of the spectral ones);
+    infinite when a :math:`U_s` is singular in this dtype. J, U: [B, T, H, H]; q: [B, T, H].
     """
-    sv = torch.linalg.svdvals(U.to(torch.float64))  # [B, T, H], descending
-    smax, smin = sv[..., 0], sv[..., -1]
     eps = float(torch.finfo(U.dtype).eps)
-    if bool((smin <= 0).any()):
+    w = torch.linalg.solve(U, q[..., None])[..., 0].to(torch.float64)
+    if not bool(torch.isfinite(w).all()):
         return math.inf
-    beta = (smax / smin**2) * q.to(torch.float64).norm(dim=-1)
-    e = c * eps * U.shape[-1] * smax * torch.cumsum(beta, 1)
-    return float(e.norm())
+    wn = w.norm(dim=-1)
+    Un = torch.linalg.matrix_norm(U.to(torch.float64))
+    L = torch.cumsum(torch.log(torch.linalg.matrix_norm(J.to(torch.float64)).clamp_min(1e-300)), 1)  # log prod ||A_r||, r <= t
+    with torch.no_grad():
+        e1 = torch.exp(L + torch.logcumsumexp(-L + torch.log((Un * wn).clamp_min(1e-300)), 1))
+        e2 = U.shape[-1] * Un * torch.cumsum(wn, 1)
+    e = c * eps * (e1 + e2)
+    return float(e.norm()) if bool(torch.isfinite(e).all()) else math.inf
 
 
 def uvu_operator(P: Propagation) -> Operator:
