@@ -33,10 +33,10 @@ class TwoLayer(torch.nn.Module):
         return (1 - self.a) * h + self.a * torch.tanh(self.l2(u))
 
 
-MODULES = {
-    "gru": lambda: torch.nn.GRUCell(3, 8),
-    "rnn": lambda: torch.nn.RNNCell(3, 8),
-    "two_layer": lambda: TwoLayer(3, 6),
+MODULES = {  # H = 9: above the contraction LMI's size (H <= 8), which the built-in cells below exercise
+    "gru": lambda: torch.nn.GRUCell(3, 9),
+    "rnn": lambda: torch.nn.RNNCell(3, 9),
+    "two_layer": lambda: TwoLayer(3, 9),
 }
 
 
@@ -44,10 +44,10 @@ def verdicts(doc) -> dict[str, str]:
     return {t["id"]: t["cross_check"]["status"] for t in doc["theorems"]}
 
 
-def module_doc(name: str, dtype: torch.dtype, T: int = 10):
+def module_doc(name: str, dtype: torch.dtype, T: int = 5):
     torch.manual_seed(0)
     cell = MODULES[name]()
-    x = torch.randn(3, T, 3)
+    x = torch.randn(2, T, 3)
     return R.analyze_cell(cell, x, dtype=dtype)
 
 
@@ -136,7 +136,7 @@ def test_ill_conditioned_products_skip_rather_than_fail():
     """A contracting torch RNN whose products U_t lose rank numerically (cond ~ 1e17): the U V U^-1
     comparison cannot be resolved and is skipped with its reason; it said 'disagrees' in float64 before."""
     torch.manual_seed(0)
-    doc = R.analyze_cell(torch.nn.RNNCell(3, 8), torch.randn(3, 10, 3), dtype=F64)
+    doc = R.analyze_cell(torch.nn.RNNCell(3, 8), torch.randn(3, 10, 3), dtype=F64, exact_max=0)
     th2 = next(t for t in doc["theorems"] if t["id"] == "kpflow:thm-2")
     assert th2["cross_check"]["status"] == "agrees"
     assert "ill-conditioned" in th2["cross_check"]["details"]["uvu_skipped"]
