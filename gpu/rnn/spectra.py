@@ -11,8 +11,11 @@ traced index s). In particular :math:`\operatorname{tr}_C(B\otimes C)=\operatorn
 
 :math:`\sigma_i` the singular values of A on the whole space :math:`\mathbb R^{BTH}` (Euclidean
 inner product), i.e. the eigenvalues of the Gram :math:`A^\top A`. Exact (dense SVD) at small
-sizes; at large sizes the top singular values come from Lanczos (``scipy.sparse.linalg.svds``) and
-the total :math:`\|A\|_F^2=\operatorname{tr}(A^\top A)` from Hutch++ (Meyer et al. 2021).
+sizes; at large sizes (:func:`sketch_spectrum`) the top singular values come from a batched range
+sketch (:math:`Q=\operatorname{orth}(A\Omega)`, singular values of :math:`Q^\top A`, lower bounds of the
+true ones) and the total :math:`\|A\|_F^2=\|Q^\top A\|_F^2+\|(I-QQ^\top)A\|_F^2` from the sketch plus a
+Hutchinson estimate of the remainder (unbiased; Hutch++'s split, Meyer et al. 2021); every application
+is a batch of vectors (the operators' batched forms), not one vector at a time.
 
 **Matrix-free estimators** for any :class:`~.operators.Operator` (batched mat-vecs): Hutch++
 :math:`\operatorname{tr}A\approx\operatorname{tr}(Q^\top AQ)+\tfrac1k\operatorname{tr}(G^\top(I-QQ^\top)A(I-QQ^\top)G)`,
