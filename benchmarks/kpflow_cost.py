@@ -35,6 +35,7 @@ from flowcert import limits
 #: Requests of --validate: name -> (params, extra CLI arguments).
 REQUESTS: dict[str, tuple[dict[str, Any], list[str]]] = {
     "tiny": ({"cell": "gru", "B": 2, "T": 5, "H": 8, "I": 3}, []),
+    "smoke": ({"cell": "gru", "B": 2, "T": 4, "H": 9, "I": 3}, []),
     "dense_limit": ({"cell": "gru", "B": 3, "T": 10, "H": 40, "I": 3}, []),
     "rnn_tanh_mid": ({"cell": "rnn_tanh", "B": 8, "T": 50, "H": 64, "I": 3}, []),
     "gru_mid_consensus": ({"cell": "gru", "B": 8, "T": 50, "H": 64, "I": 3}, ["--consensus", "T", "--probes", "48"]),
@@ -45,7 +46,7 @@ REQUESTS: dict[str, tuple[dict[str, Any], list[str]]] = {
     "peer_recompute": ({"cell": "gru", "B": 32, "T": 100, "H": 128, "I": 3}, ["--mode", "recompute"]),
     "linear_mid": ({"cell": "linear", "B": 8, "T": 50, "H": 32, "I": 3}, []),
 }
-SMOKE = ("tiny",)
+SMOKE = ("smoke",)
 
 
 def _cpu(f: Callable[[], Any], reps: int) -> float:

@@ -15,6 +15,8 @@ raise its entry here (and re-run the benchmark).
 
 from __future__ import annotations
 
+from typing import Any
+
 #: Documented time budget of one stage at its limit (CPU seconds, 2-core development machine).
 STAGE_SECONDS = 60.0
 
@@ -200,6 +202,15 @@ def kpflow_cost(B: int, T: int, H: int, I: int, cell: str, *, mode: str = "store
     return {"cpu_seconds": seconds, "bytes": float(peak)}
 
 
+def kpflow_fits(B: int, T: int, H: int, I: int, cell: str, **options: Any) -> bool:
+    """Whether :func:`check_kpflow_cost` accepts the request."""
+    try:
+        check_kpflow_cost(B, T, H, I, cell, **options)
+    except ValueError:
+        return False
+    return True
+
+
 def check_kpflow_cost(B: int, T: int, H: int, I: int, cell: str, *, mode: str | None = "stored",
                       consensus: str | None = None, probes: int = 64, op: str = "PKP", key: str = "B",
                       file: str | None = None) -> None:
@@ -217,6 +228,12 @@ def check_kpflow_cost(B: int, T: int, H: int, I: int, cell: str, *, mode: str | 
     cost = costs[best]
     what = (f"B {B}, T {T}, H {H}, I {I}, {cell}, {best} Jacobians"
             + (f", --consensus {consensus} ({op}, {probes} probes)" if consensus else ""))
+    if mode is not None and RNN_COST_MARGIN * excess(mode) > 1:
+        other = "recompute" if mode == "stored" else "stored"
+        alt = kpflow_cost(B, T, H, I, cell, mode=other, consensus=consensus, probes=probes, op=op)
+        if RNN_COST_MARGIN * max(alt["cpu_seconds"] / float(LIMITS["rnn:cpu_seconds"]),
+                                 alt["bytes"] / float(LIMITS["rnn:bytes"])) <= 1:
+            what += f"; --mode {other} fits"
     check_limit("rnn:cpu_seconds", RNN_COST_MARGIN * cost["cpu_seconds"], key, file,
                 what=f"predicted CPU seconds x {RNN_COST_MARGIN:g} ({what})")
     check_limit("rnn:bytes", RNN_COST_MARGIN * cost["bytes"], key, file,
