@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,6 +30,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from flowcert import limits
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from limits import measure  # noqa: E402  (benchmarks/limits.py: one child process, its own rusage)
 
 #: Requests of --validate: name -> (params, extra CLI arguments).
 REQUESTS: dict[str, tuple[dict[str, Any], list[str]]] = {
@@ -117,28 +119,6 @@ def calibrate(sizes: list[tuple[int, int, int, int]], reps: int) -> dict[str, An
             "model_in_use": limits.RNN_UNIT_SECONDS}
 
 
-def measure(argv: list[str], timeout: float) -> dict[str, Any]:
-    """``python -m flowcert argv`` in a fresh process: exit code, CPU seconds and peak RSS (bytes), from wait4."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "flowcert", *argv], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.perf_counter() - t0 > timeout:
-            proc.kill()
-        time.sleep(0.05)
-    err = proc.stderr.read().decode(errors="replace")[-300:] if proc.stderr else ""
-    code = os.waitstatus_to_exitcode(status)
-    rec = {"exit_code": code, "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
-           "peak_bytes": usage.ru_maxrss * 1024, "wall_s": round(time.perf_counter() - t0, 2)}
-    if code:
-        rec["stderr"] = err
-    return rec
-
-
 def validate(names: list[str], timeout: float) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -151,11 +131,11 @@ def validate(names: list[str], timeout: float) -> dict[str, Any]:
             mode = extra[extra.index("--mode") + 1] if "--mode" in extra else "stored"
             pred = limits.kpflow_cost(params["B"], params["T"], params["H"], params["I"], params["cell"], mode=mode,
                                       consensus=cons, probes=probes)
-            rec = measure(["kpflow", "analyze", "--params", str(path), "--json", *extra], timeout)
+            rec = measure(["kpflow", "analyze", "--params", str(path), "--json", *extra], Path(tmp), timeout)
             rec.update(request={**params, "args": extra}, predicted_cpu_s=round(pred["cpu_seconds"], 2),
-                       predicted_bytes=int(pred["bytes"]),
+                       predicted_mb=round(pred["bytes"] / 2**20, 1),
                        cpu_ratio=round(rec["cpu_s"] / pred["cpu_seconds"], 3),
-                       bytes_ratio=round(rec["peak_bytes"] / pred["bytes"], 3))
+                       bytes_ratio=round(rec["peak_mb"] * 2**20 / pred["bytes"], 3))
             out[name] = rec
             print(json.dumps({"progress": name, "cpu_s": rec["cpu_s"], "predicted": rec["predicted_cpu_s"]}), file=sys.stderr)
     ratios = [r["cpu_ratio"] for r in out.values() if r["exit_code"] == 0]

@@ -13,24 +13,11 @@ import flowcert.rnn as R
 from flowcert.gpu.rnn import identities, operators, spectra
 from flowcert.rnn.analyze import analyze_model, build_model
 from flowcert.rnn.params import parse_rnn
+from test_rnn_cell_api import TwoLayer
 
 torch.set_num_threads(1)
 F32, F64 = torch.float32, torch.float64
 THEOREMS = ("kpflow:prop-1", "kpflow:cor-1", "kpflow:thm-1", "kpflow:thm-2")
-
-
-class TwoLayer(torch.nn.Module):
-    """h_t = (1 - a) h + a tanh(W2 tanh(W1 [x; h] + b1) + b2)."""
-
-    def __init__(self, I: int, H: int, a: float = 0.3) -> None:
-        super().__init__()
-        self.hidden_size, self.a = H, a
-        self.l1 = torch.nn.Linear(H + I, 2 * H)
-        self.l2 = torch.nn.Linear(2 * H, H)
-
-    def forward(self, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
-        u = torch.tanh(self.l1(torch.cat([x, h], -1)))
-        return (1 - self.a) * h + self.a * torch.tanh(self.l2(u))
 
 
 MODULES = {  # H = 9: above the contraction LMI's size (H <= 8), which the built-in cells below exercise
