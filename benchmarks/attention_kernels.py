@@ -9,7 +9,9 @@ to read, since machines are shared. ``lambdify`` baselines run in a subprocess a
 after ``--lambdify-limit`` seconds (setup plus timing); a size is not tried once a smaller one
 timed out. ``--device cuda`` runs the two torch kernels on the GPU.
 
-    python benchmarks/attention_kernels.py [--quick] [--device cuda] [--lambdify-limit 60]
+    python benchmarks/attention_kernels.py [--quick | --smoke] [--device cuda] [--lambdify-limit 60]
+
+``--smoke`` (CI): n = 8, d = 2, batch 1, one round, no C build and no lambdify baseline.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ torch.set_num_threads(1)
 FULL = {"n": (8, 32, 128), "d": (2, 8, 32), "batch": (1, 1024)}
 QUICK = {"n": (8, 32), "d": (2, 8), "batch": (1, 1024)}
 QUICK_EXTRA = [(128, 32, 1024)]  # one large point in --quick
+SMOKE = {"n": (8,), "d": (2,), "batch": (1,)}
 ROUNDS = 5
 
 
@@ -144,30 +147,33 @@ def main() -> None:
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="device of the torch kernels")
     ap.add_argument("--lambdify-limit", type=float, default=60.0, help="seconds per lambdify baseline")
     ap.add_argument("--no-lambdify", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="n = 8, d = 2, batch 1, one round, no C build, no lambdify")
     args = ap.parse_args()
+    rounds = 1 if args.smoke else ROUNDS
     if args.device == "cuda" and not torch.cuda.is_available():
         print(json.dumps({"error": "--device cuda: torch.cuda.is_available() is False"}))
         sys.exit(2)
     dev = torch.device(args.device)
     sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
-    grid = QUICK if args.quick else FULL
+    grid = SMOKE if args.smoke else QUICK if args.quick else FULL
     configs = [(n, d, b) for n in grid["n"] for d in grid["d"] for b in grid["batch"]]
     if args.quick:
         configs += QUICK_EXTRA
 
     t0 = time.perf_counter()
-    sa.attention_program.cache_clear()
+    sa.structure_program.cache_clear()  # attention_program is a shorthand of the cached structure_program
     program = sa.attention_program("unit")
     gen_numpy = codegen.NumpyPrinter().compile(program)
     gen_torch = codegen.TorchPrinter().compile(program)
     codegen_s = time.perf_counter() - t0
     os.environ["FLOWCERT_CACHE"] = tempfile.mkdtemp(prefix="flowcert-bench-")  # a cold C build
+    gen_c, c_build_s = None, None
     try:
-        t0 = time.perf_counter()
-        gen_c = cbuild.compile_c_shaped(program)
-        c_build_s: float | None = time.perf_counter() - t0
+        if not args.smoke:
+            t0 = time.perf_counter()
+            gen_c = cbuild.compile_c_shaped(program)
+            c_build_s = time.perf_counter() - t0
     except cbuild.CompilerUnavailable as exc:
-        gen_c, c_build_s = None, None
         print(f"C backend skipped: {exc}", file=sys.stderr)
 
     rng = np.random.default_rng(0)
@@ -200,7 +206,7 @@ def main() -> None:
             out = call()
             out = out.cpu().numpy() if isinstance(out, torch.Tensor) else out
             errs[name] = float(np.max(np.abs(out - ref)))
-        for _ in range(ROUNDS):  # interleaved rounds, so that load changes hit every kernel alike
+        for _ in range(rounds):  # interleaved rounds, so that load changes hit every kernel alike
             for name, call in calls.items():
                 times[name] = min(times.get(name, np.inf), best_time(call, budget=0.1, repeats=1))
         ratios = {
@@ -216,7 +222,7 @@ def main() -> None:
               file=sys.stderr)
 
     lambdify = []
-    if not args.no_lambdify:
+    if not (args.no_lambdify or args.smoke):
         sizes = sorted({(n, d) for n, d, _ in configs}, key=lambda s: (s[0] * s[1], s))
         if args.quick:
             sizes = sizes[:1]  # (8, 2): the larger ones do not finish within the limit
@@ -246,6 +252,7 @@ def main() -> None:
     print(json.dumps({
         "benchmark": "attention_kernels",
         "quick": args.quick,
+        "smoke": args.smoke,
         "device": args.device,
         "environment": {"python": platform.python_version(), "numpy": np.__version__, "torch": torch.__version__,
                         "sympy": sp.__version__, "machine": platform.machine(), "cpus": os.cpu_count(),

@@ -5,7 +5,9 @@ Gaussian moment field, eq. (7) of the gaussian paper, for d in {2, 8, 32, 64} an
 since the machines are shared. ``--device cuda`` adds torch on the GPU and 10^6 trajectories at
 d = 8 through the batched RK4.
 
-    python benchmarks/kernels.py [--quick] [--device cuda]
+    python benchmarks/kernels.py [--quick | --smoke] [--device cuda]
+
+``--smoke`` (CI): d = 2, batch 1, no lambdify, the matrix-level derivation only.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ def lambdify_kernel(d: int, cse: bool, limit_s: float) -> tuple[Callable[..., An
     return call, time.perf_counter() - t0
 
 
-def gaussian_rows(quick: bool, device: str) -> list[dict[str, Any]]:
+def gaussian_rows(quick: bool, device: str, smoke: bool = False) -> list[dict[str, Any]]:
     rows = []
     program = ng.moment_program()
     gen_np = codegen.NumpyPrinter().compile(program)
@@ -95,9 +97,9 @@ def gaussian_rows(quick: bool, device: str) -> list[dict[str, Any]]:
         gen_c: Callable[..., Any] | None = cbuild.compile_c(program)
     except cbuild.CompilerUnavailable:
         gen_c = None
-    dims = (2, 8, 32) if quick else (2, 8, 32, 64)
+    dims = (2,) if smoke else (2, 8, 32) if quick else (2, 8, 32, 64)
     for d in dims:
-        for batch in (1, 1024):
+        for batch in (1,) if smoke else (1, 1024):
             rng = np.random.default_rng(d)
             A, B, V = (rng.normal(size=(d, d)) / np.sqrt(d) for _ in range(3))
             b = rng.normal(size=d)
@@ -114,7 +116,7 @@ def gaussian_rows(quick: bool, device: str) -> list[dict[str, Any]]:
                 row["generated_c_s"] = best_time(lambda: gen_c(A, B, V, b, mu, S))
             for cse in (False, True):
                 key = f"lambdify{'_cse' if cse else ''}"
-                if d <= (8 if quick else 16):
+                if not smoke and d <= (8 if quick else 16):
                     f, setup = lambdify_kernel(d, cse, 60.0)
                     row[f"{key}_setup_s"] = setup
                     row[f"{key}_s"] = best_time(lambda: f(A, B, V, b, mu, S)) if f else None
@@ -135,7 +137,7 @@ def gaussian_rows(quick: bool, device: str) -> list[dict[str, Any]]:
     return rows
 
 
-def derivation_rows() -> list[dict[str, Any]]:
+def derivation_rows(smoke: bool = False) -> list[dict[str, Any]]:
     """Matrix-level derivation and lowering time: independent of d by construction."""
     from flowcert.symbolic import gaussian as sym
 
@@ -147,7 +149,7 @@ def derivation_rows() -> list[dict[str, Any]]:
     ng.moment_program()
     lower_s = time.perf_counter() - t0
     rows = [{"derivation": "matrix-level proofs + lowering", "d": "symbolic", "proofs_s": proofs_s, "lowering_s": lower_s}]
-    for dim in (1, 2, 3):
+    for dim in () if smoke else (1, 2, 3):
         t0 = time.perf_counter()
         sym.scalarised_proofs(dim)
         rows.append({"derivation": "scalarised cross-check", "d": dim, "seconds": time.perf_counter() - t0})
@@ -182,9 +184,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--smoke", action="store_true", help="d = 2, batch 1, no lambdify (CI)")
     args = parser.parse_args()
-    doc: dict[str, Any] = {"torch_threads": torch.get_num_threads(), "device": args.device,
-                           "kernels": gaussian_rows(args.quick, args.device), "derivation": derivation_rows()}
+    doc: dict[str, Any] = {"torch_threads": torch.get_num_threads(), "device": args.device, "smoke": args.smoke,
+                           "kernels": gaussian_rows(args.quick, args.device, args.smoke),
+                           "derivation": derivation_rows(args.smoke)}
     if args.device.startswith("cuda"):
         doc["gpu"] = gpu_rows(args.device)
     print(json.dumps(doc, indent=1))

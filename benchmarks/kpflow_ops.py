@@ -11,16 +11,17 @@ and K, and peak memory, for flowcert (float64 and float32; P stored or recompute
 Times are medians of wall-clock seconds and, beside them (``*_cpu_s``), of process CPU seconds
 (``time.process_time``): on a loaded machine the CPU time is the fairer measure of the work.
 
-``--consensus`` adds the keep-T consensus spectrum of P P* at the same size (true partial trace by
-Rademacher probes, :mod:`flowcert.gpu.rnn.consensus`): its time, top eigenvalues with standard
-errors, kpflow's block sum beside it, and, at a size where the exact partial trace is affordable
-(B=8, T=25, H=32), the estimator's measured error against the exact one.
+``--consensus`` adds the keep-T consensus spectrum of P K P* at the same size (true partial trace by
+Rademacher probes, :mod:`flowcert.gpu.rnn.consensus`), with both estimators (probes in the factor's
+domain, the default, and on the traced axes): CPU times and their ratio, top eigenvalues with standard
+errors, kpflow's block sum beside them, and, at a size where the exact partial trace is affordable
+(B=8, T=25, H=32), each estimator's measured error against the exact one, in standard errors.
 
 Each configuration runs in a fresh process (spawn) so that its peak RSS (``ru_maxrss``) is its own;
 memory is reported as the peak minus the RSS after the model and trajectory were built. Outputs are
 cross-checked (relative differences of P q, P^T q and K q against the float64 flowcert result).
 Prints one JSON document with times (seconds), memory (MiB) and ratios. ``--small`` runs B=4, T=20,
-H=16 (a smoke run).
+H=16; ``--smoke`` (CI) B=2, T=5, H=8, one repetition, without the reference and recompute runs.
 """
 
 from __future__ import annotations
@@ -217,39 +218,35 @@ def _interleaved(sizes: dict[str, int], reps: int, queue: Any) -> None:
         queue.put({"error": f"{type(exc).__name__}: {exc}"})
 
 
-def _consensus(sizes: dict[str, int], probes: int, queue: Any) -> None:
-    """keep-T consensus of P P* at ``sizes`` (time, spectrum, block sum) and the estimator's error
-    against the exact partial trace at B=8, T=25, H=32."""
+def _consensus(sizes: dict[str, int], probes: int, queue: Any, exact_size: dict[str, int]) -> None:
+    """keep-T consensus of P K P* at ``sizes``: both estimators (probes in the factor's domain, the default,
+    and on the traced axes), their times and top eigenvalues with standard errors, kpflow's block sum; and
+    both estimators' measured error against the exact partial trace at ``exact_size``."""
     try:
         import torch
 
         from flowcert.gpu.rnn import consensus as C
         from flowcert.gpu.rnn.operators import KPFlow
 
-        out: dict[str, Any] = {"operator": "PP*", "keep": "T", "probes": probes}
-        for label, sz in (("peer_size", sizes), ("exact_check_size", {"B": 8, "T": 25, "H": 32, "I": 3})):
+        out: dict[str, Any] = {"operator": "PKP*", "keep": "T", "probes": probes}
+        for label, sz in (("peer_size", sizes), ("exact_check_size", exact_size)):
             torch_, cell, th, x, tr, q = _setup(sz, "float64")
-            t0, c0 = time.perf_counter(), time.process_time()
             kp = KPFlow.build(tr)
-            fa = lambda V, kp=kp: kp.P.adjoint_batch(V).reshape(V.shape[0], -1)  # noqa: E731
-            pt = C.partial_trace(kp.PP, "T", probes=probes, seed=0, factor_adjoint=fa, exact=False)
-            sp = pt.spectrum(6)
-            row: dict[str, Any] = {"sizes": sz, "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
-                                   "eigenvalues": sp["eigenvalues"], "stderr": sp["stderr"],
-                                   "stderr_frobenius": sp["stderr_frobenius"]}
-            bs = C.block_sum(kp.PP, "T") / pt.traced_size
-            lam_bs = torch.linalg.eigvalsh((bs + bs.T) / 2).flip(0)[:6]
-            row["block_sum_eigenvalues"] = lam_bs.tolist()
-            row["block_sum_minus_estimate_in_stderr"] = [(b - e) / s for b, e, s in zip(lam_bs.tolist(), sp["eigenvalues"], sp["stderr"])]
+            row: dict[str, Any] = {"sizes": sz}
+            for est in ("factor", "traced"):
+                t0, c0 = time.perf_counter(), time.process_time()
+                doc = C.consensus(kp, "PKP", "T", probes=probes, seed=0, exact=False, top=6, estimator=est)
+                row[est] = {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
+                            "eigenvalues": doc["eigenvalues"], "stderr": doc["stderr"],
+                            "stderr_frobenius": doc["stderr_frobenius"], "method": doc["method"]}
+            row["block_sum_eigenvalues"] = doc["block_sum_eigenvalues"]
+            row["cpu_ratio_traced_over_factor"] = row["traced"]["cpu_s"] / row["factor"]["cpu_s"]
             if label == "exact_check_size":
-                ex = C.partial_trace(kp.PP, "T", exact=True, factor_adjoint=fa)
-                lam = torch.linalg.eigvalsh((ex.matrix + ex.matrix.T) / (2 * ex.traced_size)).flip(0)[:6]
-                E = (pt.matrix - ex.matrix) / ex.traced_size
-                row["exact_eigenvalues"] = lam.tolist()
-                row["eigenvalue_error_in_stderr"] = [(e - t) / s for e, t, s in zip(sp["eigenvalues"], lam.tolist(), sp["stderr"])]
-                row["frobenius_error_over_stderr_frobenius"] = float(E.norm()) / sp["stderr_frobenius"]
-                row["relative_frobenius_error"] = float(E.norm() / (ex.matrix / ex.traced_size).norm())
-                row["block_sum_relative_error"] = float((bs - ex.matrix / ex.traced_size).norm() / (ex.matrix / ex.traced_size).norm())
+                ex = C.consensus(kp, "PKP", "T", exact=True, top=6)
+                row["exact_eigenvalues"] = ex["eigenvalues"]
+                for est in ("factor", "traced"):
+                    r = row[est]
+                    r["eigenvalue_error_in_stderr"] = [(e - t) / s for e, t, s in zip(r["eigenvalues"], ex["eigenvalues"], r["stderr"])]
             out[label] = row
         queue.put(out)
     except Exception as exc:  # noqa: BLE001
@@ -264,8 +261,13 @@ def main() -> None:
     ap.add_argument("--no-recompute", action="store_true", help="leave out the recompute-mode configurations")
     ap.add_argument("--consensus", action="store_true", help="also time the keep-T consensus spectrum")
     ap.add_argument("--probes", type=int, default=48)
+    ap.add_argument("--smoke", action="store_true", help="B=2, T=5, H=8, one repetition, no reference (CI)")
     args = ap.parse_args()
-    sizes = {"B": 4, "T": 20, "H": 16, "I": 3} if args.small else dict(SIZES)
+    if args.smoke:
+        args.reps, args.no_reference, args.no_recompute, args.consensus, args.probes = 1, True, True, True, 6
+    sizes = ({"B": 2, "T": 5, "H": 8, "I": 3} if args.smoke else {"B": 4, "T": 20, "H": 16, "I": 3} if args.small
+             else dict(SIZES))
+    exact_size = {"B": 2, "T": 4, "H": 6, "I": 3} if args.smoke else {"B": 8, "T": 25, "H": 32, "I": 3}
     configs = ["flowcert_stored_f64", "flowcert_stored_f32"]
     if not args.no_recompute:
         configs += ["flowcert_recompute_f64", "flowcert_recompute_f32"]
@@ -321,7 +323,7 @@ def main() -> None:
     cons = None
     if args.consensus:
         qu = ctx.Queue()
-        p = ctx.Process(target=_consensus, args=(sizes, args.probes, qu))
+        p = ctx.Process(target=_consensus, args=(sizes, args.probes, qu, exact_size))
         p.start()
         cons = qu.get()
         p.join()

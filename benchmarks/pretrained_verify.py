@@ -133,7 +133,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-raise", action="store_true")
     ap.add_argument("--attention", nargs="*", default=["2:5", "0:0"], metavar="L:H",
                     help="MiniLM heads timed with verify attention --simulate (and a random head at the same d, n)")
+    ap.add_argument("--smoke", action="store_true", help="no checkpoint heads; the thm48 reference at d = 4 (CI)")
     args = ap.parse_args(argv)
+    if args.smoke:
+        args.minilm, args.gpt2_heads, args.attention, args.reference = [], [], [], ["thm48"]
     import torch
 
     torch.set_num_threads(1)
@@ -157,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             raise_limits(768)
         ck = random_checkpoint("gpt2", d=768, n_heads=12, n_layers=1, d_ff=64, vocab=64, seed=0, std=0.1)
         out["gpt2"] = run_heads(ck, [f"0:{h}" for h in args.gpt2_heads], head_case, timed_verify, "gpt2")
-    dims = sorted({r["d"] for r in out["minilm"]} | ({384} if out["gpt2"] else set()))
+    dims = sorted({r["d"] for r in out["minilm"]} | ({384} if out["gpt2"] else set()) | ({4} if args.smoke else set()))
     for regime in args.reference:
         for d in dims:
             rec = timed_verify(vs.case(regime, d))

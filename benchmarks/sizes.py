@@ -42,7 +42,10 @@ def _cpu(f) -> tuple[float, object]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--d", type=int, nargs="+", default=[10, 20, 40])
+    ap.add_argument("--smoke", action="store_true", help="d = 2 only (CI)")
     args = ap.parse_args()
+    if args.smoke:
+        args.d = [2]
     rows = []
     for d in args.d:
         p = parse_gaussian(_params(d))

@@ -149,7 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=None)
     ap.add_argument("--regimes", nargs="+", choices=REGIMES, default=list(REGIMES))
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--smoke", action="store_true", help="d = 4, one regime (CI)")
     args = ap.parse_args(argv)
+    if args.smoke:
+        args.sizes, args.regimes, args.quick = [4], list(REGIMES)[:1], True
     sizes = args.sizes or (QUICK_SIZES if args.quick else SIZES)
     runs = []
     for regime in args.regimes:

@@ -15,6 +15,8 @@ raise its entry here (and re-run the benchmark).
 
 from __future__ import annotations
 
+from typing import Any
+
 #: Documented time budget of one stage at its limit (CPU seconds, 2-core development machine).
 STAGE_SECONDS = 60.0
 
@@ -80,7 +82,9 @@ LIMITS: dict[str, int | float] = {
     "equilibria:n": 128,            # tokens of equilibria attention (default cap: 12.5 s, 0.4 GB at n = 128, d = 3)
     "equilibria:cap": 4_096,        # --cap: sign patterns per eigenvector
     "equilibria:cap*n*d": 294_912,  # what is listed: cap * n * d numbers per eigenvector (4096 * 24 * 3: 40 s, 0.9 GB, 98 MB of JSON)
-    "rnn:B*T*H": 20_000,            # trajectory entries of kpflow analyze / verify rnn (200,000 took minutes)
+    "rnn:B*T*H": 4_000_000,         # ceiling: above it the effective-rank sketches alone exceed 2 GB; below it the cost model decides
+    "rnn:cpu_seconds": COMMAND_SECONDS,  # predicted CPU seconds of kpflow analyze / verify rnn (cost model below, x margin)
+    "rnn:bytes": COMMAND_BYTES,     # predicted peak resident bytes of the same
     "rnn:H": 256,                   # state dimension
     "rnn:I": 1_024,                 # input dimension
     "rnn:g": 1e3,                   # recurrent gain of the random init (tanh saturates long before)
@@ -148,3 +152,89 @@ def max_jobs(files: int) -> int:
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(files, int(LIMITS["sweep:jobs_per_core"]) * cores))
+
+
+# ---------------------------------------------------------------------------------------
+# kpflow analyze / verify rnn: a measured cost model (issue 36)
+# ---------------------------------------------------------------------------------------
+
+#: Unit costs of the primitives of :mod:`flowcert.gpu.rnn.work`: ``(a, b)`` = CPU seconds per multiply-add
+#: and per overhead step (a recurrence step of a batch, one call of G, one batched factorisation step), so
+#: that one application costs :math:`a\cdot\text{size}+b\cdot\text{steps}`; ``start``: the command
+#: itself (interpreter, imports, document: the median excess of ten whole small runs). Fitted from two
+#: sizes (B, T, H = 4, 50, 32 and 32, 100, 128) by ``python benchmarks/kpflow_cost.py --calibrate`` (one
+#: thread, CPU seconds, the shared 2-core development machine, 2026-11-24, load 12-17) and checked
+#: against ten whole runs by ``--validate``: measured / predicted CPU 0.78-1.12, peak 0.6-1.0.
+RNN_UNIT_SECONDS: dict[str, tuple[float, float]] = {
+    "start": (0.0, 6.5),
+    "P": (1.4e-10, 1.7e-5),
+    "P_single": (1.4e-10, 3e-5),
+    "P_recompute": (2.8e-10, 2.2e-3),
+    "P_recompute_single": (2.8e-10, 5e-4),
+    "G": (7.7e-11, 3.5e-4),
+    "G_autograd": (9.7e-10, 5e-4),
+    "cell": (5.7e-11, 7.4e-5),
+    "qr": (4.4e-10, 2.5e-4),
+    "dense": (2.9e-10, 0.0),
+    "flops": (1.4e-9, 0.0),
+    "lmi": (0.0, 4.0),
+}
+#: Resident bytes of the command before any array (interpreter, torch, flowcert, the document).
+RNN_BASE_BYTES = 400 * 2**20
+#: Predictions are multiplied by this before they are compared with the budget (the measured
+#: prediction error of ``benchmarks/limits.py`` is within it).
+RNN_COST_MARGIN = 1.25
+
+
+def kpflow_cost(B: int, T: int, H: int, I: int, cell: str, *, mode: str = "stored", consensus: str | None = None,
+                probes: int = 64, op: str = "PKP", exact_max: int = 1200) -> dict[str, float]:
+    """Predicted CPU seconds and peak bytes of ``kpflow analyze`` (:func:`flowcert.gpu.rnn.work.analysis_work`
+    counts times :data:`RNN_UNIT_SECONDS`), before the margin."""
+    from .gpu.rnn.work import analysis_work
+
+    w = analysis_work(B, T, H, I, cell, mode=mode, consensus=consensus, probes=probes, op=op, exact_max=exact_max)
+    u = RNN_UNIT_SECONDS
+    seconds = u["start"][1]
+    for k, count in w["counts"].items():
+        a, b = u[k]
+        seconds += count * (a * w["sizes"][k] + b * (1 if k == "lmi" else w["steps"][k]))
+    peak = RNN_BASE_BYTES + w["persistent_bytes"] + max(w["bytes"].values())
+    return {"cpu_seconds": seconds, "bytes": float(peak)}
+
+
+def kpflow_fits(B: int, T: int, H: int, I: int, cell: str, **options: Any) -> bool:
+    """Whether :func:`check_kpflow_cost` accepts the request."""
+    try:
+        check_kpflow_cost(B, T, H, I, cell, **options)
+    except ValueError:
+        return False
+    return True
+
+
+def check_kpflow_cost(B: int, T: int, H: int, I: int, cell: str, *, mode: str | None = "stored",
+                      consensus: str | None = None, probes: int = 64, op: str = "PKP", key: str = "B",
+                      file: str | None = None) -> None:
+    """Refuse (exit 2, one line naming the limit) a ``kpflow analyze`` request whose predicted cost times
+    :data:`RNN_COST_MARGIN` exceeds ``rnn:cpu_seconds`` or ``rnn:bytes``; nothing is allocated before.
+    ``mode=None``: the request fits if some mode fits (a parameter file checked before the mode is known)."""
+    check_limit("rnn:B*T*H", B * T * H, key, file, what="B*T*H")
+    modes = ("stored", "recompute") if mode is None else (mode,)
+    costs = {m: kpflow_cost(B, T, H, I, cell, mode=m, consensus=consensus, probes=probes, op=op) for m in modes}
+
+    def excess(m: str) -> float:
+        return max(costs[m]["cpu_seconds"] / float(LIMITS["rnn:cpu_seconds"]), costs[m]["bytes"] / float(LIMITS["rnn:bytes"]))
+
+    best = min(modes, key=excess)
+    cost = costs[best]
+    what = (f"B {B}, T {T}, H {H}, I {I}, {cell}, {best} Jacobians"
+            + (f", --consensus {consensus} ({op}, {probes} probes)" if consensus else ""))
+    if mode is not None and RNN_COST_MARGIN * excess(mode) > 1:
+        other = "recompute" if mode == "stored" else "stored"
+        alt = kpflow_cost(B, T, H, I, cell, mode=other, consensus=consensus, probes=probes, op=op)
+        if RNN_COST_MARGIN * max(alt["cpu_seconds"] / float(LIMITS["rnn:cpu_seconds"]),
+                                 alt["bytes"] / float(LIMITS["rnn:bytes"])) <= 1:
+            what += f"; --mode {other} fits"
+    check_limit("rnn:cpu_seconds", RNN_COST_MARGIN * cost["cpu_seconds"], key, file,
+                what=f"predicted CPU seconds x {RNN_COST_MARGIN:g} ({what})")
+    check_limit("rnn:bytes", RNN_COST_MARGIN * cost["bytes"], key, file,
+                what=f"predicted peak bytes x {RNN_COST_MARGIN:g} ({what})")

@@ -20,8 +20,10 @@ Schema (``H`` is the state dimension; for ``hodgkin_huxley`` H = 4N with N neuro
     noise    no        eq. 8 cells only: std of the input noise xi_t added to the drive (default 0;
                        one fixed realisation drawn from seed)
 
-Limits (:data:`flowcert.limits.LIMITS`, checked before any work): B*T*H <= 20,000, H <= 256,
-I <= 1024, g <= 1000, every weight entry at most 1e150 in absolute value.
+Limits (:data:`flowcert.limits.LIMITS`, checked before any work): H <= 256, I <= 1024, g <= 1000,
+every weight entry at most 1e150 in absolute value, B*T*H <= 4,000,000, and the predicted cost of the
+analysis (:func:`flowcert.limits.kpflow_cost`: CPU seconds and peak bytes, in its cheaper mode) within
+``rnn:cpu_seconds`` and ``rnn:bytes``; ``kpflow analyze`` re-checks it with its mode and consensus options.
 """
 
 from __future__ import annotations
@@ -35,14 +37,14 @@ import numpy as np
 
 from ..arrays import as_matrix, as_vector
 from ..files import load_file
-from ..limits import LIMITS, check_limit
+from ..limits import LIMITS, check_kpflow_cost, check_limit
 from ..schema import Field, ParamError, Schema, as_choice, as_positive_float, check_magnitude, validate
 from ..symbolic.rnn import param_shapes
 
 CELL_KINDS = ("rnn_tanh", "relu_rnn", "torch_rnn", "gru", "hodgkin_huxley", "linear")
 EQ8 = ("rnn_tanh", "relu_rnn")
 TASK_KINDS = ("random", "memory_pro", "flip_flop", "line_attractor", "low_rank_forecast")
-MAX_SIZE = int(LIMITS["rnn:B*T*H"])
+MAX_SIZE = int(LIMITS["rnn:B*T*H"])  # a ceiling; below it the cost model decides
 
 
 def as_positive_int(raw: object, key: str) -> int:
@@ -76,7 +78,8 @@ def _dims(raw: Mapping[str, object]) -> dict[str, int]:
         raise ParamError("H", f"hodgkin_huxley needs H = 4N (state [V; m; n; h]), got {dims['H']}")
     check_limit("rnn:H", dims["H"], "H")
     check_limit("rnn:I", dims["I"], "I")
-    check_limit("rnn:B*T*H", dims["B"] * dims["T"] * dims["H"], "B", what="B*T*H")
+    # the cost of the plain analysis in its cheaper mode; kpflow analyze re-checks with its options
+    check_kpflow_cost(dims["B"], dims["T"], dims["H"], dims["I"], cell, mode=None)
     dims["cell"] = CELL_KINDS.index(cell)
     b = raw.get("bias", False)
     dims["bias"] = int(isinstance(b, (bool, np.bool_)) and bool(b))

@@ -74,6 +74,27 @@ def _gru_gates(theta: Any, z: torch.Tensor, x: torch.Tensor, H: int) -> tuple[to
     return gh, r, u, n
 
 
+def _outer_sum(q: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
+    r""":math:`\sum_nq_nf_n^\top`: q [N, a] -> [a, b]; q [N, m, a] (m vectors) -> [m, a, b] (one GEMM), f [N, b]."""
+    if q.dim() == 2:
+        return q.T @ f
+    N, m, A = q.shape
+    return (f.T @ q.reshape(N, m * A)).reshape(f.shape[1], m, A).permute(1, 2, 0)
+
+
+def _rows(f: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
+    r""":math:`f_nW^\top`: W [a, b] -> [N, a]; W [m, a, b] (m matrices) -> [N, m, a] (one GEMM), f [N, b]."""
+    if W.dim() == 2:
+        return f @ W.T
+    m, A, Bd = W.shape
+    return (f @ W.permute(2, 0, 1).reshape(Bd, m * A)).reshape(f.shape[0], m, A)
+
+
+def _col(v: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """A per-point factor v [N, H] shaped to multiply q [N, H] or [N, m, H]."""
+    return v if q.dim() == 2 else v[:, None, :]
+
+
 @dataclass(frozen=True)
 class Cell:
     """A step map with its sizes.
@@ -145,31 +166,37 @@ class Cell:
 
     def parameter_linearisation(self, theta: Params, z: torch.Tensor, x: torch.Tensor) -> tuple[
             Callable[[torch.Tensor], Params], Callable[[Params], torch.Tensor]] | None:
-        r"""Closed-form :math:`G^\top` (q [N, H] -> per-parameter gradients) and :math:`G` (dθ -> [N, H])
-        of :math:`G=\partial_\theta F(z,x)`, or None (autograd). GRU (gate cotangents, module docstring's
-        equations differentiated by hand), torch RNN and eq. 8; intermediates cached here (O(NH)).
+        r"""Closed-form :math:`G^\top` and :math:`G` of :math:`G=\partial_\theta F(z,x)` at the N points
+        (z, x), or None (autograd). GRU (gate cotangents, module docstring's equations differentiated by
+        hand), torch RNN and eq. 8; intermediates cached here (O(NH)).
+
+        :math:`G^\top` maps q [N, H] to per-parameter gradients, or m vectors at once, q [N, m, H]
+        (points first), to gradients [m, *shape]; :math:`G` maps dθ (each [*shape], or [m, *shape]) to
+        [N, H] (or [N, m, H]). A batch costs one matrix product per weight for all m vectors.
         """
         if self.kind in EQ8:
             phi = torch.tanh(z) if self.kind == "rnn_tanh" else torch.relu(z)
             xi, dt = x[:, : self.I], self.dt
 
             def vjp8(q: torch.Tensor) -> Params:
-                g = {"W": dt * q.T @ phi, "W_in": dt * q.T @ xi}
+                g = {"W": dt * _outer_sum(q, phi), "W_in": dt * _outer_sum(q, xi)}
                 return {**g, "b": dt * q.sum(0)} if self.bias else g
 
             def jvp8(d: Params) -> torch.Tensor:
-                out = phi @ d["W"].T + xi @ d["W_in"].T
+                out = _rows(phi, d["W"]) + _rows(xi, d["W_in"])
                 return dt * (out + d["b"] if self.bias else out)
             return vjp8, jvp8
         if self.kind == "torch_rnn":
             sd = 1.0 - _torch_rnn(self, theta, z, x) ** 2
 
             def vjpr(q: torch.Tensor) -> Params:
-                d = q * sd
-                return {"W_ih": d.T @ x, "b_ih": d.sum(0), "W_hh": d.T @ z, "b_hh": d.sum(0)}
+                d = q * _col(sd, q)
+                bias = d.sum(0)
+                return {"W_ih": _outer_sum(d, x), "b_ih": bias, "W_hh": _outer_sum(d, z), "b_hh": bias.clone()}
 
             def jvpr(d: Params) -> torch.Tensor:
-                return sd * (x @ d["W_ih"].T + d["b_ih"] + z @ d["W_hh"].T + d["b_hh"])
+                pre = _rows(x, d["W_ih"]) + _rows(z, d["W_hh"]) + (d["b_ih"] + d["b_hh"])
+                return pre * _col(sd, pre)
             return vjpr, jvpr
         if self.kind != "gru":
             return None
@@ -178,18 +205,22 @@ class Cell:
         ghn = gh[:, 2 * H:]
         a = (1.0 - u) * (1.0 - n**2)  # dF/d(pre-activation of n)
         su, sr = (z - n) * u * (1.0 - u), a * ghn * r * (1.0 - r)  # dF/d(pre u), dF/d(pre r)
+        ar = a * r
 
         def vjpg(q: torch.Tensor) -> Params:
-            dn = q * a
-            di = torch.cat([q * sr, q * su, dn], 1)  # cotangent of gi
-            dh = torch.cat([q * sr, q * su, dn * r], 1)  # cotangent of gh
-            return {"weight_ih": di.T @ x, "weight_hh": dh.T @ z, "bias_ih": di.sum(0), "bias_hh": dh.sum(0)}
+            # cotangents of the pre-activations of r, u, n: of gi = W_ih x + b_ih, and of gh = W_hh h + b_hh
+            # (the hidden n-block enters as r * (W_hn h + b_hn))
+            di = torch.cat([q * _col(sr, q), q * _col(su, q), q * _col(a, q)], -1)
+            dh = torch.cat([di[..., :2 * H], q * _col(ar, q)], -1)
+            return {"weight_ih": _outer_sum(di, x), "weight_hh": _outer_sum(dh, z), "bias_ih": di.sum(0), "bias_hh": dh.sum(0)}
 
         def jvpg(d: Params) -> torch.Tensor:
-            dgi = x @ d["weight_ih"].T + d["bias_ih"]
-            dgh = z @ d["weight_hh"].T + d["bias_hh"]
-            return (sr * (dgi[:, :H] + dgh[:, :H]) + su * (dgi[:, H:2 * H] + dgh[:, H:2 * H])
-                    + a * (dgi[:, 2 * H:] + r * dgh[:, 2 * H:]))
+            dgi = _rows(x, d["weight_ih"]) + d["bias_ih"]  # biases [3H] or [m, 3H] broadcast over the points
+            dgh = _rows(z, d["weight_hh"]) + d["bias_hh"]
+            out = _col(sr, dgh) * (dgi[..., :H] + dgh[..., :H])
+            out += _col(su, dgh) * (dgi[..., H:2 * H] + dgh[..., H:2 * H])
+            out += _col(a, dgh) * dgi[..., 2 * H:] + _col(ar, dgh) * dgh[..., 2 * H:]
+            return out
         return vjpg, jvpg
 
     def features(self, theta: Params, z: torch.Tensor, x: torch.Tensor) -> dict[str, torch.Tensor]:

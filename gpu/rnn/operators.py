@@ -28,12 +28,12 @@ points at once; memory :math:`8BTH^2` bytes in float64) and then applies P by T 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
-from torch.func import jvp
 
 from .cells import Cell, Params
+from .work import BATCH_BYTES
 
 Tensor = torch.Tensor
 
@@ -42,6 +42,25 @@ def _grad(out: Tensor, inputs: Sequence[Tensor], cot: Tensor, retain: bool) -> t
     """Vector–Jacobian product by plain autograd (``torch.func.vjp`` imports torch._dynamo on first
     use, seconds of start-up for a command-line call)."""
     return torch.autograd.grad(out, list(inputs), cot, retain_graph=retain, allow_unused=True)
+
+
+def jvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Tensor]:
+    """``(f(*primals), J_f tangents)`` by forward-mode dual numbers (``torch.autograd.forward_ad``), the same
+    numbers as ``torch.func.jvp`` without its import of ``torch._dynamo`` (seconds per command-line call).
+    A primal may be a tensor or a dict of tensors (with a matching tangent)."""
+    import torch.autograd.forward_ad as fwAD
+
+    with fwAD.dual_level():
+        def dual(p: Any, t: Any) -> Any:
+            if isinstance(p, dict):
+                return {k: fwAD.make_dual(v, t[k]) if k in t else v for k, v in p.items()}
+            return fwAD.make_dual(p, t)
+
+        out = f(*(dual(p, t) for p, t in zip(primals, tangents)))
+        primal, tangent = fwAD.unpack_dual(out)
+        if tangent is None:  # the output does not depend on the primals
+            tangent = torch.zeros_like(primal)
+        return primal, tangent
 
 
 def _at_z(cell: Cell, theta: Params, z: Tensor, x: Tensor) -> tuple[Tensor, Tensor]:
@@ -65,6 +84,13 @@ def rollout(cell: Cell, theta: Params, x: Tensor, h0: Tensor, q: Tensor | None =
 def previous(Z: Tensor, h0: Tensor) -> Tensor:
     """States the Jacobians are taken at: :math:`[z_0,\\dots,z_{T-1}]`, shape [B, T, H]."""
     return torch.cat([h0[:, None], Z[:, :-1]], 1)
+
+
+def on_device(tr: "Trajectory", device: torch.device | str | None) -> "Trajectory":
+    """``tr`` itself, or the same model re-run on ``device`` when that differs from where it lives."""
+    if device is None or torch.device(device) == tr.device:
+        return tr
+    return tr.to(device=device)
 
 
 class Operator:
@@ -97,6 +123,7 @@ class Operator:
         self._mv, self._rmv, self.name = matvec, rmatvec, name
         self.dtype, self.device = dtype, torch.device(device)
         self._bmv, self._rbmv = batch, rbatch
+        self.self_adjoint = False  # set where A = A^T by construction (Gram forms, K); spectra use it
 
     def _like(self, mv: Callable[[Tensor], Tensor], rmv: Callable[[Tensor], Tensor], name: str,
               batch: Callable[[Tensor], Tensor] | None = None,
@@ -165,7 +192,9 @@ class Operator:
     def gram(self) -> "Operator":
         r""":math:`AA^\top` (self-adjoint, PSD)."""
         op = self @ self.T
-        return self._like(op, op, f"{self.name}{self.name}^T", op.apply_batch, op.apply_batch)
+        out = self._like(op, op, f"{self.name}{self.name}^T", op.apply_batch, op.apply_batch)
+        out.self_adjoint = True
+        return out
 
     def dense(self, dtype: torch.dtype | None = None) -> Tensor:
         """The (BTH)×(BTH) matrix (row-major flattening of [B, T, H]); small sizes only."""
@@ -294,77 +323,94 @@ def state_jacobians(tr: Trajectory) -> Tensor:
 class Propagation(Operator):
     r""":math:`\mathcal P` (forward linearised recurrence) with :math:`\mathcal P^*=\mathcal P^\top`.
 
+    Vectors are propagated in a time-major row layout [T, B, m, H] (m vectors at once): with stored
+    Jacobians one ``baddbmm`` per step, :math:`p_t\leftarrow q_t+p_{t-1}A_t^\top` for P and
+    :math:`a_t\leftarrow r_t+a_{t+1}A_{t+1}` for P*, both row vectors times an [H, H] block (the
+    transposed view costs the same as the plain one, unlike the column form :math:`A_tp`), written in
+    place into one output buffer.
+
     Parameters
     ----------
     tr : Trajectory
     mode : {"stored", "recompute"}
         Store the B·T Jacobians (fast mat-vecs, :math:`O(BTH^2)` memory) or recompute their
         action by jvp/vjp through the cell at each step (:math:`O(BTH)` memory).
+    device : torch.device or str, optional
+        Where the operator lives (default: the trajectory's device; another device moves the
+        trajectory there).
     """
 
-    def __init__(self, tr: Trajectory, mode: str = "stored") -> None:
+    def __init__(self, tr: Trajectory, mode: str = "stored", *, device: torch.device | str | None = None) -> None:
         if mode not in ("stored", "recompute"):
             raise ValueError(f"mode must be 'stored' or 'recompute', got {mode!r}")
+        tr = on_device(tr, device)
         self.tr, self.mode = tr, mode
         self.J = state_jacobians(tr) if mode == "stored" else None
         super().__init__(tr.shape, self._forward, self._backward, "P", dtype=tr.dtype, device=tr.device,
-                         batch=self._forward_batch if self.J is not None else None,
-                         rbatch=self._backward_batch if self.J is not None else None)
+                         batch=self._forward_batch, rbatch=self._backward_batch)
 
     def apply_A(self, t: int, v: Tensor) -> Tensor:
         """:math:`A_{t+1}v` for 0-based time index t (batched over trials)."""
-        if self.J is not None:
-            return torch.bmm(self.J[:, t], v[:, :, None])[:, :, 0]
-        tr = self.tr
-        return jvp(lambda z: tr.cell.step(tr.theta, z, tr.x[:, t]), (tr.Zprev[:, t],), (v,))[1]
+        return self._step(t, v[:, None, :], False)[:, 0]
 
     def apply_At(self, t: int, v: Tensor) -> Tensor:
         """:math:`A_{t+1}^\\top v` for 0-based time index t."""
+        return self._step(t, v[:, None, :], True)[:, 0]
+
+    def _step(self, t: int, R: Tensor, adjoint: bool, out: Tensor | None = None, add: Tensor | None = None) -> Tensor:
+        r"""Row vectors R [B, m, H] times :math:`A_t^\top` (P) or :math:`A_t` (P*), plus ``add``, into ``out``."""
         if self.J is not None:
-            # row vector times A (same numbers as A^T v, without a transposed view: faster)
-            return torch.bmm(v[:, None, :], self.J[:, t])[:, 0]
+            Jt = self.J[:, t] if adjoint else self.J[:, t].transpose(1, 2)
+            if add is None:
+                return torch.bmm(R, Jt, out=out) if out is not None else torch.bmm(R, Jt)
+            return torch.baddbmm(add, R, Jt, out=out) if out is not None else torch.baddbmm(add, R, Jt)
         tr = self.tr
-        zr, out = _at_z(tr.cell, tr.theta, tr.Zprev[:, t], tr.x[:, t])
-        return _grad(out, [zr], v, False)[0]
+        B, m, H = R.shape
+        z = tr.Zprev[:, t, None, :].expand(B, m, H).reshape(B * m, H).contiguous()
+        x = tr.x[:, t, None, :].expand(B, m, tr.x.shape[-1]).reshape(B * m, -1).contiguous()
+        if adjoint:
+            zr, fz = _at_z(tr.cell, tr.theta, z, x)
+            y = _grad(fz, [zr], R.reshape(B * m, H), False)[0]
+        else:
+            y = jvp(lambda zz: tr.cell.step(tr.theta, zz, x), (z,), (R.reshape(B * m, H).contiguous(),))[1]
+        y = y.reshape(B, m, H)
+        if add is not None:
+            y = y + add
+        if out is None:
+            return y
+        out.copy_(y)
+        return out
+
+    def propagate(self, R: Tensor, adjoint: bool = False, out: Tensor | None = None) -> Tensor:
+        r""":math:`\mathcal P` (or :math:`\mathcal P^*` with ``adjoint``) on rows R [T, B, m, H] (time-major);
+        returns [T, B, m, H], written into ``out`` when given (a reusable buffer)."""
+        T = R.shape[0]
+        out = torch.empty(R.shape, dtype=R.dtype, device=R.device) if out is None else out
+        order = range(T - 2, -1, -1) if adjoint else range(1, T)
+        first = T - 1 if adjoint else 0
+        out[first].copy_(R[first])
+        for t in order:
+            prev = t + 1 if adjoint else t - 1
+            self._step(t + 1 if adjoint else t, out[prev], adjoint, out=out[t], add=R[t])
+        return out
 
     def apply_many(self, V: Tensor) -> Tensor:
-        """P applied to m vectors at once, ``V`` of shape [B, T, H, m] (stored Jacobians)."""
-        J = self.J if self.J is not None else state_jacobians(self.tr)
-        p, out = V[:, 0], [V[:, 0]]
-        for t in range(1, V.shape[1]):
-            p = V[:, t] + torch.bmm(J[:, t], p)
-            out.append(p)
-        return torch.stack(out, 1)
+        """P applied to m vectors at once, ``V`` of shape [B, T, H, m]."""
+        return self.propagate(V.permute(1, 0, 3, 2).contiguous()).permute(1, 0, 3, 2)
 
     def _forward_batch(self, V: Tensor) -> Tensor:
-        """P on [m, B, T, H] (stored Jacobians): columns [B, H, m], one bmm per step."""
-        return self.apply_many(V.permute(1, 2, 3, 0)).permute(3, 0, 1, 2)
+        """P on [m, B, T, H]."""
+        return self.propagate(V.permute(2, 1, 0, 3).contiguous()).permute(2, 1, 0, 3).contiguous()
 
     def _backward_batch(self, V: Tensor) -> Tensor:
-        """P^T on [m, B, T, H] (stored Jacobians): row vectors [B, m, H] times A_t, one bmm per step."""
-        assert self.J is not None
-        R = V.permute(1, 2, 0, 3)  # [B, T, m, H]
-        T = R.shape[1]
-        a, out = R[:, -1], [R[:, -1]]
-        for t in range(T - 2, -1, -1):
-            a = R[:, t] + torch.bmm(a, self.J[:, t + 1])
-            out.append(a)
-        return torch.stack(out[::-1], 1).permute(2, 0, 1, 3)
+        """P^T on [m, B, T, H]."""
+        return self.propagate(V.permute(2, 1, 0, 3).contiguous(), True).permute(2, 1, 0, 3).contiguous()
 
     def _forward(self, q: Tensor) -> Tensor:
-        p, out = q[:, 0], [q[:, 0]]
-        for t in range(1, q.shape[1]):
-            p = q[:, t] + self.apply_A(t, p)
-            out.append(p)
-        return torch.stack(out, 1)
+        return self.propagate(q.permute(1, 0, 2)[:, :, None, :].contiguous())[:, :, 0].permute(1, 0, 2).contiguous()
 
     def _backward(self, r: Tensor) -> Tensor:
-        T = r.shape[1]
-        a, out = r[:, -1], [r[:, -1]]
-        for t in range(T - 2, -1, -1):
-            a = r[:, t] + self.apply_At(t + 1, a)
-            out.append(a)
-        return torch.stack(out[::-1], 1)
+        return self.propagate(r.permute(1, 0, 2)[:, :, None, :].contiguous(), True)[:, :, 0].permute(1, 0, 2).contiguous()
 
     def _all_A(self, v: Tensor) -> Tensor:
         """:math:`(A_tv_t)_t` for all (b, t) at once."""
@@ -403,17 +449,35 @@ class Propagation(Operator):
 class ParameterJacobian:
     r""":math:`G:\delta\theta\mapsto(G_t\delta\theta)_{b,t}` (jvp) and :math:`G^\top` (vjp), matrix-free.
 
+    θ is also seen as one flat vector of length :attr:`dim` (the parameters in :attr:`names` order,
+    each row-major). Batches: :meth:`apply_rows` maps [n, dim] to the time-major rows [T, B, n, H] that
+    :meth:`Propagation.propagate` works on, :meth:`adjoint_rows` maps such rows back to [n, dim];
+    :meth:`apply_batch` / :meth:`adjoint_batch` do the same with vectors [n, B, T, H]. With the closed
+    forms of the cell (GRU, torch RNN, eq. 8) a batch is one matrix product per weight for all n vectors;
+    otherwise one autograd call per vector, written into one output buffer. Batches are split so that
+    their transients stay within :data:`BATCH_BYTES`.
+
     Parameters
     ----------
     tr : Trajectory
     only : sequence of str, optional
         Restrict θ to these parameter names (the others are held fixed), e.g. for :math:`K_j`.
+    device : torch.device or str, optional
+        Where the operator lives (default: the trajectory's device).
     """
 
-    def __init__(self, tr: Trajectory, only: Sequence[str] | None = None) -> None:
+    def __init__(self, tr: Trajectory, only: Sequence[str] | None = None, *,
+                 device: torch.device | str | None = None) -> None:
+        tr = on_device(tr, device)
         self.tr = tr
         self.names = list(only) if only is not None else list(tr.theta)
-        zp, xf = tr._flat()
+        self.shapes = {k: tuple(tr.theta[k].shape) for k in self.names}
+        self.sizes = [int(tr.theta[k].numel()) for k in self.names]
+        self.dim = sum(self.sizes)
+        B, T, H = tr.shape
+        # the B*T points in time-major order (row t*B + b), the layout of Propagation.propagate
+        zp = tr.Zprev.transpose(0, 1).reshape(T * B, H)
+        xf = tr.x.transpose(0, 1).reshape(T * B, -1)
         fixed = {k: v for k, v in tr.theta.items() if k not in self.names}
         self._f = lambda th: tr.cell.step({**fixed, **th}, zp, xf)  # noqa: E731
         self._theta = {k: tr.theta[k] for k in self.names}
@@ -426,34 +490,120 @@ class ParameterJacobian:
         with torch.enable_grad():
             self._out = self._f(self._leaves)  # graph kept for repeated vjps
 
+    @property
+    def _chunk(self) -> int:
+        """Vectors per batch: a closed-form batch holds about 8 [B·T, H] transients per vector and gate."""
+        B, T, H = self.tr.shape
+        item = torch.finfo(self.tr.dtype).bits // 8
+        width = 3 if getattr(self.tr.cell, "kind", "") == "gru" else 1
+        return max(1, BATCH_BYTES // (item * (8 * width * B * T * H + 2 * self.dim)))
+
+    def _points(self, q: Tensor) -> Tensor:
+        """[B, T, H] -> the time-major points [T·B, H]."""
+        return q.transpose(0, 1).reshape(-1, q.shape[-1])
+
+    def _trajectory(self, y: Tensor) -> Tensor:
+        """[T·B, H] -> [B, T, H]."""
+        B, T, H = self.tr.shape
+        return y.reshape(T, B, H).transpose(0, 1).contiguous()
+
     def __call__(self, dtheta: Params) -> Tensor:
         if self._closed is not None:
             full = {k: dtheta[k] if k in dtheta else torch.zeros_like(v) for k, v in self.tr.theta.items()}
-            return self._closed[1](full).reshape(self.tr.shape)
-        return jvp(self._f, (self._theta,), (dtheta,))[1].reshape(self.tr.shape)
+            return self._trajectory(self._closed[1](full))
+        return self._trajectory(jvp(self._f, (self._theta,), (dtheta,))[1])
 
-    def adjoint(self, q: Tensor) -> Params:
-        B, T, H = self.tr.shape
+    def _adjoint_points(self, q: Tensor) -> Params:
         if self._closed is not None:
-            g = self._closed[0](q.reshape(B * T, H))
+            g = self._closed[0](q)
             return {k: g[k] for k in self.names}
-        g = _grad(self._out, list(self._leaves.values()), q.reshape(B * T, H), True)
+        g = _grad(self._out, list(self._leaves.values()), q, True)
         return {k: (torch.zeros_like(v) if gi is None else gi) for (k, v), gi in zip(self._leaves.items(), g)}
 
+    def adjoint(self, q: Tensor) -> Params:
+        """:math:`G^\\top q` for one q [B, T, H], per parameter."""
+        return self._adjoint_points(self._points(q))
 
-def parameter_operator(tr: Trajectory, only: Sequence[str] | None = None) -> Operator:
-    r""":math:`\mathcal K=\frac1B GG^\top` (self-adjoint), one vjp then one jvp per application."""
-    G = ParameterJacobian(tr, only)
-    B = tr.shape[0]
+    def unflatten(self, w: Tensor) -> Params:
+        """Flat [..., dim] -> per-parameter views [..., *shape]."""
+        lead = w.shape[:-1]
+        return {k: p.reshape(*lead, *self.shapes[k]) for k, p in zip(self.names, torch.split(w, self.sizes, -1))}
 
-    def K(q: Tensor) -> Tensor:
-        return G({k: v / B for k, v in G.adjoint(q).items()})
+    def adjoint_rows(self, R: Tensor, out: Tensor | None = None) -> Tensor:
+        r""":math:`G^\top` on rows R [T, B, n, H] -> flat gradients [n, dim] (into ``out`` if given)."""
+        T, B, n, H = R.shape
+        out = torch.empty(n, self.dim, dtype=R.dtype, device=R.device) if out is None else out
+        step = self._chunk if self._closed is not None else 1
+        for c0 in range(0, n, step):
+            Rc = R[:, :, c0:c0 + step]
+            nc = Rc.shape[2]
+            g = self._adjoint_points(Rc.reshape(T * B, nc, H) if self._closed is not None else Rc.reshape(T * B, H))
+            o = out[c0:c0 + nc]
+            a = 0
+            for k, sz in zip(self.names, self.sizes):
+                o[:, a:a + sz].copy_(g[k].reshape(nc, sz))
+                a += sz
+        return out
 
-    return Operator(tr.shape, K, K, "K", dtype=tr.dtype, device=tr.device)
+    def apply_rows(self, W: Tensor, out: Tensor | None = None) -> Tensor:
+        r""":math:`G` on n flat parameter vectors W [n, dim] -> rows [T, B, n, H] (into ``out`` if given)."""
+        n = W.shape[0]
+        B, T, H = self.tr.shape
+        out = torch.empty(T, B, n, H, dtype=W.dtype, device=W.device) if out is None else out
+        if self._closed is None:
+            for i in range(n):
+                out[:, :, i] = jvp(self._f, (self._theta,), (self.unflatten(W[i]),))[1].reshape(T, B, H)
+            return out
+        fixed = {k: v for k, v in self.tr.theta.items() if k not in self.names}
+        step = self._chunk
+        for c0 in range(0, n, step):
+            Wc = W[c0:c0 + step]
+            nc = Wc.shape[0]
+            d = {**{k: torch.zeros((nc, *v.shape), dtype=W.dtype, device=W.device) for k, v in fixed.items()},
+                 **self.unflatten(Wc)}
+            out[:, :, c0:c0 + nc] = self._closed[1](d).reshape(T, B, nc, H)
+        return out
+
+    def adjoint_batch(self, Q: Tensor, out: Tensor | None = None) -> Tensor:
+        r""":math:`G^\top` on n vectors Q [n, B, T, H] -> [n, dim]."""
+        return self.adjoint_rows(Q.permute(2, 1, 0, 3), out)
+
+    def apply_batch(self, W: Tensor) -> Tensor:
+        r""":math:`G` on n flat parameter vectors W [n, dim] -> [n, B, T, H]."""
+        return self.apply_rows(W).permute(2, 1, 0, 3).contiguous()
 
 
-def hidden_ntk(tr: Trajectory) -> Operator:
+class ParameterOperator(Operator):
+    r""":math:`\mathcal K=\frac1B GG^\top` (self-adjoint): one vjp then one jvp per application, batched;
+    :attr:`G` is its :class:`ParameterJacobian`."""
+
+    def __init__(self, G: ParameterJacobian) -> None:
+        self.G = G
+        B = G.tr.shape[0]
+
+        def K(q: Tensor) -> Tensor:
+            return G({k: v / B for k, v in G.adjoint(q).items()})
+
+        def Kb(V: Tensor) -> Tensor:
+            return G.apply_batch(G.adjoint_batch(V).div_(B))
+
+        super().__init__(G.tr.shape, K, K, "K", dtype=G.tr.dtype, device=G.tr.device, batch=Kb, rbatch=Kb)
+        self.self_adjoint = True
+
+    def rows(self, R: Tensor) -> Tensor:
+        """K on rows [T, B, n, H] (the layout of :meth:`Propagation.propagate`)."""
+        return self.G.apply_rows(self.G.adjoint_rows(R).div_(self.shape[0]))
+
+
+def parameter_operator(tr: Trajectory, only: Sequence[str] | None = None, *,
+                       device: torch.device | str | None = None) -> ParameterOperator:
+    r""":math:`\mathcal K=\frac1B GG^\top` (self-adjoint), one vjp then one jvp per application (batched)."""
+    return ParameterOperator(ParameterJacobian(tr, only, device=device))
+
+
+def hidden_ntk(tr: Trajectory, *, device: torch.device | str | None = None) -> Operator:
     r""":math:`\frac1B J_ZJ_Z^\top` with :math:`J_Z=dZ/d\theta` through the whole rollout."""
+    tr = on_device(tr, device)
     B = tr.shape[0]
     f = lambda th: rollout(tr.cell, th, tr.x, tr.h0)  # noqa: E731
     leaves = {k: v.detach().requires_grad_(True) for k, v in tr.theta.items()}
@@ -483,14 +633,27 @@ class KPFlow:
     K: Operator
 
     @classmethod
-    def build(cls, tr: Trajectory, mode: str = "stored") -> "KPFlow":
+    def build(cls, tr: Trajectory, mode: str = "stored", *, device: torch.device | str | None = None) -> "KPFlow":
+        """P (``mode``: stored or recomputed Jacobians) and K of ``tr``, on ``device`` (default: the trajectory's)."""
+        tr = on_device(tr, device)
         return cls(tr, Propagation(tr, mode), parameter_operator(tr))
 
     @property
     def PKP(self) -> Operator:
-        r""":math:`\mathcal P\mathcal K\mathcal P^*` (self-adjoint, PSD)."""
+        r""":math:`\mathcal P\mathcal K\mathcal P^*` (self-adjoint, PSD); a batch stays in the time-major rows
+        from :math:`\mathcal P^*` to :math:`\mathcal P` (one layout change each way)."""
         op = self.P @ self.K @ self.P.T
-        return op._like(op, op, "PKP*", op.apply_batch, op.apply_batch)
+        P, K = self.P, self.K
+        if not isinstance(K, ParameterOperator):
+            out = op._like(op, op, "PKP*", op.apply_batch, op.apply_batch)
+        else:
+            def batch(V: Tensor) -> Tensor:
+                R = P.propagate(V.permute(2, 1, 0, 3).contiguous(), True)
+                return P.propagate(K.rows(R)).permute(2, 1, 0, 3).contiguous()
+
+            out = op._like(op, op, "PKP*", batch, batch)
+        out.self_adjoint = True
+        return out
 
     @property
     def PP(self) -> Operator:

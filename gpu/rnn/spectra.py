@@ -11,8 +11,11 @@ traced index s). In particular :math:`\operatorname{tr}_C(B\otimes C)=\operatorn
 
 :math:`\sigma_i` the singular values of A on the whole space :math:`\mathbb R^{BTH}` (Euclidean
 inner product), i.e. the eigenvalues of the Gram :math:`A^\top A`. Exact (dense SVD) at small
-sizes; at large sizes the top singular values come from Lanczos (``scipy.sparse.linalg.svds``) and
-the total :math:`\|A\|_F^2=\operatorname{tr}(A^\top A)` from Hutch++ (Meyer et al. 2021).
+sizes; at large sizes (:func:`sketch_spectrum`) the top singular values come from a batched range
+sketch (:math:`Q=\operatorname{orth}(A\Omega)`, singular values of :math:`Q^\top A`, lower bounds of the
+true ones) and the total :math:`\|A\|_F^2=\|Q^\top A\|_F^2+\|(I-QQ^\top)A\|_F^2` from the sketch plus a
+Hutchinson estimate of the remainder (unbiased; Hutch++'s split, Meyer et al. 2021); every application
+is a batch of vectors (the operators' batched forms), not one vector at a time.
 
 **Matrix-free estimators** for any :class:`~.operators.Operator` (batched mat-vecs): Hutch++
 :math:`\operatorname{tr}A\approx\operatorname{tr}(Q^\top AQ)+\tfrac1k\operatorname{tr}(G^\top(I-QQ^\top)A(I-QQ^\top)G)`,
@@ -42,6 +45,7 @@ import numpy as np
 import torch
 
 from .operators import Operator, Propagation
+from .work import CHUNK_BYTES, sketch_rank, sketch_sizes  # noqa: F401
 
 AXES = ("B", "T", "H")
 DEFINITION = ("effrank95: smallest k with sum_{i<=k} sigma_i^2 >= 0.95 sum_i sigma_i^2, sigma_i the singular "
@@ -163,16 +167,73 @@ def singular_values_squared(op: Operator) -> np.ndarray:
     return (s**2).cpu().numpy()
 
 
-def effective_rank(op: Operator, *, exact_max: int = 2000, k: int = 60, frac: float = 0.95,
+def _rademacher(k: int, n: int, gen: torch.Generator, op: Operator) -> torch.Tensor:
+    return (torch.randint(0, 2, (k, n), generator=gen) * 2 - 1).to(dtype=op.dtype, device=op.device)
+
+
+def _orth(Y: torch.Tensor) -> torch.Tensor:
+    """Orthonormal rows spanning the rows of Y [l, n] (QR in float64)."""
+    return torch.linalg.qr(Y.T.to(torch.float64))[0].T.to(Y.dtype)
+
+
+def _chunked(f: Callable[[torch.Tensor], torch.Tensor], V: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
+    """f on the rows of V [k, n] in chunks of :data:`CHUNK_BYTES`, into one [k, n] output."""
+    k, n = V.shape
+    step = max(1, CHUNK_BYTES // max(1, n * V.element_size()))
+    out = torch.empty_like(V)
+    for c0 in range(0, k, step):
+        c = V[c0:c0 + step]
+        out[c0:c0 + c.shape[0]] = f(c.reshape(c.shape[0], *shape)).reshape(c.shape[0], n)
+    return out
+
+
+def sketch_spectrum(op: Operator, l: int, r: int, seed: int = 0) -> dict[str, Any]:
+    r"""Top singular values, :math:`\|A\|_F^2` and :math:`\sum\sigma^4` of ``op`` from batched sketches.
+
+    Q: orthonormal basis of :math:`A\Omega` (:math:`\Omega` l Rademacher vectors); Z: the compression
+    :math:`Q^\top A` (for self-adjoint A, :math:`AQ`). The singular values of Z are lower bounds of the
+    top l of A (:math:`\sigma_i(Q^\top A)\le\sigma_i(A)`). The total splits
+    exactly, :math:`\|A\|_F^2=\|Z\|_F^2+\|(I-QQ^\top)A\|_F^2` (resp. :math:`\|A(I-QQ^\top)\|_F^2`), the second
+    term by Hutchinson with r fresh probes; :math:`\sum\sigma^4=\operatorname{tr}((A^\top A)^2)=\mathbb E\|A^\top Ag\|^2`
+    with r more. 2l + 3r applications of A or :math:`A^\top`, in chunks of :data:`CHUNK_BYTES`.
+    """
+    n = op.size
+    gen = torch.Generator().manual_seed(int(seed))
+    sym = op.self_adjoint
+    fwd = lambda V: _chunked(op.apply_batch, V, op.shape)  # noqa: E731
+    adj = fwd if sym else (lambda V: _chunked(op.adjoint_batch, V, op.shape))
+    Q = _orth(fwd(_rademacher(l, n, gen, op)))
+    Z = (fwd if sym else adj)(Q)  # rows: (A Q)^T = Q^T A for symmetric A, else (A^T Q)^T
+    s2 = torch.linalg.eigvalsh((Z.to(torch.float64) @ Z.T.to(torch.float64))).flip(0).clamp_min(0)
+    del Z
+    g = _rademacher(r, n, gen, op)
+    if sym:
+        Ag = fwd(g - (g @ Q.T) @ Q)  # A (I - QQ^T) g
+    else:
+        Ag = fwd(g)
+        Ag = Ag - (Ag @ Q.T) @ Q  # (I - QQ^T) A g
+    rest = float(Ag.to(torch.float64).pow(2).sum()) / r
+    del Ag, Q
+    A2g = adj(fwd(_rademacher(r, n, gen, op)))
+    total = float(s2.sum()) + rest
+    fourth = float(A2g.to(torch.float64).pow(2).sum()) / r
+    return {"sigma2": s2.cpu().numpy(), "total": total, "fourth": fourth, "applications": 2 * l + 3 * r}
+
+
+def effective_rank(op: Operator, *, exact_max: int = 2000, k: int | None = None, frac: float = 0.95,
                    seed: int = 0) -> dict[str, Any]:
-    r"""Effective rank of ``op`` (see module docstring), exact or Lanczos + Hutch++.
+    r"""Effective rank of ``op`` (see module docstring), exact, or from batched randomized sketches.
+
+    Above ``exact_max`` the top ``k`` singular values come from :func:`sketch_spectrum` (k + 10
+    sketch vectors; lower bounds of the true ones) and the total :math:`\|A\|_F^2` from the same
+    sketch plus a Hutchinson remainder (unbiased). Default k: :func:`~.work.sketch_rank`.
 
     Returns
     -------
     dict
         ``value`` (int), ``method``, ``exact`` (bool), ``lower_bound`` (True if the top-k
         singular values did not reach ``frac`` of the estimated total, so the rank is > k),
-        ``participation_ratio`` :math:`(\sum\sigma^2)^2/\sum\sigma^4` where exact.
+        ``participation_ratio`` :math:`(\sum\sigma^2)^2/\sum\sigma^4`.
     """
     n = op.size
     if n <= exact_max:
@@ -180,29 +241,35 @@ def effective_rank(op: Operator, *, exact_max: int = 2000, k: int = 60, frac: fl
         pr = float(v.sum() ** 2 / max((v**2).sum(), 1e-300))
         return {"value": effrank_from(v, frac), "method": "dense SVD", "exact": True, "lower_bound": False,
                 "participation_ratio": pr, "size": n}
-    from scipy.sparse.linalg import svds
-
-    L = op.to_scipy()
-    kk = min(k, n - 2)
-    s = svds(L, k=kk, return_singular_vectors=False, random_state=seed)
-    v = np.sort(s**2)[::-1]
-    total = trace(op.T @ op, m=3 * kk, seed=seed)
-    total = max(total, float(v.sum()))
-    pr = participation_ratio(op, m=3 * kk, seed=seed)
+    k, l, r = sketch_sizes(n, k)
+    sk = sketch_spectrum(op, l, r, seed)
+    v = sk["sigma2"][:k]
+    total = max(sk["total"], float(v.sum()))
     c = np.cumsum(v)
-    hit = np.nonzero(c >= frac * total)[0]
-    value = int(hit[0] + 1) if hit.size else kk
-    return {"value": value, "method": f"Lanczos top-{kk} (svds) + Hutch++ total ({3 * kk} mat-vecs)",
-            "exact": False, "lower_bound": not bool(hit.size), "participation_ratio": pr,
-            "participation_ratio_method": f"Hutch++ ({3 * kk} probes) for tr(A^T A) and tr((A^T A)^2)", "size": n}
+    hit = np.nonzero(c >= frac * total * (1 - 1e-12))[0]
+    value = int(hit[0] + 1) if hit.size else int(v.size)
+    how = (f"randomized sketch: top-{v.size} singular values from a {l}-vector range sketch "
+           f"({'A Q' if op.self_adjoint else 'Q^T A'}, lower bounds), total ||A||_F^2 = sketch part + Hutchinson "
+           f"remainder ({r} probes); {sk['applications']} batched applications")
+    return {"value": value, "method": how, "exact": False, "lower_bound": not bool(hit.size),
+            "participation_ratio": total**2 / max(sk["fourth"], 1e-300),
+            "participation_ratio_method": f"(sum sigma^2)^2 / sum sigma^4, sum sigma^4 = E||A^T A g||^2 ({r} probes)",
+            "size": n}
 
 
 def numerical_rank(M: np.ndarray | torch.Tensor) -> tuple[int, float]:
-    """Rank with tolerance :math:`\\max(m,n)\\,\\epsilon\\,\\sigma_1`, and the gap ratio σ_r/σ_{r+1}."""
+    r"""Rank with tolerance :math:`\max(m,n)\,\epsilon\,\sigma_1`, ε the machine epsilon of M's dtype (float32
+    data carry float32 rounding, whatever precision the SVD runs in), and the gap ratio σ_r/σ_{r+1}."""
+    if isinstance(M, torch.Tensor):
+        eps = float(torch.finfo(M.dtype).eps) if M.is_floating_point() else float(np.finfo(float).eps)
+        M = M.detach().cpu().numpy()
+    else:
+        M = np.asarray(M)
+        eps = float(np.finfo(M.dtype).eps) if np.issubdtype(M.dtype, np.floating) else float(np.finfo(float).eps)
     s = np.linalg.svd(np.asarray(M, dtype=float), compute_uv=False)
     if s.size == 0 or s[0] == 0:
         return 0, math.inf
-    tol = max(np.shape(M)) * np.finfo(float).eps * s[0]
+    tol = max(np.shape(M)) * eps * s[0]
     r = int((s > tol).sum())
     gap = float(s[r - 1] / s[r]) if 0 < r < s.size and s[r] > 0 else math.inf
     return r, gap
@@ -211,15 +278,51 @@ def numerical_rank(M: np.ndarray | torch.Tensor) -> tuple[int, float]:
 # ------------------------------------------------------------------------------- Theorem 2
 
 
-def fundamental(P: Propagation) -> torch.Tensor:
-    """:math:`U_t=A_t\\cdots A_1` for every trial and t, shape [B, T, H, H] (needs stored Jacobians)."""
-    J = P.J if P.J is not None else Propagation(P.tr, "stored").J
+def fundamental(P: Propagation | torch.Tensor) -> torch.Tensor:
+    """:math:`U_t=A_t\\cdots A_1` for every trial and t, shape [B, T, H, H], from a Propagation (stored
+    Jacobians, or recomputed once) or from the Jacobians J [B, T, H, H] themselves."""
+    if isinstance(P, torch.Tensor):
+        J = P
+    else:
+        J = P.J if P.J is not None else Propagation(P.tr, "stored").J
     assert J is not None
-    U, out = J[:, 0], [J[:, 0]]
+    U = torch.empty_like(J)
+    U[:, 0] = J[:, 0]
     for t in range(1, J.shape[1]):
-        U = torch.bmm(J[:, t], U)
-        out.append(U)
-    return torch.stack(out, 1)
+        torch.bmm(J[:, t], U[:, t - 1], out=U[:, t])
+    return U
+
+
+def uvu_apply(U: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    r""":math:`(\mathcal U\mathcal V\mathcal U^{-1}q)_t=U_t\sum_{s\le t}U_s^{-1}q_s` for U [B, T, H, H], q [B, T, H]."""
+    w = torch.linalg.solve(U, q[..., None])[..., 0]
+    return torch.einsum("btij,btj->bti", U, torch.cumsum(w, 1))
+
+
+def uvu_rounding_bound(J: torch.Tensor, U: torch.Tensor, q: torch.Tensor, c: float = 16.0) -> float:
+    r"""A first-order bound on the rounding error of :func:`uvu_apply` in U's dtype (ε its machine epsilon),
+    from the computed :math:`w_s=U_s^{-1}q_s`:
+
+    .. math:: e_t=c\,\epsilon\Big(\sum_{s\le t}\|\Phi(t,s)\|\,\|U_s\|\,\|w_s\|+H\,\|U_t\|\sum_{s\le t}\|w_s\|\Big),
+              \qquad \|\Phi(t,s)\|\le\prod_{s<r\le t}\|A_r\|,\qquad \Big(\sum_{b,t}e_t^2\Big)^{1/2} :
+
+    the first term is the backward-stable solve (:math:`(U_s+\delta U_s)w_s=q_s`, :math:`\|\delta U_s\|\le c\epsilon\|U_s\|`)
+    carried to t by :math:`U_tU_s^{-1}=\Phi(t,s)=A_t\cdots A_{s+1}`, the second the cumulative sum and the
+    product by :math:`U_t` (H terms per entry). Frobenius norms (upper bounds of the spectral ones);
+    infinite when a :math:`U_s` is singular in this dtype. J, U: [B, T, H, H]; q: [B, T, H].
+    """
+    eps = float(torch.finfo(U.dtype).eps)
+    w = torch.linalg.solve(U, q[..., None])[..., 0].to(torch.float64)
+    if not bool(torch.isfinite(w).all()):
+        return math.inf
+    wn = w.norm(dim=-1)
+    Un = torch.linalg.matrix_norm(U.to(torch.float64))
+    L = torch.cumsum(torch.log(torch.linalg.matrix_norm(J.to(torch.float64)).clamp_min(1e-300)), 1)  # log prod ||A_r||, r <= t
+    with torch.no_grad():
+        e1 = torch.exp(L + torch.logcumsumexp(-L + torch.log((Un * wn).clamp_min(1e-300)), 1))
+        e2 = U.shape[-1] * Un * torch.cumsum(wn, 1)
+    e = c * eps * (e1 + e2)
+    return float(e.norm()) if bool(torch.isfinite(e).all()) else math.inf
 
 
 def uvu_operator(P: Propagation) -> Operator:
@@ -227,15 +330,14 @@ def uvu_operator(P: Propagation) -> Operator:
     U = fundamental(P)
 
     def mv(q: torch.Tensor) -> torch.Tensor:
-        w = torch.linalg.solve(U, q[..., None])[..., 0]
-        return torch.einsum("btij,btj->bti", U, torch.cumsum(w, 1))
+        return uvu_apply(U, q)
 
     def rmv(r: torch.Tensor) -> torch.Tensor:
         w = torch.einsum("btji,btj->bti", U, r)
         w = torch.flip(torch.cumsum(torch.flip(w, [1]), 1), [1])
         return torch.linalg.solve(U.transpose(-1, -2), w[..., None])[..., 0]
 
-    return Operator(P.shape, mv, rmv, "UVU^-1")
+    return Operator(P.shape, mv, rmv, "UVU^-1", dtype=P.dtype, device=P.device)
 
 
 def volterra_singular_values(N: int, dt: float) -> tuple[np.ndarray, np.ndarray]:
@@ -247,18 +349,20 @@ def volterra_singular_values(N: int, dt: float) -> tuple[np.ndarray, np.ndarray]
 
 
 def lyapunov_qr(J: torch.Tensor) -> np.ndarray:
-    r"""Lyapunov exponents per step of a Jacobian sequence [T, H, H] by QR, descending."""
+    r"""Lyapunov exponents per step of a Jacobian sequence [T, H, H] by QR, descending; with leading
+    dimensions ([..., T, H, H]: one sequence per trial, batched QR) one descending row per sequence."""
     H = J.shape[-1]
-    Q = torch.eye(H, dtype=J.dtype)
-    acc = torch.zeros(H, dtype=J.dtype)
-    for t in range(J.shape[0]):
-        Q, R = torch.linalg.qr(J[t] @ Q)
-        d = torch.diagonal(R)
+    lead = J.shape[:-3]
+    Q = torch.eye(H, dtype=J.dtype, device=J.device).expand(*lead, H, H)
+    acc = torch.zeros(*lead, H, dtype=torch.float64, device=J.device)
+    for t in range(J.shape[-3]):
+        Q, R = torch.linalg.qr(J[..., t, :, :] @ Q)
+        d = torch.diagonal(R, dim1=-2, dim2=-1)
         sign = torch.sign(d)
         sign[sign == 0] = 1.0
-        Q, d = Q * sign, d * sign
-        acc += torch.log(d.abs().clamp_min(1e-300))
-    return np.sort((acc / J.shape[0]).numpy())[::-1]
+        Q, d = Q * sign[..., None, :], d * sign
+        acc += torch.log(d.abs().to(torch.float64).clamp_min(1e-300))
+    return np.sort((acc / J.shape[-3]).cpu().numpy(), axis=-1)[..., ::-1].copy()
 
 
 def kaplan_yorke(lams: np.ndarray) -> float:
