@@ -190,9 +190,10 @@ def _layout(fig: Any) -> None:
         fig.tight_layout()
 
 
-def save_figure(fig: Any, path: Path | str) -> Path:
+def save_figure(fig: Any, path: Path | str, narrow: bool = True) -> Path:
     """Write a report figure (PNG at :data:`STYLE` dpi) and, for a one-row multi-panel figure, its
-    two-row form ``<stem>.narrow.png``; the figure is closed.
+    two-row form ``<stem>.narrow.png`` (a report's narrow pages; not with ``narrow=False``, as for a
+    file the user named); the figure is closed.
 
     Raises
     ------
@@ -211,7 +212,7 @@ def save_figure(fig: Any, path: Path | str) -> Path:
         if problems:
             raise FigureError(f"{path.name}: " + "; ".join(problems))
         written = _write_figure(fig, path, dpi=STYLE["dpi"])  # temp file + rename: never through a link
-        if groups is not None:
+        if groups is not None and narrow:
             _regrid_two_rows(fig, groups)
             _layout(fig)
             problems = figure_problems(fig, fig.get_size_inches()[0] * STYLE["dpi"])
@@ -230,7 +231,8 @@ def _label_lines(lines: Sequence[Any], names: Sequence[str], most: int = 8) -> N
         ln.set_label(name if len(names) <= most else (f"{names[0]} … {names[-1]}" if i == 0 else "_nolegend_"))
 
 
-def plot_moments(sol: Any, path: Path, title: str = "Gaussian Transformer moments, eq. (7)") -> Path:
+def plot_moments(sol: Any, path: Path, title: str = "Gaussian Transformer moments, eq. (7)",
+                 narrow: bool = True) -> Path:
     """Mean components and covariance eigenvalues against time, every curve in a legend."""
     fig, (ax1, ax2) = subplots(1, 2)
     d = sol.mu.shape[1]
@@ -250,7 +252,7 @@ def plot_moments(sol: Any, path: Path, title: str = "Gaussian Transformer moment
     for ax in (ax1, ax2):
         ax.legend()
     fig.suptitle(title)
-    save_figure(fig, path)
+    save_figure(fig, path, narrow=narrow)
     return path
 
 

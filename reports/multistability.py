@@ -140,7 +140,7 @@ def _printed9_study(blocks: int = 300, seed: int = 3) -> dict[str, int]:
 # ---------------------------------------------------------------------------------------
 
 
-def plot_simulation(sim: dict[str, Any], path: Path) -> Path:
+def plot_simulation(sim: dict[str, Any], path: Path, narrow: bool = True) -> Path:
     """``simulate attention --plot``: basin fractions with Wilson intervals, or the final tokens."""
     fig, ax = subplots()
     if "basins" in sim:
@@ -160,7 +160,7 @@ def plot_simulation(sim: dict[str, Any], path: Path) -> Path:
         ax.set_xlabel("first coordinate $x_{i,1}$")
         ax.set_ylabel("second coordinate $x_{i,2}$" if X.shape[1] > 1 else "(one coordinate)")
         ax.set_title(f"final tokens at t = {sim['t_end']:.4g}")
-    save_figure(fig, path)
+    save_figure(fig, path, narrow=narrow)
     return path
 
 

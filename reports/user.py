@@ -137,10 +137,10 @@ def simulation_plotter(system: str, path: str) -> Callable[[Any], str]:
             if system == "gaussian":
                 from .figures import plot_moments
 
-                return str(plot_moments(run, Path(path)))
+                return str(plot_moments(run, Path(path), narrow=False))
             from .multistability import plot_simulation
 
-            plot_simulation(run, Path(path))
+            plot_simulation(run, Path(path), narrow=False)
             return path
         except OSError as exc:
             raise InputError(f"--plot: cannot write {path!r} ({exc.strerror or exc})") from None

@@ -247,21 +247,25 @@ def test_eta_checker_needs_a_definite_Q():
     assert not core.recheck(forged)
 
 
-@pytest.mark.parametrize("alpha, lam_v, lam_b, trace, want", [
-    ((-3, -1), (1, 1), (2, 2), 2, "holds"),        # d = 2: beta = lam_v lam_b = 2, beta tr + alpha in [1, 3]
-    ((-5, -4.5), (1, 1), (2, 2), 2, "fails"),      # [-1, -0.5]
-    ((-4.5, -3.5), (1, 1), (2, 2), 2, "unknown"),  # [-0.5, 0.5]
-    ((-3, -3), (0.5, 1.5), (2, 2), 2, "unknown"),  # beta in [1, 3]: [-1, 3]
-    ((-1.5, -1.5), (0.5, 1.5), (2, 2), 2, "holds"),  # [0.5, 4.5]
-    ((-1, 1), (-1, 0.5), (1, 1), 2, "unknown"),    # the sign of beta is undecided
-    ((-1, 1), (-2, -1), (1, 1), 2, "fails"),       # beta < 0
+@pytest.mark.parametrize("alpha, lam_v, lam_b, trace, want, real", [
+    ((-3, -1), (1, 1), (2, 2), 2, "holds", (-2, 1, 2)),        # d = 2: beta = lam_v lam_b = 2, beta tr + alpha in [1, 3]
+    ((-5, -4.5), (1, 1), (2, 2), 2, "fails", (-4.75, 1, 2)),   # [-1, -0.5]
+    ((-4.5, -3.5), (1, 1), (2, 2), 2, "unknown", (-4, 1, 2)),  # [-0.5, 0.5]
+    ((-3, -3), (0.5, 1.5), (2, 2), 2, "unknown", (-3, 1, 2)),  # beta in [1, 3]: [-1, 3]
+    ((-1.5, -1.5), (0.5, 1.5), (2, 2), 2, "holds", (-1.5, 1, 2)),  # [0.5, 4.5]
+    ((-1, 1), (-1, 0.5), (1, 1), 2, "unknown", (0, -0.5, 1)),  # the sign of beta is undecided
+    ((-1, 1), (-2, -1), (1, 1), 2, "fails", (0, -1.5, 1)),     # beta < 0
 ])
-def test_trace_condition_interval_logic(monkeypatch, alpha, lam_v, lam_b, trace, want):
+def test_trace_condition_interval_logic(monkeypatch, alpha, lam_v, lam_b, trace, want, real):
     """Wide enclosures (monkeypatched) exercise the interval arithmetic: lower ends decide 'holds',
-    upper ends decide 'fails', and an enclosure containing the boundary stays 'unknown'."""
+    upper ends decide 'fails', and an enclosure containing the boundary stays 'unknown'. The matrices
+    have their true values (``real``: alpha = lambda_min(A + A^T), lambda_min V, lambda_min B) inside the
+    enclosures, so the certificate of a decided verdict, which re-derives its own bounds from the
+    matrices, confirms it."""
     from fractions import Fraction
 
     enclosures = iter([tuple(map(Fraction, alpha)), tuple(map(Fraction, lam_v)), tuple(map(Fraction, lam_b))])
     monkeypatch.setattr(asymptotics, "_lambda_min_interval", lambda M: next(enclosures))
-    p = _p(np.eye(2), np.eye(2), np.eye(2), 0.5 * trace * np.eye(2))
+    a, v, b = real
+    p = _p(0.5 * a * np.eye(2), b * np.eye(2), v * np.eye(2), 0.5 * trace * np.eye(2))
     assert asymptotics._trace_condition(p).status == want
