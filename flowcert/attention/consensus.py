@@ -74,6 +74,13 @@ from .consensus_hypotheses import (  # noqa: F401 - re-exported: the entries bel
     P_uniformly_continuous,
     U_constant,
     proofs_hypothesis,
+    antipode_free,
+    hemisphere,
+    top_eigenvalue,
+    causal_consensus_stable,
+    thm61_stable,
+    side_of_v,
+    tetrahedron,
 )
 
 
@@ -209,7 +216,7 @@ def _projection_check(s: Setting) -> CrossCheck:
 
 def thm_3_1(s: Setting, simulate_: bool) -> TheoremResult:
     hyps = [P_spd(s), constant_P(s), single_head(s), value_identity(s), full_attention(s),
-            proofs_hypothesis("gradient identity dV/dy_k = -Z_k P X_k proved", sym.theorem_3_2_proofs())]
+            proofs_hypothesis("gradient identity dV/dy_k = -Z_k P X_k proved")]
     r = TheoremResult("consensus:thm-3.1", "Theorem 3.1",
                       r"\operatorname{grad}_{g_P}V_P=-Y_P,\quad V_P=-\tfrac12\sum_{i,j}e^{y_i^\top Py_j}\ \text{on}\ (\mathcal E_P^n)^\ell",
                       hyps, {"V_P": "-1/2 sum_ij exp(y_i^T P y_j)", "gradient": "grad V_P = -(right-hand side of (8))"})
@@ -245,7 +252,7 @@ def _gradient_check(s: Setting) -> CrossCheck:
 
 def thm_3_2(s: Setting, simulate_: bool, run: Run | None) -> TheoremResult:
     hyps = [P_spd(s), W_equals_P(s), constant_P(s), single_head(s), value_identity(s), full_attention(s),
-            proofs_hypothesis("Vdot_P = -sum_k Z_k |ydot_k|_P^2 on E_P proved", sym.theorem_3_2_proofs())]
+            proofs_hypothesis("Vdot_P = -sum_k Z_k |ydot_k|_P^2 on E_P proved")]
     pred = {"V_P_non_increasing": True, "limit": "an equilibrium (Lojasiewicz); consensus not guaranteed",
             "V_P_lower_bound": float(sym.V_P_lower_bound(s.ell)),
             "V_P_minimum_iff_consensus": True}
@@ -350,7 +357,7 @@ def lemma_4_2(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hy
 def thm_4_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None],
                 uc: core.HypothesisResult, hemi: core.HypothesisResult, v: np.ndarray | None) -> TheoremResult:
     hyps = [value_identity(s), full_attention(s), ellipsoid(s), bound[0], uc, hemi,
-            proofs_hypothesis("Dini derivative of max_i(1 - v^T y_i) <= 0 (per-term decomposition proved)", sym.theorem_4_1_proofs())]
+            proofs_hypothesis("Dini derivative of max_i(1 - v^T y_i) <= 0 (per-term decomposition proved)")]
     pred: dict[str, Any] = {"hemisphere_witness": None if v is None else v.tolist(),
                             "hemisphere_invariant": True, "V_max_non_increasing": True,
                             "limit": "consensus set attractive (spread -> 0); which point is not predicted"}
@@ -394,8 +401,8 @@ def non_consensus_prediction(s: Setting, hemi: core.HypothesisResult) -> dict[st
     speed = float(np.abs(F).max())
     out["X0_speed"] = speed
     tet = _tetrahedron_beta(s)
-    if tet is not None:
-        res = cert.tetrahedron_stability(Fraction(tet))
+    res = tetrahedron(s) if tet is not None else None
+    if res is not None:
         out["equilibrium"] = {"kind": "regular tetrahedron", "beta": tet, "stability": res.to_json(),
                               "spectrum": {k: float(v) for k, v in sym.tetrahedron_spectrum(sp.Rational(Fraction(tet))).items()}}
         if res.status == "holds":
@@ -443,16 +450,12 @@ def non_consensus_check(s: Setting, run: Run, pred: dict[str, Any]) -> CrossChec
 
 
 def _membership_D1(s: Setting) -> core.HypothesisResult:
-    Y = core.rational_matrix(s.X0)
-    bad = [j + 1 for j in range(1, s.ell) if Y.row(j) == -Y.row(0)]
-    if bad:
-        return _fails("y_j(0) != -y_1(0) (j >= 2)", "exact comparison", f"tokens {bad} are antipodal to token 1")
-    return holds_by("y_j(0) != -y_1(0) (j >= 2)", "exact comparison")
+    return antipode_free(s)
 
 
 def lemma_5_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None]) -> TheoremResult:
     hyps = [causal_attention(s), value_identity(s), sphere(s), bound[0],
-            proofs_hypothesis("adot = alpha (1 - a^2), V = (a-1)^2(a+2)/3, Vdot = -alpha (1-a^2)^2 proved", sym.lemma_5_1_proofs())]
+            proofs_hypothesis("adot = alpha (1 - a^2), V = (a-1)^2(a+2)/3, Vdot = -alpha (1-a^2)^2 proved")]
     r = TheoremResult("consensus:lemma-5.1", "Lemma 5.1",
                       r"\dot y=\tilde\alpha(t)(y^0-y^\top y^0\,y),\ \tilde\alpha\ge c>0:\ y^0\ \text{asymptotically stable with domain}\ \mathbb S^n\setminus\{-y^0\};\ V(a)=\tfrac23-a+\tfrac{a^3}3",
                       hyps, {"applied_to": "token 2 of the causal model (driven by the fixed token 1)",
@@ -476,8 +479,8 @@ def lemma_5_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hy
 
 def thm_5_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None]) -> TheoremResult:
     hyps = [causal_attention(s), value_identity(s), sphere(s), bound[0], _membership_D1(s),
-            cert.consensus_stability(True, s.ell, s.h, s.d) if s.p.causal else _fails("consensus_locally_stable", "parameter", "not causal"),
-            proofs_hypothesis("cascade identity (19) and input gain |y0 - a y|^2 = 1 - a^2 proved", sym.lemma_5_1_proofs())]
+            causal_consensus_stable(s) if s.p.causal else _fails("consensus_locally_stable", "parameter", "not causal"),
+            proofs_hypothesis("cascade identity (19) and input gain |y0 - a y|^2 = 1 - a^2 proved")]
     rates = [float(-s.h * (i - 1) / i * s.row_sum) for i in range(2, s.ell + 1)]
     pred = {"limit_point": s.X0[0].tolist(), "token_1_fixed": True, "transverse_eigenvalues": rates,
             "domain": "all of {y_j != -y_1}" if s.ell <= 2 else "locally asymptotically stable; convergence from almost every initial condition "
@@ -571,7 +574,7 @@ def _hemisphere_of_v(s: Setting, te: cert.TopEigen | None) -> tuple[core.Hypothe
 
 def lemma_6_1(s: Setting, simulate_: bool, run: Run | None, top: tuple[core.HypothesisResult, cert.TopEigen | None]) -> TheoremResult:
     hyps = [single_head(s), sphere(s), U_constant(s), top[0],
-            proofs_hypothesis("bdot = alpha (lambda - y^T U y) b and the sum of squares proved", sym.lemma_6_1_proofs())]
+            proofs_hypothesis("bdot = alpha (lambda - y^T U y) b and the sum of squares proved")]
     te = top[1]
     pred: dict[str, Any] = {"applied_to": "token 1 of the causal model (alpha_11 = row sum, constant)",
                             "v": None if te is None else te.v.tolist(), "lambda": None if te is None else te.lam,
@@ -601,9 +604,11 @@ def lemma_6_1(s: Setting, simulate_: bool, run: Run | None, top: tuple[core.Hypo
 def thm_6_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None],
                 top: tuple[core.HypothesisResult, cert.TopEigen | None]) -> TheoremResult:
     side, sign = _hemisphere_of_v(s, top[1])
+    side = side_of_v(s, top[1], side)
+    sign = sign if side.status == "holds" else 0
     hyps = [causal_attention(s), single_head(s), sphere(s), U_constant(s), top[0], bound[0], side,
-            cert.theorem_6_1_stability(top[0]),
-            proofs_hypothesis("identity (23) proved", sym.lemma_6_1_proofs())]
+            thm61_stable(top[0]),
+            proofs_hypothesis("identity (23) proved")]
     te = top[1]
     lam = te.lam if te else None
     mus = np.linalg.eigvalsh(np.asarray(s.U[0], float))[:-1] if te else []
@@ -649,15 +654,12 @@ def theorems_with_run(params: AttentionParams, *, simulate: bool = False, seed: 
     def unknown(name: str) -> Callable[[str], Any]:
         return lambda why: core.HypothesisResult(name, "unknown", None, "evaluation", None, f"could not be evaluated ({why})")
 
-    bound = attempt(lambda: P_bounded(s), lambda why: (unknown("P_bounded")(why), None))
-    uc = attempt(lambda: P_uniformly_continuous(s), unknown("P_uniformly_continuous"))
+    bound = attempt(lambda: P_bounded(s), lambda why: (unknown("sup_t |P_eta(t)| <= b")(why), None))
+    uc = attempt(lambda: P_uniformly_continuous(s), unknown("P_eta uniformly continuous on t >= 0"))
     hemi_name = "open hemisphere containing y_i(0) (SOCP witness v)"
-    hemi, v = attempt(lambda: cert.open_hemisphere(s.X0, hemi_name), lambda why: (unknown(hemi_name)(why), None))
+    hemi, v = attempt(lambda: hemisphere(s, hemi_name), lambda why: (unknown(hemi_name)(why), None))
     top_name = "U symmetric, lambda_max(U) > 0 simple"
-    constU = not any(isinstance(U, sp.MatrixBase) for U in s.U)
-    top = attempt(lambda: cert.simple_positive_top_eigenvalue(np.asarray(s.U[0], float), top_name),
-                  lambda why: (unknown(top_name)(why), None)) if constU \
-        else (core.HypothesisResult(top_name, "fails", None, "parameter", None, "U depends on t"), None)
+    top = attempt(lambda: top_eigenvalue(s, top_name), lambda why: (unknown(top_name)(why), None))
     run = attempt(lambda: run_simulation(s), lambda why: Run(np.zeros(1), s.X0[None], False, f"the integration raised {why}",
                                                              float("nan"), float("nan"))) if simulate else None
     entries: list[tuple[str, str, Callable[..., TheoremResult], tuple]] = [

@@ -10,6 +10,8 @@ or re-checked certificate (:mod:`flowcert.certificates.attention.consensus`).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -19,9 +21,11 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from .. import bindings as bd
 from ..certificates import core
 from ..certificates.attention import consensus as cert
-from ..certificates.hypotheses import holds_by
+from ..certificates.hypotheses import definite, holds_by
+from ..certificates.predicates import predicate_certificate
 from .params import AttentionParams
 
 
@@ -91,6 +95,20 @@ class Setting:
     def U(self) -> list[Any]:
         return [hd.V for hd in self.p.heads]
 
+    @cached_property
+    def heads_json(self) -> list[dict[str, Any]]:
+        """The heads as the document's ``params.heads`` writes them (the subject of the head predicates)."""
+        return self.p.to_json()["heads"]
+
+    def P_exact(self, eta: int = 0) -> Any:
+        """:math:`P_\eta=\beta Q_\eta^\top K_\eta` of a constant head in exact rationals (``fmpq_mat``): the
+        subject ``params.beta*params.heads[eta].Q^T*params.heads[eta].K`` (or ``...*P``)."""
+        hd = self.p.heads[eta]
+        M = core.qmat(np.asarray(hd.K, float))
+        if not hd.from_P:
+            M = core.qmat(np.asarray(hd.Q, float)).transpose() * M
+        return M * core._fmpq(self.p.beta)
+
     @property
     def P_constant(self) -> bool:
         return not any(isinstance(P, sp.MatrixBase) for P in self.P)
@@ -109,6 +127,170 @@ def setting(p: AttentionParams, seed: int | None = None) -> Setting:
     return Setting(p, X0)
 
 
+# ---------------------------------------------------------------------------------------------
+# The hypotheses of the consensus catalogue, each with its subject (flowcert.bindings)
+# ---------------------------------------------------------------------------------------------
+
+#: P = beta Q^T K of head 0 as an exact subject, for a head given by P or by Q and K
+P_FORMS = {"P": "params.beta*params.heads[0].P", "QK": "params.beta*params.heads[0].Q^T*params.heads[0].K"}
+U0 = "params.heads[0].V"
+HEADS = {"heads": "params.heads"}
+TOKENS = "derived.initial_tokens"
+
+
+def _on_P(kind: str, proves: Any, field: str = "M", fixed: dict[str, Any] | None = None,
+          extra: dict[str, str] | None = None) -> tuple[bd.Proof, ...]:
+    """One proof of ``kind`` per form of head 0 (``key`` ``P`` / ``QK``): its ``field`` is :math:`P`."""
+    return tuple(bd.Proof(kind, {field: e, **(extra or {})}, proves, fixed or {}, key=k) for k, e in P_FORMS.items())
+
+
+def _fails_if_false(d: dict[str, Any]) -> str | None:
+    return bd.FAILS if d.get("value") is False else None
+
+
+def _holds_if_true(d: dict[str, Any]) -> str | None:
+    return bd.HOLDS if d.get("value") is True else None
+
+
+#: a time-varying score matrix refutes "P constant", and with it every hypothesis about a constant P
+P_VARIES = bd.Proof("predicate", HEADS, _fails_if_false, {"predicate": "constant_scores"})
+P_PD = bd.Hypothesis("P > 0", _on_P("pd", bd.HOLDS) + _on_P("not_pd", bd.FAILS) + _on_P("not_psd", bd.FAILS)
+                     + _on_P("not_symmetric", bd.FAILS))
+P_PD_VARYING = bd.Hypothesis("P = P^T > 0", (P_VARIES,))
+P_CONSTANT = bd.predicate("P constant", "constant_scores", HEADS)
+SINGLE = bd.predicate("h = 1", "single_head", HEADS)
+U_IDENTITY = bd.predicate("U_eta = I", "identity_values", HEADS)
+U_CONSTANT = bd.predicate("U constant", "constant_values", HEADS)
+FULL = bd.predicate("full attention", "equals", {"x": "params.causal"}, literal=False)
+CAUSAL = bd.predicate("causal attention", "equals", {"x": "params.causal"}, literal=True)
+SPHERE = bd.predicate("tokens on the unit sphere (W = I)", "unit_sphere", {"x": "params.W"})
+ELLIPSOID = bd.Hypothesis("W = W^T > 0", (
+    bd.Proof("predicate", {"x": "params.W"}, _holds_if_true, {"predicate": "unit_sphere"}),
+    bd.Proof("pd", {"M": "params.W"}, bd.HOLDS), bd.Proof("not_pd", {"M": "params.W"}, bd.FAILS),
+    bd.Proof("not_symmetric", {"M": "params.W"}, bd.FAILS)))
+W_IS_P = bd.Hypothesis("tokens on E_P (W = P; erratum)",
+                       _on_P("predicate", bd.by_value, "P", {"predicate": "ellipsoid_is_P"}, {"W": "params.W"}) + (P_VARIES,))
+BOUNDED = bd.Hypothesis("sup_t |P_eta(t)| <= b", (
+    bd.Proof("sup_norm_bound", {"heads": "derived.score_matrices"}, bd.HOLDS, {"derivative": False}),))
+UNIFORMLY_CONTINUOUS = bd.Hypothesis("P_eta uniformly continuous on t >= 0", (
+    bd.Proof("sup_norm_bound", {"heads": "derived.score_matrices"}, bd.HOLDS, {"derivative": True}),))
+HEMISPHERE = bd.Hypothesis("open hemisphere containing y_i(0) (SOCP witness v)", (
+    bd.Proof("open_hemisphere", {"Y": TOKENS}, bd.HOLDS), bd.Proof("no_open_hemisphere", {"Y": TOKENS}, bd.FAILS)))
+TOP = bd.Hypothesis("U symmetric, lambda_max(U) > 0 simple", (
+    bd.Proof("simple_positive_top_eigenvalue", {"U": U0}, bd.HOLDS),
+    bd.Proof("repeated_top_eigenvalue", {"U": U0}, bd.FAILS),
+    bd.Proof("nonpositive_top_eigenvalue", {"U": U0}, bd.FAILS),
+    bd.Proof("not_symmetric", {"M": U0}, bd.FAILS),
+    bd.Proof("predicate", HEADS, _fails_if_false, {"predicate": "constant_values"})))
+ANTIPODE_FREE = bd.predicate("y_j(0) != -y_1(0) (j >= 2)", "no_antipode_of_first", {"Y": TOKENS})
+SIDE = bd.Hypothesis("v^T y_i(0) of one strict sign for all i", (bd.Proof(
+    "eigenvector_side", {"U": U0, "Y": TOKENS},
+    lambda d: bd.HOLDS if d["side"] == "one" else bd.FAILS if d["side"] == "both" else None),))
+CAUSAL_STABLE = bd.Hypothesis("consensus_locally_stable", (
+    bd.Proof("lyapunov", {"J": "derived.causal_transverse"}, bd.HOLDS),),
+    certifiable_holds=lambda resolve: resolve("params.n") >= 2)  # one token: consensus trivially
+THM61_STABLE = bd.Hypothesis("consensus_locally_stable", (bd.Proof("simple_positive_top_eigenvalue", {"U": U0}, bd.HOLDS),))
+
+
+def _identity(name: str, identity: str) -> bd.Hypothesis:
+    return bd.Hypothesis(name, (bd.Proof("symbolic_identity", {}, bd.HOLDS, {"identity": identity}),))
+
+
+#: the SymPy derivations, each a registered parameter-free identity (flowcert.certificates.identities)
+IDENTITIES = {h.name: h for h in (
+    _identity("gradient identity dV/dy_k = -Z_k P X_k proved", "consensus:theorem_3_2"),
+    _identity("Vdot_P = -sum_k Z_k |ydot_k|_P^2 on E_P proved", "consensus:theorem_3_2"),
+    _identity("Dini derivative of max_i(1 - v^T y_i) <= 0 (per-term decomposition proved)", "consensus:theorem_4_1"),
+    _identity("adot = alpha (1 - a^2), V = (a-1)^2(a+2)/3, Vdot = -alpha (1-a^2)^2 proved", "consensus:lemma_5_1"),
+    _identity("cascade identity (19) and input gain |y0 - a y|^2 = 1 - a^2 proved", "consensus:lemma_5_1"),
+    _identity("bdot = alpha (lambda - y^T U y) b and the sum of squares proved", "consensus:lemma_6_1"),
+    _identity("identity (23) proved", "consensus:lemma_6_1"))}
+
+
+def _I(name: str) -> bd.Hypothesis:
+    return IDENTITIES[name]
+
+
+_P_EITHER = frozenset({P_PD.name, P_PD_VARYING.name})  # exactly one of them (documents.py checks it)
+bd.register("attention",
+            bd.Entry("consensus:lemma-3.1", (P_PD, P_PD_VARYING, P_CONSTANT), optional=_P_EITHER),
+            bd.Entry("consensus:thm-3.1", (P_PD, P_PD_VARYING, P_CONSTANT, SINGLE, U_IDENTITY, FULL,
+                                           _I("gradient identity dV/dy_k = -Z_k P X_k proved")), optional=_P_EITHER),
+            bd.Entry("consensus:thm-3.2", (P_PD, P_PD_VARYING, W_IS_P, P_CONSTANT, SINGLE, U_IDENTITY, FULL,
+                                           _I("Vdot_P = -sum_k Z_k |ydot_k|_P^2 on E_P proved")), optional=_P_EITHER),
+            bd.Entry("consensus:lemma-4.1", (BOUNDED, ELLIPSOID)),
+            bd.Entry("consensus:lemma-4.2", (BOUNDED, UNIFORMLY_CONTINUOUS, U_IDENTITY, FULL)),
+            bd.Entry("consensus:thm-4.1", (U_IDENTITY, FULL, ELLIPSOID, BOUNDED, UNIFORMLY_CONTINUOUS, HEMISPHERE,
+                                           _I("Dini derivative of max_i(1 - v^T y_i) <= 0 (per-term decomposition proved)"))),
+            bd.Entry("consensus:lemma-5.1", (CAUSAL, U_IDENTITY, SPHERE, BOUNDED,
+                                             _I("adot = alpha (1 - a^2), V = (a-1)^2(a+2)/3, Vdot = -alpha (1-a^2)^2 proved"))),
+            bd.Entry("consensus:thm-5.1", (CAUSAL, U_IDENTITY, SPHERE, BOUNDED, ANTIPODE_FREE, CAUSAL_STABLE,
+                                           _I("cascade identity (19) and input gain |y0 - a y|^2 = 1 - a^2 proved"))),
+            bd.Entry("consensus:lemma-6.1", (SINGLE, SPHERE, U_CONSTANT, TOP,
+                                             _I("bdot = alpha (lambda - y^T U y) b and the sum of squares proved"))),
+            bd.Entry("consensus:thm-6.1", (CAUSAL, SINGLE, SPHERE, U_CONSTANT, TOP, BOUNDED, SIDE, THM61_STABLE,
+                                           _I("identity (23) proved"))))
+
+
+def _params_of(doc: Any) -> AttentionParams:
+    """The document's parameters, re-read by the loader (a subject error if they do not read back)."""
+    import json
+
+    from ..certificates.subjects import SubjectError
+
+    raw = doc.get("params") if isinstance(doc, dict) else None
+    if not isinstance(raw, dict):
+        raise KeyError("params")
+    return _parsed(json.dumps(raw, sort_keys=True), SubjectError)
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(text: str, error: type[Exception]) -> AttentionParams:
+    import json
+
+    from .params import parse_attention
+
+    raw = json.loads(text)
+    try:
+        p = parse_attention({k: v for k, v in raw.items() if k != "d" and v is not None})
+    except Exception as exc:  # noqa: BLE001 - parameters that do not read back bind nothing
+        raise error(f"params do not read back ({exc})") from None
+    if p.to_json() != raw:
+        raise error("params do not read back to themselves")
+    return p
+
+
+def _initial_tokens(doc: Any) -> Any:
+    """``params.X0``, or the tokens drawn from the document's ``seed`` when the file gave none."""
+    p = _params_of(doc)
+    if p.X0 is not None:
+        return p.X0
+    seed = doc.get("seed", p.seed)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise KeyError("seed")
+    return setting(p, seed).X0
+
+
+def _score_matrices(doc: Any) -> list[dict[str, Any]]:
+    from ..certificates.attention.head_bounds import head_data
+
+    p = _params_of(doc)
+    if p.variant != "self_attention":
+        raise KeyError("heads")
+    return [head_data(P) for P in Setting(p, np.zeros((0, p.d))).P_data]
+
+
+def _causal_transverse(doc: Any) -> Any:
+    n = _params_of(doc).n
+    if n < 2:
+        raise KeyError("params.n")
+    return core.qmat(cert.causal_transverse_matrix(n))
+
+
+bd.DERIVED.setdefault("attention", {}).update({
+    TOKENS: _initial_tokens, "derived.score_matrices": _score_matrices, "derived.causal_transverse": _causal_transverse})
+
+
 # structural hypotheses (decided exactly on the given data)
 
 
@@ -118,73 +300,205 @@ def _exact_equal(A: Any, B: Any) -> bool:
     return bool(np.array_equal(np.asarray(A, float), np.asarray(B, float)))
 
 
+def _heads_predicate(h: bd.Hypothesis, s: Setting, method: str, why_not: str, why: str = "") -> core.HypothesisResult:
+    """``h`` decided by its exact predicate of ``params.heads`` (the certificate proves either answer)."""
+    which = h.proofs[0].fixed["predicate"]
+    c = predicate_certificate(which, True, dict(h.proofs[0].subject), heads=s.heads_json)
+    ok = core.recheck(c)
+    if not ok:
+        c = predicate_certificate(which, False, dict(h.proofs[0].subject), heads=s.heads_json)
+    return h.result("holds" if ok else "fails", c, None, method, why if ok else why_not)
+
+
 def value_identity(s: Setting) -> core.HypothesisResult:
     bad = [k + 1 for k, U in enumerate(s.U) if not _exact_equal(U, np.eye(s.d))]
-    if bad:
-        return _fails("U_eta = I", "exact comparison", f"value matrix of head(s) {bad} is not the identity")
-    return holds_by("U_eta = I", "exact comparison", "every head's value matrix is the identity")
+    return _heads_predicate(U_IDENTITY, s, "exact comparison", f"value matrix of head(s) {bad} is not the identity",
+                            "every head's value matrix is the identity")
+
+
+def _equals(h: bd.Hypothesis, x: Any, method: str, detail: str) -> core.HypothesisResult:
+    literal = h.proofs[0].fixed["literal"]
+    c = predicate_certificate("equals", x == literal, dict(h.proofs[0].subject), x=x, literal=literal)
+    return h.result("holds" if x == literal else "fails", c, None, method, "" if x == literal else detail)
 
 
 def full_attention(s: Setting) -> core.HypothesisResult:
-    return _fails("full attention", "parameter", "causal = true") if s.p.causal else holds_by("full attention", "parameter")
+    return _equals(FULL, bool(s.p.causal), "parameter", "causal = true")
 
 
 def causal_attention(s: Setting) -> core.HypothesisResult:
-    return holds_by("causal attention", "parameter") if s.p.causal else _fails("causal attention", "parameter", "causal = false")
+    return _equals(CAUSAL, bool(s.p.causal), "parameter", "causal = false")
 
 
 def single_head(s: Setting) -> core.HypothesisResult:
-    return holds_by("h = 1", "parameter") if s.h == 1 else _fails("h = 1", "parameter", f"h = {s.h}")
+    return _heads_predicate(SINGLE, s, "parameter", f"h = {s.h}")
+
+
+def _W_json(s: Setting) -> Any:
+    return None if s.p.W is None else s.p.W.tolist()
 
 
 def sphere(s: Setting) -> core.HypothesisResult:
-    if s.p.W is None or _exact_equal(s.p.W, np.eye(s.d)):
-        return holds_by("tokens on the unit sphere (W = I)", "parameter")
-    return _fails("tokens on the unit sphere (W = I)", "exact comparison", "W is not the identity")
+    on = s.p.W is None or _exact_equal(s.p.W, np.eye(s.d))
+    c = predicate_certificate("unit_sphere", on, dict(SPHERE.proofs[0].subject), x=_W_json(s))
+    return SPHERE.result("holds" if on else "fails", c, None, "parameter" if on else "exact comparison",
+                         "" if on else "W is not the identity")
 
 
 def ellipsoid(s: Setting) -> core.HypothesisResult:
-    return holds_by("W = W^T > 0", "validated by the loader (exact rational LDL^T)")
+    if s.p.W is None:
+        c = predicate_certificate("unit_sphere", True, {"x": "params.W"}, x=None)
+        return ELLIPSOID.result("holds", c, None, "parameter", "W = I (the unit sphere)")
+    res = definite(np.asarray(s.p.W, float), "W", +1)
+    return ELLIPSOID.result(res.status, res.certificate, res.margin,
+                            "validated by the loader; exact rational LDL^T", res.detail) \
+        if res.certificate is not None else dataclasses.replace(res, name=ELLIPSOID.name)
 
 
 def constant_P(s: Setting) -> core.HypothesisResult:
-    if s.P_constant:
-        return holds_by("P constant", "parameter")
-    return _fails("P constant", "parameter", "P(t) depends on t")
+    return _heads_predicate(P_CONSTANT, s, "parameter", "P(t) depends on t")
+
+
+def _P_key(s: Setting) -> str:
+    return "P" if s.p.heads[0].from_P else "QK"
+
+
+def _P_varies(name: str, s: Setting) -> core.HypothesisResult:
+    """``fails``: a score matrix depends on t (its ``constant_scores`` predicate, false, is the witness)."""
+    c = predicate_certificate("constant_scores", False, dict(HEADS), heads=s.heads_json)
+    return bd.Hypothesis(name, (P_VARIES,)).result("fails", c, None, "parameter", "P depends on t")
 
 
 def W_equals_P(s: Setting) -> core.HypothesisResult:
     name = "tokens on E_P (W = P; erratum)"
     if not s.P_constant:
-        return _fails(name, "parameter", "P depends on t")
-    if s.p.W is not None and _exact_equal(s.p.W, s.P[0]):
-        return holds_by(name, "exact comparison")
-    if s.p.W is None and _exact_equal(s.P[0], np.eye(s.d)):
-        return holds_by(name, "exact comparison", "P = I and tokens on the sphere")
-    return _fails(name, "exact comparison", "the ellipsoid matrix W differs from P (Thm 3.2 needs tokens on E_P)")
+        return _P_varies(name, s)
+    P = s.P_exact(0)
+    ok = (s.p.W is None and P == core.qmat(np.eye(s.d))) or (s.p.W is not None and core.qmat(np.asarray(s.p.W, float)) == P)
+    c = predicate_certificate("ellipsoid_is_P", ok, {"W": "params.W", "P": P_FORMS[_P_key(s)]}, W=_W_json(s),
+                              P=core.encode(P))
+    detail = ("P = I and tokens on the sphere" if s.p.W is None else "") if ok else \
+        "the ellipsoid matrix W differs from P (Thm 3.2 needs tokens on E_P)"
+    return W_IS_P.result("holds" if ok else "fails", c, None, "exact comparison", detail, key=_P_key(s))
 
 
 def P_spd(s: Setting) -> core.HypothesisResult:
     if not s.P_constant:
-        return _fails("P = P^T > 0", "parameter", "P depends on t")
-    return cert.symmetric_positive_definite(np.asarray(s.P[0], float), "P")
+        return _P_varies("P = P^T > 0", s)
+    res = definite(s.P_exact(0), "P", +1)  # exact beta Q^T K, no float product
+    return res if res.certificate is None else P_PD.bind(res, key=_P_key(s))
+
+
+def _with_heads(res: core.HypothesisResult, s: Setting, h: bd.Hypothesis) -> core.HypothesisResult:
+    """A ``sup_norm_bound`` result with every head's score matrix in its data (``heads``), bound to them."""
+    from ..certificates.attention.head_bounds import head_data
+
+    if res.certificate is None:
+        return dataclasses.replace(res, name=h.name)
+    c = res.certificate
+    c = dataclasses.replace(c, data={**c.data, "heads": [head_data(P) for P in s.P_data]})
+    return h.result(res.status, c, res.margin, res.method, res.detail)
 
 
 def P_bounded(s: Setting) -> tuple[core.HypothesisResult, Fraction | None]:
-    return cert.bounded(s.P_data, "sup_t |P_eta(t)| <= b")
+    res, b = cert.bounded(s.P_data, BOUNDED.name)
+    out = _with_heads(res, s, BOUNDED)
+    return out, (b if out.status == "holds" else None)
 
 
 def P_uniformly_continuous(s: Setting) -> core.HypothesisResult:
-    return cert.uniformly_continuous(s.P_data, "P_eta uniformly continuous on t >= 0")
+    return _with_heads(cert.uniformly_continuous(s.P_data, UNIFORMLY_CONTINUOUS.name), s, UNIFORMLY_CONTINUOUS)
 
 
 def U_constant(s: Setting) -> core.HypothesisResult:
-    if any(isinstance(U, sp.MatrixBase) for U in s.U):
-        return _fails("U constant", "parameter", "U depends on t")
-    return holds_by("U constant", "parameter")
+    return _heads_predicate(U_CONSTANT, s, "parameter", "U depends on t")
 
 
-def proofs_hypothesis(name: str, proofs: Any) -> core.HypothesisResult:
+def proofs_hypothesis(name: str) -> core.HypothesisResult:
+    """The SymPy derivation ``name``: ``holds`` with its ``symbolic_identity`` certificate when every residual
+    of its registered identity (run once per process) is zero, else ``unknown``."""
+    from ..certificates.identities import identity_certificate, results
+
+    h = IDENTITIES[name]
+    which = h.proofs[0].fixed["identity"]
+    proofs = results(which)
     ok = all(q.proved for q in proofs)
-    return core.HypothesisResult(name, "holds" if ok else "unknown", None, "SymPy identities (residual 0)", None,
-                                 ", ".join(f"{q.name}: {'0' if q.proved else 'nonzero'}" for q in proofs))
+    detail = ", ".join(f"{q.name}: {'0' if q.proved else 'nonzero'}" for q in proofs)
+    if not ok:
+        return core.HypothesisResult(name, "unknown", None, "SymPy identities (residual 0)", None, detail)
+    return h.result("holds", identity_certificate(which), None, "SymPy identities (residual 0)", detail)
+
+
+# hypotheses decided in flowcert.attention.consensus, bound here
+
+
+def antipode_free(s: Setting) -> core.HypothesisResult:
+    """:math:`y_j(0)\\ne-y_1(0)` for :math:`j\\ge2`, exactly (the predicate proves either answer)."""
+    Y = core.qmat(np.asarray(s.X0, float))
+    bad = [j + 1 for j in range(1, s.ell) if all(Y[j, k] == -Y[0, k] for k in range(s.d))]
+    c = predicate_certificate("no_antipode_of_first", not bad, {"Y": TOKENS}, Y=core.encode(Y))
+    return ANTIPODE_FREE.result("fails" if bad else "holds", c, None, "exact comparison",
+                                f"tokens {bad} are antipodal to token 1" if bad else "")
+
+
+def hemisphere(s: Setting, name: str) -> tuple[core.HypothesisResult, np.ndarray | None]:
+    """The open-hemisphere hypothesis of Thm 4.1 with its certificate bound to the initial tokens."""
+    res, v = cert.open_hemisphere(s.X0, name)
+    return (HEMISPHERE.bind(res) if res.certificate is not None else res), v
+
+
+def top_eigenvalue(s: Setting, name: str) -> tuple[core.HypothesisResult, cert.TopEigen | None]:
+    """Thm 6.1 / Lemma 6.1: :math:`U=U^\\top`, :math:`\\lambda_{\\max}(U)>0` simple, bound to ``params.heads[0].V``;
+    a time-varying U fails by its ``constant_values`` predicate."""
+    if any(isinstance(U, sp.MatrixBase) for U in s.U):
+        c = predicate_certificate("constant_values", False, dict(HEADS), heads=s.heads_json)
+        return TOP.result("fails", c, None, "parameter", "U depends on t"), None
+    res, te = cert.simple_positive_top_eigenvalue(np.asarray(s.U[0], float), name)
+    if res.status == "fails" and res.certificate is None:  # not symmetric: the asymmetric pair is the witness
+        from ..certificates.predicates import definiteness_witness
+
+        w = definiteness_witness(np.asarray(s.U[0], float), strict=True)
+        if w is not None and w.kind == "not_symmetric":
+            return TOP.result("fails", w, None, res.method, res.detail), te
+    return (TOP.bind(res) if res.certificate is not None else res), te
+
+
+def causal_consensus_stable(s: Setting) -> core.HypothesisResult:
+    """Thm 5.1: the transverse linearisation at consensus of the causal model (:math:`U=I`) is Hurwitz,
+    its Lyapunov certificate bound to the matrix fixed by ``params.n``."""
+    res = cert.consensus_stability(True, s.ell, s.h, s.d)
+    return CAUSAL_STABLE.bind(res) if res.certificate is not None else res
+
+
+def thm61_stable(top: core.HypothesisResult) -> core.HypothesisResult:
+    """Thm 6.1: local stability of :math:`(v,\\dots,v)` from the certified separator of U (bound as ``top``)."""
+    res = cert.theorem_6_1_stability(top)
+    return THM61_STABLE.bind(res) if res.certificate is not None else res
+
+
+def side_of_v(s: Setting, te: cert.TopEigen | None, res: core.HypothesisResult) -> core.HypothesisResult:
+    """Thm 6.1's side condition with an ``eigenvector_side`` certificate (Davis–Kahan from the numerical
+    eigenvector and the certified separator); a ``holds`` the certificate cannot confirm becomes ``unknown``."""
+    from ..certificates.attention.eigenvectors import side_certificate
+
+    if res.status not in ("holds", "fails") or te is None or te.c is None or isinstance(s.U[0], sp.MatrixBase):
+        return res if res.status != "holds" else dataclasses.replace(res, status="unknown")
+    c = side_certificate(np.asarray(s.U[0], float), np.asarray(s.X0, float), [Fraction(float(x)) for x in te.v], te.c)
+    want = {"holds": "one", "fails": "both"}[res.status]
+    if c is None or c.data["side"] != want:
+        if res.status == "fails":
+            return res  # e.g. a token exactly on v^perp: the exact decision stands, uncertified
+        return dataclasses.replace(res, status="unknown",
+                                   detail=f"{res.detail}; the Davis-Kahan side certificate does not decide it")
+    return SIDE.result(res.status, c, res.margin, f"{res.method}; Davis-Kahan side certificate", res.detail)
+
+
+def tetrahedron(s: Setting) -> core.HypothesisResult | None:
+    """The tetrahedron's stability for :math:`P=-\\beta I` with :math:`\\beta` read exactly from head 0, its
+    certificate stamped with that subject; None unless :math:`P=-\\beta I` exactly."""
+    P = s.P_exact(0)
+    b = -P[0, 0]
+    if P != core.qmat(np.eye(s.d)) * (-b) or not b > 0:
+        return None
+    res = cert.tetrahedron_stability(Fraction(int(b.p), int(b.q)))
+    return bd.stamp_result(res, {"beta": f"-({P_FORMS[_P_key(s)]})[0,0]"})

@@ -26,17 +26,24 @@ Public API: :func:`theorems` (catalogue), :func:`equilibria`, :func:`basins`,
 from __future__ import annotations
 
 import math
-from functools import cached_property, lru_cache
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
+from .. import bindings as bd
 from ..catalogue import CrossCheck, TheoremResult
 from ..certificates import core
+from ..certificates.identities import identity_certificate, proved
+from ..certificates.predicates import predicate_certificate
 from ..certificates.attention import multistability as cm
 from ..numeric.attention import multistability as nm
 from .enumeration import (  # noqa: F401 - equilibria, basins, wilson … re-exported (the public API names them here)
     DEFAULT_CAP,
+    LAMBDA_POSITIVE,
+    LAMBDA_SIMPLE,
+    STRUCTURE,
+    V_SYMMETRIC,
     Data,
     MAX_D,
     MAX_N,
@@ -65,6 +72,47 @@ THEOREM_IDS = ("multistability:lemma-1", "multistability:lemma-2", "multistabili
 
 FILE = "001_206237fe670cef43.txt"
 NOT_REQUESTED = "not requested (--simulate)"
+
+# ---------------------------------------------------------------------------------------
+# The hypotheses of this catalogue, each with its subject (flowcert.bindings); Assumption 1 and the
+# model's structure are declared in flowcert.attention.enumeration
+# ---------------------------------------------------------------------------------------
+
+OJA_IDENTITY = bd.Hypothesis("SymPy: Wdot + |(I-xx^T)Vx|^2 = -(x^T V x)^2 (1 - x^T x)", (
+    bd.Proof("symbolic_identity", {}, bd.HOLDS, {"identity": "multistability:oja_lyapunov"}),))
+MAO_IDENTITY = bd.Hypothesis("SymPy: Wdot + (1/n) sum|xdot_i|^2 = -(1/n) sum (x_i^T y)^2 (1 - |x_i|^2)", (
+    bd.Proof("symbolic_identity", {}, bd.HOLDS, {"identity": "multistability:multiagent_lyapunov"}),))
+VARIANT = bd.predicate("variant self_attention", "equals", {"x": "params.variant"}, literal="self_attention")
+N_EVEN = bd.predicate("n even", "even", {"x": "params.n"})
+
+_A1s = (V_SYMMETRIC, LAMBDA_SIMPLE)
+_A1 = (*_A1s, LAMBDA_POSITIVE)
+_LATER = frozenset({LAMBDA_SIMPLE.name, LAMBDA_POSITIVE.name})  # absent when V is not symmetric
+_SA = (*_A1s, STRUCTURE, VARIANT)
+bd.register("attention", *(bd.Entry(f"multistability:{i}", h, optional=_LATER) for i, h in (
+    ("lemma-1", (*_A1s, OJA_IDENTITY, STRUCTURE)), ("lemma-2", (*_A1s, STRUCTURE)), ("lemma-4", (*_A1, STRUCTURE)),
+    ("lemma-5", (*_A1s, MAO_IDENTITY, STRUCTURE)), ("thm-1", (*_A1, STRUCTURE)), ("lemma-6", _SA), ("lemma-7", _SA),
+    ("thm-2", (*_A1, STRUCTURE, VARIANT)), ("lemma-9", _SA), ("lemma-10", _SA), ("lemma-11", _SA),
+    ("prop-2", (STRUCTURE, VARIANT)), ("obs-D2", (*_SA, N_EVEN)), ("obs-D3", _SA))))
+
+
+def _identity(h: bd.Hypothesis, method: str) -> core.HypothesisResult:
+    """A SymPy identity of the catalogue: ``holds`` with its ``symbolic_identity`` certificate, else ``unknown``."""
+    which = h.proofs[0].fixed["identity"]
+    if not proved(which):
+        return core.HypothesisResult(h.name, "unknown", 0.0, method, None, "a residual did not reduce to 0")
+    return h.result("holds", identity_certificate(which), 0.0, method)
+
+
+def _equals_variant(p: AttentionParams) -> core.HypothesisResult:
+    ok = p.variant == "self_attention"
+    c = predicate_certificate("equals", ok, dict(VARIANT.proofs[0].subject), x=p.variant, literal="self_attention")
+    return VARIANT.result("holds" if ok else "fails", c, None, "parameters")
+
+
+def _n_even(p: AttentionParams) -> core.HypothesisResult:
+    c = predicate_certificate("even", p.n % 2 == 0, dict(N_EVEN.proofs[0].subject), x=p.n)
+    return N_EVEN.result("holds" if p.n % 2 == 0 else "fails", c, None, "parameters")
 
 
 def _th(id_: str, label: str, statement: str, hyps: list[core.HypothesisResult], prediction: dict[str, Any],
@@ -143,14 +191,6 @@ def _basin_check(p: AttentionParams, seed: int, samples: int, classes: list[dict
                        "max_drift": b["max_drift"]})
 
 
-@lru_cache(maxsize=None)
-def _symbolic_proofs(d: int) -> tuple[bool, bool]:
-    """(Lemma 1 identity, Lemma 5 identity) proved in SymPy (once per process)."""
-    from ..symbolic.attention import multistability as sm
-
-    return (sm.oja_lyapunov_identity(d)["residual"] == 0, sm.multiagent_lyapunov_identity(3, 2)["residual"] == 0)
-
-
 class _Context:
     """What the entries share, each part computed once on first use (so a failure in one part
     fails only the entries that need it)."""
@@ -187,10 +227,6 @@ class _Context:
         return self.unpack()[-2]
 
     @cached_property
-    def proofs(self) -> tuple[bool, bool]:
-        return _symbolic_proofs(min(self.p.d, 4))
-
-    @cached_property
     def mao(self) -> list[dict[str, Any]]:
         return _classes(self.D, "multiagent_oja") if self.can else []
 
@@ -208,9 +244,7 @@ class _Context:
     @cached_property
     def hyp_sa(self) -> list[core.HypothesisResult]:
         p = self.p
-        return [*self.unpack()[6], self.structure,
-                core.HypothesisResult("variant self_attention", "holds" if p.variant == "self_attention" else "fails",
-                                      None, "parameters")]
+        return [*self.unpack()[6], self.structure, _equals_variant(p)]
 
     @cached_property
     def res6(self) -> float | None:
@@ -259,9 +293,7 @@ def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> li
 
 def _lemma_1(ctx: _Context) -> TheoremResult:
     p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
-    proofs = ctx.proofs
-    h_sym = core.HypothesisResult("SymPy: Wdot + |(I-xx^T)Vx|^2 = -(x^T V x)^2 (1 - x^T x)", "holds" if proofs[0]
-                                  else "fails", 0.0, f"sympy.expand (polynomial identity, d = {min(p.d, 4)})")
+    h_sym = _identity(OJA_IDENTITY, "sympy.expand (polynomial identity in x in R^3, symmetric V: d <= 3 by substitution)")
     pred: dict[str, Any] = {"equilibria": "+-v_k", "stable": "+-v_1 only",
                             "tangent_spectrum_at_v_k": "lambda_j - lambda_k (j != k); ambient adds -2 lambda_k"}
     if can:
@@ -318,9 +350,7 @@ def _lemma_4(ctx: _Context) -> TheoremResult:
 
 def _lemma_5(ctx: _Context) -> TheoremResult:
     p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
-    proofs = ctx.proofs
-    h5 = core.HypothesisResult("SymPy: Wdot + (1/n) sum|xdot_i|^2 = -(1/n) sum (x_i^T y)^2 (1 - |x_i|^2)",
-                               "holds" if proofs[1] else "fails", 0.0, "sympy.expand (polynomial identity, n = 3, d = 2)")
+    h5 = _identity(MAO_IDENTITY, "sympy.expand (polynomial identity, n = 3, d = 2)")
     return (_th("multistability:lemma-5", "Lemma 5 (Lyapunov function for (5))",
                    r"$W=\tfrac12(\lambda_1-\bar x^\top V\bar x)\ge0$, $\dot W=-\frac1n\sum_i\|\dot x_i\|^2\le0$ on "
                    r"$(\mathbb S^{d-1})^n$; $\dot W=0$ iff equilibrium.",
@@ -485,7 +515,7 @@ def _obs_d2(ctx: _Context) -> TheoremResult:
     return (_th("multistability:obs-D2", "Note 001, D2 (equal split)",
                    r"At an equal-split bipartite point ($n_1=n_2$) the tangent spectrum is "
                    r"$\{-\tanh(a_k)\lambda_k\}^{(n-2)(d-1)}\cup\{\lambda_j-\tanh(a_k)\lambda_k,\ \tanh(a_k)(\lambda_j-\lambda_k)\}_{j\ne k}$.",
-                   [*hyp_sa, core.HypothesisResult("n even", "holds" if p.n % 2 == 0 else "fails", None, "parameters")],
+                   [*hyp_sa, _n_even(p)],
                    {"per_eigenvector": d2},
                    CrossCheck("agrees" if d2 and all(r["spectrum_error"] <= 1e-9 and
                               (r["certified"] == "unknown" or (r["certified"] == "stable") == r["closed_form_stable"]) for r in d2)
