@@ -101,7 +101,7 @@ class Setting:
         return self.p.to_json()["heads"]
 
     def P_exact(self, eta: int = 0) -> Any:
-        """:math:`P_\eta=\beta Q_\eta^\top K_\eta` of a constant head in exact rationals (``fmpq_mat``): the
+        r""":math:`P_\eta=\beta Q_\eta^\top K_\eta` of a constant head in exact rationals (``fmpq_mat``): the
         subject ``params.beta*params.heads[eta].Q^T*params.heads[eta].K`` (or ``...*P``)."""
         hd = self.p.heads[eta]
         M = core.qmat(np.asarray(hd.K, float))
@@ -232,31 +232,34 @@ bd.register("attention",
                                            _I("identity (23) proved"))))
 
 
-def _params_of(doc: Any) -> AttentionParams:
-    """The document's parameters, re-read by the loader (a subject error if they do not read back)."""
+def _params_text(doc: Any) -> str:
     import json
-
-    from ..certificates.subjects import SubjectError
 
     raw = doc.get("params") if isinstance(doc, dict) else None
     if not isinstance(raw, dict):
         raise KeyError("params")
-    return _parsed(json.dumps(raw, sort_keys=True), SubjectError)
+    return json.dumps(raw, sort_keys=True)
+
+
+def _params_of(doc: Any) -> AttentionParams:
+    """The document's parameters, re-read by the loader (a subject error if they do not read back)."""
+    return _parsed(_params_text(doc))
 
 
 @functools.lru_cache(maxsize=8)
-def _parsed(text: str, error: type[Exception]) -> AttentionParams:
+def _parsed(text: str) -> AttentionParams:
     import json
 
+    from ..certificates.subjects import SubjectError
     from .params import parse_attention
 
     raw = json.loads(text)
     try:
         p = parse_attention({k: v for k, v in raw.items() if k != "d" and v is not None})
     except Exception as exc:  # noqa: BLE001 - parameters that do not read back bind nothing
-        raise error(f"params do not read back ({exc})") from None
+        raise SubjectError(f"params do not read back ({exc})") from None
     if p.to_json() != raw:
-        raise error("params do not read back to themselves")
+        raise SubjectError("params do not read back to themselves")
     return p
 
 
@@ -268,13 +271,23 @@ def _initial_tokens(doc: Any) -> Any:
     seed = doc.get("seed", p.seed)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise KeyError("seed")
-    return setting(p, seed).X0
+    return _drawn(_params_text(doc), seed)
+
+
+@functools.lru_cache(maxsize=8)
+def _drawn(text: str, seed: int) -> Any:
+    return setting(_parsed(text), seed).X0
 
 
 def _score_matrices(doc: Any) -> list[dict[str, Any]]:
+    return _scores(_params_text(doc))
+
+
+@functools.lru_cache(maxsize=8)
+def _scores(text: str) -> list[dict[str, Any]]:
     from ..certificates.attention.head_bounds import head_data
 
-    p = _params_of(doc)
+    p = _parsed(text)
     if p.variant != "self_attention":
         raise KeyError("heads")
     return [head_data(P) for P in Setting(p, np.zeros((0, p.d))).P_data]
