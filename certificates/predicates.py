@@ -48,17 +48,30 @@ def _scalar(M: Any) -> Any:
     return eta if ok else None
 
 
+def _numbers(x: Any) -> bool:
+    """Numbers only, no expression in t: a number, an exact rational ``"p/q"`` (as a subject is filled
+    in, never an expression) or a (nested) list of them."""
+    if isinstance(x, list):
+        return all(_numbers(y) for y in x)
+    if isinstance(x, str):
+        num, _, den = x.partition("/")
+        return num.lstrip("-").isdigit() and (not den or den.isdigit())
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 def _numeric(data: dict[str, Any]) -> bool:
     """Every argument (every field but ``predicate`` and ``value``) holds numbers only."""
-    def walk(x: Any) -> bool:
-        if isinstance(x, list):
-            return all(walk(y) for y in x)
-        if isinstance(x, str):  # an exact rational "p/q" (as a subject is filled in), never an expression
-            num, _, den = x.partition("/")
-            return num.lstrip("-").isdigit() and (not den or den.isdigit())
-        return isinstance(x, (int, float)) and not isinstance(x, bool)
+    return all(_numbers(v) for k, v in data.items() if k not in ("predicate", "value"))
 
-    return all(walk(v) for k, v in data.items() if k not in ("predicate", "value"))
+
+def _integer(x: Any) -> int:
+    """An exact integer given as a number or as ``"p"`` (a filled-in subject); anything else raises."""
+    if isinstance(x, bool):
+        raise TypeError("a boolean is not an integer")
+    q = core._fmpq(x)
+    if q.q != 1:
+        raise ValueError(f"{x!r} is not an integer")
+    return int(q.p)
 
 
 def _matrix(x: Any) -> Any:
@@ -71,13 +84,6 @@ def _matrix(x: Any) -> Any:
 def _is_identity(x: Any) -> bool:
     Q = _matrix(x)
     return Q is not None and all(Q[i, j] == (1 if i == j else 0) for i in range(Q.nrows()) for j in range(Q.nrows()))
-
-
-def _numbers(x: Any) -> bool:
-    """A matrix (nested lists) of JSON numbers only: no expression in t."""
-    if isinstance(x, list):
-        return bool(x) and all(_numbers(y) for y in x)
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def _heads(x: Any) -> list[dict[str, Any]]:
@@ -122,7 +128,7 @@ PREDICATES: dict[str, tuple[Callable[[dict[str, Any]], bool], Callable[[dict[str
              lambda d, w: f"{w['M']} = 0"),
     "equals": (lambda d: d["x"] == d["literal"] and type(d["x"]) is type(d["literal"]),
                lambda d, w: f"{w['x']} = {d['literal']!r}"),
-    "even": (lambda d: isinstance(d["x"], int) and not isinstance(d["x"], bool) and d["x"] % 2 == 0,
+    "even": (lambda d: _integer(d["x"]) % 2 == 0,
              lambda d, w: f"{w['x']} is even"),
     "numeric": (_numeric,
                 lambda d, w: ", ".join(w[k] for k in d if k not in ("predicate", "value"))

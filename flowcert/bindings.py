@@ -164,8 +164,7 @@ DERIVED: dict[str, dict[str, Callable[[Mapping[str, Any]], Any]]] = {}
 #: system -> modules whose import registers its entries (imported by :func:`entries_of` on first use)
 MODULES: dict[str, tuple[str, ...]] = {
     "gaussian": ("flowcert.papers.gaussian",),
-    "attention": ("flowcert.attention.consensus_hypotheses", "flowcert.attention.enumeration",
-                  "flowcert.attention.multistability", "flowcert.attention.consensus", "flowcert.attention.documents"),
+    "attention": ("flowcert.papers.multistability", "flowcert.papers.consensus"),
 }
 
 

@@ -24,8 +24,11 @@ import sympy as sp
 from .. import bindings as bd
 from ..certificates import core
 from ..certificates.attention import consensus as cert
-from ..certificates.hypotheses import definite, holds_by
+from ..certificates.hypotheses import definite
 from ..certificates.predicates import predicate_certificate
+from ..papers.consensus import (ANTIPODE_FREE, BOUNDED, CAUSAL, CAUSAL_STABLE, ELLIPSOID, FULL, HEADS, HEMISPHERE,
+                               IDENTITIES, P_CONSTANT, P_FORMS, P_PD, P_VARIES, SIDE, SINGLE, SPHERE, THM61_STABLE,
+                               TOKENS, TOP, U_CONSTANT, U_IDENTITY, UNIFORMLY_CONTINUOUS, W_IS_P)
 from .params import AttentionParams
 
 
@@ -127,111 +130,6 @@ def setting(p: AttentionParams, seed: int | None = None) -> Setting:
     return Setting(p, X0)
 
 
-# ---------------------------------------------------------------------------------------------
-# The hypotheses of the consensus catalogue, each with its subject (flowcert.bindings)
-# ---------------------------------------------------------------------------------------------
-
-#: P = beta Q^T K of head 0 as an exact subject, for a head given by P or by Q and K
-P_FORMS = {"P": "params.beta*params.heads[0].P", "QK": "params.beta*params.heads[0].Q^T*params.heads[0].K"}
-U0 = "params.heads[0].V"
-HEADS = {"heads": "params.heads"}
-TOKENS = "derived.initial_tokens"
-
-
-def _on_P(kind: str, proves: Any, field: str = "M", fixed: dict[str, Any] | None = None,
-          extra: dict[str, str] | None = None) -> tuple[bd.Proof, ...]:
-    """One proof of ``kind`` per form of head 0 (``key`` ``P`` / ``QK``): its ``field`` is :math:`P`."""
-    return tuple(bd.Proof(kind, {field: e, **(extra or {})}, proves, fixed or {}, key=k) for k, e in P_FORMS.items())
-
-
-def _fails_if_false(d: dict[str, Any]) -> str | None:
-    return bd.FAILS if d.get("value") is False else None
-
-
-def _holds_if_true(d: dict[str, Any]) -> str | None:
-    return bd.HOLDS if d.get("value") is True else None
-
-
-#: a time-varying score matrix refutes "P constant", and with it every hypothesis about a constant P
-P_VARIES = bd.Proof("predicate", HEADS, _fails_if_false, {"predicate": "constant_scores"})
-P_PD = bd.Hypothesis("P > 0", _on_P("pd", bd.HOLDS) + _on_P("not_pd", bd.FAILS) + _on_P("not_psd", bd.FAILS)
-                     + _on_P("not_symmetric", bd.FAILS))
-P_PD_VARYING = bd.Hypothesis("P = P^T > 0", (P_VARIES,))
-P_CONSTANT = bd.predicate("P constant", "constant_scores", HEADS)
-SINGLE = bd.predicate("h = 1", "single_head", HEADS)
-U_IDENTITY = bd.predicate("U_eta = I", "identity_values", HEADS)
-U_CONSTANT = bd.predicate("U constant", "constant_values", HEADS)
-FULL = bd.predicate("full attention", "equals", {"x": "params.causal"}, literal=False)
-CAUSAL = bd.predicate("causal attention", "equals", {"x": "params.causal"}, literal=True)
-SPHERE = bd.predicate("tokens on the unit sphere (W = I)", "unit_sphere", {"x": "params.W"})
-ELLIPSOID = bd.Hypothesis("W = W^T > 0", (
-    bd.Proof("predicate", {"x": "params.W"}, _holds_if_true, {"predicate": "unit_sphere"}),
-    bd.Proof("pd", {"M": "params.W"}, bd.HOLDS), bd.Proof("not_pd", {"M": "params.W"}, bd.FAILS),
-    bd.Proof("not_symmetric", {"M": "params.W"}, bd.FAILS)))
-W_IS_P = bd.Hypothesis("tokens on E_P (W = P; erratum)",
-                       _on_P("predicate", bd.by_value, "P", {"predicate": "ellipsoid_is_P"}, {"W": "params.W"}) + (P_VARIES,))
-BOUNDED = bd.Hypothesis("sup_t |P_eta(t)| <= b", (
-    bd.Proof("sup_norm_bound", {"heads": "derived.score_matrices"}, bd.HOLDS, {"derivative": False}),))
-UNIFORMLY_CONTINUOUS = bd.Hypothesis("P_eta uniformly continuous on t >= 0", (
-    bd.Proof("sup_norm_bound", {"heads": "derived.score_matrices"}, bd.HOLDS, {"derivative": True}),))
-HEMISPHERE = bd.Hypothesis("open hemisphere containing y_i(0) (SOCP witness v)", (
-    bd.Proof("open_hemisphere", {"Y": TOKENS}, bd.HOLDS), bd.Proof("no_open_hemisphere", {"Y": TOKENS}, bd.FAILS)))
-TOP = bd.Hypothesis("U symmetric, lambda_max(U) > 0 simple", (
-    bd.Proof("simple_positive_top_eigenvalue", {"U": U0}, bd.HOLDS),
-    bd.Proof("repeated_top_eigenvalue", {"U": U0}, bd.FAILS),
-    bd.Proof("nonpositive_top_eigenvalue", {"U": U0}, bd.FAILS),
-    bd.Proof("not_symmetric", {"M": U0}, bd.FAILS),
-    bd.Proof("predicate", HEADS, _fails_if_false, {"predicate": "constant_values"})))
-ANTIPODE_FREE = bd.predicate("y_j(0) != -y_1(0) (j >= 2)", "no_antipode_of_first", {"Y": TOKENS})
-SIDE = bd.Hypothesis("v^T y_i(0) of one strict sign for all i", (bd.Proof(
-    "eigenvector_side", {"U": U0, "Y": TOKENS},
-    lambda d: bd.HOLDS if d["side"] == "one" else bd.FAILS if d["side"] == "both" else None),))
-CAUSAL_STABLE = bd.Hypothesis("consensus_locally_stable", (
-    bd.Proof("lyapunov", {"J": "derived.causal_transverse"}, bd.HOLDS),),
-    certifiable_holds=lambda resolve: resolve("params.n") >= 2)  # one token: consensus trivially
-THM61_STABLE = bd.Hypothesis("consensus_locally_stable", (bd.Proof("simple_positive_top_eigenvalue", {"U": U0}, bd.HOLDS),))
-
-
-def _identity(name: str, identity: str) -> bd.Hypothesis:
-    return bd.Hypothesis(name, (bd.Proof("symbolic_identity", {}, bd.HOLDS, {"identity": identity}),))
-
-
-#: the SymPy derivations, each a registered parameter-free identity (flowcert.certificates.identities)
-IDENTITIES = {h.name: h for h in (
-    _identity("gradient identity dV/dy_k = -Z_k P X_k proved", "consensus:theorem_3_2"),
-    _identity("Vdot_P = -sum_k Z_k |ydot_k|_P^2 on E_P proved", "consensus:theorem_3_2"),
-    _identity("Dini derivative of max_i(1 - v^T y_i) <= 0 (per-term decomposition proved)", "consensus:theorem_4_1"),
-    _identity("adot = alpha (1 - a^2), V = (a-1)^2(a+2)/3, Vdot = -alpha (1-a^2)^2 proved", "consensus:lemma_5_1"),
-    _identity("cascade identity (19) and input gain |y0 - a y|^2 = 1 - a^2 proved", "consensus:lemma_5_1"),
-    _identity("bdot = alpha (lambda - y^T U y) b and the sum of squares proved", "consensus:lemma_6_1"),
-    _identity("identity (23) proved", "consensus:lemma_6_1"))}
-
-
-def _I(name: str) -> bd.Hypothesis:
-    return IDENTITIES[name]
-
-
-_P_EITHER = frozenset({P_PD.name, P_PD_VARYING.name})  # exactly one of them (documents.py checks it)
-bd.register("attention",
-            bd.Entry("consensus:lemma-3.1", (P_PD, P_PD_VARYING, P_CONSTANT), optional=_P_EITHER),
-            bd.Entry("consensus:thm-3.1", (P_PD, P_PD_VARYING, P_CONSTANT, SINGLE, U_IDENTITY, FULL,
-                                           _I("gradient identity dV/dy_k = -Z_k P X_k proved")), optional=_P_EITHER),
-            bd.Entry("consensus:thm-3.2", (P_PD, P_PD_VARYING, W_IS_P, P_CONSTANT, SINGLE, U_IDENTITY, FULL,
-                                           _I("Vdot_P = -sum_k Z_k |ydot_k|_P^2 on E_P proved")), optional=_P_EITHER),
-            bd.Entry("consensus:lemma-4.1", (BOUNDED, ELLIPSOID)),
-            bd.Entry("consensus:lemma-4.2", (BOUNDED, UNIFORMLY_CONTINUOUS, U_IDENTITY, FULL)),
-            bd.Entry("consensus:thm-4.1", (U_IDENTITY, FULL, ELLIPSOID, BOUNDED, UNIFORMLY_CONTINUOUS, HEMISPHERE,
-                                           _I("Dini derivative of max_i(1 - v^T y_i) <= 0 (per-term decomposition proved)"))),
-            bd.Entry("consensus:lemma-5.1", (CAUSAL, U_IDENTITY, SPHERE, BOUNDED,
-                                             _I("adot = alpha (1 - a^2), V = (a-1)^2(a+2)/3, Vdot = -alpha (1-a^2)^2 proved"))),
-            bd.Entry("consensus:thm-5.1", (CAUSAL, U_IDENTITY, SPHERE, BOUNDED, ANTIPODE_FREE, CAUSAL_STABLE,
-                                           _I("cascade identity (19) and input gain |y0 - a y|^2 = 1 - a^2 proved"))),
-            bd.Entry("consensus:lemma-6.1", (SINGLE, SPHERE, U_CONSTANT, TOP,
-                                             _I("bdot = alpha (lambda - y^T U y) b and the sum of squares proved"))),
-            bd.Entry("consensus:thm-6.1", (CAUSAL, SINGLE, SPHERE, U_CONSTANT, TOP, BOUNDED, SIDE, THM61_STABLE,
-                                           _I("identity (23) proved"))))
-
-
 def _params_text(doc: Any) -> str:
     import json
 
@@ -241,7 +139,7 @@ def _params_text(doc: Any) -> str:
     return json.dumps(raw, sort_keys=True)
 
 
-def _params_of(doc: Any) -> AttentionParams:
+def params_of(doc: Any) -> AttentionParams:
     """The document's parameters, re-read by the loader (a subject error if they do not read back)."""
     return _parsed(_params_text(doc))
 
@@ -263,9 +161,9 @@ def _parsed(text: str) -> AttentionParams:
     return p
 
 
-def _initial_tokens(doc: Any) -> Any:
+def initial_tokens_of(doc: Any) -> Any:
     """``params.X0``, or the tokens drawn from the document's ``seed`` when the file gave none."""
-    p = _params_of(doc)
+    p = params_of(doc)
     if p.X0 is not None:
         return p.X0
     seed = doc.get("seed", p.seed)
@@ -279,7 +177,7 @@ def _drawn(text: str, seed: int) -> Any:
     return setting(_parsed(text), seed).X0
 
 
-def _score_matrices(doc: Any) -> list[dict[str, Any]]:
+def score_matrices_of(doc: Any) -> list[dict[str, Any]]:
     return _scores(_params_text(doc))
 
 
@@ -293,15 +191,11 @@ def _scores(text: str) -> list[dict[str, Any]]:
     return [head_data(P) for P in Setting(p, np.zeros((0, p.d))).P_data]
 
 
-def _causal_transverse(doc: Any) -> Any:
-    n = _params_of(doc).n
+def causal_transverse_of(doc: Any) -> Any:
+    n = params_of(doc).n
     if n < 2:
         raise KeyError("params.n")
     return core.qmat(cert.causal_transverse_matrix(n))
-
-
-bd.DERIVED.setdefault("attention", {}).update({
-    TOKENS: _initial_tokens, "derived.score_matrices": _score_matrices, "derived.causal_transverse": _causal_transverse})
 
 
 # structural hypotheses (decided exactly on the given data)

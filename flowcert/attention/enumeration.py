@@ -25,6 +25,8 @@ from ..certificates.attention import multistability as cm
 from ..certificates.predicates import definiteness_witness, predicate_certificate
 from ..errors import InputError
 from ..numeric.attention import multistability as nm
+from ..papers.multistability import (LAMBDA_POSITIVE, LAMBDA_SIMPLE, STABLE, STRUCTURE, V_FORMS, V_SYMMETRIC,
+                                     class_subject as _class_subject)
 from .params import AttentionParams
 
 DEFAULT_CAP = 64
@@ -42,48 +44,6 @@ def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-# ---------------------------------------------------------------------------------------
-# The hypotheses of Assumption 1 and of the model, each with its subject (flowcert.bindings)
-# ---------------------------------------------------------------------------------------
-
-#: V as an exact subject: head 0's value matrix (self-attention) or the Oja variants' V
-V_FORMS = {"heads": "params.heads[0].V", "oja": "params.V"}
-#: beta Q^T K of head 0 (zero for the Oja variants), the scores of the class certificates
-M_FORMS = {"P": "params.beta*params.heads[0].P", "QK": "params.beta*params.heads[0].Q^T*params.heads[0].K",
-           "oja": "0*params.V"}
-
-
-def _on_V(kind: str, proves: Any, field: str = "M", sign: str = "", fixed: dict[str, Any] | None = None) -> tuple[bd.Proof, ...]:
-    return tuple(bd.Proof(kind, {field: sign + e}, proves, fixed or {}, key=k) for k, e in V_FORMS.items())
-
-
-def _V_constant(resolve: Any) -> bool:
-    """V is numbers (a time-varying V is decided at t = 0: those verdicts rest on no bound certificate)."""
-    def numbers(x: Any) -> bool:
-        return all(numbers(y) for y in x) if isinstance(x, list) else isinstance(x, (int, float)) and not isinstance(x, bool)
-
-    for e in V_FORMS.values():
-        try:
-            return numbers(resolve(e))
-        except KeyError:
-            continue
-    return True
-
-
-V_SYMMETRIC = bd.Hypothesis("Assumption 1: V symmetric", _on_V("predicate", bd.by_value, fixed={"predicate": "symmetric"})
-                            + _on_V("not_symmetric", bd.FAILS), certifiable_holds=_V_constant)
-LAMBDA_SIMPLE = bd.Hypothesis("Assumption 1: lambda_1 simple", _on_V("symmetric_eigen_enclosure", bd.HOLDS, "V")
-                              + _on_V("simple_top_eigenvalue", bd.HOLDS, "V") + _on_V("repeated_top_eigenvalue", bd.FAILS, "U"),
-                              certifiable_holds=_V_constant)
-#: lambda_1 > 0 iff -V is not PSD: a vector with v^T (-V) v < 0 proves it, an exact psd certificate of -V refutes it
-LAMBDA_POSITIVE = bd.Hypothesis("Assumption 1: lambda_1 > 0", _on_V("not_psd", bd.HOLDS, sign="-")
-                                + _on_V("psd", bd.FAILS, sign="-"), certifiable_holds=_V_constant)
-STRUCTURE = bd.Hypothesis("model (1): one constant head, full attention, unit sphere", (
-    bd.Proof("predicate", {"heads": "params.heads", "causal": "params.causal", "W": "params.W"}, bd.by_value,
-             {"predicate": "attention_model_1"}, key="heads"),
-    bd.Proof("predicate", {"V": "params.V", "W": "params.W"}, bd.by_value, {"predicate": "oja_model"}, key="oja")))
-
-
 def v_key(p: AttentionParams) -> str:
     """Which of :data:`V_FORMS` is the document's V."""
     return "heads" if p.variant == "self_attention" else "oja"
@@ -91,9 +51,8 @@ def v_key(p: AttentionParams) -> str:
 
 def class_subject(p: AttentionParams) -> dict[str, str]:
     """The subject of an ``attention_bipartite_spectrum`` certificate of ``p`` (and, without ``variant``, of a
-    Krawczyk certificate): V, the scores :math:`\beta Q^\top K` and the variant."""
-    m = "oja" if p.variant != "self_attention" else ("P" if p.heads[0].from_P else "QK")
-    return {"V": V_FORMS[v_key(p)], "M": M_FORMS[m], "variant": "params.variant"}
+    Krawczyk certificate): V, the scores beta Q^T K of head 0 and the variant."""
+    return _class_subject(p.variant, bool(p.heads[0].from_P))
 
 
 # ---------------------------------------------------------------------------------------
@@ -294,8 +253,6 @@ def class_indices(D: Data) -> list[int]:
     assert D.enc is not None
     return [k for k in range(D.p.d) if D.enc.cluster(k)[0] == k]
 
-
-STABLE = {"stable": True, "unstable": False, "not_asymptotically_stable": False}
 
 #: largest d for exact algebraic-number decisions (a_k = 0)
 EXACT_A_MAX_D = 24
