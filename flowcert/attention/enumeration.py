@@ -321,8 +321,6 @@ def class_result(D: Data, k: int, n1: int, n2: int, variant: str | None = None, 
         cert = cm.verdict_certificate(Vq, D.Mq, D.enc, k, n1, n2, variant, status, D.encoded)
         if not core.recheck(cert):
             status, reason, cert = "unknown", "certificate re-check failed", None
-        elif variant == D.variant:  # bound to the document's V and beta Q^T K
-            cert = bd.stamp(cert, class_subject(D.p))
     tang, normal = nm.bipartite_spectra(D.lam, D.a(k) if variant == "self_attention" else 0.0, k, n1, n2, D.c, variant)
     out = {"k": k + 1, "n1": n1, "n2": n2, "stable": STABLE.get(status),
            "verdict": status, "reason": reason, "certificate": cert.to_json() if cert else None,
@@ -396,6 +394,9 @@ def equilibria(p: AttentionParams, cap: int | None = None, samples: int = 16, se
     D = _require_enumerable(p)
     n, d = p.n, p.d
     classes = _classes(D)
+    for c in classes:  # in the document: bound to its V and beta Q^T K
+        if c["certificate"] is not None:
+            c["certificate"] = bd.stamp(core.Certificate.from_json(c["certificate"]), class_subject(p)).to_json()
     index = {(c["k"], c["n1"], c["n2"]): i for i, c in enumerate(classes)}
     pats, total = _patterns(n, cap)
     eqs = []
@@ -455,7 +456,9 @@ def _newton_limits(D: Data, samples: int, seed: int) -> list[dict[str, Any]]:
                     "tangent_spectrum": [[float(z.real), float(z.imag)] for z in sp_.tangent],
                     "ambient_spectrum": [[float(z.real), float(z.imag)] for z in sp_.ambient],
                     "stable": STABLE.get(verdict) if cert is not None else None,
-                    "certificate": cert.to_json() if cert is not None else None,
+                    # V and beta Q^T K bound to the document; X is the certificate's own point
+                    "certificate": None if cert is None else bd.stamp(cert, {
+                        k: e for k, e in class_subject(D.p).items() if k != "variant"}).to_json(),
                     "reason": ("located by Newton (residual %.1e); %s; floating max Re(tangent) = %.3e"
                                % (nr.residual, why, float(sp_.tangent.real.max())))})
     return out
@@ -475,8 +478,6 @@ def certify_newton_point(D: Data, X: np.ndarray) -> tuple[str, str, Any]:
         return "unknown", f"Krawczyk certificate failed ({type(exc).__name__}: {exc})", None
     if cert is not None and not core.recheck(cert):
         return "unknown", "Krawczyk certificate re-check failed", None
-    if cert is not None:  # V and beta Q^T K bound to the document; X is the certificate's own point
-        cert = bd.stamp(cert, {k: e for k, e in class_subject(D.p).items() if k != "variant"})
     return verdict, why, cert
 
 
