@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,12 +19,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from flowcert.certificates import core
 from flowcert.recheck import recheck_document
+from forgery_helpers import assert_all_refused_through_the_cli, eighths, flowcert, hyp, refusals
 
 DATA = Path(__file__).parent / "data" / "attention"
-
-
-def flowcert(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flowcert", *args], capture_output=True, text=True, timeout=900)
 
 
 def produce(command: str, params: dict | Path, tmp: Path, name: str) -> dict:
@@ -47,19 +42,6 @@ def docs(tmp_path_factory) -> dict[str, dict]:
             "fig4": produce("verify", DATA / "consensus_fig4.json", tmp, "fig4"),
             "fig1": produce("verify", DATA / "consensus_fig1.json", tmp, "fig1"),
             "eq": produce("equilibria", DATA / "multistable_d3.json", tmp, "eq")}
-
-
-def hyp(doc: dict, theorem: str, name: str) -> tuple[str, dict]:
-    for i, t in enumerate(doc["theorems"]):
-        if t["id"] == theorem:
-            for j, h in enumerate(t["hypotheses"]):
-                if h["name"] == name:
-                    return f"$.theorems[{i}].hypotheses[{j}]", h
-    raise KeyError((theorem, name))
-
-
-def refusals(doc: dict) -> set[str]:
-    return {p for p, _, _ in recheck_document(doc).refused}
 
 
 def test_untouched_documents_recheck_bound_in_a_fresh_process(docs, tmp_path):
@@ -293,26 +275,10 @@ def test_a_certificate_transplanted_from_another_document_is_refused(docs):
 
 def test_every_forgery_exits_3_through_the_cli(docs, tmp_path):
     """All forgeries in one fresh process: exit 3, and each file refused at its forged paths."""
-    files, wants = [], {}
-    for name, forge in ALL:
-        doc = copy.deepcopy(docs[name])
-        wants[forge.__name__] = forge(doc)
-        f = tmp_path / f"{forge.__name__}.json"
-        f.write_text(json.dumps(doc))
-        files.append(str(f))
-    out = flowcert("recheck", *files, "--json")
-    assert out.returncode == 3
-    refused = json.loads(out.stdout)["refused"]
-    for name, paths in wants.items():
-        mine = {r["path"] for r in refused if Path(r["file"]).stem == name}
-        assert set(paths) <= mine, (name, paths, mine)
+    assert_all_refused_through_the_cli([(docs[name], forge) for name, forge in ALL], tmp_path)
 
 
 # --- random valid parameters: bound; one entry of a bound parameter perturbed: refused -------------------
-
-
-def _entry(draw, lo: float, hi: float) -> float:
-    return draw(st.integers(int(lo * 8), int(hi * 8))) / 8.0
 
 
 @st.composite
@@ -321,9 +287,9 @@ def attention_params(draw):
     V = [[0.0] * d for _ in range(d)]
     for i in range(d):
         for j in range(i, d):
-            V[i][j] = V[j][i] = _entry(draw, -1, 1)
-    Q = [[_entry(draw, -1, 1) for _ in range(d)] for _ in range(d)]
-    K = [[_entry(draw, -1, 1) for _ in range(d)] for _ in range(d)]
+            V[i][j] = V[j][i] = eighths(draw, -1, 1)
+    Q = [[eighths(draw, -1, 1) for _ in range(d)] for _ in range(d)]
+    K = [[eighths(draw, -1, 1) for _ in range(d)] for _ in range(d)]
     return {"V": V, "Q": Q, "K": K, "n": draw(st.integers(2, 5)), "seed": draw(st.integers(0, 9)), "t_end": 5}
 
 

@@ -39,7 +39,6 @@ import sympy as sp
 from ..catalogue import CrossCheck, TheoremResult
 from ..certificates import core
 from ..certificates.attention import consensus as cert
-from ..certificates.hypotheses import holds_by
 from ..numeric.attention import consensus as num
 from ..symbolic.attention import consensus as sym
 from ..papers.consensus import (LEMMA_3_1, LEMMA_4_1, LEMMA_4_2, LEMMA_5_1, LEMMA_6_1, THM_3_1, THM_3_2, THM_4_1,

@@ -5,7 +5,10 @@ predicates that :mod:`flowcert.attention.consensus` combines into theorem record
 :math:`U=I`, :math:`W=P`, :math:`P=P^\top\succ0`, :math:`\sup_t\Vert P(t)\Vert<\infty`, uniform
 continuity of :math:`P(t)`, constant :math:`U`. Each returns a
 :class:`~flowcert.certificates.core.HypothesisResult` whose ``holds``/``fails`` rests on an exact
-or re-checked certificate (:mod:`flowcert.certificates.attention.consensus`).
+or re-checked certificate (:mod:`flowcert.certificates.attention.consensus`), bound to the subject
+declared in :mod:`flowcert.papers.consensus`. The inputs a document fixes without storing them
+(:data:`flowcert.bindings.DERIVED`: :func:`initial_tokens_of`, :func:`score_matrices_of`,
+:func:`causal_transverse_of`) are computed here from the document's own parameters (:func:`params_of`).
 """
 
 from __future__ import annotations

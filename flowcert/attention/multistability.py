@@ -58,12 +58,14 @@ from .enumeration import (  # noqa: F401 - equilibria, basins, wilson … re-exp
     wilson,
 )
 from ..papers.multistability import (LEMMA_1, LEMMA_2, LEMMA_4, LEMMA_5, LEMMA_6, LEMMA_7, LEMMA_9, LEMMA_10, LEMMA_11,
-                                     ENTRIES as PAPER_ENTRIES, MAO_IDENTITY, N_EVEN, OBS_D2, OBS_D3, OJA_IDENTITY, PROP_2,
-                                     THM_1, THM_2, VARIANT)
+                                     MAO_IDENTITY, N_EVEN, OBS_D2, OBS_D3, OJA_IDENTITY, PROP_2, THM_1, THM_2, VARIANT)
 from .isolation import guarded
 from .params import AttentionParams
 
-THEOREM_IDS = tuple(e.id for e in PAPER_ENTRIES)
+THEOREM_IDS = ("multistability:lemma-1", "multistability:lemma-2", "multistability:lemma-4", "multistability:lemma-5",
+               "multistability:thm-1", "multistability:lemma-6", "multistability:lemma-7", "multistability:thm-2",
+               "multistability:lemma-9", "multistability:lemma-10", "multistability:lemma-11", "multistability:prop-2",
+               "multistability:obs-D2", "multistability:obs-D3")
 
 
 FILE = "001_206237fe670cef43.txt"
