@@ -35,6 +35,27 @@ def _predicate(d: dict[str, Any], w: dict[str, str]) -> str:
     return predicate_claim(d, w)
 
 
+def _verdict(v: str) -> str:
+    return {"stable": "asymptotically stable", "unstable": "unstable (a tangent eigenvalue with Re > 0)"}[v]
+
+
+def _bipartite(d: dict[str, Any], w: dict[str, str]) -> str:
+    what = {"stable": "the tangent linearisation is Hurwitz (Lyapunov matrix diag(Z) (x) I)",
+            "unstable": "the tangent linearisation has a real eigenvalue > 0",
+            "not_asymptotically_stable": "lambda_k is a repeated eigenvalue: the class is a continuum of equilibria, "
+                                         "none asymptotically stable"}[d["claim"]]
+    return (f"at x_i = s_i v_{int(d['k']) + 1} with ({int(d['n1'])}, {int(d['n2'])}) signs ({w['variant']} = "
+            f"{d['variant']}; v_k the eigenvectors of {w['V']}, scores x^T ({w['M']}) y), {what}")
+
+
+def _sup_norm(d: dict[str, Any], w: dict[str, str]) -> str:
+    what = "dP/dt" if d.get("derivative") else "P"
+    if "heads" not in d:
+        return f"sup_(t>=0) |{what}(t)|_F <= {d['bound']}"
+    return (f"sup_(t>=0) |{what}_eta(t)|_F <= {d['bound']} for every score matrix P_eta = beta Q_eta^T K_eta "
+            f"in {w['heads']}")
+
+
 #: kind -> claim(data, what)
 CLAIMS: dict[str, Callable[[dict[str, Any], dict[str, str]], str]] = {
     "psd": lambda d, w: f"{w['M']} is positive semidefinite",
@@ -73,6 +94,29 @@ CLAIMS: dict[str, Callable[[dict[str, Any], dict[str, str]], str]] = {
     "thm48_trace_condition": lambda d, w: (f"beta tr {w['Sigma0']} + alpha {'>' if d['value'] else '<='} 0 with "
                                            f"alpha = lambda_min({w['A']} + {w['A']}^T), beta = 2 lambda_min({w['V']}) "
                                            f"lambda_min({w['B']}) / d"),
+    # attention system (certificates/attention/)
+    "symmetric_eigen_enclosure": lambda d, w: (f"{w['V']} is symmetric with simple eigenvalues lambda_k in [lo_k, hi_k], "
+                                               "pairwise disjoint and descending"),
+    "attention_bipartite_spectrum": _bipartite,
+    "attention_krawczyk_equilibrium": lambda d, w: (
+        f"an equilibrium of (1) with value {w['V']} and scores x^T ({w['M']}) y lies within r = {d['r']} (chart "
+        f"coordinates) of X and is {_verdict(d['claim'])}"),
+    "open_hemisphere": lambda d, w: f"v^T y > 0 for every row y of {w['Y']}: the tokens lie in an open hemisphere",
+    "no_open_hemisphere": lambda d, w: (f"0 is a convex combination of the rows of {w['Y']} (Gordan): no open "
+                                        "hemisphere contains them"),
+    "simple_positive_top_eigenvalue": lambda d, w: (f"{w['U']} is symmetric with exactly one eigenvalue above c = "
+                                                    f"{d['c']} >= 0: lambda_1 is simple and positive"),
+    "repeated_top_eigenvalue": lambda d, w: f"the top eigenvalue {d['lambda']} of {w['U']} has multiplicity >= 2",
+    "nonpositive_top_eigenvalue": lambda d, w: f"{w['U']} is negative semidefinite: lambda_1 <= 0",
+    "simple_top_eigenvalue": lambda d, w: (f"{w['V']} is symmetric with exactly one eigenvalue above t = {d['t']} and "
+                                           "none equal to it: lambda_1 is simple"),
+    "eigenvector_side": lambda d, w: (
+        f"the rows of {w['Y']} lie strictly on {'one side' if d['side'] == 'one' else 'both sides'} of v^perp, v the "
+        f"top eigenvector of {w['U']} (lambda_1 > {d['c']} > lambda_2; Davis-Kahan from u)"),
+    "sup_norm_bound": _sup_norm,
+    "tetrahedron_spectrum_sign": lambda d, w: (
+        f"the regular tetrahedron with U = I and P = -beta I, beta = {w['beta']} = {d['beta']}, is "
+        + ("stable modulo rotations: lambda_E, lambda_T < 0" if d["stable"] else "unstable: max(lambda_E, lambda_T) > 0")),
 }
 
 

@@ -65,6 +65,9 @@ KINDS: dict[str, str] = {
     "nonpositive_top_eigenvalue": "attention.consensus:_check_nonpositive_top",
     "sup_norm_bound": "attention.bounds:_check_sup_bound",
     "tetrahedron_spectrum_sign": "attention.consensus:_check_tetra",
+    # attention system, the top eigenpair of V / U (certificates/attention/eigenvectors.py)
+    "simple_top_eigenvalue": "attention.eigenvectors:_check_simple_top",
+    "eigenvector_side": "attention.eigenvectors:_check_side",
     # attention system, Newton-found equilibria (certificates/attention/krawczyk.py)
     "attention_krawczyk_equilibrium": "attention.krawczyk:check",
     # rnn system, KPFlow operators (certificates/rnn.py)

@@ -10,7 +10,16 @@ certificate proves the predicate *or its negation*, whichever ``value`` says. Pr
 * ``equals``: ``x == literal`` (JSON equality: strings, booleans, integers);
 * ``even``: the integer ``x`` is even;
 * ``numeric``: every entry of every argument is a number (no expression in :math:`t`), so the
-  parameters are constant.
+  parameters are constant;
+* ``symmetric``: :math:`M=M^\top` (``M``);
+* ``unit_sphere``: ``x`` is null or :math:`I` (the tokens' manifold :math:`\{y^\top xy=1\}` is the sphere);
+* ``ellipsoid_is_P``: :math:`W=P`, or :math:`W` null and :math:`P=I` (``W``, ``P``);
+* ``no_antipode_of_first``: no row :math:`y_j` (:math:`j\ge2`) of ``Y`` equals :math:`-y_1`;
+* on a list of attention ``heads`` (objects with ``V`` and ``Q``, ``K`` or ``P``, as in parameter
+  files): ``single_head`` (exactly one), ``constant_scores`` (every ``Q``, ``K``, ``P`` entry a number),
+  ``constant_values`` (every ``V`` entry a number), ``identity_values`` (every ``V`` is :math:`I`),
+  ``attention_model_1`` (one constant head, ``causal`` false, ``W`` null);
+* ``oja_model``: ``V`` constant and ``W`` null (the Oja variants' model).
 
 Kind ``not_psd``: a rational :math:`v` with :math:`v^\top Mv<0`, so :math:`M\not\succeq0`.
 Kind ``not_pd``: a rational :math:`v\ne0` with :math:`v^\top Mv\le0`, so :math:`M\not\succ0`.
@@ -39,17 +48,74 @@ def _scalar(M: Any) -> Any:
     return eta if ok else None
 
 
+def _numbers(x: Any) -> bool:
+    """Numbers only, no expression in t: a number, an exact rational ``"p/q"`` (as a subject is filled
+    in, never an expression) or a (nested) list of them."""
+    if isinstance(x, list):
+        return all(_numbers(y) for y in x)
+    if isinstance(x, str):
+        num, _, den = x.partition("/")
+        return num.lstrip("-").isdigit() and (not den or den.isdigit())
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 def _numeric(data: dict[str, Any]) -> bool:
     """Every argument (every field but ``predicate`` and ``value``) holds numbers only."""
-    def walk(x: Any) -> bool:
-        if isinstance(x, list):
-            return all(walk(y) for y in x)
-        if isinstance(x, str):  # an exact rational "p/q" (as a subject is filled in), never an expression
-            num, _, den = x.partition("/")
-            return num.lstrip("-").isdigit() and (not den or den.isdigit())
-        return isinstance(x, (int, float)) and not isinstance(x, bool)
+    return all(_numbers(v) for k, v in data.items() if k not in ("predicate", "value"))
 
-    return all(walk(v) for k, v in data.items() if k not in ("predicate", "value"))
+
+def _integer(x: Any) -> int:
+    """An exact integer given as a number or as ``"p"`` (a filled-in subject); anything else raises."""
+    if isinstance(x, bool):
+        raise TypeError("a boolean is not an integer")
+    q = core._fmpq(x)
+    if q.q != 1:
+        raise ValueError(f"{x!r} is not an integer")
+    return int(q.p)
+
+
+def _matrix(x: Any) -> Any:
+    """The exact matrix of numeric data (numbers or ``"p/q"`` strings; anything else raises, so that
+    the certificate is refused rather than read as a negation), or None when it is not square."""
+    Q = core.qmat(x)
+    return Q if Q.nrows() == Q.ncols() and Q.nrows() > 0 else None
+
+
+def _is_identity(x: Any) -> bool:
+    Q = _matrix(x)
+    return Q is not None and all(Q[i, j] == (1 if i == j else 0) for i in range(Q.nrows()) for j in range(Q.nrows()))
+
+
+def _heads(x: Any) -> list[dict[str, Any]]:
+    if not isinstance(x, list) or not x or not all(isinstance(h, dict) and "V" in h for h in x):
+        raise ValueError("heads must be a non-empty list of head objects")
+    return x
+
+
+def _constant_scores(heads: Any) -> bool:
+    return all(_numbers(h[k]) for h in _heads(heads) for k in ("Q", "K", "P") if k in h)
+
+
+def _constant_values(heads: Any) -> bool:
+    return all(_numbers(h["V"]) for h in _heads(heads))
+
+
+def _antipode_free(Y: Any) -> bool:
+    Q = core.qmat(Y)
+    if Q.nrows() < 1:
+        raise ValueError("no tokens")
+    first = [-Q[0, k] for k in range(Q.ncols())]
+    return all([Q[j, k] for k in range(Q.ncols())] != first for j in range(1, Q.nrows()))
+
+
+def _ellipsoid_is_P(d: dict[str, Any]) -> bool:
+    P = _matrix(d["P"])
+    if P is None:
+        return False
+    if d["W"] is None:
+        return _is_identity(P)
+    W = _matrix(d["W"])
+    return W is not None and W.nrows() == P.nrows() and W == P
 
 
 #: name -> (function of the data giving the predicate's truth, text of the claim given its subject names)
@@ -62,11 +128,33 @@ PREDICATES: dict[str, tuple[Callable[[dict[str, Any]], bool], Callable[[dict[str
              lambda d, w: f"{w['M']} = 0"),
     "equals": (lambda d: d["x"] == d["literal"] and type(d["x"]) is type(d["literal"]),
                lambda d, w: f"{w['x']} = {d['literal']!r}"),
-    "even": (lambda d: isinstance(d["x"], int) and not isinstance(d["x"], bool) and d["x"] % 2 == 0,
+    "even": (lambda d: _integer(d["x"]) % 2 == 0,
              lambda d, w: f"{w['x']} is even"),
     "numeric": (_numeric,
                 lambda d, w: ", ".join(w[k] for k in d if k not in ("predicate", "value"))
                 + " are constant (numbers, no expression in t)"),
+    "symmetric": (lambda d: (M := _matrix(d["M"])) is not None and M == M.transpose(),
+                  lambda d, w: f"{w['M']} is symmetric"),
+    "unit_sphere": (lambda d: d["x"] is None or (_numbers(d["x"]) and _is_identity(d["x"])),
+                    lambda d, w: f"{w['x']} is null or the identity: the tokens lie on the unit sphere"),
+    "ellipsoid_is_P": (_ellipsoid_is_P,
+                       lambda d, w: f"the tokens' ellipsoid matrix {w['W']} (null: I) equals {w['P']}"),
+    "no_antipode_of_first": (lambda d: _antipode_free(d["Y"]),
+                             lambda d, w: f"no row y_j (j >= 2) of {w['Y']} equals -y_1"),
+    "single_head": (lambda d: len(_heads(d["heads"])) == 1,
+                    lambda d, w: f"{w['heads']} has exactly one head"),
+    "constant_scores": (lambda d: _constant_scores(d["heads"]),
+                        lambda d, w: f"every score matrix (Q, K or P) of {w['heads']} is constant (numbers, no t)"),
+    "constant_values": (lambda d: _constant_values(d["heads"]),
+                        lambda d, w: f"every value matrix V of {w['heads']} is constant (numbers, no t)"),
+    "identity_values": (lambda d: _constant_values(d["heads"]) and all(_is_identity(h["V"]) for h in _heads(d["heads"])),
+                        lambda d, w: f"every value matrix V of {w['heads']} is the identity"),
+    "attention_model_1": (lambda d: len(_heads(d["heads"])) == 1 and _constant_scores(d["heads"])
+                          and _constant_values(d["heads"]) and d["causal"] is False and d["W"] is None,
+                          lambda d, w: f"{w['heads']} is one constant head, {w['causal']} is false and {w['W']} is "
+                                       "null: model (1), full attention on the unit sphere"),
+    "oja_model": (lambda d: _numbers(d["V"]) and d["W"] is None,
+                  lambda d, w: f"{w['V']} is constant and {w['W']} is null: the Oja model on the unit sphere"),
 }
 
 
@@ -81,7 +169,7 @@ def _check_predicate(data: dict[str, Any]) -> bool:
     entry = PREDICATES.get(data.get("predicate"))
     if entry is None or not isinstance(data.get("value"), bool):
         return False
-    return entry[0](data) is data["value"]
+    return bool(entry[0](data)) is data["value"]
 
 
 def predicate_certificate(predicate: str, value: bool, subject: dict[str, str] | None = None,

@@ -26,7 +26,7 @@ from typing import Any
 
 from .certificates.core import Certificate, HypothesisResult
 
-__all__ = ["HOLDS", "FAILS", "Proof", "Hypothesis", "Entry", "register", "entry", "entries_of", "EXTRA_CHECKS",
+__all__ = ["HOLDS", "FAILS", "Proof", "Hypothesis", "Entry", "register", "entry", "entries_of", "EXTRA_CHECKS", "DERIVED",
            "definite", "semidefinite", "hurwitz", "predicate", "by_value"]
 
 HOLDS, FAILS = "holds", "fails"
@@ -156,9 +156,15 @@ _REGISTRY: dict[str, dict[str, Entry]] = {}
 #: (the gaussian regime), run by ``flowcert recheck`` after the theorems.
 EXTRA_CHECKS: dict[str, Callable[[Mapping[str, Any]], list[tuple[str, str]]]] = {}
 
+#: system -> name -> ``fn(doc)``: inputs a subject may name that the document does not store but fixes
+#: (a reproducible computation: tokens drawn from a recorded seed, a matrix fixed by a size), recomputed
+#: by ``flowcert recheck`` from the document itself; ``KeyError`` when the document cannot give one.
+DERIVED: dict[str, dict[str, Callable[[Mapping[str, Any]], Any]]] = {}
+
 #: system -> modules whose import registers its entries (imported by :func:`entries_of` on first use)
 MODULES: dict[str, tuple[str, ...]] = {
     "gaussian": ("flowcert.papers.gaussian",),
+    "attention": ("flowcert.papers.multistability", "flowcert.papers.consensus"),
 }
 
 

@@ -254,11 +254,14 @@ def recheck_files(paths: Sequence[str], *, strict: bool = False) -> Recheck:
 _PATH_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]")
 
 
-def resolver(doc: Any) -> Any:
+def resolver(doc: Any, derived: Any = None) -> Any:
     """``name -> value`` over a document: a path from its root, ``params.A``, ``params.heads[0].V``,
-    ``A_exact`` (``KeyError`` if absent)."""
+    ``A_exact`` (``KeyError`` if absent); ``derived``: name -> ``fn(doc)``, inputs the system recomputes
+    from the document (:data:`flowcert.bindings.DERIVED`), looked up first."""
 
     def resolve(name: str) -> Any:
+        if derived and name in derived:
+            return derived[name](doc)
         value: Any = doc
         pos = 0
         text = "." + name
@@ -483,9 +486,10 @@ def _theorem(out: DocumentCheck, base: str, t: Any, entry: Any, resolve: Any, se
             trial = DocumentCheck()
             bound = _certificate(trial, cpath, cert, proof, resolve, status)
             attempts.append(trial)
-            if bound or not trial.refused:
+            if bound:
                 break
-        trial = attempts[-1] if (attempts[-1].bound or not attempts[-1].refused) else attempts[0]
+        # none binds: a mismatch with one declared subject is not excused by another's absent input
+        trial = next((a for a in attempts if a.bound), None) or next((a for a in attempts if a.refused), attempts[0])
         out.bound += trial.bound
         out.unbound += trial.unbound
         out.refused += trial.refused
@@ -508,7 +512,7 @@ def recheck_document(doc: Any, *, prefix: str = "$") -> DocumentCheck:
     DocumentCheck
         The bound / unbound / refused counts and where each refusal is.
     """
-    from .bindings import EXTRA_CHECKS, entries_of
+    from .bindings import DERIVED, EXTRA_CHECKS, entries_of
 
     out = DocumentCheck()
     if isinstance(doc, dict) and is_certificate(doc):
@@ -520,7 +524,7 @@ def recheck_document(doc: Any, *, prefix: str = "$") -> DocumentCheck:
         return recheck_document(doc.get("result"), prefix=f"{prefix}.result") if isinstance(doc.get("result"), dict) else out
     system = doc.get("system")
     table = entries_of(system) if isinstance(system, str) else {}
-    resolve = resolver(doc)
+    resolve = resolver(doc, DERIVED.get(system) if isinstance(system, str) else None)
     seen: set[str] = set()
     theorems = doc.get("theorems")
     if isinstance(theorems, list):

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,12 +18,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from flowcert.certificates import core
 from flowcert.recheck import recheck_document
+from forgery_helpers import assert_all_refused_through_the_cli, eighths, flowcert, hyp, refusals
 
 DATA = Path(__file__).parent / "data"
-
-
-def flowcert(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flowcert", *args], capture_output=True, text=True, timeout=900)
 
 
 def verify(params: dict | Path, tmp: Path, name: str) -> dict:
@@ -43,19 +38,6 @@ def docs(tmp_path_factory) -> dict[str, dict]:
     stable = verify(DATA / "gaussian_stable_2d.json", tmp, "stable")
     blowup = verify(DATA / "cli" / "gaussian_blowup_2d.json", tmp, "blowup")
     return {"stable": stable, "blowup": blowup}
-
-
-def hyp(doc: dict, theorem: str, name: str) -> tuple[str, dict]:
-    for i, t in enumerate(doc["theorems"]):
-        if t["id"] == theorem:
-            for j, h in enumerate(t["hypotheses"]):
-                if h["name"] == name:
-                    return f"$.theorems[{i}].hypotheses[{j}]", h
-    raise KeyError((theorem, name))
-
-
-def refusals(doc: dict) -> set[str]:
-    return {p for p, _, _ in recheck_document(doc).refused}
 
 
 def test_untouched_documents_recheck_bound_in_a_fresh_process(docs, tmp_path):
@@ -192,35 +174,20 @@ def test_bare_certificate_with_a_false_claim_is_refused():
 
 def test_every_forgery_exits_3_through_the_cli(docs, tmp_path):
     """All forgeries in one fresh process: exit 3, and each file refused at its forged path."""
-    files, wants = [], {}
-    for forge in STABLE_FORGERIES + BLOWUP_FORGERIES:
-        doc = copy.deepcopy(docs["blowup" if forge in BLOWUP_FORGERIES else "stable"])
-        wants[forge.__name__] = forge(doc)
-        f = tmp_path / f"{forge.__name__}.json"
-        f.write_text(json.dumps(doc))
-        files.append(str(f))
-    out = flowcert("recheck", *files, "--json")
-    assert out.returncode == 3
-    refused = json.loads(out.stdout)["refused"]
-    for name, paths in wants.items():
-        mine = {r["path"] for r in refused if Path(r["file"]).stem == name}
-        assert set(paths) <= mine, (name, paths, mine)
+    assert_all_refused_through_the_cli([(docs["blowup" if f in BLOWUP_FORGERIES else "stable"], f)
+                                        for f in STABLE_FORGERIES + BLOWUP_FORGERIES], tmp_path)
 
 
 # --- random valid parameters: bound; any entry of any bound parameter perturbed: refused ---------------
 
 
-def _entry(draw, lo: float, hi: float) -> float:
-    return draw(st.integers(int(lo * 8), int(hi * 8))) / 8.0
-
-
 @st.composite
 def gaussian_params(draw):
-    A = [[_entry(draw, -2, 2) for _ in range(2)] for _ in range(2)]
-    B = [[_entry(draw, -1, 1) for _ in range(2)] for _ in range(2)]
-    b12 = _entry(draw, -1, 1)
-    V = [[_entry(draw, -1, 1), b12], [b12, _entry(draw, -1, 1)]]
-    s = _entry(draw, 0.25, 2)
+    A = [[eighths(draw, -2, 2) for _ in range(2)] for _ in range(2)]
+    B = [[eighths(draw, -1, 1) for _ in range(2)] for _ in range(2)]
+    b12 = eighths(draw, -1, 1)
+    V = [[eighths(draw, -1, 1), b12], [b12, eighths(draw, -1, 1)]]
+    s = eighths(draw, 0.25, 2)
     return {"A": A, "B": B, "V": V, "b": [0.0, 0.0], "mu0": [0.5, -0.5], "Sigma0": [[s, 0.0], [0.0, 1.0]], "t_end": 1.0}
 
 

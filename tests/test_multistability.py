@@ -20,6 +20,7 @@ from flowcert import cli
 from flowcert.attention import multistability as fm
 from flowcert.attention import params as ap
 from flowcert.certificates import core
+from flowcert.recheck import recheck_document
 from flowcert.certificates.attention import multistability as cm
 from flowcert.numeric.attention import field as nf
 from flowcert.numeric.attention import multistability as nm
@@ -318,8 +319,9 @@ def test_cli_equilibria_verify_and_bad_input(tmp_path, capsys):
     V, P = np.array(MULTI["V"], float), np.array(MULTI["P"], float)
     for e in doc["equilibria"]:  # every listed point is a zero of the field
         assert np.abs(nm.field_one_head(np.array(e["X"]), P, V)).max() < 1e-12
-        if e["certificate"] is not None:
-            assert core.recheck(doc["classes"][e["certificate"]["class"]]["certificate"])
+    check = recheck_document(doc)  # the class certificates with V and beta Q^T K filled in from the document
+    assert not check.refused and check.unbound == 0
+    assert check.bound >= len({e["certificate"]["class"] for e in doc["equilibria"] if e["certificate"] is not None})
     assert cli.main(["verify", "attention", "--params", str(f), "--json"]) == 0
     ids = [t["id"] for t in json.loads(capsys.readouterr().out)["theorems"]]
     assert set(fm.THEOREM_IDS) <= set(ids)

@@ -187,6 +187,10 @@ def build_real_certificates() -> dict[str, dict]:
     add(cc.simple_positive_top_eigenvalue(np.diag([-1.0, -2.0, -1.0])))  # nonpositive_top_eigenvalue
     add(cc.bounded([np.array([[1.0, 0.5], [0.0, 2.0]])]))  # sup_norm_bound
     add(cc.tetrahedron_stability(2.0))
+    from flowcert.certificates.attention import eigenvectors as ce
+
+    add(ce.simple_top_certificate(np.diag([2.0, 1.0, 1.0]), Fraction(3, 2)))
+    add(ce.side_certificate(np.diag([2.0, 1.0, -1.0]), Y, [Fraction(1), Fraction(0), Fraction(0)], Fraction(3, 2)))
 
     # attention, multistability paper (tests/data/attention/multistable_d3.json, beta = 1)
     V = np.array([[1.0, 0.2, 0.0], [0.2, 0.1, 0.0], [0.0, 0.0, -0.5]])

@@ -257,6 +257,13 @@ def _check_constant_bound(data: dict[str, Any]) -> bool:
 
 
 def _check_sup_bound(data: dict[str, Any]) -> bool:
+    if "heads" in data:  # the bound for every head (certificates/attention/head_bounds.py)
+        from .head_bounds import check_heads
+
+        if not check_heads(data):
+            return False
+        if {k: data[k] for k in ("constant", "M", "t") if k in data} in data["heads"]:
+            return True  # the top-level head is one of them, checked already
     if "constant" in data:
         return _check_constant_bound(data)
     t = sp.Symbol(data.get("t", "t"), real=True)

@@ -35,6 +35,7 @@ import sympy as sp
 
 from ..hypotheses import as_float, definite
 from .. import core, exact, spectrum
+from ..claims import claim as canonical_claim
 
 # ---------------------------------------------------------------------------------------------
 # P symmetric positive definite
@@ -162,8 +163,8 @@ def open_hemisphere(Y: np.ndarray, name: str = "open_hemisphere") -> tuple[core.
     if v is not None and s > 0:
         for bits in (30, 45, 52):
             vq = _rational_vector(v, bits)
-            cert = core.Certificate("open_hemisphere", "v^T y_i > 0 for every token",
-                                    {"Y": _encode_rows(Yq), "v": [str(x) for x in vq]}, "exact-rational")
+            data = {"Y": _encode_rows(Yq), "v": [str(x) for x in vq]}
+            cert = core.Certificate("open_hemisphere", canonical_claim("open_hemisphere", data) or "", data, "exact-rational")
             vf = np.array([float(x) for x in vq])
             vf = vf / np.linalg.norm(vf)
             margin = float(np.min(Yf @ vf / np.linalg.norm(Yf, axis=1)))
@@ -173,8 +174,9 @@ def open_hemisphere(Y: np.ndarray, name: str = "open_hemisphere") -> tuple[core.
     if v is not None and s <= 1e-6:
         lam = _gordan_witness(Yq, Yf)
         if lam is not None:
-            cert = core.Certificate("no_open_hemisphere", "0 is a convex combination of the tokens (Gordan)",
-                                    {"Y": _encode_rows(Yq), "lambda": [str(x) for x in lam]}, "exact-rational")
+            data = {"Y": _encode_rows(Yq), "lambda": [str(x) for x in lam]}
+            cert = core.Certificate("no_open_hemisphere", canonical_claim("no_open_hemisphere", data) or "", data,
+                                    "exact-rational")
             return core.certified(name, "fails", cert, s, "LP support + exact rational null vector (Gordan)",
                                   f"SOCP margin s* = {s:.3g}"), None
     return core.HypothesisResult(name, "unknown", None if s != s else s, method, None,
@@ -253,22 +255,24 @@ def simple_positive_top_eigenvalue(U: np.ndarray, name: str = "top_eigenvalue_si
         mid = 0.5 * (te.lam + lam2) if math.isfinite(lam2) else 0.5 * te.lam
         for cand in (max(mid, 0.0), max(te.lam - 0.25 * te.gap, 0.0), 0.0):
             c = Fraction(cand).limit_denominator(2**40) if cand > 0 else Fraction(0)
-            cert = core.Certificate("simple_positive_top_eigenvalue", f"lambda_1(U) > {float(c):.6g} >= 0 > ... and lambda_2(U) < {float(c):.6g}",
-                                    {"U": core.encode(Uq), "c": str(c)}, "exact-ldl")
+            data = {"U": core.encode(Uq), "c": str(c)}
+            cert = core.Certificate("simple_positive_top_eigenvalue", canonical_claim("simple_positive_top_eigenvalue", data) or "",
+                                    data, "exact-ldl")
             res = core.certified(name, "holds", cert, min(te.lam - float(c), float(c) - lam2), method,
                                  f"lambda_1 = {te.lam:.6g}, lambda_2 = {lam2:.6g}, separator c = {float(c):.6g}")
             if res.status == "holds":
                 te.c = c
                 return res, te
     if te.lam <= 0:
-        cert = core.Certificate("nonpositive_top_eigenvalue", "U is negative semidefinite", {"U": core.encode(Uq)})
+        data = {"U": core.encode(Uq)}
+        cert = core.Certificate("nonpositive_top_eigenvalue", canonical_claim("nonpositive_top_eigenvalue", data) or "", data)
         res = core.certified(name, "fails", cert, te.lam, method, f"lambda_1 = {te.lam:.6g} <= 0")
         if res.status == "fails":
             return res, None
     else:
         lam = Fraction(te.lam).limit_denominator(2**40)
-        cert = core.Certificate("repeated_top_eigenvalue", f"lambda_1(U) = {lam} has multiplicity >= 2",
-                                {"U": core.encode(Uq), "lambda": str(lam)})
+        data = {"U": core.encode(Uq), "lambda": str(lam)}
+        cert = core.Certificate("repeated_top_eigenvalue", canonical_claim("repeated_top_eigenvalue", data) or "", data)
         res = core.certified(name, "fails", cert, te.gap, method, f"lambda_1 = {te.lam:.6g} is repeated")
         if res.status == "fails":
             return res, None
@@ -418,8 +422,9 @@ def tetrahedron_stability(beta: Fraction | float, name: str = "tetrahedron_local
 
     b = sp.Rational(Fraction(beta))
     spec = {k: float(v) for k, v in sym.tetrahedron_spectrum(b).items()}
-    cert = core.Certificate("tetrahedron_spectrum_sign", "lambda_E, lambda_T < 0 (stable) or max > 0 (unstable), exact sign",
-                            {"beta": str(b), "stable": bool(b > sym.TETRAHEDRON_THRESHOLD)}, "exact-rational")
+    data = {"beta": str(b), "stable": bool(b > sym.TETRAHEDRON_THRESHOLD)}
+    cert = core.Certificate("tetrahedron_spectrum_sign", canonical_claim("tetrahedron_spectrum_sign", data) or "", data,
+                            "exact-rational")
     detail = f"lambda_E = {spec['E']:.6g} (x2), lambda_T = {spec['T']:.6g} (x3), 0 (x3, rotations)"
     if b > sym.TETRAHEDRON_THRESHOLD:
         return core.certified(name, "holds", cert, min(-spec["E"], -spec["T"]), "closed-form tangent spectrum, exact sign", detail)

@@ -41,6 +41,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import core
+from ..claims import claim as canonical_claim
 
 __all__ = ["KIND", "certify_equilibrium", "check"]
 
@@ -310,7 +311,7 @@ def certify_equilibrium(X: np.ndarray, V: Any, M: Any, sqrt_d: int | None = None
             return verdict, why, None
         data = {"X": _encode(Xs), "V": _encode(Vq), "M": _encode(Mq), "sqrt_d": sqrt_d, "r": str(rq),
                 "C": _encode(C), "P": _encode(P), "claim": verdict}
-        cert = core.Certificate("attention_krawczyk_equilibrium", f"an equilibrium of (1) lies within r = {float(rq):.1e} (chart coordinates) of X and is {verdict}",
+        cert = core.Certificate("attention_krawczyk_equilibrium", canonical_claim("attention_krawczyk_equilibrium", data) or "",
                                 data, "Krawczyk operator + ball Lyapunov inertia test (python-flint arb, exact LDL^T)")
         return verdict, why, cert
     return last

@@ -58,6 +58,7 @@ import sympy as sp
 from mpmath import iv
 
 from .. import core
+from ..claims import claim as canonical_claim
 
 SQRT2_UP = Fraction(14142136, 10**7)
 
@@ -272,8 +273,7 @@ def enclosure_certificate(V: Any, enc: Enclosure) -> core.Certificate:
     Vq = _mat(V)
     data = {"V": _enc(Vq), "U": _enc(enc.U),
             "lo": [str(x) for x in enc.lo], "hi": [str(x) for x in enc.hi]}
-    return core.Certificate("symmetric_eigen_enclosure",
-                            "V is symmetric; lambda_k in [lo_k, hi_k], pairwise disjoint and descending",
+    return core.Certificate("symmetric_eigen_enclosure", canonical_claim("symmetric_eigen_enclosure", data) or "",
                             data, "exact rational residuals (Krylov-Weinstein)")
 
 
@@ -364,13 +364,8 @@ def verdict_certificate(V: Any, Mbeta: Any, enc: Enclosure, k: int, n1: int, n2:
     """Certificate of a class verdict; :func:`core.recheck` recomputes the enclosures, the
     interval of :math:`a_k` and the interval trace/determinant tests from the data."""
     data = {**(encoded or encode_data(V, Mbeta, enc)), "k": k, "n1": n1, "n2": n2, "variant": variant, "claim": claim}
-    what = {"stable": "the tangent linearisation is Hurwitz (Lyapunov matrix diag(Z) (x) I)",
-            "unstable": "the tangent linearisation has a real eigenvalue > 0",
-            "not_asymptotically_stable": "lambda_k is a repeated eigenvalue: the class is a continuum of equilibria, "
-                                         "none asymptotically stable"}[claim]
-    return core.Certificate("attention_bipartite_spectrum",
-                            f"at x_i = s_i v_{k + 1} with ({n1}, {n2}) signs, {what}", data,
-                            "exact eigen-enclosures + interval arithmetic (mpmath iv)")
+    return core.Certificate("attention_bipartite_spectrum", canonical_claim("attention_bipartite_spectrum", data) or "",
+                            data, "exact eigen-enclosures + interval arithmetic (mpmath iv)")
 
 
 Strings = tuple[tuple[str, ...], ...]

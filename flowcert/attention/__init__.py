@@ -221,7 +221,7 @@ def verify_document(p: AttentionParams, simulate: bool = False, seed: int | None
             theorems += results
             continue
         theorems += module.theorems(p, simulate=simulate, seed=seed)
-    doc = {"flowcert": __version__, "system": "attention", "params": p.to_json(),
+    doc = {"flowcert": __version__, "system": "attention", "params": p.to_json(), "seed": seed,
            "theorems": [th.to_json() for th in theorems]}
     if simulate:
         sim = reused if reused is not None else globals()["simulate"](p, seed=seed)

@@ -39,9 +39,10 @@ import sympy as sp
 from ..catalogue import CrossCheck, TheoremResult
 from ..certificates import core
 from ..certificates.attention import consensus as cert
-from ..certificates.hypotheses import holds_by
 from ..numeric.attention import consensus as num
 from ..symbolic.attention import consensus as sym
+from ..papers.consensus import (LEMMA_3_1, LEMMA_4_1, LEMMA_4_2, LEMMA_5_1, LEMMA_6_1, THM_3_1, THM_3_2, THM_4_1,
+                                THM_5_1, THM_6_1)
 from .isolation import attempt, guarded
 from .examples import THM51_ANGLES, Fig5, fig5_parameters, paper_examples  # noqa: F401 - re-exported
 from .params import AttentionParams
@@ -74,6 +75,13 @@ from .consensus_hypotheses import (  # noqa: F401 - re-exported: the entries bel
     P_uniformly_continuous,
     U_constant,
     proofs_hypothesis,
+    antipode_free,
+    hemisphere,
+    top_eigenvalue,
+    causal_consensus_stable,
+    thm61_stable,
+    side_of_v,
+    tetrahedron,
 )
 
 
@@ -174,11 +182,7 @@ SOURCE = "003_951a97dfacf88740.txt"
 
 def lemma_3_1(s: Setting, simulate_: bool) -> TheoremResult:
     hyps = [P_spd(s), constant_P(s)]
-    r = TheoremResult(
-        "consensus:lemma-3.1", "Lemma 3.1",
-        r"\text{The }g\text{-orthogonal projection onto }T(\mathcal E_P^n)^\ell\text{ is }X_i\mapsto(I-y_iy_i^\top P)X_i=T_{y_i}\pi_P X_i,"
-        r"\quad\langle X,Y\rangle_{g}=\sum_iZ_iX_i^\top PY_i",
-        hyps, {"projection": "X_i -> (I - y_i y_i^T P) X_i", "metric": "sum_i Z_i X_i^T P Y_i, Z_i = sqrt(n+1) sum_j exp(y_i^T P y_j)"})
+    r = LEMMA_3_1.result(hyps, {"projection": "X_i -> (I - y_i y_i^T P) X_i", "metric": "sum_i Z_i X_i^T P Y_i, Z_i = sqrt(n+1) sum_j exp(y_i^T P y_j)"})
     if simulate_:
         if r.applies is not True:
             r.cross_check = CrossCheck("skipped", {"reason": "P is not certified symmetric positive definite"})
@@ -209,10 +213,8 @@ def _projection_check(s: Setting) -> CrossCheck:
 
 def thm_3_1(s: Setting, simulate_: bool) -> TheoremResult:
     hyps = [P_spd(s), constant_P(s), single_head(s), value_identity(s), full_attention(s),
-            proofs_hypothesis("gradient identity dV/dy_k = -Z_k P X_k proved", sym.theorem_3_2_proofs())]
-    r = TheoremResult("consensus:thm-3.1", "Theorem 3.1",
-                      r"\operatorname{grad}_{g_P}V_P=-Y_P,\quad V_P=-\tfrac12\sum_{i,j}e^{y_i^\top Py_j}\ \text{on}\ (\mathcal E_P^n)^\ell",
-                      hyps, {"V_P": "-1/2 sum_ij exp(y_i^T P y_j)", "gradient": "grad V_P = -(right-hand side of (8))"})
+            proofs_hypothesis("gradient identity dV/dy_k = -Z_k P X_k proved")]
+    r = THM_3_1.result(hyps, {"V_P": "-1/2 sum_ij exp(y_i^T P y_j)", "gradient": "grad V_P = -(right-hand side of (8))"})
     if simulate_:
         if r.applies is not True:
             r.cross_check = CrossCheck("skipped", {"reason": "hypotheses not certified"})
@@ -245,15 +247,11 @@ def _gradient_check(s: Setting) -> CrossCheck:
 
 def thm_3_2(s: Setting, simulate_: bool, run: Run | None) -> TheoremResult:
     hyps = [P_spd(s), W_equals_P(s), constant_P(s), single_head(s), value_identity(s), full_attention(s),
-            proofs_hypothesis("Vdot_P = -sum_k Z_k |ydot_k|_P^2 on E_P proved", sym.theorem_3_2_proofs())]
+            proofs_hypothesis("Vdot_P = -sum_k Z_k |ydot_k|_P^2 on E_P proved")]
     pred = {"V_P_non_increasing": True, "limit": "an equilibrium (Lojasiewicz); consensus not guaranteed",
             "V_P_lower_bound": float(sym.V_P_lower_bound(s.ell)),
             "V_P_minimum_iff_consensus": True}
-    r = TheoremResult("consensus:thm-3.2", "Theorem 3.2",
-                      r"P=P^\top\succ0,\ y_i\in\mathcal E_P^n,\ U=I,\ h=1:\ \dot V_P=-\sum_kZ_k|\dot y_k|_P^2\le0\ \text{and every trajectory converges to an equilibrium}",
-                      hyps, pred,
-                      correction="tokens must lie on the ellipsoid E_P of P itself (W = P); with W != P, V_P is not monotone. "
-                                 "The conclusion is convergence to an equilibrium, not consensus; the Lojasiewicz inequality is misstated in the paper.")
+    r = THM_3_2.result(hyps, pred)
     if simulate_:
         if r.applies is not True or run is None:
             r.cross_check = CrossCheck("skipped", {"reason": "hypotheses not certified"})
@@ -292,9 +290,7 @@ def lemma_4_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hy
             pred["c1_reason"] = f"not representable as a float64: {c1.c1_reason}; log_c1 is exact up to rounding"
         if c1.c2_reason:
             pred["c2_paper_reason"] = f"not representable as a float64: {c1.c2_reason}; see log_c2_paper"
-    r = TheoremResult("consensus:lemma-4.1", "Lemma 4.1",
-                      r"\sup_t\|P_\eta(t)\|\le b\Rightarrow c_1\le\alpha^\eta_{ij}\le c_2,\ c_1=\frac1{\sqrt{n+1}\,\ell\,e^{2K^2b}},\ K=\lambda_{\min}(W)^{-1/2};\ \alpha^\eta_{ij}\le\tfrac1{\sqrt{n+1}}",
-                      hyps, pred, correction="K = lambda_min(W)^(-1/2); the paper's c2 = exp(2K^2 b) is valid but loose: alpha <= 1/sqrt(n+1) always")
+    r = LEMMA_4_1.result(hyps, pred)
     if simulate_:
         if r.applies is not True or run is None:
             r.cross_check = CrossCheck("skipped", {"reason": "no proven bound on P(t)"})
@@ -325,9 +321,7 @@ def lemma_4_2(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hy
     K = float(np.linalg.eigvalsh(s.W).min()) ** -0.5
     pred = {"f_i_bounded": True, "f_i_uniformly_continuous": True,
             "v": v.tolist(), "sup_f_bound": 2 * s.h * s.row_sum * K * float(np.linalg.norm(v)) * max(1.0, K)}
-    r = TheoremResult("consensus:lemma-4.2", "Lemma 4.2",
-                      r"P_\eta\ \text{bounded, uniformly continuous}\Rightarrow f_i(t)=\sum_\eta\sum_j\alpha^\eta_{ij}\big(v^\top y_j-y_i^\top Wy_j\,v^\top y_i\big)\ \text{bounded and uniformly continuous}",
-                      hyps, pred)
+    r = LEMMA_4_2.result(hyps, pred)
     if simulate_:
         if r.applies is not True or run is None:
             r.cross_check = CrossCheck("skipped", {"reason": "hypotheses not certified"})
@@ -350,14 +344,11 @@ def lemma_4_2(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hy
 def thm_4_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None],
                 uc: core.HypothesisResult, hemi: core.HypothesisResult, v: np.ndarray | None) -> TheoremResult:
     hyps = [value_identity(s), full_attention(s), ellipsoid(s), bound[0], uc, hemi,
-            proofs_hypothesis("Dini derivative of max_i(1 - v^T y_i) <= 0 (per-term decomposition proved)", sym.theorem_4_1_proofs())]
+            proofs_hypothesis("Dini derivative of max_i(1 - v^T y_i) <= 0 (per-term decomposition proved)")]
     pred: dict[str, Any] = {"hemisphere_witness": None if v is None else v.tolist(),
                             "hemisphere_invariant": True, "V_max_non_increasing": True,
                             "limit": "consensus set attractive (spread -> 0); which point is not predicted"}
-    r = TheoremResult("consensus:thm-4.1", "Theorem 4.1",
-                      r"U_\eta=I,\ \sup_t\|P_\eta\|\le b,\ P_\eta\ \text{uniformly continuous},\ v^\top y_i(0)>0\ \forall i\ \Rightarrow\ "
-                      r"\mathcal C^+_\ell(v)\ \text{is attractive; } V=\max_i(1-v^\top y_i),\ D^+V\le0",
-                      hyps, pred, correction="attractivity only (no stability, no rate, no particular point); the hemisphere is Euclidean v^T y > 0 even on ellipsoids")
+    r = THM_4_1.result(hyps, pred)
     if r.applies is not True:
         r.prediction = {**pred, **non_consensus_prediction(s, hemi)}
     if simulate_:
@@ -394,8 +385,8 @@ def non_consensus_prediction(s: Setting, hemi: core.HypothesisResult) -> dict[st
     speed = float(np.abs(F).max())
     out["X0_speed"] = speed
     tet = _tetrahedron_beta(s)
-    if tet is not None:
-        res = cert.tetrahedron_stability(Fraction(tet))
+    res = tetrahedron(s) if tet is not None else None
+    if res is not None:
         out["equilibrium"] = {"kind": "regular tetrahedron", "beta": tet, "stability": res.to_json(),
                               "spectrum": {k: float(v) for k, v in sym.tetrahedron_spectrum(sp.Rational(Fraction(tet))).items()}}
         if res.status == "holds":
@@ -443,19 +434,13 @@ def non_consensus_check(s: Setting, run: Run, pred: dict[str, Any]) -> CrossChec
 
 
 def _membership_D1(s: Setting) -> core.HypothesisResult:
-    Y = core.rational_matrix(s.X0)
-    bad = [j + 1 for j in range(1, s.ell) if Y.row(j) == -Y.row(0)]
-    if bad:
-        return _fails("y_j(0) != -y_1(0) (j >= 2)", "exact comparison", f"tokens {bad} are antipodal to token 1")
-    return holds_by("y_j(0) != -y_1(0) (j >= 2)", "exact comparison")
+    return antipode_free(s)
 
 
 def lemma_5_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None]) -> TheoremResult:
     hyps = [causal_attention(s), value_identity(s), sphere(s), bound[0],
-            proofs_hypothesis("adot = alpha (1 - a^2), V = (a-1)^2(a+2)/3, Vdot = -alpha (1-a^2)^2 proved", sym.lemma_5_1_proofs())]
-    r = TheoremResult("consensus:lemma-5.1", "Lemma 5.1",
-                      r"\dot y=\tilde\alpha(t)(y^0-y^\top y^0\,y),\ \tilde\alpha\ge c>0:\ y^0\ \text{asymptotically stable with domain}\ \mathbb S^n\setminus\{-y^0\};\ V(a)=\tfrac23-a+\tfrac{a^3}3",
-                      hyps, {"applied_to": "token 2 of the causal model (driven by the fixed token 1)",
+            proofs_hypothesis("adot = alpha (1 - a^2), V = (a-1)^2(a+2)/3, Vdot = -alpha (1-a^2)^2 proved")]
+    r = LEMMA_5_1.result(hyps, {"applied_to": "token 2 of the causal model (driven by the fixed token 1)",
                              "a2_limit": 1.0 if s.ell >= 2 else None, "V_token2_non_increasing": True})
     if simulate_:
         if r.applies is not True or run is None or s.ell < 2:
@@ -476,17 +461,13 @@ def lemma_5_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hy
 
 def thm_5_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None]) -> TheoremResult:
     hyps = [causal_attention(s), value_identity(s), sphere(s), bound[0], _membership_D1(s),
-            cert.consensus_stability(True, s.ell, s.h, s.d) if s.p.causal else _fails("consensus_locally_stable", "parameter", "not causal"),
-            proofs_hypothesis("cascade identity (19) and input gain |y0 - a y|^2 = 1 - a^2 proved", sym.lemma_5_1_proofs())]
+            causal_consensus_stable(s) if s.p.causal else _fails("consensus_locally_stable", "parameter", "not causal"),
+            proofs_hypothesis("cascade identity (19) and input gain |y0 - a y|^2 = 1 - a^2 proved")]
     rates = [float(-s.h * (i - 1) / i * s.row_sum) for i in range(2, s.ell + 1)]
     pred = {"limit_point": s.X0[0].tolist(), "token_1_fixed": True, "transverse_eigenvalues": rates,
             "domain": "all of {y_j != -y_1}" if s.ell <= 2 else "locally asymptotically stable; convergence from almost every initial condition "
                       "(the paper's domain {y_j != -y_1} is too strong for l >= 3)"}
-    r = TheoremResult("consensus:thm-5.1", "Theorem 5.1",
-                      r"\text{causal},\ U_\eta=I,\ W=I,\ \sup_t\|P_\eta\|<b:\ \mathcal C_\ell\ \text{asymptotically stable};\ y_i(t)\to y_1(0)\ (\ell=2:\ \text{from all } y_2\ne-y_1)",
-                      hyps, pred,
-                      correction="for l >= 3 the domain of attraction does not contain {y_j != -y_1, j >= 2}: the ISS estimate fails near a_i = -1 "
-                                 "(explicit S^1 counterexample in note 003); the limit is y_1(0), which never moves")
+    r = THM_5_1.result(hyps, pred)
     if simulate_:
         if r.applies is not True or run is None:
             r.cross_check = CrossCheck("skipped", {"reason": "hypotheses not certified"})
@@ -571,14 +552,12 @@ def _hemisphere_of_v(s: Setting, te: cert.TopEigen | None) -> tuple[core.Hypothe
 
 def lemma_6_1(s: Setting, simulate_: bool, run: Run | None, top: tuple[core.HypothesisResult, cert.TopEigen | None]) -> TheoremResult:
     hyps = [single_head(s), sphere(s), U_constant(s), top[0],
-            proofs_hypothesis("bdot = alpha (lambda - y^T U y) b and the sum of squares proved", sym.lemma_6_1_proofs())]
+            proofs_hypothesis("bdot = alpha (lambda - y^T U y) b and the sum of squares proved")]
     te = top[1]
     pred: dict[str, Any] = {"applied_to": "token 1 of the causal model (alpha_11 = row sum, constant)",
                             "v": None if te is None else te.v.tolist(), "lambda": None if te is None else te.lam,
                             "invariant": "the great sphere v^T y = 0 is invariant (correction)"}
-    r = TheoremResult("consensus:lemma-6.1", "Lemma 6.1",
-                      r"\dot y=\tilde\alpha(t)(Uy-y^\top Uy\,y),\ U=U^\top,\ \dim L_\lambda=1:\ \pm v\ \text{asymptotically stable with domains}\ \{\pm v^\top y>0\}",
-                      hyps, pred, correction="trajectories on the great sphere v^T y = 0 are invariant (the paper calls b* = 0 unstable with empty domain)")
+    r = LEMMA_6_1.result(hyps, pred)
     if simulate_:
         if r.applies is not True or run is None or not s.p.causal:
             r.cross_check = CrossCheck("skipped", {"reason": "hypotheses not certified or attention not causal (token 1 is not autonomous)"})
@@ -601,9 +580,11 @@ def lemma_6_1(s: Setting, simulate_: bool, run: Run | None, top: tuple[core.Hypo
 def thm_6_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None],
                 top: tuple[core.HypothesisResult, cert.TopEigen | None]) -> TheoremResult:
     side, sign = _hemisphere_of_v(s, top[1])
+    side = side_of_v(s, top[1], side)
+    sign = sign if side.status == "holds" else 0
     hyps = [causal_attention(s), single_head(s), sphere(s), U_constant(s), top[0], bound[0], side,
-            cert.theorem_6_1_stability(top[0]),
-            proofs_hypothesis("identity (23) proved", sym.lemma_6_1_proofs())]
+            thm61_stable(top[0]),
+            proofs_hypothesis("identity (23) proved")]
     te = top[1]
     lam = te.lam if te else None
     mus = np.linalg.eigvalsh(np.asarray(s.U[0], float))[:-1] if te else []
@@ -611,9 +592,7 @@ def thm_6_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hypo
                             "independent_of_P": True,
                             "transverse_eigenvalues": None if te is None else
                             sorted({float((m - i * lam) / i * s.row_sum) for i in range(1, s.ell + 1) for m in mus})}
-    r = TheoremResult("consensus:thm-6.1", "Theorem 6.1",
-                      r"\text{causal},\ h=1,\ W=I,\ U=U^\top,\ \lambda_{\max}(U)>0\ \text{simple},\ \sup_t\|P\|<b:\ (v,\dots,v)\ \text{asymptotically stable, domain}\ \supseteq\{v^\top y_i>0\ \forall i\}",
-                      hyps, pred, correction="the limit is +-v (fixed by U), not y_1(0); the domain of b_i is (0, 1], not (0, 1)")
+    r = THM_6_1.result(hyps, pred)
     if simulate_:
         if r.applies is not True or run is None:
             r.cross_check = CrossCheck("skipped", {"reason": "hypotheses not certified"})
@@ -649,15 +628,12 @@ def theorems_with_run(params: AttentionParams, *, simulate: bool = False, seed: 
     def unknown(name: str) -> Callable[[str], Any]:
         return lambda why: core.HypothesisResult(name, "unknown", None, "evaluation", None, f"could not be evaluated ({why})")
 
-    bound = attempt(lambda: P_bounded(s), lambda why: (unknown("P_bounded")(why), None))
-    uc = attempt(lambda: P_uniformly_continuous(s), unknown("P_uniformly_continuous"))
+    bound = attempt(lambda: P_bounded(s), lambda why: (unknown("sup_t |P_eta(t)| <= b")(why), None))
+    uc = attempt(lambda: P_uniformly_continuous(s), unknown("P_eta uniformly continuous on t >= 0"))
     hemi_name = "open hemisphere containing y_i(0) (SOCP witness v)"
-    hemi, v = attempt(lambda: cert.open_hemisphere(s.X0, hemi_name), lambda why: (unknown(hemi_name)(why), None))
+    hemi, v = attempt(lambda: hemisphere(s, hemi_name), lambda why: (unknown(hemi_name)(why), None))
     top_name = "U symmetric, lambda_max(U) > 0 simple"
-    constU = not any(isinstance(U, sp.MatrixBase) for U in s.U)
-    top = attempt(lambda: cert.simple_positive_top_eigenvalue(np.asarray(s.U[0], float), top_name),
-                  lambda why: (unknown(top_name)(why), None)) if constU \
-        else (core.HypothesisResult(top_name, "fails", None, "parameter", None, "U depends on t"), None)
+    top = attempt(lambda: top_eigenvalue(s, top_name), lambda why: (unknown(top_name)(why), None))
     run = attempt(lambda: run_simulation(s), lambda why: Run(np.zeros(1), s.X0[None], False, f"the integration raised {why}",
                                                              float("nan"), float("nan"))) if simulate else None
     entries: list[tuple[str, str, Callable[..., TheoremResult], tuple]] = [

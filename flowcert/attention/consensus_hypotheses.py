@@ -5,11 +5,16 @@ predicates that :mod:`flowcert.attention.consensus` combines into theorem record
 :math:`U=I`, :math:`W=P`, :math:`P=P^\top\succ0`, :math:`\sup_t\Vert P(t)\Vert<\infty`, uniform
 continuity of :math:`P(t)`, constant :math:`U`. Each returns a
 :class:`~flowcert.certificates.core.HypothesisResult` whose ``holds``/``fails`` rests on an exact
-or re-checked certificate (:mod:`flowcert.certificates.attention.consensus`).
+or re-checked certificate (:mod:`flowcert.certificates.attention.consensus`), bound to the subject
+declared in :mod:`flowcert.papers.consensus`. The inputs a document fixes without storing them
+(:data:`flowcert.bindings.DERIVED`: :func:`initial_tokens_of`, :func:`score_matrices_of`,
+:func:`causal_transverse_of`) are computed here from the document's own parameters (:func:`params_of`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -19,9 +24,14 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from .. import bindings as bd
 from ..certificates import core
 from ..certificates.attention import consensus as cert
-from ..certificates.hypotheses import holds_by
+from ..certificates.hypotheses import definite
+from ..certificates.predicates import predicate_certificate
+from ..papers.consensus import (ANTIPODE_FREE, BOUNDED, CAUSAL, CAUSAL_STABLE, ELLIPSOID, FULL, HEADS, HEMISPHERE,
+                               IDENTITIES, P_CONSTANT, P_FORMS, P_PD, P_VARIES, SIDE, SINGLE, SPHERE, THM61_STABLE,
+                               TOKENS, TOP, U_CONSTANT, U_IDENTITY, UNIFORMLY_CONTINUOUS, W_IS_P)
 from .params import AttentionParams
 
 
@@ -91,6 +101,20 @@ class Setting:
     def U(self) -> list[Any]:
         return [hd.V for hd in self.p.heads]
 
+    @cached_property
+    def heads_json(self) -> list[dict[str, Any]]:
+        """The heads as the document's ``params.heads`` writes them (the subject of the head predicates)."""
+        return self.p.to_json()["heads"]
+
+    def P_exact(self, eta: int = 0) -> Any:
+        r""":math:`P_\eta=\beta Q_\eta^\top K_\eta` of a constant head in exact rationals (``fmpq_mat``): the
+        subject ``params.beta*params.heads[eta].Q^T*params.heads[eta].K`` (or ``...*P``)."""
+        hd = self.p.heads[eta]
+        M = core.qmat(np.asarray(hd.K, float))
+        if not hd.from_P:
+            M = core.qmat(np.asarray(hd.Q, float)).transpose() * M
+        return M * core._fmpq(self.p.beta)
+
     @property
     def P_constant(self) -> bool:
         return not any(isinstance(P, sp.MatrixBase) for P in self.P)
@@ -109,6 +133,74 @@ def setting(p: AttentionParams, seed: int | None = None) -> Setting:
     return Setting(p, X0)
 
 
+def _params_text(doc: Any) -> str:
+    import json
+
+    raw = doc.get("params") if isinstance(doc, dict) else None
+    if not isinstance(raw, dict):
+        raise KeyError("params")
+    return json.dumps(raw, sort_keys=True)
+
+
+def params_of(doc: Any) -> AttentionParams:
+    """The document's parameters, re-read by the loader (a subject error if they do not read back)."""
+    return _parsed(_params_text(doc))
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(text: str) -> AttentionParams:
+    import json
+
+    from ..certificates.subjects import SubjectError
+    from .params import parse_attention
+
+    raw = json.loads(text)
+    try:
+        p = parse_attention({k: v for k, v in raw.items() if k != "d" and v is not None})
+    except Exception as exc:  # noqa: BLE001 - parameters that do not read back bind nothing
+        raise SubjectError(f"params do not read back ({exc})") from None
+    if p.to_json() != raw:
+        raise SubjectError("params do not read back to themselves")
+    return p
+
+
+def initial_tokens_of(doc: Any) -> Any:
+    """``params.X0``, or the tokens drawn from the document's ``seed`` when the file gave none."""
+    p = params_of(doc)
+    if p.X0 is not None:
+        return p.X0
+    seed = doc.get("seed", p.seed)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise KeyError("seed")
+    return _drawn(_params_text(doc), seed)
+
+
+@functools.lru_cache(maxsize=8)
+def _drawn(text: str, seed: int) -> Any:
+    return setting(_parsed(text), seed).X0
+
+
+def score_matrices_of(doc: Any) -> list[dict[str, Any]]:
+    return _scores(_params_text(doc))
+
+
+@functools.lru_cache(maxsize=8)
+def _scores(text: str) -> list[dict[str, Any]]:
+    from ..certificates.attention.head_bounds import head_data
+
+    p = _parsed(text)
+    if p.variant != "self_attention":
+        raise KeyError("heads")
+    return [head_data(P) for P in Setting(p, np.zeros((0, p.d))).P_data]
+
+
+def causal_transverse_of(doc: Any) -> Any:
+    n = params_of(doc).n
+    if n < 2:
+        raise KeyError("params.n")
+    return core.qmat(cert.causal_transverse_matrix(n))
+
+
 # structural hypotheses (decided exactly on the given data)
 
 
@@ -118,73 +210,205 @@ def _exact_equal(A: Any, B: Any) -> bool:
     return bool(np.array_equal(np.asarray(A, float), np.asarray(B, float)))
 
 
+def _heads_predicate(h: bd.Hypothesis, s: Setting, method: str, why_not: str, why: str = "") -> core.HypothesisResult:
+    """``h`` decided by its exact predicate of ``params.heads`` (the certificate proves either answer)."""
+    which = h.proofs[0].fixed["predicate"]
+    c = predicate_certificate(which, True, dict(h.proofs[0].subject), heads=s.heads_json)
+    ok = core.recheck(c)
+    if not ok:
+        c = predicate_certificate(which, False, dict(h.proofs[0].subject), heads=s.heads_json)
+    return h.result("holds" if ok else "fails", c, None, method, why if ok else why_not)
+
+
 def value_identity(s: Setting) -> core.HypothesisResult:
     bad = [k + 1 for k, U in enumerate(s.U) if not _exact_equal(U, np.eye(s.d))]
-    if bad:
-        return _fails("U_eta = I", "exact comparison", f"value matrix of head(s) {bad} is not the identity")
-    return holds_by("U_eta = I", "exact comparison", "every head's value matrix is the identity")
+    return _heads_predicate(U_IDENTITY, s, "exact comparison", f"value matrix of head(s) {bad} is not the identity",
+                            "every head's value matrix is the identity")
+
+
+def _equals(h: bd.Hypothesis, x: Any, method: str, detail: str) -> core.HypothesisResult:
+    literal = h.proofs[0].fixed["literal"]
+    c = predicate_certificate("equals", x == literal, dict(h.proofs[0].subject), x=x, literal=literal)
+    return h.result("holds" if x == literal else "fails", c, None, method, "" if x == literal else detail)
 
 
 def full_attention(s: Setting) -> core.HypothesisResult:
-    return _fails("full attention", "parameter", "causal = true") if s.p.causal else holds_by("full attention", "parameter")
+    return _equals(FULL, bool(s.p.causal), "parameter", "causal = true")
 
 
 def causal_attention(s: Setting) -> core.HypothesisResult:
-    return holds_by("causal attention", "parameter") if s.p.causal else _fails("causal attention", "parameter", "causal = false")
+    return _equals(CAUSAL, bool(s.p.causal), "parameter", "causal = false")
 
 
 def single_head(s: Setting) -> core.HypothesisResult:
-    return holds_by("h = 1", "parameter") if s.h == 1 else _fails("h = 1", "parameter", f"h = {s.h}")
+    return _heads_predicate(SINGLE, s, "parameter", f"h = {s.h}")
+
+
+def _W_json(s: Setting) -> Any:
+    return None if s.p.W is None else s.p.W.tolist()
 
 
 def sphere(s: Setting) -> core.HypothesisResult:
-    if s.p.W is None or _exact_equal(s.p.W, np.eye(s.d)):
-        return holds_by("tokens on the unit sphere (W = I)", "parameter")
-    return _fails("tokens on the unit sphere (W = I)", "exact comparison", "W is not the identity")
+    on = s.p.W is None or _exact_equal(s.p.W, np.eye(s.d))
+    c = predicate_certificate("unit_sphere", on, dict(SPHERE.proofs[0].subject), x=_W_json(s))
+    return SPHERE.result("holds" if on else "fails", c, None, "parameter" if on else "exact comparison",
+                         "" if on else "W is not the identity")
 
 
 def ellipsoid(s: Setting) -> core.HypothesisResult:
-    return holds_by("W = W^T > 0", "validated by the loader (exact rational LDL^T)")
+    if s.p.W is None:
+        c = predicate_certificate("unit_sphere", True, {"x": "params.W"}, x=None)
+        return ELLIPSOID.result("holds", c, None, "parameter", "W = I (the unit sphere)")
+    res = definite(np.asarray(s.p.W, float), "W", +1)
+    return ELLIPSOID.result(res.status, res.certificate, res.margin,
+                            "validated by the loader; exact rational LDL^T", res.detail) \
+        if res.certificate is not None else dataclasses.replace(res, name=ELLIPSOID.name)
 
 
 def constant_P(s: Setting) -> core.HypothesisResult:
-    if s.P_constant:
-        return holds_by("P constant", "parameter")
-    return _fails("P constant", "parameter", "P(t) depends on t")
+    return _heads_predicate(P_CONSTANT, s, "parameter", "P(t) depends on t")
+
+
+def _P_key(s: Setting) -> str:
+    return "P" if s.p.heads[0].from_P else "QK"
+
+
+def _P_varies(name: str, s: Setting) -> core.HypothesisResult:
+    """``fails``: a score matrix depends on t (its ``constant_scores`` predicate, false, is the witness)."""
+    c = predicate_certificate("constant_scores", False, dict(HEADS), heads=s.heads_json)
+    return bd.Hypothesis(name, (P_VARIES,)).result("fails", c, None, "parameter", "P depends on t")
 
 
 def W_equals_P(s: Setting) -> core.HypothesisResult:
     name = "tokens on E_P (W = P; erratum)"
     if not s.P_constant:
-        return _fails(name, "parameter", "P depends on t")
-    if s.p.W is not None and _exact_equal(s.p.W, s.P[0]):
-        return holds_by(name, "exact comparison")
-    if s.p.W is None and _exact_equal(s.P[0], np.eye(s.d)):
-        return holds_by(name, "exact comparison", "P = I and tokens on the sphere")
-    return _fails(name, "exact comparison", "the ellipsoid matrix W differs from P (Thm 3.2 needs tokens on E_P)")
+        return _P_varies(name, s)
+    P = s.P_exact(0)
+    ok = (s.p.W is None and P == core.qmat(np.eye(s.d))) or (s.p.W is not None and core.qmat(np.asarray(s.p.W, float)) == P)
+    c = predicate_certificate("ellipsoid_is_P", ok, {"W": "params.W", "P": P_FORMS[_P_key(s)]}, W=_W_json(s),
+                              P=core.encode(P))
+    detail = ("P = I and tokens on the sphere" if s.p.W is None else "") if ok else \
+        "the ellipsoid matrix W differs from P (Thm 3.2 needs tokens on E_P)"
+    return W_IS_P.result("holds" if ok else "fails", c, None, "exact comparison", detail, key=_P_key(s))
 
 
 def P_spd(s: Setting) -> core.HypothesisResult:
     if not s.P_constant:
-        return _fails("P = P^T > 0", "parameter", "P depends on t")
-    return cert.symmetric_positive_definite(np.asarray(s.P[0], float), "P")
+        return _P_varies("P = P^T > 0", s)
+    res = definite(s.P_exact(0), "P", +1)  # exact beta Q^T K, no float product
+    return res if res.certificate is None else P_PD.bind(res, key=_P_key(s))
+
+
+def _with_heads(res: core.HypothesisResult, s: Setting, h: bd.Hypothesis) -> core.HypothesisResult:
+    """A ``sup_norm_bound`` result with every head's score matrix in its data (``heads``), bound to them."""
+    from ..certificates.attention.head_bounds import head_data
+
+    if res.certificate is None:
+        return dataclasses.replace(res, name=h.name)
+    c = res.certificate
+    c = dataclasses.replace(c, data={**c.data, "heads": [head_data(P) for P in s.P_data]})
+    return h.result(res.status, c, res.margin, res.method, res.detail)
 
 
 def P_bounded(s: Setting) -> tuple[core.HypothesisResult, Fraction | None]:
-    return cert.bounded(s.P_data, "sup_t |P_eta(t)| <= b")
+    res, b = cert.bounded(s.P_data, BOUNDED.name)
+    out = _with_heads(res, s, BOUNDED)
+    return out, (b if out.status == "holds" else None)
 
 
 def P_uniformly_continuous(s: Setting) -> core.HypothesisResult:
-    return cert.uniformly_continuous(s.P_data, "P_eta uniformly continuous on t >= 0")
+    return _with_heads(cert.uniformly_continuous(s.P_data, UNIFORMLY_CONTINUOUS.name), s, UNIFORMLY_CONTINUOUS)
 
 
 def U_constant(s: Setting) -> core.HypothesisResult:
-    if any(isinstance(U, sp.MatrixBase) for U in s.U):
-        return _fails("U constant", "parameter", "U depends on t")
-    return holds_by("U constant", "parameter")
+    return _heads_predicate(U_CONSTANT, s, "parameter", "U depends on t")
 
 
-def proofs_hypothesis(name: str, proofs: Any) -> core.HypothesisResult:
+def proofs_hypothesis(name: str) -> core.HypothesisResult:
+    """The SymPy derivation ``name``: ``holds`` with its ``symbolic_identity`` certificate when every residual
+    of its registered identity (run once per process) is zero, else ``unknown``."""
+    from ..certificates.identities import identity_certificate, results
+
+    h = IDENTITIES[name]
+    which = h.proofs[0].fixed["identity"]
+    proofs = results(which)
     ok = all(q.proved for q in proofs)
-    return core.HypothesisResult(name, "holds" if ok else "unknown", None, "SymPy identities (residual 0)", None,
-                                 ", ".join(f"{q.name}: {'0' if q.proved else 'nonzero'}" for q in proofs))
+    detail = ", ".join(f"{q.name}: {'0' if q.proved else 'nonzero'}" for q in proofs)
+    if not ok:
+        return core.HypothesisResult(name, "unknown", None, "SymPy identities (residual 0)", None, detail)
+    return h.result("holds", identity_certificate(which), None, "SymPy identities (residual 0)", detail)
+
+
+# hypotheses decided in flowcert.attention.consensus, bound here
+
+
+def antipode_free(s: Setting) -> core.HypothesisResult:
+    """:math:`y_j(0)\\ne-y_1(0)` for :math:`j\\ge2`, exactly (the predicate proves either answer)."""
+    Y = core.qmat(np.asarray(s.X0, float))
+    bad = [j + 1 for j in range(1, s.ell) if all(Y[j, k] == -Y[0, k] for k in range(s.d))]
+    c = predicate_certificate("no_antipode_of_first", not bad, {"Y": TOKENS}, Y=core.encode(Y))
+    return ANTIPODE_FREE.result("fails" if bad else "holds", c, None, "exact comparison",
+                                f"tokens {bad} are antipodal to token 1" if bad else "")
+
+
+def hemisphere(s: Setting, name: str) -> tuple[core.HypothesisResult, np.ndarray | None]:
+    """The open-hemisphere hypothesis of Thm 4.1 with its certificate bound to the initial tokens."""
+    res, v = cert.open_hemisphere(s.X0, name)
+    return (HEMISPHERE.bind(res) if res.certificate is not None else res), v
+
+
+def top_eigenvalue(s: Setting, name: str) -> tuple[core.HypothesisResult, cert.TopEigen | None]:
+    """Thm 6.1 / Lemma 6.1: :math:`U=U^\\top`, :math:`\\lambda_{\\max}(U)>0` simple, bound to ``params.heads[0].V``;
+    a time-varying U fails by its ``constant_values`` predicate."""
+    if any(isinstance(U, sp.MatrixBase) for U in s.U):
+        c = predicate_certificate("constant_values", False, dict(HEADS), heads=s.heads_json)
+        return TOP.result("fails", c, None, "parameter", "U depends on t"), None
+    res, te = cert.simple_positive_top_eigenvalue(np.asarray(s.U[0], float), name)
+    if res.status == "fails" and res.certificate is None:  # not symmetric: the asymmetric pair is the witness
+        from ..certificates.predicates import definiteness_witness
+
+        w = definiteness_witness(np.asarray(s.U[0], float), strict=True)
+        if w is not None and w.kind == "not_symmetric":
+            return TOP.result("fails", w, None, res.method, res.detail), te
+    return (TOP.bind(res) if res.certificate is not None else res), te
+
+
+def causal_consensus_stable(s: Setting) -> core.HypothesisResult:
+    """Thm 5.1: the transverse linearisation at consensus of the causal model (:math:`U=I`) is Hurwitz,
+    its Lyapunov certificate bound to the matrix fixed by ``params.n``."""
+    res = cert.consensus_stability(True, s.ell, s.h, s.d)
+    return CAUSAL_STABLE.bind(res) if res.certificate is not None else res
+
+
+def thm61_stable(top: core.HypothesisResult) -> core.HypothesisResult:
+    """Thm 6.1: local stability of :math:`(v,\\dots,v)` from the certified separator of U (bound as ``top``)."""
+    res = cert.theorem_6_1_stability(top)
+    return THM61_STABLE.bind(res) if res.certificate is not None else res
+
+
+def side_of_v(s: Setting, te: cert.TopEigen | None, res: core.HypothesisResult) -> core.HypothesisResult:
+    """Thm 6.1's side condition with an ``eigenvector_side`` certificate (Davis–Kahan from the numerical
+    eigenvector and the certified separator); a ``holds`` the certificate cannot confirm becomes ``unknown``."""
+    from ..certificates.attention.eigenvectors import side_certificate
+
+    if res.status not in ("holds", "fails") or te is None or te.c is None or isinstance(s.U[0], sp.MatrixBase):
+        return res if res.status != "holds" else dataclasses.replace(res, status="unknown")
+    c = side_certificate(np.asarray(s.U[0], float), np.asarray(s.X0, float), [Fraction(float(x)) for x in te.v], te.c)
+    want = {"holds": "one", "fails": "both"}[res.status]
+    if c is None or c.data["side"] != want:
+        if res.status == "fails":
+            return res  # e.g. a token exactly on v^perp: the exact decision stands, uncertified
+        return dataclasses.replace(res, status="unknown",
+                                   detail=f"{res.detail}; the Davis-Kahan side certificate does not decide it")
+    return SIDE.result(res.status, c, res.margin, f"{res.method}; Davis-Kahan side certificate", res.detail)
+
+
+def tetrahedron(s: Setting) -> core.HypothesisResult | None:
+    """The tetrahedron's stability for :math:`P=-\\beta I` with :math:`\\beta` read exactly from head 0, its
+    certificate stamped with that subject; None unless :math:`P=-\\beta I` exactly."""
+    P = s.P_exact(0)
+    b = -P[0, 0]
+    if P != core.qmat(np.eye(s.d)) * (-b) or not b > 0:
+        return None
+    res = cert.tetrahedron_stability(Fraction(int(b.p), int(b.q)))
+    return bd.stamp_result(res, {"beta": f"-({P_FORMS[_P_key(s)]})[0,0]"})

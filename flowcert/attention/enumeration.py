@@ -19,10 +19,14 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from .. import bindings as bd
 from ..certificates import core
 from ..certificates.attention import multistability as cm
+from ..certificates.predicates import definiteness_witness, predicate_certificate
 from ..errors import InputError
 from ..numeric.attention import multistability as nm
+from ..papers.multistability import (LAMBDA_POSITIVE, LAMBDA_SIMPLE, STABLE, STRUCTURE, V_FORMS, V_SYMMETRIC,
+                                     class_subject as _class_subject)
 from .params import AttentionParams
 
 DEFAULT_CAP = 64
@@ -38,6 +42,17 @@ def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
     centre = (p + z * z / (2 * n)) / den
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
     return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def v_key(p: AttentionParams) -> str:
+    """Which of :data:`V_FORMS` is the document's V."""
+    return "heads" if p.variant == "self_attention" else "oja"
+
+
+def class_subject(p: AttentionParams) -> dict[str, str]:
+    """The subject of an ``attention_bipartite_spectrum`` certificate of ``p`` (and, without ``variant``, of a
+    Krawczyk certificate): V, the scores beta Q^T K of head 0 and the variant."""
+    return _class_subject(p.variant, bool(p.heads[0].from_P))
 
 
 # ---------------------------------------------------------------------------------------
@@ -102,21 +117,24 @@ def _applicable_structure(p: AttentionParams) -> core.HypothesisResult:
         bad.append("causal attention")
     if p.W is not None:
         bad.append("ellipsoid W != I")
-    if bad:
-        return core.HypothesisResult("model (1): one constant head, full attention, unit sphere", "fails", None,
-                                     "parameter structure", None, "; ".join(bad))
-    return core.HypothesisResult("model (1): one constant head, full attention, unit sphere", "holds", None,
-                                 "parameter structure", None, "")
+    W = None if p.W is None else np.asarray(p.W).tolist()
+    key = v_key(p)
+    args = {"heads": p.to_json()["heads"], "causal": bool(p.causal), "W": W} if key == "heads" else \
+        {"V": p.to_json()["V"], "W": W}
+    which = "attention_model_1" if key == "heads" else "oja_model"
+    c = predicate_certificate(which, not bad, dict(STRUCTURE.proof("predicate", key).subject), **args)
+    return STRUCTURE.result("fails" if bad else "holds", c, None, "parameter structure", "; ".join(bad), key=key)
 
 
 def _assumption1(D: Data, need_positive: bool = True) -> list[core.HypothesisResult]:
+    bound = _V_bound(D)
     out = []
     if not D.symmetric:
         asym = float(np.abs(D.V - D.V.T).max())
-        out.append(core.HypothesisResult("Assumption 1: V symmetric", "fails", asym, "exact rational comparison", None,
-                                         f"max |V - V^T| = {asym:.3e}"))
+        out.append(bound(V_SYMMETRIC, "fails", _symmetric_cert(D, False), asym, "exact rational comparison",
+                         f"max |V - V^T| = {asym:.3e}"))
         return out
-    out.append(core.HypothesisResult("Assumption 1: V symmetric", "holds", 0.0, "exact rational comparison"))
+    out.append(bound(V_SYMMETRIC, "holds", _symmetric_cert(D, True), 0.0, "exact rational comparison"))
     enc = D.enc
     if enc is None:
         reason = f"d = {D.p.d} > {MAX_D}: exact eigen-enclosures not attempted"
@@ -127,44 +145,82 @@ def _assumption1(D: Data, need_positive: bool = True) -> list[core.HypothesisRes
                                              "exact eigen-enclosure", None, reason))
         return out
     if enc.mult(0) > 1:
-        out.append(core.HypothesisResult("Assumption 1: lambda_1 simple", "fails", 0.0,
-                                         "exact characteristic polynomial (python-flint) and Arb root isolation", None,
-                                         f"lambda_1 in [{float(enc.lo[0]):.17g}, {float(enc.hi[0]):.17g}] has multiplicity {enc.mult(0)}"))
+        out.append(bound(LAMBDA_SIMPLE, "fails", _repeated_top_cert(D), 0.0,
+                         "exact characteristic polynomial (python-flint) and Arb root isolation",
+                         f"lambda_1 in [{float(enc.lo[0]):.17g}, {float(enc.hi[0]):.17g}] has multiplicity {enc.mult(0)}"))
     elif enc.separated and enc.multiplicity is None:
         cert = cm.enclosure_certificate(core.rational_matrix(D.V), enc)
         gap = float(enc.lo[0] - enc.hi[1]) if len(enc.mu) > 1 else float("inf")
-        out.append(core.certified("Assumption 1: lambda_1 simple", "holds", cert, gap,
-                                  "exact eigen-enclosures (Krylov-Weinstein residual bounds)"))
+        out.append(bound(LAMBDA_SIMPLE, "holds", cert, gap, "exact eigen-enclosures (Krylov-Weinstein residual bounds)"))
     else:
         out.append(_top_simple_by_inertia(D) or _top_multiplicity(D))
     if need_positive:
         lo, hi = enc.lo[0], enc.hi[0]
         if lo > 0:
-            out.append(core.HypothesisResult("Assumption 1: lambda_1 > 0", "holds", float(lo), "exact eigen-enclosure",
-                                             None, f"lambda_1 >= {float(lo):.6g}"))
+            out.append(bound(LAMBDA_POSITIVE, "holds", _positive_top_cert(D), float(lo), "exact eigen-enclosure",
+                             f"lambda_1 >= {float(lo):.6g}"))
         elif hi <= 0:
-            out.append(core.HypothesisResult("Assumption 1: lambda_1 > 0", "fails", float(hi), "exact eigen-enclosure",
-                                             None, f"lambda_1 <= {float(hi):.6g}"))
+            psd = core.psd_hypothesis("-V >= 0", -core.qmat(D.Vq), "-V")
+            out.append(bound(LAMBDA_POSITIVE, "fails", psd.certificate if psd.status == "holds" else None, float(hi),
+                             "exact eigen-enclosure", f"lambda_1 <= {float(hi):.6g}"))
         else:
             out.append(core.HypothesisResult("Assumption 1: lambda_1 > 0", "unknown", float(D.lam[0]),
                                              "exact eigen-enclosure", None, "the enclosure of lambda_1 contains 0"))
     return out
 
 
+def _V_bound(D: Data) -> Any:
+    """``(hypothesis, status, certificate, margin, method, detail) -> result``, bound to V's subject. A
+    time-varying V is decided at t = 0: its certificate is left off (a ``holds`` then rests on no bound
+    certificate); a constant V's ``holds`` whose certificate could not be built is ``unknown``."""
+    constant = not isinstance(D.p.heads[0].V, sp.MatrixBase)
+
+    def bound(h: bd.Hypothesis, status: str, cert: Any, margin: Any, method: str, detail: str = "") -> core.HypothesisResult:
+        if cert is None or not constant:
+            if status == "holds" and constant:
+                return core.HypothesisResult(h.name, "unknown", margin, method, None, f"{detail}; no certificate".lstrip("; "))
+            return core.HypothesisResult(h.name, status, margin, method, None, detail)
+        return h.result(status, cert, margin, method, detail, key=v_key(D.p))
+
+    return bound
+
+
+def _symmetric_cert(D: Data, symmetric: bool) -> core.Certificate | None:
+    """The exact ``symmetric`` predicate of V (either answer)."""
+    return predicate_certificate("symmetric", symmetric, {"M": V_FORMS[v_key(D.p)]}, M=D.V.tolist())
+
+
+def _positive_top_cert(D: Data) -> core.Certificate | None:
+    """lambda_1 > 0 by a witness u with u^T (-V) u < 0 (the top approximate eigenvector, else numpy's)."""
+    u = [str(row[0]) for row in D.enc.U] if D.enc is not None else None
+    w = definiteness_witness(-core.qmat(D.Vq), strict=False, witness=u)
+    return w if w is not None and w.kind == "not_psd" else None
+
+
+def _repeated_top_cert(D: Data) -> core.Certificate | None:
+    """``repeated_top_eigenvalue`` when lambda_1 is a rational of multiplicity >= 2 (re-checked), else None."""
+    for r in (sp.nsimplify(D.lam[0], rational=True, tolerance=1e-12), Fraction(D.lam[0]).limit_denominator(2**40)):
+        c = core.Certificate("repeated_top_eigenvalue", "", {"U": core.encode(core.qmat(D.Vq)), "lambda": str(r)})
+        if core.recheck(c):
+            return c
+    return None
+
+
 def _top_simple_by_inertia(D: Data) -> core.HypothesisResult | None:
     """lambda_1 > t > lambda_2 for a rational t, from the exact inertia (1, d-1, 0) of V - tI."""
+    from ..certificates.attention.eigenvectors import simple_top_certificate
+
     enc = D.enc
     if enc is None or len(enc.mu) < 2:
         return None
     t = (enc.lo[0] + max(enc.hi[1:])) / 2
     if not t < enc.lo[0]:
         return None
-    cert = core.inertia_certificate(D.Vq - sp.Rational(t.numerator, t.denominator) * sp.eye(D.Vq.rows), "V - tI")
-    if cert.data["inertia"] != [1, D.Vq.rows - 1, 0]:
+    cert = simple_top_certificate(D.Vq, t)
+    if not core.recheck(cert):
         return None
-    cert.data["t"] = str(t)
-    return core.certified("Assumption 1: lambda_1 simple", "holds", cert, float(enc.lo[0] - t),
-                          "exact inertia of V - tI (LDL^T): one eigenvalue above t", f"t = {float(t):.6g}")
+    return _V_bound(D)(LAMBDA_SIMPLE, "holds", cert, float(enc.lo[0] - t),
+                       "exact inertia of V - tI: one eigenvalue above t", f"t = {float(t):.6g}")
 
 
 def _top_multiplicity(D: Data) -> core.HypothesisResult:
@@ -175,8 +231,8 @@ def _top_multiplicity(D: Data) -> core.HypothesisResult:
     if Vq.rows - rank >= 2:
         # r is an eigenvalue of multiplicity >= 2; it is the top one if V - r I <= 0
         if core.is_psd(r * sp.eye(Vq.rows) - Vq):
-            return core.HypothesisResult("Assumption 1: lambda_1 simple", "fails", 0.0, "exact rank and LDL^T", None,
-                                         f"lambda_1 = {r} has multiplicity {Vq.rows - rank} (exact)")
+            return _V_bound(D)(LAMBDA_SIMPLE, "fails", _repeated_top_cert(D), 0.0, "exact rank and LDL^T",
+                               f"lambda_1 = {r} has multiplicity {Vq.rows - rank} (exact)")
     return core.HypothesisResult("Assumption 1: lambda_1 simple", "unknown", float(D.lam[0] - D.lam[1]),
                                  "exact eigen-enclosures", None, "lambda_1 and lambda_2 could not be separated")
 
@@ -197,8 +253,6 @@ def class_indices(D: Data) -> list[int]:
     assert D.enc is not None
     return [k for k in range(D.p.d) if D.enc.cluster(k)[0] == k]
 
-
-STABLE = {"stable": True, "unstable": False, "not_asymptotically_stable": False}
 
 #: largest d for exact algebraic-number decisions (a_k = 0)
 EXACT_A_MAX_D = 24
@@ -340,6 +394,9 @@ def equilibria(p: AttentionParams, cap: int | None = None, samples: int = 16, se
     D = _require_enumerable(p)
     n, d = p.n, p.d
     classes = _classes(D)
+    for c in classes:  # in the document: bound to its V and beta Q^T K
+        if c["certificate"] is not None:
+            c["certificate"] = bd.stamp(core.Certificate.from_json(c["certificate"]), class_subject(p)).to_json()
     index = {(c["k"], c["n1"], c["n2"]): i for i, c in enumerate(classes)}
     pats, total = _patterns(n, cap)
     eqs = []
@@ -399,7 +456,9 @@ def _newton_limits(D: Data, samples: int, seed: int) -> list[dict[str, Any]]:
                     "tangent_spectrum": [[float(z.real), float(z.imag)] for z in sp_.tangent],
                     "ambient_spectrum": [[float(z.real), float(z.imag)] for z in sp_.ambient],
                     "stable": STABLE.get(verdict) if cert is not None else None,
-                    "certificate": cert.to_json() if cert is not None else None,
+                    # V and beta Q^T K bound to the document; X is the certificate's own point
+                    "certificate": None if cert is None else bd.stamp(cert, {
+                        k: e for k, e in class_subject(D.p).items() if k != "variant"}).to_json(),
                     "reason": ("located by Newton (residual %.1e); %s; floating max Re(tangent) = %.3e"
                                % (nr.residual, why, float(sp_.tangent.real.max())))})
     return out

@@ -26,13 +26,16 @@ Public API: :func:`theorems` (catalogue), :func:`equilibria`, :func:`basins`,
 from __future__ import annotations
 
 import math
-from functools import cached_property, lru_cache
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
+from .. import bindings as bd
 from ..catalogue import CrossCheck, TheoremResult
 from ..certificates import core
+from ..certificates.identities import identity_certificate, proved
+from ..certificates.predicates import predicate_certificate
 from ..certificates.attention import multistability as cm
 from ..numeric.attention import multistability as nm
 from .enumeration import (  # noqa: F401 - equilibria, basins, wilson … re-exported (the public API names them here)
@@ -54,6 +57,8 @@ from .enumeration import (  # noqa: F401 - equilibria, basins, wilson … re-exp
     equilibria,
     wilson,
 )
+from ..papers.multistability import (LEMMA_1, LEMMA_2, LEMMA_4, LEMMA_5, LEMMA_6, LEMMA_7, LEMMA_9, LEMMA_10, LEMMA_11,
+                                     MAO_IDENTITY, N_EVEN, OBS_D2, OBS_D3, OJA_IDENTITY, PROP_2, THM_1, THM_2, VARIANT)
 from .isolation import guarded
 from .params import AttentionParams
 
@@ -67,10 +72,28 @@ FILE = "001_206237fe670cef43.txt"
 NOT_REQUESTED = "not requested (--simulate)"
 
 
-def _th(id_: str, label: str, statement: str, hyps: list[core.HypothesisResult], prediction: dict[str, Any],
-        cross: CrossCheck | None = None, correction: str | None = None) -> TheoremResult:
-    return TheoremResult(id_, label, statement, hyps, prediction,
-                         cross or CrossCheck("skipped", {"reason": NOT_REQUESTED}), correction)
+def _identity(h: bd.Hypothesis, method: str) -> core.HypothesisResult:
+    """A SymPy identity of the catalogue: ``holds`` with its ``symbolic_identity`` certificate, else ``unknown``."""
+    which = h.proofs[0].fixed["identity"]
+    if not proved(which):
+        return core.HypothesisResult(h.name, "unknown", 0.0, method, None, "a residual did not reduce to 0")
+    return h.result("holds", identity_certificate(which), 0.0, method)
+
+
+def _equals_variant(p: AttentionParams) -> core.HypothesisResult:
+    ok = p.variant == "self_attention"
+    c = predicate_certificate("equals", ok, dict(VARIANT.proofs[0].subject), x=p.variant, literal="self_attention")
+    return VARIANT.result("holds" if ok else "fails", c, None, "parameters")
+
+
+def _n_even(p: AttentionParams) -> core.HypothesisResult:
+    c = predicate_certificate("even", p.n % 2 == 0, dict(N_EVEN.proofs[0].subject), x=p.n)
+    return N_EVEN.result("holds" if p.n % 2 == 0 else "fails", c, None, "parameters")
+
+
+def _th(entry: bd.Entry, hyps: list[core.HypothesisResult], prediction: dict[str, Any],
+        cross: CrossCheck | None = None) -> TheoremResult:
+    return entry.result(hyps, prediction, cross or CrossCheck("skipped", {"reason": NOT_REQUESTED}))
 
 
 def _summ(classes: list[dict[str, Any]]) -> dict[str, Any]:
@@ -143,14 +166,6 @@ def _basin_check(p: AttentionParams, seed: int, samples: int, classes: list[dict
                        "max_drift": b["max_drift"]})
 
 
-@lru_cache(maxsize=None)
-def _symbolic_proofs(d: int) -> tuple[bool, bool]:
-    """(Lemma 1 identity, Lemma 5 identity) proved in SymPy (once per process)."""
-    from ..symbolic.attention import multistability as sm
-
-    return (sm.oja_lyapunov_identity(d)["residual"] == 0, sm.multiagent_lyapunov_identity(3, 2)["residual"] == 0)
-
-
 class _Context:
     """What the entries share, each part computed once on first use (so a failure in one part
     fails only the entries that need it)."""
@@ -187,10 +202,6 @@ class _Context:
         return self.unpack()[-2]
 
     @cached_property
-    def proofs(self) -> tuple[bool, bool]:
-        return _symbolic_proofs(min(self.p.d, 4))
-
-    @cached_property
     def mao(self) -> list[dict[str, Any]]:
         return _classes(self.D, "multiagent_oja") if self.can else []
 
@@ -208,9 +219,7 @@ class _Context:
     @cached_property
     def hyp_sa(self) -> list[core.HypothesisResult]:
         p = self.p
-        return [*self.unpack()[6], self.structure,
-                core.HypothesisResult("variant self_attention", "holds" if p.variant == "self_attention" else "fails",
-                                      None, "parameters")]
+        return [*self.unpack()[6], self.structure, _equals_variant(p)]
 
     @cached_property
     def res6(self) -> float | None:
@@ -259,18 +268,13 @@ def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0) -> li
 
 def _lemma_1(ctx: _Context) -> TheoremResult:
     p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
-    proofs = ctx.proofs
-    h_sym = core.HypothesisResult("SymPy: Wdot + |(I-xx^T)Vx|^2 = -(x^T V x)^2 (1 - x^T x)", "holds" if proofs[0]
-                                  else "fails", 0.0, f"sympy.expand (polynomial identity, d = {min(p.d, 4)})")
+    h_sym = _identity(OJA_IDENTITY, "sympy.expand (polynomial identity in x in R^3, symmetric V: d <= 3 by substitution)")
     pred: dict[str, Any] = {"equilibria": "+-v_k", "stable": "+-v_1 only",
                             "tangent_spectrum_at_v_k": "lambda_j - lambda_k (j != k); ambient adds -2 lambda_k"}
     if can:
         pred["oja_verdicts"] = [{"k": k + 1, "verdict": cm.verdict_from_data(D.Vq, D.Mq, D.enc, k, 1, 0, "oja", D.encoded)[0]}
                                 for k in range(p.d)]
-    return (_th("multistability:lemma-1", "Lemma 1 (Oja flow (2))",
-                   r"$\dot x=(I-xx^\top)Vx$: equilibria $\pm v_k$; $W=\tfrac12(\lambda_1-x^\top Vx)$ has "
-                   r"$\dot W=-\|(I-xx^\top)Vx\|^2\le0$; $\pm v_1$ asymptotically stable, the others unstable.",
-                   [*A1s, h_sym, structure], pred,
+    return (_th(LEMMA_1, [*A1s, h_sym, structure], pred,
                    _oja_trajectory_check(D, seed) if simulate and can else None))
 
 def _lemma_2(ctx: _Context) -> TheoremResult:
@@ -280,15 +284,10 @@ def _lemma_2(ctx: _Context) -> TheoremResult:
     if can:
         res2 = max(float(np.abs(nm.field_one_head(nm.bipartite_point(D.U[:, k], s), D.Mb, D.V, D.c, variant="multiagent_oja")).max())
                    for k in range(p.d) for s in _patterns(p.n, 16)[0])
-    return (_th("multistability:lemma-2", "Lemma 2 (equilibria of (5))",
-                   r"Equilibria of (5): $x_i=s_iv_k$ with $\sum_is_i\ne0$, $\lambda_k\ne0$ (consensus, bipartite), "
-                   r"and the polygonal set $\{V\sum_jx_j=0\}$.",
-                   [*A1s, structure], {"consensus_bipartite_points": f"{p.d} x 2^{p.n} sign patterns",
+    return (_th(LEMMA_2, [*A1s, structure], {"consensus_bipartite_points": f"{p.d} x 2^{p.n} sign patterns",
                                        "max_field_residual_at_points": res2},
                    CrossCheck("agrees" if res2 is not None and res2 <= 1e-12 * (1 + np.abs(D.V).max()) else "skipped",
-                              {"checked": "field of (5) at listed points", "max_residual": res2}) if res2 is not None else None,
-                   correction="Precise form (note 001 §2): if y != 0 every x_i = +-y/|y| and V xbar || xbar forces an eigenvector; "
-                              "equal splits are polygonal for (5)."))
+                              {"checked": "field of (5) at listed points", "max_residual": res2}) if res2 is not None else None))
 
 def _lemma_4(ctx: _Context) -> TheoremResult:
     p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
@@ -308,59 +307,34 @@ def _lemma_4(ctx: _Context) -> TheoremResult:
         cross4 = CrossCheck("agrees" if max(errs) <= 1e-9 * (1 + np.abs(D.V).max()) else "disagrees",
                             {"check": "tangent spectrum of the Lemma 3 Jacobian at consensus v_k vs "
                                       "{lambda_h - lambda_k} + {-lambda_k}^((n-1)(d-1))", "max_difference": max(errs)})
-    return (_th("multistability:lemma-4", "Lemma 4 (local stability for (5))",
-                   r"For (5): consensus at $v_1$ is asymptotically stable, consensus at $v_k$ ($k\ge2$), bipartite and "
-                   r"polygonal equilibria are unstable. Tangent spectrum at consensus $v_k$: "
-                   r"$\{\lambda_h-\lambda_k\}_{h\ne k}\cup\{-\lambda_k\}^{(n-1)(d-1)}$.",
-                   [*A1, structure], pred4, cross4,
-                   correction="The paper's bipartite argument uses normal (ambient) eigenvalues; the verdict is re-derived on "
-                              "the tangent space (note 001 Lemma 4 [C]); eigenvector class 3 is {z^i _|_ v_k, sum z^i = 0}."))
+    return (_th(LEMMA_4, [*A1, structure], pred4, cross4))
 
 def _lemma_5(ctx: _Context) -> TheoremResult:
     p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
-    proofs = ctx.proofs
-    h5 = core.HypothesisResult("SymPy: Wdot + (1/n) sum|xdot_i|^2 = -(1/n) sum (x_i^T y)^2 (1 - |x_i|^2)",
-                               "holds" if proofs[1] else "fails", 0.0, "sympy.expand (polynomial identity, n = 3, d = 2)")
-    return (_th("multistability:lemma-5", "Lemma 5 (Lyapunov function for (5))",
-                   r"$W=\tfrac12(\lambda_1-\bar x^\top V\bar x)\ge0$, $\dot W=-\frac1n\sum_i\|\dot x_i\|^2\le0$ on "
-                   r"$(\mathbb S^{d-1})^n$; $\dot W=0$ iff equilibrium.",
-                   [*A1s, h5, structure], {"W_nonincreasing": True},
-                   _multiagent_lyapunov_check(D, seed) if simulate and can else None,
-                   correction="Normalisation corrected to W = (lambda_1 - xbar^T V xbar)/2 (the printed scalings are "
-                              "inconsistent; note 001 Lemma 5 [C])."))
+    h5 = _identity(MAO_IDENTITY, "sympy.expand (polynomial identity, n = 3, d = 2)")
+    return (_th(LEMMA_5, [*A1s, h5, structure], {"W_nonincreasing": True},
+                   _multiagent_lyapunov_check(D, seed) if simulate and can else None))
 
 def _thm_1(ctx: _Context) -> TheoremResult:
     p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
     mao, mao_p = ctx.mao, ctx.mao_p
-    return (_th("multistability:thm-1", "Theorem 1 (multiagent Oja)",
-                   r"Under Assumption 1, consensus at $\pm v_1$ is the only asymptotically stable equilibrium of (5) and "
-                   r"attracts almost every initial condition.",
-                   [*A1, structure], {"limit": "consensus v1 for almost every initial condition", **(_summ(mao) if mao else {})},
+    return (_th(THM_1, [*A1, structure], {"limit": "consensus v1 for almost every initial condition", **(_summ(mao) if mao else {})},
                    _basin_check(mao_p, seed, 32, mao) if simulate and can and mao_p is not None else None))
 
 def _lemma_6(ctx: _Context) -> TheoremResult:
     p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
 
     res6, hyp_sa = ctx.res6, ctx.hyp_sa
-    return (_th("multistability:lemma-6", "Lemma 6 (equilibria of (1))",
-                   r"Consensus and bipartite points $x_i=\pm v_k$ are equilibria of (1) for every $Q,K$; the other "
-                   r"equilibria are polygonal ($V\sum_jA_{ij}x_j=0$) or clustering.",
-                   hyp_sa, {"max_field_residual_at_points": res6},
+    return (_th(LEMMA_6, hyp_sa, {"max_field_residual_at_points": res6},
                    CrossCheck("agrees" if res6 is not None and res6 <= 1e-12 * (1 + np.abs(D.V).max()) * p.n else "disagrees",
-                              {"max_residual": res6}) if res6 is not None else None,
-                   correction="Class 4 as printed contains all equilibria; a 1-clustering (all tokens equal, not an "
-                              "eigenvector) is never an equilibrium (note 001 Remark 4 [C])."))
+                              {"max_residual": res6}) if res6 is not None else None))
 
 def _lemma_7(ctx: _Context) -> TheoremResult:
     p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
     rank_info, hyp_sa = ctx.rank_info, ctx.hyp_sa
-    return (_th("multistability:lemma-7", "Lemma 7 (attention at equilibria)",
-                   r"Consensus: $A=\frac1n\mathbb 1\mathbb 1^\top$; bipartite: eq. (8), rank 2 iff $a_k\ne0$; "
-                   r"$m$-clustering: rank $\le m$ (generically $m$).",
-                   hyp_sa, {"per_eigenvector": rank_info},
+    return (_th(LEMMA_7, hyp_sa, {"per_eigenvector": rank_info},
                    CrossCheck("agrees" if rank_info and max(r["eq8_residual"] for r in rank_info) <= 1e-12 else "disagrees",
-                              {"max_eq8_residual": max(r["eq8_residual"] for r in rank_info)}) if rank_info else None,
-                   correction="rank 2 holds iff a_k != 0 (if a_k = 0, A = 11^T/n); rank m only generically."))
+                              {"max_eq8_residual": max(r["eq8_residual"] for r in rank_info)}) if rank_info else None))
 
 def _thm_2(ctx: _Context) -> TheoremResult:
     p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
@@ -373,18 +347,8 @@ def _thm_2(ctx: _Context) -> TheoremResult:
         pred2["consensus_v1_certified"] = c1["verdict"]
         pred2["consensus_vk_unstable_certified"] = all(c["verdict"] == "unstable" for c in sac if c["k"] > 1 and c["n2"] == 0)
         pred2["corrected_vs_printed_9"] = _printed9_disagreements(D, sac)
-    return (_th("multistability:thm-2", "Theorem 2 (stability of (1))",
-                   r"Under Assumption 1 and any $Q,K$: consensus at $v_1$ is asymptotically stable, at $v_k$ "
-                   r"($k\ge2$) unstable; a bipartite point at $v_k$ with split $(n_1,n_2)$ is asymptotically stable iff "
-                   r"$\delta_\ell\lambda_k>0$ for each group with $n_\ell\ge2$ and, for all $j\ne k$, "
-                   r"$\big(1+\tfrac{\alpha_2(n_1^2+n_2^2)}{2\alpha_1n_1n_2}\big)\lambda_j-\big(1-\tfrac{\alpha_2^2}{\alpha_1^2}\big)\lambda_k<0$ and "
-                   r"$\delta_1\delta_2\lambda_k^2-\big(\delta_2\tfrac{n_1\alpha_1}{\beta_1}+\delta_1\tfrac{n_2\alpha_1}{\beta_2}\big)\lambda_j\lambda_k+"
-                   r"\tfrac{n_1n_2}{\beta_1\beta_2}(\alpha_1^2-\alpha_2^2)\lambda_j^2>0$.",
-                   [*hyp_sa[:-2], *A1[2:], structure, hyp_sa[-1]], pred2,
-                   _basin_check(p, seed, 32, sac) if simulate and sac else None,
-                   correction="Inequality (9) corrected: the sign of the alpha_2 (n1^2+n2^2) term, of the lambda_j lambda_k "
-                              "term and of the whole determinant condition were wrong; delta_l lambda_k > 0 is needed only "
-                              "for groups of >= 2 tokens (the paper uses ambient normal eigenvalues). Note 001 §3."))
+    return (_th(THM_2, [*hyp_sa[:-2], *A1[2:], structure, hyp_sa[-1]], pred2,
+                   _basin_check(p, seed, 32, sac) if simulate and sac else None))
 
 def _lemma_9(ctx: _Context) -> TheoremResult:
     p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
@@ -401,10 +365,7 @@ def _lemma_9(ctx: _Context) -> TheoremResult:
             F7 = D.c * (np.kron(np.full((p.n, p.n), 1 / p.n), P @ D.V) - np.kron(np.eye(p.n), L))
             errs.append(float(np.abs(F - F7).max()))
         lemma9 = max(errs)
-    return (_th("multistability:lemma-9", "Lemma 9 (Jacobian at consensus of (1))",
-                   r"$F(v_k)=\tfrac1n\mathbb 1\mathbb 1^\top\otimes(I-v_kv_k^\top)V-I_n\otimes\lambda_k(I+v_kv_k^\top)$ for "
-                   r"every $Q,K$ (eq. (7), identical to (5)).",
-                   hyp_sa, {"independent_of_QK": True, "max_|F_lemma8 - F_eq7|": lemma9},
+    return (_th(LEMMA_9, hyp_sa, {"independent_of_QK": True, "max_|F_lemma8 - F_eq7|": lemma9},
                    CrossCheck("agrees" if lemma9 is not None and lemma9 <= 1e-12 * (1 + np.abs(D.V).max()) else "disagrees",
                               {"max_difference": lemma9}) if lemma9 is not None else None))
 
@@ -424,25 +385,15 @@ def _lemma_10(ctx: _Context) -> TheoremResult:
             tang, _ = nm.bipartite_spectra(D.lam, D.a(k), k, n1, n2, D.c)
             errs.append(float(np.abs(np.sort(spn.tangent.real) - np.sort(tang.real)).max()))
         l10 = max(errs)
-    return (_th("multistability:lemma-10", "Lemma 10 (bipartite Jacobian and spectrum)",
-                   r"$F=A(\mathbf x^*)\otimes PV-D_\delta\otimes L$; tangent eigenvalues $-\delta_\ell\lambda_k$ "
-                   r"(multiplicity $(n_\ell-1)(d-1)$) and $\gamma_{j,\pm}$ of $\begin{bmatrix}a_j&b_j\\c_j&d_j\end{bmatrix}$; "
-                   r"normal eigenvalues $-2\delta_\ell\lambda_k$.",
-                   hyp_sa, {"max_|closed form - numeric tangent spectrum|": l10},
+    return (_th(LEMMA_10, hyp_sa, {"max_|closed form - numeric tangent spectrum|": l10},
                    CrossCheck("agrees" if l10 is not None and l10 <= 1e-9 * (1 + np.abs(D.V).max()) else "disagrees",
-                              {"max_difference": l10, "random patterns": 4, "seed": seed}) if l10 is not None else None,
-                   correction="The paper's eigenvalue list is ambient; the n normal eigenvalues -2 delta_l lambda_k do not "
-                              "decide stability on the manifold."))
+                              {"max_difference": l10, "random patterns": 4, "seed": seed}) if l10 is not None else None))
 
 def _lemma_11(ctx: _Context) -> TheoremResult:
     p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
     sac, hyp_sa = ctx.sac, ctx.hyp_sa
-    return (_th("multistability:lemma-11", "Lemma 11 (polygonal equilibria of (1))",
-                   r"Polygonal equilibria ($V\sum_jA_{ij}x_j=0\ \forall i$) are not asymptotically stable.",
-                   hyp_sa, {"polygonal": "not asymptotically stable (heuristic proof in the paper; may be non-hyperbolic)"},
-                   _lemma11_check(D, sac) if sac else None,
-                   correction="Proof not rigorous (stray 1/n, uncontrolled Xi zeta_1 term); the claim is kept as "
-                              "'not asymptotically stable', not 'has a positive eigenvalue'."))
+    return (_th(LEMMA_11, hyp_sa, {"polygonal": "not asymptotically stable (heuristic proof in the paper; may be non-hyperbolic)"},
+                   _lemma11_check(D, sac) if sac else None))
 
 def _prop_2(ctx: _Context) -> TheoremResult:
     p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
@@ -456,10 +407,7 @@ def _prop_2(ctx: _Context) -> TheoremResult:
         f0 = nm.field_one_head(X, M0, D.V, D.c, variant="multiagent_oja")
         ratios = [float(np.abs(nm.field_one_head(X, b * M0, D.V, D.c) - f0).max() / b) for b in (1e-2, 1e-3, 1e-4)]
         prop2 = ratios
-    return (_th("multistability:prop-2", "Proposition 2 (beta -> 0)",
-                   r"As $\beta\to0$, (1) with $A_{ij}=\operatorname{softmax}_j(\beta x_i^\top Q^\top Kx_j)$ tends to (5); "
-                   r"$\|f^\beta_{SA}-f_{MAOja}\|=O(\beta)$.",
-                   [structure, hyp_sa[-1]], {"|f_beta - f_0|/beta at beta = 1e-2, 1e-3, 1e-4": prop2},
+    return (_th(PROP_2, [structure, hyp_sa[-1]], {"|f_beta - f_0|/beta at beta = 1e-2, 1e-3, 1e-4": prop2},
                    CrossCheck("agrees" if prop2 and prop2[-1] > 0 and abs(prop2[1] / prop2[2] - 1) < 0.05 else
                               ("agrees" if prop2 is not None and max(prop2) < 1e-12 else "disagrees"),
                               {"ratios": prop2, "seed": seed}) if prop2 is not None else None))
@@ -482,10 +430,7 @@ def _obs_d2(ctx: _Context) -> TheoremResult:
                           (k == p.d - 1 and t < 0 and D.lam[-1] < 0 and D.lam[0] < t * D.lam[-1])
             d2.append({"k": k + 1, "tanh_a": t, "spectrum_error": float(np.abs(np.array(pred_vals) - np.array(got)).max()),
                        "closed_form_stable": bool(pred_stable), "certified": cl["verdict"]})
-    return (_th("multistability:obs-D2", "Note 001, D2 (equal split)",
-                   r"At an equal-split bipartite point ($n_1=n_2$) the tangent spectrum is "
-                   r"$\{-\tanh(a_k)\lambda_k\}^{(n-2)(d-1)}\cup\{\lambda_j-\tanh(a_k)\lambda_k,\ \tanh(a_k)(\lambda_j-\lambda_k)\}_{j\ne k}$.",
-                   [*hyp_sa, core.HypothesisResult("n even", "holds" if p.n % 2 == 0 else "fails", None, "parameters")],
+    return (_th(OBS_D2, [*hyp_sa, _n_even(p)],
                    {"per_eigenvector": d2},
                    CrossCheck("agrees" if d2 and all(r["spectrum_error"] <= 1e-9 and
                               (r["certified"] == "unknown" or (r["certified"] == "stable") == r["closed_form_stable"]) for r in d2)
@@ -499,10 +444,7 @@ def _obs_d3(ctx: _Context) -> TheoremResult:
         bad = [c for c in sac if c["verdict"] == "stable" and c["n2"] >= 1 and 1 < c["k"] < p.d]
         bad_d = [c for c in sac if c["verdict"] == "stable" and c["n2"] >= 2 and c["k"] == p.d and not abs(D.lam[-1]) > D.lam[0]]
         d3 = {"stable_bipartite_at_interior_k": len(bad), "stable_at_v_d_without_|lambda_d|>lambda_1": len(bad_d)}
-    return (_th("multistability:obs-D3", "Note 001, D3 (alignment)",
-                   r"A stable bipartite point with both groups of size $\ge2$ lies at $v_1$ or $v_d$; at $v_d$ it "
-                   r"requires $|\lambda_d|>\lambda_1$.",
-                   hyp_sa, {"counts": d3},
+    return (_th(OBS_D3, hyp_sa, {"counts": d3},
                    CrossCheck("agrees" if d3 is not None and d3["stable_at_v_d_without_|lambda_d|>lambda_1"] == 0 and
                               all(c["n1"] < 2 or c["n2"] < 2 for c in sac if c["verdict"] == "stable" and 1 < c["k"] < p.d)
                               else "disagrees", {"counts": d3}) if d3 is not None else None))

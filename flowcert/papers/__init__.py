@@ -7,4 +7,8 @@ systems decide the hypotheses and build each record with ``ENTRY.result(...)``; 
 recheck`` reads the same declarations, importing nothing heavier than this package.
 
 * :mod:`.gaussian` — the Gaussian Transformer paper (``gaussian:*``).
+* :mod:`.multistability` — multistability of self-attention dynamics (``multistability:*``, the
+  ``attention`` system), and the rules of an ``equilibria attention`` document.
+* :mod:`.consensus` — the asymptotic behaviour of attention (``consensus:*``, the ``attention``
+  system), and the rules of a ``verify attention`` document.
 """
