@@ -271,27 +271,33 @@ def thm_3_3(p: GaussianParams, seed: int = 0) -> TheoremResult:
 
 def _lemma23_hypothesis(p: GaussianParams) -> core.HypothesisResult:
     """:math:`8\\|B\\|_2\\lambda_{\\max}(\\Sigma_0)<1`, from exact eigenvalue bounds (``lemma23_condition``:
-    upper bounds prove it, Rayleigh quotients refute it)."""
+    upper bounds prove it, Rayleigh quotients refute it). Lemma 2.3 and Prop. 2.4 ask the same question
+    of the same data: the verdict is built once per run (:func:`_lemma23_verdict`)."""
+    return _lemma23_verdict(p.B, p.Sigma0, p.time_varying)
+
+
+@core.memoised
+def _lemma23_verdict(B: Any, Sigma0: np.ndarray, time_varying: bool) -> core.HypothesisResult:
     name = LEMMA23.name
-    value = 8 * float(np.linalg.norm(p.B, 2)) * float(np.linalg.eigvalsh(p.Sigma0).max()) if not p.time_varying else None
+    value = 8 * float(np.linalg.norm(B, 2)) * float(np.linalg.eigvalsh(Sigma0).max()) if not time_varying else None
     if value is not None and value > 1 + 1e-6:
         # exact bounds u >= ||B||^2, w >= lambda_max give 64 u w^2 >= value^2 > 1: they could never prove 'holds'
-        return _lemma23_refuted(p, value)
-    u = upper_eigenvalue_bound(gram(p.B)) if not p.time_varying else None
-    w = upper_eigenvalue_bound(p.Sigma0)
+        return _lemma23_refuted(B, Sigma0, value)
+    u = upper_eigenvalue_bound(gram(B)) if not time_varying else None
+    w = upper_eigenvalue_bound(Sigma0)
     if u is None or w is None:
         return core.HypothesisResult(name, "unknown", None, "exact eigenvalue bounds", None, "constant B needed")
     if 64 * u * w * w < 1 and w >= 0:
-        return LEMMA23.result("holds", lemma23_certificate(p.B, p.Sigma0, u, w), 1 - value,
+        return LEMMA23.result("holds", lemma23_certificate(B, Sigma0, u, w), 1 - value,
                               "exact bounds ||B||^2 <= u, lambda_max <= w, 64 u w^2 < 1", f"8 ||B|| lambda_max = {value:.4g}")
     if value > 1 + 1e-9:
-        return _lemma23_refuted(p, value)
+        return _lemma23_refuted(B, Sigma0, value)
     return core.HypothesisResult(name, "unknown", 1 - value, "eigenvalues", None, f"8 ||B|| lambda_max = {value:.4g}")
 
 
-def _lemma23_refuted(p: GaussianParams, value: float) -> core.HypothesisResult:
+def _lemma23_refuted(B: np.ndarray, Sigma0: np.ndarray, value: float) -> core.HypothesisResult:
     """``fails`` with Rayleigh-quotient lower bounds when they refute the condition exactly, else uncertified."""
-    out = LEMMA23.result("fails", lemma23_certificate(p.B, p.Sigma0, None, None), 1 - value,
+    out = LEMMA23.result("fails", lemma23_certificate(B, Sigma0, None, None), 1 - value,
                          "exact Rayleigh quotients ||Bx||^2/||x||^2, y^T Sigma0 y/||y||^2", f"8 ||B|| lambda_max = {value:.4g}")
     if out.status == "fails":
         return out

@@ -34,7 +34,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ...symbolic import codegen
-from ...symbolic.gaussian import linearisation_program, moment_program
+from ...symbolic.gaussian import linearisation_program, moment_program, reduction_proofs
 from ..integration import IntegrationFailed, solve_switching
 
 
@@ -262,6 +262,9 @@ MOMENT_SECONDS = 120.0
 REDUCE_MIN_D = 16
 #: Bytes of full d x d covariances a run keeps (older steps are thinned; the last one always stays).
 TRAJECTORY_BYTES = 256 * 2**20
+#: Lifted d x d covariances a factored run keeps (evenly spaced steps, the first and last included): each
+#: costs a d x d x 2r product, and the verdicts read the last one and the trend of the distance to a limit.
+FACTORED_KEEP = 65
 
 
 def _integrate_moments(
@@ -303,11 +306,12 @@ def _integrate_moments(
     at most :data:`TRAJECTORY_BYTES` of covariances (the steps are thinned, the last one kept).
     """
     d = mu0.shape[0]
-    if reduce is not False and t_eval is None and isinstance(coeffs, ConstantCoefficients) and (reduce or d >= REDUCE_MIN_D):
-        from .reduction import active_subspace, factored_ranks
+    if (reduce is not False and t_eval is None and isinstance(coeffs, ConstantCoefficients) and (reduce or d >= REDUCE_MIN_D)
+            and reduction_proved()):
+        from .reduction import active_subspace, factored_svd
 
         A, B, V, b = coeffs.values
-        ranks = factored_ranks(A, B, V) if reduce in (None, True, "factored") else None
+        ranks = factored_svd(A, B, V) if reduce in (None, True, "factored") else None
         if ranks is not None and time_unit(coeffs, Sigma0) == 1.0:
             fact = _integrate_factored(ranks, coeffs, mu0, Sigma0, t_end, rtol=rtol, atol=atol,
                                        blowup_factor=blowup_factor, method=method,
@@ -420,6 +424,12 @@ def _integrate_moments(
     return MomentSolution(t, mu, S, status, tb, note + sol.message, meth, drift, escape_time)
 
 
+def reduction_proved() -> bool:
+    """Both reductions (invariant block, factored transport) are used only when their matrix-level
+    proofs (:func:`flowcert.symbolic.gaussian.reduction_proofs`, computed once per process) hold."""
+    return all(p.proved for p in reduction_proofs())
+
+
 def _integrate_reduced(red: Any, coeffs: ConstantCoefficients, mu0: Array, Sigma0: Array, t_end: float, *,
                        blowup_factor: float, **options: Any) -> MomentSolution:
     r"""Eq. (7) through its invariant-subspace reduction (:mod:`.reduction`), lifted back to :math:`d`.
@@ -459,12 +469,13 @@ def _integrate_reduced(red: Any, coeffs: ConstantCoefficients, mu0: Array, Sigma
         scale = max(float(np.abs(w22).max()), float(np.abs(Sigma[-1]).max()) if np.all(np.isfinite(Sigma[-1])) else 0.0,
                     1e-300)
         drift["negative_eigenvalue"] = max(drift["negative_eigenvalue"], max(0.0, -float(w22[0])) / scale)
-    note = f"integrated on the invariant subspace of dimension {red.k} of {d} (A, B, V vanish off it); "
+    note = (f"integrated on the invariant subspace of dimension {red.k} of {d} (A, B, V vanish off it; "
+            "reduction proved: flowcert.symbolic.gaussian.reduction_proofs); ")
     return MomentSolution(t, mu, Sigma, sol.status, sol.blowup_time, note + sol.message, sol.method, drift,
                           sol.mean_escape_time, sol.reason, red.k * (red.k + 1))
 
 
-def _integrate_factored(ranks: tuple[int, int], coeffs: ConstantCoefficients, mu0: Array, Sigma0: Array,
+def _integrate_factored(ranks: tuple[int, int, Any], coeffs: ConstantCoefficients, mu0: Array, Sigma0: Array,
                         t_end: float, *, rtol: float, atol: float, blowup_factor: float, method: str,
                         max_evaluations: int, implicit_rtol: float | None,
                         max_seconds: float | None) -> MomentSolution | None:
@@ -473,14 +484,14 @@ def _integrate_factored(ranks: tuple[int, int], coeffs: ConstantCoefficients, mu
     Same events as the full run (:math:`\|\Sigma\|_F` from Gram matrices; the mean's escape returns
     None, and the caller integrates otherwise). Explicit steps only: on real heads the stiffness
     monitor fires on the non-normal growth before a blow-up, where Radau (a finite-difference
-    Jacobian of the :math:`r_Vr_B` states) stalls; the budgets bound the run. Kept steps are thinned to :data:`TRAJECTORY_BYTES`;
+    Jacobian of the :math:`r_Vr_B` states) stalls; the budgets bound the run. Kept steps are thinned to :data:`FACTORED_KEEP` (and :data:`TRAJECTORY_BYTES`);
     ``drift`` is measured on up to 8 kept covariances (PSD by construction up to rounding).
     """
     from .reduction import FactoredTransport
 
     A, B, V, b = coeffs.values
     d = mu0.shape[0]
-    ft = FactoredTransport(B, V, b, mu0, Sigma0, *ranks)
+    ft = FactoredTransport(B, V, b, mu0, Sigma0, ranks[0], ranks[1], svd=ranks[2])
     with np.errstate(all="ignore"):
         threshold = blowup_factor * (1.0 + np.linalg.norm(Sigma0))
         escape = min(MEAN_ESCAPE * (1.0 + np.linalg.norm(mu0) + np.linalg.norm(b)), np.finfo(float).max)
@@ -513,7 +524,7 @@ def _integrate_factored(ranks: tuple[int, int], coeffs: ConstantCoefficients, mu
     if sol.status == 1 and sol.t_events[0].size:
         tb = float(sol.t_events[0][0])
         ts, ys = np.append(ts, tb), np.vstack([ys, sol.y_events[0][0]])
-    keep = max(2, min(ts.size, TRAJECTORY_BYTES // (8 * (d * d + d))))
+    keep = max(2, min(ts.size, FACTORED_KEEP, TRAJECTORY_BYTES // (8 * (d * d + d))))
     idx = np.unique(np.round(np.linspace(0, ts.size - 1, keep)).astype(int))
     with np.errstate(all="ignore"):
         Sigma = np.stack([ft.sigma(ys[i]) for i in idx])
@@ -522,7 +533,7 @@ def _integrate_factored(ranks: tuple[int, int], coeffs: ConstantCoefficients, mu
     drift = manifold_drift(Sigma[np.searchsorted(idx, probe)])
     status = "blowup" if tb is not None else ("ok" if sol.status == 0 else "failed")
     note = (f"factored transport Psi = I + V_l H B_r^T (A = 0, rank V = {ft.rv}, rank B = {ft.rb}: "
-            f"{ft.size} states); " + note)
+            f"{ft.size} states; reduction proved: flowcert.symbolic.gaussian.reduction_proofs); " + note)
     return MomentSolution(ts[idx], mu, Sigma, status, tb, note + sol.message, meth, drift, None, "", ft.size)
 
 
@@ -687,7 +698,7 @@ def newton_equilibrium(
     iteration also stops (None) after :data:`NEWTON_STALL` steps that do not halve the residual.
     """
     d = A.shape[0]
-    if d >= REDUCE_MIN_D:
+    if d >= REDUCE_MIN_D and reduction_proved():
         from .reduction import active_subspace
 
         red = active_subspace(A, B, V, 0.5 * (Sigma + Sigma.T))
