@@ -40,6 +40,7 @@ run equals the full one up to rounding of the parameters' negligible part (relat
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 
@@ -217,13 +218,22 @@ class FactoredTransport:
 Svd = tuple[Array, Array, Array]
 
 
+_SVDS: dict[str, tuple[Svd, Svd]] = {}
+
+
 def factored_svd(A: Array, B: Array, V: Array) -> tuple[int, int, tuple[Svd, Svd]] | None:
     """``(r_V, r_B, (svd(V), svd(B)))`` when :math:`A=0` and both ranks are below :math:`d/4` (else None);
-    the SVDs are those :class:`FactoredTransport` takes its factors from."""
+    the SVDs are those :class:`FactoredTransport` takes its factors from (kept for the last pair of
+    matrices, by a digest of their bytes: the size limits, the run and its extensions ask the same)."""
     d = A.shape[0]
     if np.any(A) or not np.any(B) or not np.any(V):
         return None
-    svd_v, svd_b = np.linalg.svd(V), np.linalg.svd(B)
+    key = hashlib.sha256(np.ascontiguousarray(B, dtype=float).tobytes() + np.ascontiguousarray(V, dtype=float).tobytes()
+                         + repr((B.shape, V.shape)).encode()).hexdigest()
+    if key not in _SVDS:
+        _SVDS.clear()
+        _SVDS[key] = (np.linalg.svd(V), np.linalg.svd(B))
+    svd_v, svd_b = _SVDS[key]
     sv, sb = svd_v[1], svd_b[1]
     rv, rb = int(np.sum(sv > RANK_RTOL * sv[0])), int(np.sum(sb > RANK_RTOL * sb[0]))
     return (rv, rb, (svd_v, svd_b)) if 4 * max(rv, rb) <= d else None
