@@ -60,6 +60,20 @@ def _orth(columns: Array, scale: float) -> Array:
     return U[:, s > RANK_RTOL * scale]
 
 
+_SPANS: dict[str, Array] = {}
+
+
+def _parameter_span(A: Array, B: Array, V: Array, scale: float) -> Array:
+    """:func:`_orth` of :math:`[A,A^\top,B,B^\top,V,V^\top]`, kept for the last parameter triple (a digest
+    of its bytes): Newton from every extension of a run asks for it again (an SVD of :math:`d\times6d`)."""
+    key = hashlib.sha256(b"".join(np.ascontiguousarray(M, dtype=float).tobytes() for M in (A, B, V))
+                         + repr((A.shape, scale)).encode()).hexdigest()
+    if key not in _SPANS:
+        _SPANS.clear()
+        _SPANS[key] = _orth(np.hstack([A, A.T, B, B.T, V, V.T]), scale)
+    return _SPANS[key]
+
+
 @dataclass
 class Reduction:
     """An orthonormal split :math:`\\mathbb R^d=\\mathcal S\\oplus\\mathcal S^\\perp` (module docstring)."""
@@ -87,7 +101,7 @@ def active_subspace(A: Array, B: Array, V: Array, Sigma0: Array, *, max_fraction
     scale = max(float(np.abs(X).max()) if X.size else 0.0 for X in (A, B, V))
     if scale == 0.0:
         return Reduction(np.zeros((d, 0)), np.eye(d))
-    S = _orth(np.hstack([A, A.T, B, B.T, V, V.T]), np.sqrt(d) * scale)
+    S = _parameter_span(A, B, V, np.sqrt(d) * scale)
     limit = max_fraction * d
     s0_scale = max(float(np.abs(Sigma0).max()), 1e-300)
     while S.shape[1] <= limit:
