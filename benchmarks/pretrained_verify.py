@@ -202,7 +202,10 @@ def run_verify(params: Path, d: int, site: Path | None, out: Path, simulate: boo
     cmd = [sys.executable, "-c", RUNNER, str(d), "verify", "gaussian", "--params", str(params), "--json"]
     with open(out, "wb") as fh:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd + (["--simulate"] if simulate else []), stdout=fh, stderr=subprocess.PIPE, env=env)
+        # cwd outside any checkout: with ``-c`` the current directory comes first on sys.path, and a
+        # checkout's ``flowcert/`` there would shadow the tree under test
+        proc = subprocess.Popen(cmd + (["--simulate"] if simulate else []), stdout=fh, stderr=subprocess.PIPE, env=env,
+                                cwd=out.parent)
         _, status, ru = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
     err = proc.stderr.read().decode(errors="replace")[-400:] if proc.stderr else ""
