@@ -16,6 +16,20 @@ run (``--no-raise`` keeps :mod:`flowcert.limits` as it is).
 ``--attention`` times ``verify attention --simulate`` on MiniLM heads with the default prompt's tokens
 as ``X0`` (as ``pretrained verify`` exports them), against a seeded full-rank random head at the same
 ``d`` and ``n`` in the same run.
+
+``--baseline REV`` times the command itself, side by side: every head (``--minilm``, ``--gpt2-heads``
+of a ``transformers.GPT2Model`` with ``n_embd = 768``, seeded random init, saved with
+``save_pretrained`` and exported with ``flowcert pretrained export``) is verified by
+``python -m flowcert verify gaussian --params FILE --json [--simulate]`` in a fresh process, once with
+the current tree and once with the code at ``REV`` (``git archive`` into a temporary directory, put on
+``PYTHONPATH`` as the ``flowcert`` package through its ``package-dir`` table), alternating. Per head:
+CPU seconds and peak RSS of that process (``os.wait4``), wall seconds, document bytes by top-level key,
+and whether every verdict (status of every hypothesis, ``applies``, cross-check status, regime
+``Sigma``/``mu``/``basis``) is the same in both documents. Above ``COMMAND_MAX_D`` of a side the process
+raises that side's limits first (so today's code can be timed at d = 768).
+
+    python benchmarks/pretrained_verify.py --baseline 738cc72 [--minilm 2:5 0:0 3:7 5:11] [--gpt2-heads 0]
+                                           [--simulate] [--out FILE.json]
 """
 
 from __future__ import annotations
@@ -125,6 +139,178 @@ def raise_limits(d: int) -> None:
         limits.STAGE_MAX_D[key] = max(limits.STAGE_MAX_D[key], d)
 
 
+# ---------------------------------------------------------------------------------------
+# --baseline REV: the command in fresh processes, current tree against REV
+# ---------------------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def tree_at(rev: str, where: Path) -> Path:
+    """The code at ``rev`` as an importable ``flowcert`` package under ``where/site`` (returns that path).
+
+    ``git archive`` writes the sources; the ``[tool.setuptools.package-dir]`` table of that revision's
+    ``pyproject.toml`` says where each subpackage lives, and a directory of symbolic links makes them
+    one package (the editable install of the current tree is found later on ``sys.path``)."""
+    import subprocess
+    import tarfile
+    import tomllib
+
+    src, site = where / "src", where / "site"
+    src.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", rev], check=True,
+                             capture_output=True).stdout
+    import io
+
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(src, filter="data")
+    mapping = tomllib.loads((src / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    pkg = site / "flowcert"
+    pkg.mkdir(parents=True)
+    for entry in (src / mapping.get("flowcert", "flowcert")).iterdir():
+        (pkg / entry.name).symlink_to(entry)
+    for name, path in mapping.items():
+        parts = name.split(".")
+        if len(parts) == 2 and not (pkg / parts[1]).exists():
+            (pkg / parts[1]).symlink_to(src / path)
+    return site
+
+
+RUNNER = """
+import sys
+from flowcert import limits
+d = int(sys.argv[1])
+if d > limits.COMMAND_MAX_D.get("verify", d):
+    limits.COMMAND_MAX_D["verify"] = d
+    for k in ("gaussian:integrate", "gaussian:prop-2.1", "gaussian:lemma-2.3", "gaussian:prop-2.4", "gaussian:table-1"):
+        limits.STAGE_MAX_D[k] = max(limits.STAGE_MAX_D[k], d)
+from flowcert.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def run_verify(params: Path, d: int, site: Path | None, out: Path, simulate: bool) -> dict[str, Any]:
+    """``verify gaussian --params params --json`` in a fresh process (``site`` on PYTHONPATH, or the
+    installed tree): CPU seconds and peak RSS from ``os.wait4``, the document written to ``out``."""
+    import subprocess
+
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MPLBACKEND="Agg")
+    if site is not None:
+        env["PYTHONPATH"] = str(site)
+    else:
+        env.pop("PYTHONPATH", None)
+    cmd = [sys.executable, "-c", RUNNER, str(d), "verify", "gaussian", "--params", str(params), "--json"]
+    with open(out, "wb") as fh:
+        t0 = time.perf_counter()
+        # cwd outside any checkout: with ``-c`` the current directory comes first on sys.path, and a
+        # checkout's ``flowcert/`` there would shadow the tree under test
+        proc = subprocess.Popen(cmd + (["--simulate"] if simulate else []), stdout=fh, stderr=subprocess.PIPE, env=env,
+                                cwd=out.parent)
+        _, status, ru = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+    err = proc.stderr.read().decode(errors="replace")[-400:] if proc.stderr else ""
+    raw = out.read_bytes()
+    rec: dict[str, Any] = {"exit_code": os.waitstatus_to_exitcode(status), "cpu_s": ru.ru_utime + ru.ru_stime,
+                           "peak_mb": ru.ru_maxrss / 1024, "wall_s": wall, "doc_bytes": len(raw)}
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        rec["error"] = err or "no JSON document"
+        return rec
+    rec["bytes_by_key"] = {k: len(json.dumps(v)) for k, v in doc.items()}
+    rec["certificate_bytes"] = sum(len(json.dumps(h.get("certificate"))) for t in doc.get("theorems", [])
+                                   for h in t.get("hypotheses", []))
+    rec["verdicts"] = verdicts(doc)
+    return rec
+
+
+def verdicts(doc: dict[str, Any]) -> dict[str, Any]:
+    """What must not change: every hypothesis status, ``applies``, cross-check status, the regime's class."""
+    reg = doc.get("regime") or {}
+    sim = doc.get("simulation") or {}
+    return {"theorems": [[t["id"], t.get("applies"), [[h["name"], h["status"]] for h in t.get("hypotheses", [])],
+                          (t.get("cross_check") or {}).get("status")] for t in doc.get("theorems", [])],
+            "regime": [reg.get("Sigma"), reg.get("mu"), reg.get("basis")],
+            "simulation_agrees": sim.get("agrees")}
+
+
+def differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """Where two :func:`verdicts` differ (empty: identical)."""
+    out = []
+    ta, tb = {t[0]: t for t in a["theorems"]}, {t[0]: t for t in b["theorems"]}
+    for i in sorted(set(ta) | set(tb)):
+        if ta.get(i) != tb.get(i):
+            out.append(f"{i}: {ta.get(i)} != {tb.get(i)}")
+    for key in ("regime", "simulation_agrees"):
+        if a[key] != b[key]:
+            out.append(f"{key}: {a[key]} != {b[key]}")
+    return out
+
+
+def gpt2_checkpoint(where: Path, seed: int = 0) -> Path:
+    """A ``transformers.GPT2Model`` (n_embd 768, 12 heads, one layer, vocabulary 1000), seeded random
+    init, saved with ``save_pretrained`` (``transformers`` is in the ``test`` extra)."""
+    import torch
+    import transformers
+
+    torch.manual_seed(seed)
+    model = transformers.GPT2Model(transformers.GPT2Config(n_embd=768, n_layer=1, n_head=12, vocab_size=1000,
+                                                           n_positions=256))
+    model.save_pretrained(where)
+    return where
+
+
+def export(model: Path | str, layer: int, head: int, out: Path) -> Path:
+    """``flowcert pretrained export --system gaussian`` (the current tree)."""
+    import subprocess
+
+    subprocess.run([sys.executable, "-m", "flowcert", "pretrained", "export", "--model", str(model), "--layer",
+                    str(layer), "--head", str(head), "--system", "gaussian", "--out", str(out)], check=True,
+                   capture_output=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    return out
+
+
+def side_by_side(rev: str, minilm: list[str], gpt2_heads: list[int], simulate: bool) -> dict[str, Any]:
+    """Every head verified by the current tree and by ``rev`` in fresh processes (module docstring)."""
+    import tempfile
+
+    from flowcert.pretrained import find_minilm
+
+    out: dict[str, Any] = {"baseline": rev, "simulate": simulate, "heads": []}
+    with tempfile.TemporaryDirectory(prefix="flowcert-baseline-") as tmp:
+        tmpd = Path(tmp)
+        site = tree_at(rev, tmpd / "rev")
+        cases: list[tuple[str, Path, int]] = []
+        root = find_minilm()
+        for spec in minilm if root is not None else []:
+            layer, head = (int(x) for x in spec.split(":"))
+            cases.append((f"minilm L{layer} H{head}", export("minilm", layer, head, tmpd / f"m{layer}_{head}.json"), 384))
+        if gpt2_heads:
+            ck = gpt2_checkpoint(tmpd / "gpt2")
+            for head in gpt2_heads:
+                cases.append((f"gpt2-768 L0 H{head}", export(ck, 0, head, tmpd / f"g{head}.json"), 768))
+        for name, params, d in cases:
+            rec: dict[str, Any] = {"head": name, "d": d}
+            for side, where in (("baseline", site), ("current", None)):
+                rec[side] = run_verify(params, d, where, tmpd / f"{side}.json", simulate)
+                print(json.dumps({"progress": f"{name} {side}", "cpu_s": rec[side]["cpu_s"],
+                                  "peak_mb": rec[side]["peak_mb"]}), file=sys.stderr, flush=True)
+            b, c = rec["baseline"], rec["current"]
+            rec["ratio_cpu"] = c["cpu_s"] / b["cpu_s"] if b["cpu_s"] else None
+            rec["ratio_peak"] = c["peak_mb"] / b["peak_mb"] if b["peak_mb"] else None
+            if "verdicts" in b and "verdicts" in c:
+                rec["verdict_differences"] = differences(b["verdicts"], c["verdicts"])
+                rec["verdicts_identical"] = not rec["verdict_differences"]
+            for side in ("baseline", "current"):
+                rec[side].pop("verdicts", None)
+            out["heads"].append(rec)
+    done = [h for h in out["heads"] if h["head"].startswith("minilm")]
+    out["minilm_totals"] = {side: {"cpu_s": sum(h[side]["cpu_s"] for h in done),
+                                   "peak_mb_max": max((h[side]["peak_mb"] for h in done), default=None)}
+                            for side in ("baseline", "current")}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--minilm", nargs="*", default=["2:5", "0:0", "3:7", "5:11"], metavar="L:H")
@@ -134,9 +320,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--attention", nargs="*", default=["2:5", "0:0"], metavar="L:H",
                     help="MiniLM heads timed with verify attention --simulate (and a random head at the same d, n)")
     ap.add_argument("--smoke", action="store_true", help="no checkpoint heads; the thm48 reference at d = 4 (CI)")
+    ap.add_argument("--baseline", default=None, metavar="REV",
+                    help="time the command per head in fresh processes, this tree against the code at REV")
+    ap.add_argument("--simulate", action="store_true", help="--baseline: verify with --simulate")
+    ap.add_argument("--out", default=None, metavar="FILE.json", help="also write the JSON document here")
     args = ap.parse_args(argv)
     if args.smoke:
         args.minilm, args.gpt2_heads, args.attention, args.reference = [], [], [], ["thm48"]
+    if args.baseline:
+        doc = side_by_side(args.baseline, args.minilm, args.gpt2_heads, args.simulate)
+        text = json.dumps(doc, indent=1)
+        if args.out:
+            Path(args.out).write_text(text + "\n")
+        print(text)
+        return 0
     import torch
 
     torch.set_num_threads(1)

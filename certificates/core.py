@@ -35,6 +35,7 @@ import copy
 import functools
 import hashlib
 import json
+import math
 import time
 from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
@@ -64,6 +65,17 @@ def rational_matrix(M: Any) -> sp.Matrix:
 
 
 def _fmpq(x: Any) -> Any:
+    # the common exact cases first, without a Fraction: a d = 384 matrix is 147,456 entries, and a
+    # verify document converts dozens of them (Python ints, finite Python floats, "p/q" and "n" strings)
+    t = type(x)
+    if t is str:
+        num, sep, den = x.partition("/")
+        if not sep and num.strip().lstrip("+-").isdigit():
+            return flint.fmpq(int(num))
+    elif t is int:
+        return flint.fmpq(x)
+    elif t is float and math.isfinite(x):
+        return flint.fmpq(*x.as_integer_ratio())
     if isinstance(x, flint.fmpq):
         return x
     if isinstance(x, sp.Rational):

@@ -116,6 +116,23 @@ def to_numpy(value: Any, key: str) -> Any:
     return value
 
 
+def _float_rows(value: object) -> np.ndarray | None:
+    """A list of equal-length lists of Python ``float``/``int`` (a matrix as JSON gives it) as float64,
+    checked row by row at C speed (a 384 x 384 matrix: milliseconds, against a second for the general
+    path, which walks every leaf); None for anything else, which the general path checks and names
+    (booleans are neither ``float`` nor ``int`` here, so they are never coerced)."""
+    if type(value) is not list or not value or type(value[0]) is not list:
+        return None
+    n, numbers = len(value[0]), {float, int}
+    for row in value:
+        if type(row) is not list or len(row) != n or not set(map(type, row)) <= numbers:
+            return None
+    try:
+        return np.array(value, dtype=np.float64)
+    except OverflowError:  # an integer beyond the float range: the general path names it
+        return None
+
+
 def _as_array(
     raw: object,
     key: str,
@@ -134,6 +151,12 @@ def _as_array(
         if value.dtype.kind == "b":
             raise ParamError(key, "is a boolean array, expected numbers")
         value = value.tolist()
+    fast = _float_rows(value) if len(shape) == 2 else None
+    if fast is not None:
+        _check_shape(raw, key, tuple(fast.shape), shape)
+        check_finite(fast, key)
+        fast.setflags(write=False)
+        return fast
     if isinstance(value, sp.MatrixBase):
         if len(shape) == 1 and 1 in value.shape:
             value = list(value)  # a sympy column/row stands for a vector

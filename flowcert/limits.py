@@ -34,21 +34,41 @@ STAGE_MAX_D: dict[str, int] = {
     "gaussian:particles": 50,       # particle cross-checks of --simulate
 }
 
+#: Largest ``d`` per stage for *low-rank* constant parameters: :math:`A=0` and :math:`V,B` of rank at most
+#: :math:`d/4` (every exported attention head: rank :math:`d_h`), where the moment run integrates the
+#: :math:`r_Vr_B` factored transport and Newton works on the active block (its Table 1 verdicts are exact
+#: facts about :math:`A=0` and non-symmetric :math:`B,V`). A stage not listed keeps :data:`STAGE_MAX_D`.
+LOW_RANK_STAGE_MAX_D: dict[str, int] = {
+    "gaussian:integrate": 768,      # GPT-2 width (rank 64): the factored transport has 4096 states
+    "gaussian:prop-2.1": 768,
+    "gaussian:lemma-2.3": 768,
+    "gaussian:prop-2.4": 768,
+    "gaussian:table-1": 768,        # Newton on the 4 r_h block
+}
+
 #: Largest ``d`` per command; above it the command refuses the input (exit 2).
 COMMAND_MAX_D: dict[str, int] = {
-    "verify": 384,                  # MiniLM's residual stream; 87 s (Thm 4.1 regime) to 194 s (blow-up) at d = 384
+    "verify": 768,                  # GPT-2's residual stream; above STAGE_MAX_D only low-rank inputs run the costly stages
     "simulate": 384,
     "reach": 40,
 }
 
 
-def stage_skip_reason(stage: str, d: int) -> str | None:
-    """Why ``stage`` is skipped at dimension ``d`` (``None`` when it runs)."""
+def stage_skip_reason(stage: str, d: int, *, low_rank: bool = False) -> str | None:
+    """Why ``stage`` is skipped at dimension ``d`` (``None`` when it runs); ``low_rank`` parameters get
+    the larger limit of :data:`LOW_RANK_STAGE_MAX_D` where it has one."""
     limit = STAGE_MAX_D.get(stage)
     if limit is None or d <= limit:
         return None
+    low = LOW_RANK_STAGE_MAX_D.get(stage)
+    if low_rank and low is not None:
+        if d <= low:
+            return None
+        return (f"skipped: d = {d} exceeds {low}, the largest d this stage handles within about "
+                f"{STAGE_SECONDS:g} s for low-rank parameters (flowcert.limits.LOW_RANK_STAGE_MAX_D[{stage!r}])")
+    table = "" if low is None else f"; low-rank parameters (A = 0, rank V, B <= d/4) go to {low}"
     return (f"skipped: d = {d} exceeds {limit}, the largest d this stage handles within about "
-            f"{STAGE_SECONDS:g} s (flowcert.limits.STAGE_MAX_D[{stage!r}])")
+            f"{STAGE_SECONDS:g} s (flowcert.limits.STAGE_MAX_D[{stage!r}]{table})")
 
 
 def command_problem(command: str, d: int) -> str | None:

@@ -202,3 +202,59 @@ def test_newton_on_the_active_block_finds_an_equilibrium_of_the_full_field() -> 
     assert np.abs(S - sol.Sigma[-1]).max() <= 1e-4 * (1 + np.abs(S).max())
     Q2 = np.linalg.svd(np.eye(d) - U @ U.T)[0][:, : d - k]
     assert np.allclose(Q2.T @ S @ Q2, np.eye(d - k), atol=1e-9)  # the complement is frozen at Sigma0
+
+
+@pytest.mark.parametrize("path,with_A", [("factored", False), ("subspace", True)])
+def test_reduced_and_full_runs_agree_at_d64(path: str, with_A: bool) -> None:
+    """d = 64, rank 4: the reduced run (1 040 or 16 + 4 unknowns instead of 4 160) and the full run of
+    eq. (7) agree on the whole kept trajectory, and the reductions are used only because
+    flowcert.symbolic.gaussian.reduction_proofs holds."""
+    from flowcert.symbolic.gaussian import reduction_proofs
+
+    assert all(p.proved for p in reduction_proofs())
+    d, r = 64, 4
+    A, B, V, b, mu0, Sigma0 = _low_rank_case(d, r, 11, with_A)
+    if not with_A:
+        mu0, b = np.zeros(d), np.zeros(d)  # a pretrained head: the mean-free factored state (H alone)
+    c = ng.constant(A, B, V, b)
+    full = ng.integrate_moments(c, mu0, Sigma0, 1.0, reduce=False)
+    red = ng.integrate_moments(c, mu0, Sigma0, 1.0, reduce=path)
+    assert full.status == red.status == "ok"
+    assert red.reduced_dimension == (r * r if path == "factored" else 2 * r * (2 * r + 1))
+    assert "reduction proved" in red.message
+    for t, S, m in zip(red.t, red.Sigma, red.mu):
+        i = int(np.argmin(np.abs(full.t - t)))
+        if abs(full.t[i] - t) > 1e-12:
+            continue  # compare where both runs kept a step (the first and the last always)
+        assert np.abs(full.Sigma[i] - S).max() <= 1e-7 * (1.0 + np.abs(S).max())
+        assert np.abs(full.mu[i] - m).max() <= 1e-7 * (1.0 + np.abs(m).max())
+    assert np.abs(full.Sigma[-1] - red.Sigma[-1]).max() <= 1e-7 * (1.0 + np.abs(full.Sigma[-1]).max())
+    assert np.abs(full.mu[-1] - red.mu[-1]).max() <= 1e-7 * (1.0 + np.abs(full.mu[-1]).max())
+
+
+def test_low_rank_parameters_get_the_larger_stage_limits(monkeypatch) -> None:
+    """Above STAGE_MAX_D a full-rank input skips the moment run and Table 1 (the reason names the low-rank
+    table); a low-rank one (A = 0, rank V, B <= d/4) of the same size runs them (LOW_RANK_STAGE_MAX_D),
+    and above that table it is skipped too."""
+    from flowcert import limits
+    from flowcert.gaussian import catalogue
+    from flowcert.gaussian.params import parse_gaussian
+
+    d, r = 16, 2
+    A, B, V, b, mu0, Sigma0 = _low_rank_case(d, r, 2, False)
+    Sigma0 = 0.5 * (Sigma0 + Sigma0.T)
+    rng = np.random.default_rng(4)
+    low = {"A": A, "B": B, "V": V, "b": b, "mu0": mu0, "Sigma0": Sigma0, "t_end": 1.0}
+    full = dict(low, B=0.1 * rng.normal(size=(d, d)), V=-np.eye(d))
+    for stage in limits.LOW_RANK_STAGE_MAX_D:
+        monkeypatch.setitem(limits.STAGE_MAX_D, stage, 8)
+        monkeypatch.setitem(limits.LOW_RANK_STAGE_MAX_D, stage, 16)
+    parse = lambda raw: parse_gaussian({k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in raw.items()})  # noqa: E731
+    doc_low, doc_full = catalogue.verify(parse(low)), catalogue.verify(parse(full))
+    assert "low-rank parameters" in doc_full["regime"]["reason"] and "d = 16 exceeds 8" in doc_full["regime"]["reason"]
+    assert "table-1" not in (doc_low["regime"].get("reason") or "")
+    assert {t["id"]: t for t in doc_low["theorems"]}["gaussian:thm-4.8.1"]["hypotheses"][0]["name"] != "size_within_limit"
+    for stage in limits.LOW_RANK_STAGE_MAX_D:
+        monkeypatch.setitem(limits.LOW_RANK_STAGE_MAX_D, stage, 12)
+    doc = catalogue.verify(parse(low))
+    assert "d = 16 exceeds 12" in doc["regime"]["reason"] and "low-rank" in doc["regime"]["reason"]

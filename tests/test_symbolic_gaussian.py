@@ -440,3 +440,64 @@ def test_attention_gaussian_by_gauss_hermite():
         assert np.allclose(quad, sym_val, rtol=1e-10, atol=1e-10)
         # the transposed convention gives a different answer: the check has power
         assert not np.allclose(quad, Vm @ (m + Sm @ Bm.T @ q), atol=1e-3)
+
+
+# ---------------------------------------------------------------------------------------------
+# the reductions of eq. (7) for low-rank parameters (numeric.gaussian.reduction)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_reduction_proofs_hold():
+    names = [p.name for p in g.reduction_proofs()]
+    assert names == ["factored_transport", "factored_G", "factored_sigma", "factored_mean",
+                     "invariant_block_covariance", "invariant_block_mean"]
+    assert all(p.proved for p in g.reduction_proofs())
+
+
+def test_negative_factored_G_missing_the_quadratic_term():
+    """G without P H C4 H^T R (the term quadratic in H) is not V_r^T Sigma B_l."""
+    Vl, Vr, Bl, Br, H = g.Vl, g.Vr, g.Bl, g.Br, g.H
+    Psi_f = sp.Identity(g.d) + Vl * H * Br.T
+    G = Vr.T * Psi_f * Sigma0 * Psi_f.T * Bl
+    wrong = Vr.T * Sigma0 * Bl + Vr.T * Vl * H * Br.T * Sigma0 * Bl + Vr.T * Sigma0 * Br * H.T * Vl.T * Bl
+    pr = IdentityProof("wrong", "", G, wrong)
+    assert not pr.check() and pr.residual
+
+
+def test_negative_factored_transport_wrong_order():
+    """H' = (I + Q H) G (the factors swapped) does not give V Sigma B Psi."""
+    Vl, Vr, Bl, Br, H = g.Vl, g.Vr, g.Bl, g.Br, g.H
+    Psi_f = sp.Identity(g.d) + Vl * H * Br.T
+    G = Vr.T * Psi_f * Sigma0 * Psi_f.T * Bl
+    Q = Br.T * Vl
+    pr = IdentityProof("wrong", "", Vl * ((sp.Identity(g.r) + H * Q) * G) * Br.T,
+                       Vl * Vr.T * Psi_f * Sigma0 * Psi_f.T * Bl * Br.T * Psi_f)
+    assert not pr.check()
+
+
+def test_negative_invariant_block_needs_orthogonality_and_the_block_form():
+    """Without Q_1^T Q_1 = I, Q_1^T Q_2 = 0 the block identity is not an identity of the free algebra; with
+    them, a Sigma whose off-diagonal block is not zero breaks it."""
+    Q1, Q2, A1, B1, V1, S1, S2 = g.Q1, g.Q2, g.A1, g.B1, g.V1, g.S1, g.S2
+    A_, B_, V_ = Q1 * A1 * Q1.T, Q1 * B1 * Q1.T, Q1 * V1 * Q1.T
+    Sig = Q1 * S1 * Q1.T + Q2 * S2 * Q2.T
+    lhs = A_ * Sig + Sig * A_.T + V_ * Sig * B_ * Sig + Sig * B_.T * Sig * V_.T
+    rhs = Q1 * (A1 * S1 + S1 * A1.T + V1 * S1 * B1 * S1 + S1 * B1.T * S1 * V1.T) * Q1.T
+    assert normal_form(lhs - rhs)  # not zero before the orthonormality relations
+    assert not g._orthonormal(normal_form(lhs - rhs), (Q1, Q2))
+    X = sp.MatrixSymbol("X", g.k, g.d - g.k)  # an off-diagonal block: Sigma is no longer block diagonal
+    Sig_x = Sig + Q1 * X * Q2.T + Q2 * X.T * Q1.T
+    lhs_x = A_ * Sig_x + Sig_x * A_.T + V_ * Sig_x * B_ * Sig_x + Sig_x * B_.T * Sig_x * V_.T
+    assert g._orthonormal(normal_form(lhs_x - rhs), (Q1, Q2))
+
+
+def test_orthonormal_rewriting_matches_explicit_matrices():
+    """The rewriting Q_i^T Q_j -> delta_ij I agrees with an explicit orthogonal matrix (d = 5, k = 2)."""
+    rng = np.random.default_rng(0)
+    Q = np.linalg.qr(rng.normal(size=(5, 5)))[0]
+    q1, q2 = Q[:, :2], Q[:, 2:]
+    a1, s1, s2 = rng.normal(size=(2, 2)), rng.normal(size=(2, 2)), rng.normal(size=(3, 3))
+    Sig = q1 @ s1 @ q1.T + q2 @ s2 @ q2.T
+    Am = q1 @ a1 @ q1.T
+    assert np.allclose(Am @ Sig, q1 @ (a1 @ s1) @ q1.T)
+    assert np.allclose(q1.T @ q2, 0) and np.allclose(q1.T @ q1, np.eye(2))

@@ -147,6 +147,14 @@ def limits_page() -> str:
              "## Stages (`STAGE_MAX_D`)", "", "| stage | largest $d$ | above it |", "|---|---|---|"]
     for stage, d in limits.STAGE_MAX_D.items():
         lines.append(f"| `{stage}` | {d} | {_md_cell(limits.stage_skip_reason(stage, d + 1) or '')} |")
+    low = getattr(limits, "LOW_RANK_STAGE_MAX_D", {})
+    if low:
+        lines += ["", "## Stages for low-rank parameters (`LOW_RANK_STAGE_MAX_D`)", "",
+                  "$A=0$ and $V,B$ of rank at most $d/4$ (an exported attention head): the moment run integrates the "
+                  "factored transport, Newton works on the active block and the exact hypotheses read the structure "
+                  "of the data.", "", "| stage | largest $d$ | above it |", "|---|---|---|"]
+        for stage, d in low.items():
+            lines.append(f"| `{stage}` | {d} | {_md_cell(limits.stage_skip_reason(stage, d + 1, low_rank=True) or '')} |")
     lines += ["", "## Commands (`COMMAND_MAX_D`)", "", "| command | largest $d$ | above it (exit 2) |", "|---|---|---|"]
     for cmd, d in limits.COMMAND_MAX_D.items():
         lines.append(f"| `flowcert {cmd}` | {d} | {_md_cell(limits.command_problem(cmd, d + 1) or '')} |")

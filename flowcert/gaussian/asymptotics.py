@@ -60,6 +60,7 @@ class Equilibrium:
         self.horizon = float(sol.t[-1])
         self._p = p
         self._S_end = sol.Sigma[-1] if sol.status == "ok" else None
+        self._failed_from: np.ndarray | None = None  # the run end Newton last failed from
         if self._S_end is not None:
             self._settle(extend=False)
 
@@ -75,9 +76,12 @@ class Equilibrium:
         c = ng.constant(p.A, p.B, p.V, np.zeros(p.d))
         limit = min(self.BUDGET * max(p.t_end, 1e-300), self.MAX_T)
         while True:
-            S = ng.newton_equilibrium(p.A, p.B, p.V, S_end)
+            # Newton is deterministic: from an end it already failed on (the first, unextended pass) it
+            # fails again, so that pass is not repeated
+            S = None if self._failed_from is S_end else ng.newton_equilibrium(p.A, p.B, p.V, S_end)
             if S is not None and np.abs(S - S_end).max() <= 1e-4 * scale:
                 break
+            self._failed_from = S_end
             nxt = min(4.0 * self.horizon, limit)
             if not extend or nxt <= self.horizon:
                 return

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import sympy as sp
@@ -271,27 +271,33 @@ def thm_3_3(p: GaussianParams, seed: int = 0) -> TheoremResult:
 
 def _lemma23_hypothesis(p: GaussianParams) -> core.HypothesisResult:
     """:math:`8\\|B\\|_2\\lambda_{\\max}(\\Sigma_0)<1`, from exact eigenvalue bounds (``lemma23_condition``:
-    upper bounds prove it, Rayleigh quotients refute it)."""
+    upper bounds prove it, Rayleigh quotients refute it). Lemma 2.3 and Prop. 2.4 ask the same question
+    of the same data: the verdict is built once per run (:func:`_lemma23_verdict`)."""
+    return _lemma23_verdict(p.B, p.Sigma0, p.time_varying)
+
+
+@core.memoised
+def _lemma23_verdict(B: Any, Sigma0: np.ndarray, time_varying: bool) -> core.HypothesisResult:
     name = LEMMA23.name
-    value = 8 * float(np.linalg.norm(p.B, 2)) * float(np.linalg.eigvalsh(p.Sigma0).max()) if not p.time_varying else None
+    value = 8 * float(np.linalg.norm(B, 2)) * float(np.linalg.eigvalsh(Sigma0).max()) if not time_varying else None
     if value is not None and value > 1 + 1e-6:
         # exact bounds u >= ||B||^2, w >= lambda_max give 64 u w^2 >= value^2 > 1: they could never prove 'holds'
-        return _lemma23_refuted(p, value)
-    u = upper_eigenvalue_bound(gram(p.B)) if not p.time_varying else None
-    w = upper_eigenvalue_bound(p.Sigma0)
+        return _lemma23_refuted(B, Sigma0, value)
+    u = upper_eigenvalue_bound(gram(B)) if not time_varying else None
+    w = upper_eigenvalue_bound(Sigma0)
     if u is None or w is None:
         return core.HypothesisResult(name, "unknown", None, "exact eigenvalue bounds", None, "constant B needed")
     if 64 * u * w * w < 1 and w >= 0:
-        return LEMMA23.result("holds", lemma23_certificate(p.B, p.Sigma0, u, w), 1 - value,
+        return LEMMA23.result("holds", lemma23_certificate(B, Sigma0, u, w), 1 - value,
                               "exact bounds ||B||^2 <= u, lambda_max <= w, 64 u w^2 < 1", f"8 ||B|| lambda_max = {value:.4g}")
     if value > 1 + 1e-9:
-        return _lemma23_refuted(p, value)
+        return _lemma23_refuted(B, Sigma0, value)
     return core.HypothesisResult(name, "unknown", 1 - value, "eigenvalues", None, f"8 ||B|| lambda_max = {value:.4g}")
 
 
-def _lemma23_refuted(p: GaussianParams, value: float) -> core.HypothesisResult:
+def _lemma23_refuted(B: np.ndarray, Sigma0: np.ndarray, value: float) -> core.HypothesisResult:
     """``fails`` with Rayleigh-quotient lower bounds when they refute the condition exactly, else uncertified."""
-    out = LEMMA23.result("fails", lemma23_certificate(p.B, p.Sigma0, None, None), 1 - value,
+    out = LEMMA23.result("fails", lemma23_certificate(B, Sigma0, None, None), 1 - value,
                          "exact Rayleigh quotients ||Bx||^2/||x||^2, y^T Sigma0 y/||y||^2", f"8 ||B|| lambda_max = {value:.4g}")
     if out.status == "fails":
         return out
@@ -400,8 +406,31 @@ def not_run(p: GaussianParams, why: str) -> ng.MomentSolution:
                              "skipped", None, why)
 
 
+def low_rank(p: GaussianParams) -> bool:
+    """Constant parameters with :math:`A=0` and :math:`V,B` of rank at most :math:`d/4` (the factored
+    transport applies): the stages of :data:`flowcert.limits.LOW_RANK_STAGE_MAX_D` get their larger limit."""
+    from ..limits import LOW_RANK_STAGE_MAX_D, STAGE_MAX_D
+    from ..numeric.gaussian.reduction import factored_ranks
+
+    if p.time_varying or p.d <= min(STAGE_MAX_D[k] for k in LOW_RANK_STAGE_MAX_D):
+        return False  # every stage runs anyway: no SVDs
+    return factored_ranks(p.A, p.B, p.V) is not None
+
+
+def _evaluate(e: Any, build: Callable[[], TheoremResult], d: int, low: bool) -> TheoremResult:
+    """:func:`flowcert.engine.evaluate` of one entry, with its size limit taken for low-rank parameters
+    where :data:`flowcert.limits.LOW_RANK_STAGE_MAX_D` has one (the cross-check-limited entries have none)."""
+    if e in CROSS_CHECK_LIMITED:
+        return evaluate(e.id, e.label, build, d=None)
+    skip = stage_skip_reason(e.id, d, low_rank=low)
+    if skip is not None:
+        return undecided(e.id, e.label, "size_within_limit", "flowcert.limits", skip)
+    return evaluate(e.id, e.label, build, d=None)
+
+
 def _verify(p: GaussianParams, simulate: bool, seed: int) -> tuple[dict[str, Any], Any]:
-    integrate_skip = stage_skip_reason("gaussian:integrate", p.d)
+    low = low_rank(p)
+    integrate_skip = stage_skip_reason("gaussian:integrate", p.d, low_rank=low)
     if not wants("moments"):
         sol = not_run(p, "no run of eq. (7) was asked for (simulate=False, or checks without 'moments')")
     else:
@@ -409,12 +438,12 @@ def _verify(p: GaussianParams, simulate: bool, seed: int) -> tuple[dict[str, Any
     entries = [(PROP_2_1, lambda: prop_2_1(p, simulate, seed)), (LEMMA_2_3, lambda: lemma_2_3(p)),
                (PROP_2_4, lambda: prop_2_4(p, simulate, seed)), (LEMMA_3_1, lambda: lemma_3_1(p)),
                (THM_3_3, lambda: thm_3_3(p, seed))]
-    theorems = [evaluate(e.id, e.label, build, d=None if e in CROSS_CHECK_LIMITED else p.d) for e, build in entries]
+    theorems = [_evaluate(e, build, p.d, low) for e, build in entries]
     reg: dict[str, Any] = {"Sigma": "unknown", "mu": "unknown", "Sigma_inf": None, "mu_inf": None,
                            "blowup_time_upper_bound": None, "basis": "simulation"}
     if p.time_varying:
         reg["reason"] = "time-varying parameters: Table 1 covers constant ones"
-    elif (skip := stage_skip_reason("gaussian:table-1", p.d) or (integrate_skip if sol is None else None)) is not None:
+    elif (skip := stage_skip_reason("gaussian:table-1", p.d, low_rank=low) or (integrate_skip if sol is None else None)) is not None:
         reg["reason"] = f"Table 1 analysis {skip}"
         theorems += [undecided(e.id, e.label, "size_within_limit", "flowcert.limits", skip) for e in TABLE_1]
     else:

@@ -55,12 +55,17 @@ SIGMA_ORDER = ("blows_up", "unbounded", "bounded", "converges_zero", "converges_
 
 def riccati_pair(p: GaussianParams) -> tuple[sp.Matrix, sp.Matrix, str] | None:
     r"""``(A, Q, why)`` exact when the quadratic term of eq. (7) is :math:`-\Sigma Q\Sigma` with Q
-    symmetric (V = eta I, or B = 0), else None. Q need not be PSD."""
-    Aq, Bq, Vq = (core.rational_matrix(M) for M in (p.A, p.B, p.V))
-    if Bq.is_zero_matrix:
-        return Aq, sp.zeros(p.d, p.d), "B = 0: the field is linear"
-    eta = Vq[0, 0]
-    if Vq == eta * sp.eye(p.d):
+    symmetric (V = eta I, or B = 0), else None. Q need not be PSD.
+
+    Both forms are recognised on the floats: a float is one dyadic rational (``0.0`` and ``-0.0``
+    both 0), so float equality is rational equality and ``B = 0``, ``V = V_{11} I`` are decided
+    exactly in :math:`O(d^2)` comparisons; the rational matrices are built only when a form applies
+    (a pretrained head has neither, and its three :math:`384\\times384` conversions cost seconds)."""
+    if not p.B.any():
+        return core.rational_matrix(p.A), sp.zeros(p.d, p.d), "B = 0: the field is linear"
+    if np.array_equal(p.V, p.V[0, 0] * np.eye(p.d)):
+        Aq, Bq, Vq = (core.rational_matrix(M) for M in (p.A, p.B, p.V))
+        eta = Vq[0, 0]
         return Aq, -eta * (Bq + Bq.T), "V = eta I: Q = -eta (B + B^T)"
     return None
 

@@ -1,8 +1,10 @@
-r"""The Gaussian Transformer in the numeric layer (gaussian paper): one room, five modules.
+r"""The Gaussian Transformer in the numeric layer (gaussian paper): one room, seven modules.
 
 * :mod:`.moments`: the moment ODE (7), :math:`\dot\mu=(A+V+V\Sigma B)\mu+b`,
   :math:`\dot\Sigma=A\Sigma+\Sigma A^\top+V\Sigma B\Sigma+\Sigma B^\top\Sigma V^\top`, its Jacobian,
   flow and Newton equilibria;
+* :mod:`.reduction` and :mod:`.lifted`: the invariant block and the factored transport of low-rank
+  parameters (proved by :func:`flowcert.symbolic.gaussian.reduction_proofs`), and runs through them;
 * :mod:`.particles`: the particle system (2) and the Lemma 3.1 transport check;
 * :mod:`.paths` and :mod:`.reach`: the Theorem 3.3 construction (Proof 3.4);
 * :mod:`.riccati`: the Riccati form, Thm 4.1 / 4.11;

@@ -40,6 +40,7 @@ run equals the full one up to rounding of the parameters' negligible part (relat
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 
@@ -57,6 +58,20 @@ def _orth(columns: Array, scale: float) -> Array:
         return columns
     U, s, _ = np.linalg.svd(columns, full_matrices=False)
     return U[:, s > RANK_RTOL * scale]
+
+
+_SPANS: dict[str, Array] = {}
+
+
+def _parameter_span(A: Array, B: Array, V: Array, scale: float) -> Array:
+    """:func:`_orth` of :math:`[A,A^\top,B,B^\top,V,V^\top]`, kept for the last parameter triple (a digest
+    of its bytes): Newton from every extension of a run asks for it again (an SVD of :math:`d\times6d`)."""
+    key = hashlib.sha256(b"".join(np.ascontiguousarray(M, dtype=float).tobytes() for M in (A, B, V))
+                         + repr((A.shape, scale)).encode()).hexdigest()
+    if key not in _SPANS:
+        _SPANS.clear()
+        _SPANS[key] = _orth(np.hstack([A, A.T, B, B.T, V, V.T]), scale)
+    return _SPANS[key]
 
 
 @dataclass
@@ -86,7 +101,7 @@ def active_subspace(A: Array, B: Array, V: Array, Sigma0: Array, *, max_fraction
     scale = max(float(np.abs(X).max()) if X.size else 0.0 for X in (A, B, V))
     if scale == 0.0:
         return Reduction(np.zeros((d, 0)), np.eye(d))
-    S = _orth(np.hstack([A, A.T, B, B.T, V, V.T]), np.sqrt(d) * scale)
+    S = _parameter_span(A, B, V, np.sqrt(d) * scale)
     limit = max_fraction * d
     s0_scale = max(float(np.abs(Sigma0).max()), 1e-300)
     while S.shape[1] <= limit:
@@ -131,11 +146,16 @@ construction.
 
 
 class FactoredTransport:
-    __doc__ = "Eq. (7) with A = 0 through the factored transport." + FACTORED_DOC
+    __doc__ = "Eq. (7) with A = 0 through the factored transport." + FACTORED_DOC + r"""
+    When :math:`V_r^\top\mu_0=V_r^\top b=B_r^\top\mu_0=B_r^\top b=0` (exactly, as floats: a pretrained
+    head has :math:`\mu_0=b=0`), :math:`\dot w=Pw+GQw` is linear homogeneous from :math:`w(0)=0`, so
+    :math:`w\equiv0` and the state is :math:`H` alone (``mean_free``). ``svd`` passes the SVDs of V
+    and B when the caller has them (:func:`factored_ranks` computes them).
+    """
 
-    def __init__(self, B: Array, V: Array, b: Array, mu0: Array, Sigma0: Array, rv: int, rb: int) -> None:
-        Uv, sv, Wv = np.linalg.svd(V)
-        Ub, sb, Wb = np.linalg.svd(B)
+    def __init__(self, B: Array, V: Array, b: Array, mu0: Array, Sigma0: Array, rv: int, rb: int,
+                 svd: tuple[tuple[Array, Array, Array], tuple[Array, Array, Array]] | None = None) -> None:
+        (Uv, sv, Wv), (Ub, sb, Wb) = svd if svd is not None else (np.linalg.svd(V), np.linalg.svd(B))
         self.Vl, self.Vr = Uv[:, :rv] * sv[:rv], Wv[:rv].T
         self.Bl, self.Br = Ub[:, :rb] * sb[:rb], Wb[:rb].T
         Vl, Vr, Bl, Br, S0 = self.Vl, self.Vr, self.Bl, self.Br, Sigma0
@@ -152,14 +172,16 @@ class FactoredTransport:
         self.tr_S0sq = float(np.sum(S0 * S0))
         self.m_v, self.m_vb = Vr.T @ mu0, Vr.T @ b
         self.m_b, self.m_bb = Br.T @ mu0, Br.T @ b
+        self.mean_free = not (self.m_v.any() or self.m_vb.any() or self.m_b.any() or self.m_bb.any())
         self.J = np.block([[self.C4, np.eye(rb)], [np.eye(rb), np.zeros((rb, rb))]])
 
     @property
     def size(self) -> int:
-        return self.rv * self.rb + self.rv
+        return self.rv * self.rb + (0 if self.mean_free else self.rv)
 
     def unpack(self, y: Array) -> tuple[Array, Array]:
-        return y[: self.rv * self.rb].reshape(self.rv, self.rb), y[self.rv * self.rb:]
+        n = self.rv * self.rb
+        return y[:n].reshape(self.rv, self.rb), (np.zeros(self.rv) if self.mean_free else y[n:])
 
     def G(self, H: Array) -> Array:
         rb = self.rb
@@ -167,24 +189,34 @@ class FactoredTransport:
         return X[:, :rb] + X[:, rb:] @ (H.T @ self.R)
 
     def rhs(self, t: float, y: Array) -> Array:
-        H, w = self.unpack(y)
+        r"""The field: :math:`\dot H=G(I+QH)` (7 products of :math:`r\times r` matrices), and :math:`\dot w`."""
+        n = self.rv * self.rb
+        H = y[:n].reshape(self.rv, self.rb)
         G = self.G(H)
-        QHw = self.Q @ np.column_stack([H, w])  # Q H and Q w in one product
+        Phi = self.Q @ H
+        Phi[np.diag_indices_from(Phi)] += 1.0  # I + Q H
+        if self.mean_free:
+            return (G @ Phi).ravel()
+        w = y[n:]
         out = np.empty_like(y)
-        out[: self.rv * self.rb] = (G + G @ QHw[:, :-1]).ravel()
-        out[self.rv * self.rb:] = self.m_v + t * self.m_vb + self.P @ w + G @ (self.m_b + t * self.m_bb + QHw[:, -1])
+        out[:n] = (G @ Phi).ravel()
+        out[n:] = self.m_v + t * self.m_vb + self.P @ w + G @ (self.m_b + t * self.m_bb + self.Q @ w)
         return out
 
     def sigma_norm(self, y: Array) -> float:
-        """:math:`\\|\\Sigma\\|_F` from the Gram matrices (class docstring)."""
-        H, _ = self.unpack(y)
-        rb = self.rb
-        ZtS0Z = np.block([[H.T @ self.g_VS0V @ H, (self.g_KS0V @ H).T], [self.g_KS0V @ H, self.g_KS0K]])
-        ZtZ = np.block([[H.T @ self.g_VV @ H, (self.g_KV @ H).T], [self.g_KV @ H, self.g_KK]])
-        JZ = self.J @ ZtZ
-        val = self.tr_S0sq + 2.0 * float(np.trace(self.J @ ZtS0Z)) + float(np.sum(JZ * JZ.T))
-        del rb
-        return math.sqrt(max(val, 0.0))
+        r""":math:`\|\Sigma\|_F` from the Gram matrices (class docstring), block by block: with
+        :math:`Z^\top Z=\begin{pmatrix}a&c^\top\\c&g_{KK}\end{pmatrix}`, :math:`a=H^\top g_{VV}H`,
+        :math:`c=g_{KV}H` (and the same with :math:`\Sigma_0` inside),
+        :math:`\operatorname{tr}(JX)=\operatorname{tr}(C_4X_{11})+2\operatorname{tr}X_{21}` and
+        :math:`JZ^\top Z=\begin{pmatrix}C_4a+c&C_4c^\top+g_{KK}\\a&c^\top\end{pmatrix}`."""
+        H = y[: self.rv * self.rb].reshape(self.rv, self.rb)
+        C4 = self.C4
+        sa, sc = H.T @ (self.g_VS0V @ H), self.g_KS0V @ H
+        a, c = H.T @ (self.g_VV @ H), self.g_KV @ H
+        cross = float(np.sum(C4 * sa.T)) + 2.0 * float(np.trace(sc))
+        X11, X12 = C4 @ a + c, C4 @ c.T + self.g_KK
+        quad = float(np.sum(X11 * X11.T)) + 2.0 * float(np.sum(X12 * a.T)) + float(np.sum(c * c.T))
+        return math.sqrt(max(self.tr_S0sq + 2.0 * cross + quad, 0.0))
 
     def sigma(self, y: Array) -> Array:
         H, _ = self.unpack(y)
@@ -197,11 +229,31 @@ class FactoredTransport:
         return self.mu0 + t * self.b + self.Vl @ w
 
 
-def factored_ranks(A: Array, B: Array, V: Array) -> tuple[int, int] | None:
-    """``(r_V, r_B)`` when :math:`A=0` and both ranks are below :math:`d/4` (else None)."""
+Svd = tuple[Array, Array, Array]
+
+
+_SVDS: dict[str, tuple[Svd, Svd]] = {}
+
+
+def factored_svd(A: Array, B: Array, V: Array) -> tuple[int, int, tuple[Svd, Svd]] | None:
+    """``(r_V, r_B, (svd(V), svd(B)))`` when :math:`A=0` and both ranks are below :math:`d/4` (else None);
+    the SVDs are those :class:`FactoredTransport` takes its factors from (kept for the last pair of
+    matrices, by a digest of their bytes: the size limits, the run and its extensions ask the same)."""
     d = A.shape[0]
     if np.any(A) or not np.any(B) or not np.any(V):
         return None
-    sv, sb = np.linalg.svd(V, compute_uv=False), np.linalg.svd(B, compute_uv=False)
+    key = hashlib.sha256(np.ascontiguousarray(B, dtype=float).tobytes() + np.ascontiguousarray(V, dtype=float).tobytes()
+                         + repr((B.shape, V.shape)).encode()).hexdigest()
+    if key not in _SVDS:
+        _SVDS.clear()
+        _SVDS[key] = (np.linalg.svd(V), np.linalg.svd(B))
+    svd_v, svd_b = _SVDS[key]
+    sv, sb = svd_v[1], svd_b[1]
     rv, rb = int(np.sum(sv > RANK_RTOL * sv[0])), int(np.sum(sb > RANK_RTOL * sb[0]))
-    return (rv, rb) if 4 * max(rv, rb) <= d else None
+    return (rv, rb, (svd_v, svd_b)) if 4 * max(rv, rb) <= d else None
+
+
+def factored_ranks(A: Array, B: Array, V: Array) -> tuple[int, int] | None:
+    """``(r_V, r_B)`` of :func:`factored_svd` (None when the factored transport does not apply)."""
+    got = factored_svd(A, B, V)
+    return None if got is None else got[:2]
