@@ -42,8 +42,14 @@ from .. import core, exact, spectrum
 
 
 def symmetric_positive_definite(P: np.ndarray, name: str = "P") -> core.HypothesisResult:
-    r"""Exact verdict on :math:`P=P^\top\succ0` (symmetry and :math:`LDL^\top` in rationals)."""
-    return definite(np.asarray(P, dtype=float), name, +1)
+    r"""Exact verdict on :math:`P=P^\top\succ0` (symmetry and :math:`LDL^\top` in rationals).
+
+    Asymmetry is decided on the float data (finite entries): float -> rational is exact, so
+    :math:`P\ne P^\top` in rationals iff some :math:`P_{ij}\ne P_{ji}` in float64."""
+    Pf = np.asarray(P, dtype=float)
+    if np.isfinite(Pf).all() and not np.array_equal(Pf, Pf.T):
+        return core.HypothesisResult(f"{name} > 0", "fails", None, "exact symmetry", None, f"{name} is not symmetric")
+    return definite(Pf, name, +1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -242,9 +248,12 @@ def simple_positive_top_eigenvalue(U: np.ndarray, name: str = "top_eigenvalue_si
     The certificate is a rational :math:`c\ge0` with :math:`\operatorname{In}(U-cI)=(1,d-1,0)`;
     the margin is :math:`\min(\lambda_1-c,\,c-\lambda_2)` (numerical, for information).
     """
-    Uq = core.rational_matrix(np.asarray(U, float))
-    if Uq != Uq.T:
+    Uf = np.asarray(U, float)
+    # float -> rational is exact (each entry p/2^k), so U == U^T in rationals iff it holds entrywise
+    # in float64 (finite entries): asymmetry is decided on the floats, before the d x d rational matrix
+    if np.isfinite(Uf).all() and not np.array_equal(Uf, Uf.T):
         return core.HypothesisResult(name, "fails", None, "exact symmetry", None, "U is not symmetric"), None
+    Uq = core.rational_matrix(Uf)
     te = top_eigen(as_float(Uq))
     w = np.linalg.eigvalsh(as_float(Uq))
     lam2 = float(w[-2]) if len(w) > 1 else -math.inf

@@ -73,17 +73,27 @@ def field(p: AttentionParams, backend: str = "numpy") -> Callable[[float, Any], 
     from ..numeric.attention.field import structure_kernel
 
     kernel = structure_kernel(p.structure, backend)
+    square = backend == "c"  # numpy and torch take an m x d query/key pair as it is (rank m)
+    cache: dict[int, list[np.ndarray]] = {}
+
+    def args_at(t: float, n: int) -> list[np.ndarray]:
+        if p.time_varying:
+            return p.kernel_args(t, n, square=square)
+        if n not in cache:  # constant heads: the arguments are built once per token count
+            cache[n] = p.kernel_args(0.0, n, square=square)
+        return cache[n]
+
     if backend == "torch":
         import torch
 
         def f_torch(t: float, X: Any) -> Any:
-            args = [torch.as_tensor(np.array(a), dtype=X.dtype, device=X.device) for a in p.kernel_args(t, X.shape[-2])]
+            args = [torch.as_tensor(np.array(a), dtype=X.dtype, device=X.device) for a in args_at(t, X.shape[-2])]
             return kernel(X, *args)[0]
 
         return f_torch
 
     def f(t: float, X: np.ndarray) -> np.ndarray:
-        out = kernel(X, *p.kernel_args(t, X.shape[-2]))[0]
+        out = kernel(X, *args_at(t, X.shape[-2]))[0]
         return out[0] if backend == "c" and X.ndim == 2 else out
 
     return f
@@ -106,7 +116,8 @@ def _tensor_args(p: AttentionParams, n: int, device: Any) -> Any:
     import torch
 
     def at(t: float) -> list:
-        return [torch.as_tensor(np.array(a), dtype=torch.float64, device=device) for a in p.kernel_args(t, n)]
+        return [torch.as_tensor(np.array(a), dtype=torch.float64, device=device)
+                for a in p.kernel_args(t, n, square=p.time_varying)]  # constant: an m x d query/key pair as it is
 
     if not p.time_varying:
         return at(0.0)  # a sequence: no per-stage time evaluation (and no device sync)

@@ -98,6 +98,14 @@ class Setting:
     def P_at(self, eta: int, t: float) -> np.ndarray:
         return self.p.M(eta, t)
 
+    def score_operator(self, eta: int, t: float) -> Any:
+        """:math:`P_\eta(t)` for :func:`flowcert.numeric.attention.consensus.scores`: the factor pair
+        :math:`(\beta Q_\eta, K_\eta)` of a constant head given by Q and K, else :meth:`P_at`."""
+        hd = self.p.heads[eta]
+        if hd.from_P or isinstance(self.P[eta], sp.MatrixBase):
+            return self.P_at(eta, t)
+        return self.p.beta * np.asarray(hd.Q, float), np.asarray(hd.K, float)
+
     @property
     def W(self) -> np.ndarray:
         return np.eye(self.d) if self.p.W is None else self.p.W
