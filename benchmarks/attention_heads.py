@@ -30,6 +30,7 @@ reference), for CI. ``--records`` writes each head's verdict fingerprint as JSON
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -134,11 +135,12 @@ def gpt2_case(out: Path, head: int = 0, n: int = 10, seed: int = 0) -> tuple[str
 
     torch.manual_seed(seed)
     model = transformers.GPT2Model(transformers.GPT2Config(n_embd=768, n_head=12, n_layer=1, n_positions=64,
-                                                            vocab_size=128)).eval()
+                                                            vocab_size=128, bos_token_id=0, eos_token_id=0)).eval()
     model.save_pretrained(out / "gpt2", safe_serialization=True)
     path = out / f"gpt2_L0_H{head}.json"
-    code = cli(["pretrained", "export", "--model", str(out / "gpt2"), "--layer", "0", "--head", str(head),
-                "--system", "attention", "--out", str(path)])
+    with contextlib.redirect_stdout(sys.stderr):  # the command's "wrote ..." line: stdout is this script's JSON
+        code = cli(["pretrained", "export", "--model", str(out / "gpt2"), "--layer", "0", "--head", str(head),
+                    "--system", "attention", "--out", str(path)])
     if code != 0:
         raise SystemExit(f"pretrained export exited {code}")
     ids = torch.as_tensor(np.random.default_rng(seed).integers(0, 128, size=(1, n)))
@@ -194,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.smoke:
             cases = [smoke_case(work)]
         else:
-            specs = [f"{layer}:{h}" for layer in range(6) for h in range(12)] if args.all else (args.heads or DEFAULT_HEADS)
+            specs = [f"{layer}:{h}" for layer in range(6) for h in range(12)] if args.all else \
+                (DEFAULT_HEADS if args.heads is None else args.heads)
             cases = minilm_cases(specs, work) if specs else []
             if args.gpt2:
                 cases.append(gpt2_case(work))

@@ -99,7 +99,7 @@ class Setting:
         return self.p.M(eta, t)
 
     def score_operator(self, eta: int, t: float) -> Any:
-        """:math:`P_\eta(t)` for :func:`flowcert.numeric.attention.consensus.scores`: the factor pair
+        r""":math:`P_\eta(t)` for :func:`flowcert.numeric.attention.consensus.scores`: the factor pair
         :math:`(\beta Q_\eta, K_\eta)` of a constant head given by Q and K, else :meth:`P_at`."""
         hd = self.p.heads[eta]
         if hd.from_P or isinstance(self.P[eta], sp.MatrixBase):
