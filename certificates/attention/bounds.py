@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import chain
 from typing import Any, Sequence
 
 import numpy as np
@@ -203,7 +204,7 @@ def _finite_matrix(x: Any) -> np.ndarray | None:
     """``x`` as a finite float64 matrix when it is numbers (bools refused), else None."""
     if isinstance(x, sp.MatrixBase):
         return None
-    if isinstance(x, list) and any(isinstance(v, bool) for r in x if isinstance(r, list) for v in r):
+    if isinstance(x, list) and bool in set(map(type, chain.from_iterable(r for r in x if isinstance(r, list)))):
         return None
     try:
         A = np.asarray(x)
