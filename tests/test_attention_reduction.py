@@ -40,18 +40,21 @@ def _low_rank_value(rng, d, r):
     return O @ Wv
 
 
-def _head_params(rng, *, d=D, r=RANK, n=N, heads=1, causal=False, beta=0.5, m=4):
+def _head_params(rng, *, d=D, r=RANK, n=N, heads=1, causal=False, beta=0.5, m=4, norm="unit"):
     hs = [{"Q": rng.normal(size=(m, d)).tolist(), "K": rng.normal(size=(m, d)).tolist(),
            "V": _low_rank_value(rng, d, r).tolist()} for _ in range(heads)]
-    return attention.parse({"heads": hs, "beta": beta, "causal": causal, "X0": _sphere(rng, n, d).tolist(), "n": n})
+    return attention.parse({"heads": hs, "beta": beta, "causal": causal, "X0": _sphere(rng, n, d).tolist(), "n": n,
+                            "normalization": norm})
 
 
 @settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), heads=st.integers(1, 2), causal=st.booleans())
-def test_field_commutes_with_the_lift(seed, heads, causal):
-    """F(Z B^T) = F'(Z) B^T for tokens Z of the reduced system (any Z on its sphere, not only the run's)."""
+@given(seed=st.integers(0, 2**32 - 1), heads=st.integers(1, 2), causal=st.booleans(),
+       norm=st.sampled_from(["unit", "sqrt"]))
+def test_field_commutes_with_the_lift(seed, heads, causal, norm):
+    """F(Z B^T) = F'(Z) B^T for tokens Z of the reduced system (any Z on its sphere, not only the run's),
+    rows summing to 1 or to 1/sqrt(d) (the ambient d, not the reduced width)."""
     rng = np.random.default_rng(seed)
-    p = _head_params(rng, heads=heads, causal=causal)
+    p = _head_params(rng, heads=heads, causal=causal, norm=norm)
     q, sub = attention.reduced(p, p.X0)
     assert sub.dim <= heads * RANK + N and q.d == sub.dim
     np.testing.assert_allclose(sub.B.T @ sub.B, np.eye(sub.dim), atol=1e-13)

@@ -102,7 +102,8 @@ def field(p: AttentionParams, backend: str = "numpy") -> Callable[[float, Any], 
 def reduced(p: AttentionParams, X0: np.ndarray) -> tuple[AttentionParams, Any] | None:
     r"""``p`` restricted to the invariant subspace :math:`S\ni X_0` of its value maps, and the
     :class:`~flowcert.numeric.attention.reduction.Subspace` (basis ``B``): heads
-    :math:`(QB, KB, B^\top VB)` in :math:`\mathbb R^k`, tokens :math:`X_0B`. None unless the heads
+    :math:`(QB, KB, B^\top VB)` in :math:`\mathbb R^k` (times :math:`\sqrt{k/d}` with rows summing
+    to :math:`1/\sqrt d`, which the kernels read from the tokens' width), tokens :math:`X_0B`. None unless the heads
     are constant self-attention heads on the sphere and :math:`k\le d/2` (see
     :mod:`flowcert.numeric.attention.reduction`: the lifted solution is the full one)."""
     if p.variant != "self_attention" or p.time_varying or p.W is not None:
@@ -122,7 +123,9 @@ def reduced(p: AttentionParams, X0: np.ndarray) -> tuple[AttentionParams, Any] |
         return A
 
     B = sub.B
-    heads = tuple(replace(h, Q=frozen(q @ B), K=frozen(k @ B), V=frozen(B.T @ v @ B), from_P=False)
+    # rows summing to 1/sqrt(d): the kernels read d from the tokens' width, k after the reduction
+    c = float(np.sqrt(sub.dim / p.d)) if p.normalization == "sqrt" else 1.0
+    heads = tuple(replace(h, Q=frozen(q @ B), K=frozen(k @ B), V=frozen(c * (B.T @ v @ B)), from_P=False)
                   for h, (q, k, v) in zip(p.heads, mats))
     return replace(p, heads=heads, d=sub.dim, X0=frozen(sub.reduce(X0))), sub
 
