@@ -4,7 +4,7 @@ A MiniLM head exported by ``pretrained verify --system attention`` is one head w
 :math:`Q, K\\in\\mathbb R^{d_h\\times d}` (:math:`d_h = 32`, :math:`d = 384`), the value–output map
 :math:`V = W_OW_V` of rank :math:`\\le d_h`, :math:`\\beta = 1/\\sqrt{d_h}` and the default prompt's
 tokens as ``X0`` (:math:`n = 10`). Each head runs in its own child process (so its peak RSS is its
-own): the child times ``verify(p, simulate=True)`` with ``time.process_time`` (``cpu_s``) and reports
+own): the child times ``SYSTEM.verify(p, simulate=True)`` (the document of ``verify attention --simulate``) with ``time.process_time`` (``cpu_s``) and reports
 ``ru_maxrss`` (``peak_mb``) and its whole CPU time, imports included (``process_cpu_s``).
 
 In the same run:
@@ -20,7 +20,7 @@ In the same run:
   initialised, ``save_pretrained`` into a temporary folder, exported by ``flowcert pretrained export
   --system attention``, with ``n`` hidden states of the model as ``X0``).
 
-    python benchmarks/attention_heads.py [--heads 2:5 0:0 3:7 5:11 | --all] [--gpt2] [--baseline REV]
+    python benchmarks/attention_heads.py [--heads 2:5 0:0 3:7 5:11 | --all] [--gpt2] [--baseline REV [--repo DIR]]
                                          [--smoke] [--records FILE.jsonl]
 
 ``--smoke`` runs the smallest case only (one head of a seeded random BERT at d = 8, and its
@@ -64,12 +64,11 @@ def child(path: str) -> None:
     import torch
 
     torch.set_num_threads(1)
-    from flowcert.attention import verify
     from flowcert.attention.system import SYSTEM
 
     p = SYSTEM.load(path)
     c0 = time.process_time()
-    doc = verify(p, simulate=True)
+    doc = SYSTEM.verify(p, simulate=True)  # the verify document (a dict, in every revision)
     cpu = time.process_time() - c0
     ru = resource.getrusage(resource.RUSAGE_SELF)
     sim = doc.get("simulation") or {}
@@ -94,11 +93,12 @@ def run_child(path: Path, tree: Path | None) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ parent: cases, baseline, comparison
-def package_tree(rev: str, into: Path) -> Path:
-    """The code of ``rev`` as an importable ``flowcert`` package (the layer folders linked under it)."""
+def package_tree(rev: str, into: Path, repo: Path = ROOT) -> Path:
+    """The code of ``rev`` (in the git checkout ``repo``) as an importable ``flowcert`` package (the
+    layer folders linked under it)."""
     src = into / "src"
     src.mkdir()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True).stdout
+    archive = subprocess.run(["git", "-C", str(repo), "archive", rev], capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
     pkg = into / "pkg" / "flowcert"
     pkg.mkdir(parents=True)
@@ -183,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--all", action="store_true", help="all 72 MiniLM heads")
     ap.add_argument("--gpt2", action="store_true", help="the GPT-2-shaped d = 768 head too")
     ap.add_argument("--baseline", metavar="REV", help="also run every head with the code of git revision REV")
+    ap.add_argument("--repo", default=str(ROOT), help="the git checkout REV is taken from (default: this script's)")
     ap.add_argument("--smoke", action="store_true", help="smallest case only (CI)")
     ap.add_argument("--no-reference", action="store_true")
     ap.add_argument("--records", metavar="FILE.jsonl", help="write each head's result and fingerprint here")
@@ -201,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
             cases = minilm_cases(specs, work) if specs else []
             if args.gpt2:
                 cases.append(gpt2_case(work))
-        base = package_tree(args.baseline, Path(tempfile.mkdtemp(dir=tmp))) if args.baseline else None
+        base = package_tree(args.baseline, Path(tempfile.mkdtemp(dir=tmp)), Path(args.repo)) if args.baseline else None
         heads, refs = [], {}
         for label, path in cases:
             rec: dict[str, Any] = {"head": label, **run_child(path, None)}

@@ -42,14 +42,8 @@ from .. import core, exact, spectrum
 
 
 def symmetric_positive_definite(P: np.ndarray, name: str = "P") -> core.HypothesisResult:
-    r"""Exact verdict on :math:`P=P^\top\succ0` (symmetry and :math:`LDL^\top` in rationals).
-
-    Asymmetry is decided on the float data (finite entries): float -> rational is exact, so
-    :math:`P\ne P^\top` in rationals iff some :math:`P_{ij}\ne P_{ji}` in float64."""
-    Pf = np.asarray(P, dtype=float)
-    if np.isfinite(Pf).all() and not np.array_equal(Pf, Pf.T):
-        return core.HypothesisResult(f"{name} > 0", "fails", None, "exact symmetry", None, f"{name} is not symmetric")
-    return definite(Pf, name, +1)
+    r"""Exact verdict on :math:`P=P^\top\succ0` (symmetry and :math:`LDL^\top` in rationals)."""
+    return definite(np.asarray(P, dtype=float), name, +1)
 
 
 # ---------------------------------------------------------------------------------------------
