@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import chain
 from typing import Any, Sequence
 
 import numpy as np
@@ -159,20 +160,51 @@ def sqrt_upper(q: Fraction) -> Fraction:
     return Fraction(math.isqrt(scaled) + 1, 1 << k)  # (isqrt(N)+1)^2 > N >= q 4^k
 
 
+#: limbs of a 53-bit significand: m = m2 2^36 + m1 2^18 + m0 with m2 < 2^17 and m1, m0 < 2^18, so every
+#: limb product is < 2^37 and up to 2^25 of them sum exactly in int64
+_LIMB, _CHUNK = 18, 1 << 25
+
+
 def square_sum(A: np.ndarray) -> Fraction:
-    r""":math:`\sum_{ij}A_{ij}^2` exactly for a finite float64 array (each entry is :math:`p/2^k`)."""
-    ratios = [x.as_integer_ratio() for x in np.asarray(A, dtype=np.float64).ravel().tolist()]
-    if not ratios:
+    r""":math:`\sum_{ij}A_{ij}^2` exactly for a finite float64 array, vectorised in integers.
+
+    Every nonzero entry is :math:`|a|=m\,2^{e}` with an integer significand :math:`m<2^{53}`
+    (``frexp``, subnormals included), so :math:`\sum a^2=\sum_e 4^{e}\sum_{a:\,e(a)=e}m^2`. Each
+    :math:`m` is split into three 18-bit limbs; the five limb-product sums per exponent are exact
+    int64 sums (products :math:`<2^{37}`, at most :math:`2^{25}` terms per chunk), combined in Python
+    integers.
+    """
+    a = np.abs(np.asarray(A, dtype=np.float64).ravel())
+    a = a[a != 0]
+    if not np.isfinite(a).all():
+        raise ValueError("square_sum: entries must be finite")
+    if a.size == 0:
         return Fraction(0)
-    top = max(q for _, q in ratios)  # every q is a power of two, so top // q is exact
-    return Fraction(sum((p * (top // q)) ** 2 for p, q in ratios), top * top)
+    frac, exp = np.frexp(a)
+    m = np.ldexp(frac, 53).astype(np.int64)  # exact: frac 2^53 is an integer below 2^53
+    exp = exp.astype(np.int64) - 53  # |a| = m 2^exp
+    order = np.argsort(exp, kind="stable")
+    m, exp = m[order], exp[order]
+    mask = (1 << _LIMB) - 1
+    m2, m1, m0 = m >> (2 * _LIMB), (m >> _LIMB) & mask, m & mask
+    terms = (m2 * m2, 2 * m2 * m1, 2 * m2 * m0 + m1 * m1, 2 * m1 * m0, m0 * m0)  # coefficients of 2^(18(4-k))
+    emin = int(exp[0])
+    total = 0
+    for lo in range(0, a.size, _CHUNK):
+        e = exp[lo:lo + _CHUNK]
+        starts = np.flatnonzero(np.r_[True, e[1:] != e[:-1]])
+        sums = [np.add.reduceat(t[lo:lo + _CHUNK], starts) for t in terms]
+        for g, start in enumerate(starts.tolist()):
+            s = sum(int(c[g]) << (_LIMB * (4 - k)) for k, c in enumerate(sums))
+            total += s << (2 * (int(e[start]) - emin))
+    return Fraction(total << (2 * emin)) if emin >= 0 else Fraction(total, 1 << (-2 * emin))
 
 
 def _finite_matrix(x: Any) -> np.ndarray | None:
     """``x`` as a finite float64 matrix when it is numbers (bools refused), else None."""
     if isinstance(x, sp.MatrixBase):
         return None
-    if isinstance(x, list) and any(isinstance(v, bool) for r in x if isinstance(r, list) for v in r):
+    if isinstance(x, list) and bool in set(map(type, chain.from_iterable(r for r in x if isinstance(r, list)))):
         return None
     try:
         A = np.asarray(x)

@@ -56,23 +56,32 @@ def _frac_rows(Y: Any) -> list[list[Fraction]]:
     return exact.to_rational(np.asarray(Y, dtype=float))
 
 
+def _token_rows(data: dict[str, Any]) -> Any:
+    """The tokens ``Y`` of a certificate as an exact ``flint.fmpq_mat`` (rows; at least one, none empty)."""
+    rows = data["Y"]
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, list) and r for r in rows):
+        raise ValueError("Y must be a non-empty list of non-empty rows")
+    return core.qmat(rows)
+
+
+def _column(values: Any) -> Any:
+    if not isinstance(values, list) or not values:
+        raise ValueError("expected a non-empty list")
+    return core.qmat([[x] for x in values])
+
+
 def _check_hemisphere(data: dict[str, Any]) -> bool:
-    Y = [[Fraction(x) for x in row] for row in data["Y"]]
-    v = [Fraction(x) for x in data["v"]]
-    return bool(Y) and all(len(r) == len(v) for r in Y) and all(sum(a * b for a, b in zip(r, v)) > 0 for r in Y)
+    """:math:`Yv>0` entrywise, in exact rationals (one ``fmpq_mat`` product)."""
+    Y, v = _token_rows(data), _column(data["v"])
+    return Y.ncols() == v.nrows() and all(x > 0 for x in (Y * v).entries())
 
 
 def _check_no_hemisphere(data: dict[str, Any]) -> bool:
-    Y = [[Fraction(x) for x in row] for row in data["Y"]]
-    lam = [Fraction(x) for x in data["lambda"]]
-    if len(lam) != len(Y) or any(x < 0 for x in lam) or sum(lam) != 1:
+    r""":math:`\lambda\ge0`, :math:`\sum\lambda=1`, :math:`Y^\top\lambda=0`, in exact rationals."""
+    Y, lam = _token_rows(data), _column(data["lambda"])
+    if lam.nrows() != Y.nrows() or any(x < 0 for x in lam.entries()) or sum(lam.entries()) != 1:
         return False
-    d = len(Y[0])
-    return all(sum(lam[i] * Y[i][k] for i in range(len(Y))) == 0 for k in range(d))
-
-
-def _encode_rows(Y: list[list[Fraction]]) -> list[list[str]]:
-    return [[str(x) for x in r] for r in Y]
+    return all(x == 0 for x in (lam.transpose() * Y).entries())
 
 
 def hemisphere_socp(Y: np.ndarray) -> tuple[float, np.ndarray | None, str]:
@@ -157,13 +166,13 @@ def open_hemisphere(Y: np.ndarray, name: str = "open_hemisphere") -> tuple[core.
         normalised tokens, :math:`\min_i v^\top y_i/|y_i|` for the rational witness.
     """
     Yf = np.asarray(Y, dtype=float)
-    Yq = _frac_rows(Yf)
+    Yenc = core.encode(Yf)  # exact "p/q" strings of the float tokens
     s, v, status = hemisphere_socp(Yf)
     method = f"SOCP max s s.t. Yv >= s, |v| <= 1 (cvxpy CLARABEL, {status}); exact rational re-check"
     if v is not None and s > 0:
         for bits in (30, 45, 52):
             vq = _rational_vector(v, bits)
-            data = {"Y": _encode_rows(Yq), "v": [str(x) for x in vq]}
+            data = {"Y": Yenc, "v": [str(x) for x in vq]}
             cert = core.Certificate("open_hemisphere", canonical_claim("open_hemisphere", data) or "", data, "exact-rational")
             vf = np.array([float(x) for x in vq])
             vf = vf / np.linalg.norm(vf)
@@ -172,9 +181,9 @@ def open_hemisphere(Y: np.ndarray, name: str = "open_hemisphere") -> tuple[core.
             if res.status == "holds":
                 return res, vf
     if v is not None and s <= 1e-6:
-        lam = _gordan_witness(Yq, Yf)
+        lam = _gordan_witness(_frac_rows(Yf), Yf)
         if lam is not None:
-            data = {"Y": _encode_rows(Yq), "lambda": [str(x) for x in lam]}
+            data = {"Y": Yenc, "lambda": [str(x) for x in lam]}
             cert = core.Certificate("no_open_hemisphere", canonical_claim("no_open_hemisphere", data) or "", data,
                                     "exact-rational")
             return core.certified(name, "fails", cert, s, "LP support + exact rational null vector (Gordan)",
@@ -244,9 +253,12 @@ def simple_positive_top_eigenvalue(U: np.ndarray, name: str = "top_eigenvalue_si
     The certificate is a rational :math:`c\ge0` with :math:`\operatorname{In}(U-cI)=(1,d-1,0)`;
     the margin is :math:`\min(\lambda_1-c,\,c-\lambda_2)` (numerical, for information).
     """
-    Uq = core.rational_matrix(np.asarray(U, float))
-    if Uq != Uq.T:
+    Uf = np.asarray(U, float)
+    # float -> rational is exact (each entry p/2^k), so U == U^T in rationals iff it holds entrywise
+    # in float64 (finite entries): asymmetry is decided on the floats, before the d x d rational matrix
+    if np.isfinite(Uf).all() and not np.array_equal(Uf, Uf.T):
         return core.HypothesisResult(name, "fails", None, "exact symmetry", None, "U is not symmetric"), None
+    Uq = core.rational_matrix(Uf)
     te = top_eigen(as_float(Uq))
     w = np.linalg.eigvalsh(as_float(Uq))
     lam2 = float(w[-2]) if len(w) > 1 else -math.inf

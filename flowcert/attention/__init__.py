@@ -73,28 +73,79 @@ def field(p: AttentionParams, backend: str = "numpy") -> Callable[[float, Any], 
     from ..numeric.attention.field import structure_kernel
 
     kernel = structure_kernel(p.structure, backend)
+    square = backend == "c"  # numpy and torch take an m x d query/key pair as it is (rank m)
+    cache: dict[int, list[np.ndarray]] = {}
+
+    def args_at(t: float, n: int) -> list[np.ndarray]:
+        if p.time_varying:
+            return p.kernel_args(t, n, square=square)
+        if n not in cache:  # constant heads: the arguments are built once per token count
+            cache[n] = p.kernel_args(0.0, n, square=square)
+        return cache[n]
+
     if backend == "torch":
         import torch
 
         def f_torch(t: float, X: Any) -> Any:
-            args = [torch.as_tensor(np.array(a), dtype=X.dtype, device=X.device) for a in p.kernel_args(t, X.shape[-2])]
+            args = [torch.as_tensor(np.array(a), dtype=X.dtype, device=X.device) for a in args_at(t, X.shape[-2])]
             return kernel(X, *args)[0]
 
         return f_torch
 
     def f(t: float, X: np.ndarray) -> np.ndarray:
-        out = kernel(X, *p.kernel_args(t, X.shape[-2]))[0]
+        out = kernel(X, *args_at(t, X.shape[-2]))[0]
         return out[0] if backend == "c" and X.ndim == 2 else out
 
     return f
 
 
-def integrate(p: AttentionParams, t_end: float | None = None, X0: np.ndarray | None = None, **kw: Any):
-    """scipy integration on the manifold (:func:`flowcert.numeric.attention.integrate.integrate`)."""
+def reduced(p: AttentionParams, X0: np.ndarray) -> tuple[AttentionParams, Any] | None:
+    r"""``p`` restricted to the invariant subspace :math:`S\ni X_0` of its value maps, and the
+    :class:`~flowcert.numeric.attention.reduction.Subspace` (basis ``B``): heads
+    :math:`(QB, KB, B^\top VB)` in :math:`\mathbb R^k` (times :math:`\sqrt{k/d}` with rows summing
+    to :math:`1/\sqrt d`, which the kernels read from the tokens' width), tokens :math:`X_0B`. None unless the heads
+    are constant self-attention heads on the sphere and :math:`k\le d/2` (see
+    :mod:`flowcert.numeric.attention.reduction`: the lifted solution is the full one)."""
+    if p.variant != "self_attention" or p.time_varying or p.W is not None:
+        return None
+    from dataclasses import replace
+
+    from ..numeric.attention.reduction import invariant_subspace
+
+    mats = p.head_matrices(0.0)
+    sub = invariant_subspace([v for _, _, v in mats], X0)
+    if sub is None:
+        return None
+
+    def frozen(A: np.ndarray) -> np.ndarray:
+        A = np.ascontiguousarray(A, dtype=np.float64)
+        A.setflags(write=False)
+        return A
+
+    B = sub.B
+    # rows summing to 1/sqrt(d): the kernels read d from the tokens' width, k after the reduction
+    c = float(np.sqrt(sub.dim / p.d)) if p.normalization == "sqrt" else 1.0
+    heads = tuple(replace(h, Q=frozen(q @ B), K=frozen(k @ B), V=frozen(c * (B.T @ v @ B)), from_P=False)
+                  for h, (q, k, v) in zip(p.heads, mats))
+    return replace(p, heads=heads, d=sub.dim, X0=frozen(sub.reduce(X0))), sub
+
+
+def integrate(p: AttentionParams, t_end: float | None = None, X0: np.ndarray | None = None, *, reduce: bool = True,
+              **kw: Any):
+    r"""scipy integration on the manifold (:func:`flowcert.numeric.attention.integrate.integrate`),
+    in the invariant subspace of the heads when :func:`reduced` finds one (``reduce``; the
+    trajectory is lifted back to :math:`\mathbb R^d` and its ``reduction`` says so)."""
     from ..numeric.attention.integrate import integrate as _integrate
 
     X0 = p.initial_tokens() if X0 is None else X0
-    return _integrate(field(p), X0, p.t_end if t_end is None else t_end, W=p.W, **kw)
+    t_end = p.t_end if t_end is None else t_end
+    red = reduced(p, X0) if reduce else None
+    if red is None:
+        return _integrate(field(p), X0, t_end, W=p.W, **kw)
+    q, sub = red
+    tr = _integrate(field(q), q.X0, t_end, W=None, **kw)
+    tr.X, tr.reduction = sub.lift(tr.X), sub.record()
+    return tr
 
 
 def default_dt(p: AttentionParams) -> float:
@@ -106,7 +157,8 @@ def _tensor_args(p: AttentionParams, n: int, device: Any) -> Any:
     import torch
 
     def at(t: float) -> list:
-        return [torch.as_tensor(np.array(a), dtype=torch.float64, device=device) for a in p.kernel_args(t, n)]
+        return [torch.as_tensor(np.array(a), dtype=torch.float64, device=device)
+                for a in p.kernel_args(t, n, square=p.time_varying)]  # constant: an m x d query/key pair as it is
 
     if not p.time_varying:
         return at(0.0)  # a sequence: no per-stage time evaluation (and no device sync)
@@ -162,9 +214,11 @@ def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None
     X0 = p.initial_tokens() if p.X0 is not None else p.initial_tokens(None, np.random.default_rng(seed))
     budget = max(1, int(np.ceil(t_end / default_dt(p))))  # never more attempts than the fixed-step run's steps
     W = None if p.W is None else torch.as_tensor(np.array(p.W), device=dev)
-    X0t = torch.as_tensor(X0, device=dev)[None]
+    red = reduced(p, X0)  # constant low-rank heads: the run stays in k <= n + rank(V) dimensions
+    q, sub = red if red is not None else (p, None)
+    X0t = torch.as_tensor(np.array(X0 if sub is None else q.X0), device=dev)[None]
     if fixed_dt is None:
-        run = ga.simulate_adaptive(p.structure, X0t, _tensor_args(p, p.n, dev), t_end, W=W, max_steps=budget)
+        run = ga.simulate_adaptive(q.structure, X0t, _tensor_args(q, q.n, dev), t_end, W=W, max_steps=budget)
         X, t_reached, drift = run.X[0].cpu().numpy(), float(run.t[0]), run.max_drift
         step: dict[str, Any] = {"dt": None, "integrator": "Dormand-Prince 5(4) + retraction (torch)",
                                 "steps": int(run.steps[0]), "rejected_steps": int(run.rejected[0]),
@@ -172,13 +226,16 @@ def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None
     else:
         steps = max(1, int(np.ceil(t_end / fixed_dt)))
         grid = _grid_args(p, p.n, dev) if p.time_varying else None
-        traj = ga.simulate(p.structure, X0t, _tensor_args(p, p.n, dev), t_end, steps, W=W, args_grid=grid)
+        traj = ga.simulate(q.structure, X0t, _tensor_args(q, q.n, dev), t_end, steps, W=W, args_grid=grid)
         X, t_reached, drift = traj.X[0].cpu().numpy(), t_end, traj.max_drift
         step = {"dt": t_end / steps, "integrator": "RK4 + retraction (torch)", "steps": steps}
-    speed = float(np.abs(field(p)(t_reached, X)).max())
+    if sub is not None:
+        X = sub.lift(X)
+    speed = float(np.abs(field(p)(t_reached, X)).max())  # the full field at the lifted tokens
     out: dict[str, Any] = {"t_end": t_end, "t_reached": t_reached, "blowup_time": None, **step, "device": str(dev),
                            "X0": X0.tolist(), "X_final": X.tolist(), "max_drift": drift,
-                           "final_speed": speed, "limit_class": None, "agrees": None}
+                           "final_speed": speed, "limit_class": None, "agrees": None,
+                           "reduction": None if sub is None else sub.record()}
     try:
         from . import enumeration
 

@@ -299,10 +299,13 @@ def lemma_4_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hy
         else:
             lo, hi = math.inf, -math.inf
             idx = np.linspace(0, run.t.size - 1, min(run.t.size, 301)).astype(int)
-            for k in idx:
-                for eta in range(s.h):
-                    L = num.log_attention_weights(run.X[k], s.P_at(eta, float(run.t[k])), causal=s.p.causal, row_sum=s.row_sum)
-                    vals = L[np.tril(np.ones_like(L, bool))] if s.p.causal else L.ravel()
+            for eta in range(s.h):
+                # a constant head: every sample at once, through its factors (rank d_h)
+                ops = [(idx, s.score_operator(eta, 0.0))] if s.P_constant else \
+                      [(k, s.P_at(eta, float(run.t[k]))) for k in idx]
+                for k, P in ops:
+                    L = num.log_attention_weights(run.X[k], P, causal=s.p.causal, row_sum=s.row_sum)
+                    vals = L[..., np.tril(np.ones(L.shape[-2:], bool))] if s.p.causal else L
                     lo, hi = min(lo, float(vals.min())), max(hi, float(vals.max()))
             # compared in log space: c1 and the smallest alpha may be below the smallest float64
             lc1 = pred["log_c1"]

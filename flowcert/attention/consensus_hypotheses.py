@@ -122,6 +122,14 @@ class Setting:
     def P_at(self, eta: int, t: float) -> np.ndarray:
         return self.p.M(eta, t)
 
+    def score_operator(self, eta: int, t: float) -> Any:
+        r""":math:`P_\eta(t)` for :func:`flowcert.numeric.attention.consensus.scores`: the factor pair
+        :math:`(\beta Q_\eta, K_\eta)` of a constant head given by Q and K, else :meth:`P_at`."""
+        hd = self.p.heads[eta]
+        if hd.from_P or isinstance(self.P[eta], sp.MatrixBase):
+            return self.P_at(eta, t)
+        return self.p.beta * np.asarray(hd.Q, float), np.asarray(hd.K, float)
+
     @property
     def W(self) -> np.ndarray:
         return np.eye(self.d) if self.p.W is None else self.p.W
@@ -344,8 +352,9 @@ def proofs_hypothesis(name: str) -> core.HypothesisResult:
 
 def antipode_free(s: Setting) -> core.HypothesisResult:
     """:math:`y_j(0)\\ne-y_1(0)` for :math:`j\\ge2`, exactly (the predicate proves either answer)."""
-    Y = core.qmat(np.asarray(s.X0, float))
-    bad = [j + 1 for j in range(1, s.ell) if all(Y[j, k] == -Y[0, k] for k in range(s.d))]
+    # float -> rational is exact and so is negation: y_j = -y_1 in rationals iff entrywise in float64
+    Y = np.asarray(s.X0, float)
+    bad = [j + 1 for j in range(1, s.ell) if np.array_equal(Y[j], -Y[0])]
     c = predicate_certificate("no_antipode_of_first", not bad, {"Y": TOKENS}, Y=core.encode(Y))
     return ANTIPODE_FREE.result("fails" if bad else "holds", c, None, "exact comparison",
                                 f"tokens {bad} are antipodal to token 1" if bad else "")

@@ -220,17 +220,20 @@ class AttentionParams:
             return np.zeros((self.d, self.d))
         return self.beta * (q.T @ k)
 
-    def kernel_args(self, time: float = 0.0, n: int | None = None) -> list[np.ndarray]:
+    def kernel_args(self, time: float = 0.0, n: int | None = None, square: bool = True) -> list[np.ndarray]:
         """Arguments of the generated kernel after ``X`` (order of
         :func:`flowcert.symbolic.attention.program_inputs`) at ``time``, with ``Q`` scaled by
-        :math:`\\beta`."""
+        :math:`\\beta`. An m x d query/key pair is passed as the square pair :math:`(I, Q^\\top K)`
+        (every backend), or as it is with ``square=False``: the numpy and torch kernels are matrix
+        products (:math:`XQ^\\top`, then :math:`\\cdot K`, then :math:`\\cdot X^\\top`), valid for any m
+        and :math:`O(ndm)` instead of :math:`O(nd^2)`."""
         from ..numeric.attention.field import causal_mask
 
         n = self.n if n is None else n
         args: list[np.ndarray] = []
         for q, k, v in self.head_matrices(time):
             if self.variant == "self_attention":
-                if q.shape[0] != self.d:  # m x d query/key: the kernels take square (I, Q^T K)
+                if q.shape[0] != self.d and square:  # m x d query/key: the C kernel takes square (I, Q^T K)
                     q, k = np.eye(self.d), q.T @ k
                 args += [self.beta * q, k, v]
             elif self.variant == "multiagent_oja":

@@ -46,10 +46,9 @@ def spread(X: Array) -> Array:
     return np.sqrt((D**2).sum(-1)).max(axis=(-1, -2))
 
 
-def V_P(X: Array, P: Array) -> Array:
+def V_P(X: Array, P: Score) -> Array:
     r"""Thm 3.2 potential :math:`V_P=-\frac12\sum_{ij}e^{y_i^\top Py_j}`."""
-    X = np.asarray(X, float)
-    return -0.5 * np.exp(np.einsum("...id,de,...je->...ij", X, P, X)).sum(axis=(-1, -2))
+    return -0.5 * np.exp(scores(X, P)).sum(axis=(-1, -2))
 
 
 def V_P_minimum(ell: int) -> float:
@@ -171,12 +170,29 @@ def quotient_matrix(J: Array, T: Array, S: Array | None = None) -> Array:
     return C.T @ J @ C
 
 
-def log_attention_weights(X: Array, P: Array, *, causal: bool = False, row_sum: float | None = None) -> Array:
+Score = Array | tuple[Array, Array]
+
+
+def scores(X: Array, P: Score) -> Array:
+    r"""Scores :math:`s_{ij}=y_i^\top Py_j` of tokens ``X`` (..., ℓ, d), as matrix products.
+
+    ``P`` is a (d, d) array, or a factor pair ``(A, B)`` with :math:`P=A^\top B` (:math:`A, B` of
+    shape (r, d)): then :math:`S=(XA^\top)(XB^\top)^\top` costs :math:`O(\ell dr)` instead of
+    :math:`O(\ell d^2)` (a head's :math:`\beta Q^\top K` has rank :math:`\le d_h`)."""
+    X = np.asarray(X, float)
+    if isinstance(P, tuple):
+        A, B = (np.asarray(F, float) for F in P)
+        return (X @ A.T) @ np.swapaxes(X @ B.T, -1, -2)
+    return (X @ np.asarray(P, float)) @ np.swapaxes(X, -1, -2)
+
+
+def log_attention_weights(X: Array, P: Score, *, causal: bool = False, row_sum: float | None = None) -> Array:
     r""":math:`\log\alpha_{ij}=\log c+s_{ij}-\log\sum_ke^{s_{ik}}` (log-sum-exp; finite for every finite
-    score, where :math:`\alpha_{ij}` itself may underflow); :math:`-\infty` above the diagonal when causal."""
+    score, where :math:`\alpha_{ij}` itself may underflow); :math:`-\infty` above the diagonal when causal.
+    ``P`` as in :func:`scores`; ``X`` may carry leading axes (a stack of samples)."""
     X = np.asarray(X, float)
     ell, d = X.shape[-2:]
-    S = np.einsum("...id,de,...je->...ij", X, P, X)
+    S = scores(X, P)
     if causal:
         S = np.where(np.tril(np.ones((ell, ell), bool)), S, -np.inf)
     top = S.max(axis=-1, keepdims=True)
@@ -184,7 +200,7 @@ def log_attention_weights(X: Array, P: Array, *, causal: bool = False, row_sum: 
     return math.log(c) + S - top - np.log(np.exp(S - top).sum(axis=-1, keepdims=True))
 
 
-def attention_weights(X: Array, P: Array, *, causal: bool = False, row_sum: float | None = None) -> Array:
+def attention_weights(X: Array, P: Score, *, causal: bool = False, row_sum: float | None = None) -> Array:
     r"""Attention matrix :math:`\alpha_{ij}=c\,e^{y_i^\top Py_j}/\sum_ke^{y_i^\top Py_k}` (Lemma 4.1's
     quantity), rows summing to ``row_sum`` (default :math:`c=1/\sqrt d`, the paper's convention)."""
     return np.exp(log_attention_weights(X, P, causal=causal, row_sum=row_sum))

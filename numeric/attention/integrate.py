@@ -44,6 +44,9 @@ class Trajectory:
     ok : bool
         The integrator succeeded and the drift stayed within ``drift_budget``.
     message : str
+    reduction : dict or None
+        Set when the run was made in an invariant subspace and lifted
+        (:meth:`flowcert.numeric.attention.reduction.Subspace.record`).
     """
 
     t: Array
@@ -51,6 +54,7 @@ class Trajectory:
     drift: float
     ok: bool
     message: str
+    reduction: dict | None = None
 
     @property
     def X_final(self) -> Array:
