@@ -87,9 +87,28 @@ def verify_document(system: str, path: Any, *, simulate: bool = False, seed: int
     Returns
     -------
     dict
-        The document (numpy values not yet converted: see :func:`plain`).
+        The document (numpy values not yet converted: see :func:`plain`); a file or mapping that
+        carries ``provenance`` (an exported head) gives the document the same top-level ``provenance``.
     """
+    import os
+    from collections.abc import Mapping
+
+    from .errors import ParamError
+    from .files import load_file
+    from .schema import PROVENANCE_KEY
     from .systems import get_system
 
     sysobj = get_system(system)
-    return sysobj.verify(sysobj.load(path, command="verify"), simulate=simulate, seed=seed)
+    raw = path
+    if isinstance(path, (str, os.PathLike)):  # read once: the parameters and where they came from
+        raw = load_file(path)
+    try:
+        p = sysobj.load(raw, command="verify")
+    except ParamError as err:
+        raise (err.with_file(os.fspath(path)) if raw is not path else err) from None
+    doc = sysobj.verify(p, simulate=simulate, seed=seed)
+    if isinstance(raw, Mapping) and raw.get(PROVENANCE_KEY) is not None:
+        from .pretrained.provenance import check_provenance
+
+        doc = {**doc, PROVENANCE_KEY: check_provenance(raw[PROVENANCE_KEY])}
+    return doc
