@@ -137,11 +137,12 @@ def _refusal(flag: str, shown: str, fd: int, part: str, prefix: str, last: bool,
     return OptionError(flag, f"cannot open folder {prefix!r} for {shown} ({_why(exc)})")
 
 
-def _walk(flag: str, shown: str, folder: str, *, create: bool = False) -> _Walk:
+def _walk(flag: str, shown: str, folder: str, *, create: bool = False, target: bool = True) -> _Walk:
     """Open ``folder`` component by component with ``O_NOFOLLOW`` (a link anywhere is refused).
 
     Components that do not exist are created when ``create`` (each ``mkdirat`` on the descriptor
     of its parent), else left in :attr:`_Walk.missing` with the deepest existing folder open.
+    ``target``: ``folder`` is the output itself (``shown``), not the folder of an output file.
     """
     start, parts = _components(folder)
     try:
@@ -169,9 +170,9 @@ def _walk(flag: str, shown: str, folder: str, *, create: bool = False) -> _Walk:
                 try:
                     nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
                 except OSError as exc:
-                    raise _refusal(flag, shown, fd, part, prefix, i == len(parts) - 1, exc) from None
+                    raise _refusal(flag, shown, fd, part, prefix, target and i == len(parts) - 1, exc) from None
             except OSError as exc:
-                raise _refusal(flag, shown, fd, part, prefix, i == len(parts) - 1, exc) from None
+                raise _refusal(flag, shown, fd, part, prefix, target and i == len(parts) - 1, exc) from None
             os.close(fd)
             fd = nxt
         return _Walk(fd, start, parts, [])
@@ -235,7 +236,7 @@ def check_file(flag: str, path: str | os.PathLike[str], suffixes: tuple[str, ...
     if suffixes is not None and p.suffix.lower() not in suffixes:
         raise OptionError(flag, f"the file name must end in {' or '.join(suffixes)}, got {shown}")
     folder, base = _split_file(flag, shown, name)
-    walk = _walk(flag, shown, folder)
+    walk = _walk(flag, shown, folder, target=False)
     try:
         if walk.missing:
             raise OptionError(flag, f"folder {folder!r} does not exist, for {shown}")
@@ -309,7 +310,7 @@ def _new_file(flag: str, path: str | os.PathLike[str]) -> Iterator[tuple[int, st
     """``(descriptor, path)`` of a new temporary file beside ``path``; renamed onto ``path`` on success."""
     name, shown = _checked_name(flag, path)
     folder, base = _split_file(flag, shown, name)
-    walk = _walk(flag, shown, folder)
+    walk = _walk(flag, shown, folder, target=False)
     try:
         if walk.missing:
             raise OptionError(flag, f"folder {folder!r} does not exist, for {shown}")

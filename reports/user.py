@@ -13,6 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..outputs import make_folder
+
 Section = dict[str, Any]
 
 
@@ -33,5 +35,5 @@ def section(path: str, system: str, out: Path, *, quick: bool) -> Section:
         raise InputError(f"--system: '{system}' has no verifier in the report (available: {', '.join(names('report'))})")
     sysobj = get_system(system)
     p = sysobj.load(path)
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder("--out", out)  # through no link (flowcert.outputs)
     return sysobj.report_section(p, out, label=Path(path).name, quick=quick)

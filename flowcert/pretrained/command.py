@@ -152,7 +152,7 @@ def _reusable(out_dir: Any, wanted: dict[tuple[int, int], dict[str, Any]]) -> se
     import os
     import stat
 
-    from .checkpoint import bad
+    from ..errors import OptionError
     from .provenance import describe, export_key, read_export_provenance
 
     found: set[tuple[int, int]] = set()
@@ -163,14 +163,14 @@ def _reusable(out_dir: Any, wanted: dict[tuple[int, int], dict[str, Any]]) -> se
         except FileNotFoundError:
             continue
         except OSError as exc:
-            raise bad(f"--out-dir: cannot inspect {path!r} ({exc.strerror or exc})") from None
+            raise OptionError("--out-dir", f"cannot inspect {path!r} ({exc.strerror or exc})") from None
         if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
             what = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a regular file"
-            raise bad(f"--out-dir: {path!r} is {what}; flowcert never re-uses or writes an export through it")
+            raise OptionError("--out-dir", f"{path!r} is {what}; flowcert never re-uses or writes an export through it")
         have = read_export_provenance(path)
         if have is None or export_key(have) != export_key(prov):
-            raise bad(f"--out-dir: {path!r} holds an export of {describe(have)}, not of {describe(prov)}; "
-                      "choose another --out-dir (or remove it)")
+            raise OptionError("--out-dir", f"{path!r} holds an export of {describe(have)}, not of {describe(prov)}; "
+                                           "choose another --out-dir (or remove it)")
         found.add((layer, head))
     return found
 
