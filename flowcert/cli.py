@@ -423,8 +423,11 @@ class _Stdout:
         return getattr(self._stream, name)
 
 
-def _silence_stdout() -> None:
-    """After a broken pipe: point fd 1 at /dev/null so the interpreter's last flush cannot complain."""
+def _silence_stdout(stream: Any) -> None:
+    """After a broken pipe or a failed write: point fd 1 at /dev/null so the interpreter's last flush
+    of the process's own stdout cannot complain (nothing is done to a stream a caller put in its place)."""
+    if stream is None or stream is not sys.__stdout__:
+        return
     try:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 1)
@@ -464,10 +467,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             except OutputError as exc:
                 sys.stderr.write(f"flowcert: error: {one_line(str(exc))}\n")
                 if exc.output == "stdout":
-                    _silence_stdout()  # what is still buffered for stdout cannot be written either
+                    _silence_stdout(stdout)  # what is still buffered for stdout cannot be written either
                 return EXIT_IO
             except _BrokenPipe:
-                _silence_stdout()
+                _silence_stdout(stdout)
                 return 128 + signal.SIGPIPE
             except KeyboardInterrupt:
                 return 130
