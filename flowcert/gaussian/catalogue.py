@@ -24,8 +24,8 @@ from . import asymptotics
 from .regime import consistency as asymptotics_consistency
 from ..catalogue import CrossCheck, TheoremResult
 from ..certificates.hypotheses import gram, holds_by, semidefinite, upper_eigenvalue_bound
-from ..limits import STAGE_SECONDS, stage_skip_reason
-from ..numeric.integration import BudgetExceeded, stage_budget
+from ..limits import STAGE_SECONDS, VERIFY_SECONDS, stage_skip_reason
+from ..numeric.integration import BudgetExceeded, budget_left, command_budget, stage_budget
 from ..certificates import core
 from ..numeric import gaussian as ng
 from .params import GaussianParams
@@ -411,20 +411,36 @@ def verify_run(p: GaussianParams, simulate: bool = False, seed: int = 0) -> tupl
     """:func:`verify`, with the run of eq. (7) behind the regime and ``simulation`` (a
     :class:`~flowcert.numeric.gaussian.moments.MomentSolution`, or None when the size limit skipped it),
     so a caller can plot it without integrating again."""
-    with np.errstate(all="ignore"), warnings.catch_warnings():
+    with np.errstate(all="ignore"), warnings.catch_warnings(), command_budget(VERIFY_SECONDS, "verify gaussian"):
         warnings.simplefilter("ignore", RuntimeWarning)
         return _verify(p, simulate, seed)
 
 
+#: Shares of the verify budget (:data:`flowcert.limits.VERIFY_SECONDS`): the shared run of eq. (7)
+#: gets at most :data:`RUN_SHARE` of what is left, the catalogue entries leave :data:`TABLE_SHARE` of
+#: the whole for the exact Table 1 analysis that comes last.
+RUN_SHARE, TABLE_SHARE = 0.4, 0.25
+
+
+def _share(fraction: float | None = None, keep: float = 0.0) -> float | None:
+    """``fraction`` of the budget left, or all of it but ``keep`` (None when no budget is set)."""
+    left = budget_left(None)
+    if left is None:
+        return None
+    return fraction * left if fraction is not None else left - keep
+
+
 def _verify(p: GaussianParams, simulate: bool, seed: int) -> tuple[dict[str, Any], Any]:
     integrate_skip = stage_skip_reason("gaussian:integrate", p.d)
-    sol = ng.integrate_moments(coefficients(p), p.mu0, p.Sigma0, p.t_end) if integrate_skip is None else None
+    with command_budget(_share(RUN_SHARE), "the run of eq. (7)"):
+        sol = ng.integrate_moments(coefficients(p), p.mu0, p.Sigma0, p.t_end) if integrate_skip is None else None
     entries = [("gaussian:prop-2.1", "Proposition 2.1", lambda: prop_2_1(p, simulate, seed)),
                ("gaussian:lemma-2.3", "Lemma 2.3", lambda: lemma_2_3(p)),
                ("gaussian:prop-2.4", "Proposition 2.4", lambda: prop_2_4(p, simulate, seed)),
                ("gaussian:lemma-3.1", "Lemma 3.1", lambda: lemma_3_1(p)),
                ("gaussian:thm-3.3", "Theorem 3.3", lambda: thm_3_3(p, seed))]
-    theorems = [_guarded(*e) if e[0] in CROSS_CHECK_LIMITED else _sized(p.d, *e) for e in entries]
+    with command_budget(_share(keep=TABLE_SHARE * VERIFY_SECONDS), "the catalogue entries (Table 1 keeps its share)"):
+        theorems = [_guarded(*e) if e[0] in CROSS_CHECK_LIMITED else _sized(p.d, *e) for e in entries]
     reg: dict[str, Any] = {"Sigma": "unknown", "mu": "unknown", "Sigma_inf": None, "mu_inf": None,
                            "blowup_time_upper_bound": None, "basis": "simulation"}
     if p.time_varying:
