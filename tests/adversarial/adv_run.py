@@ -159,3 +159,27 @@ class Tally:
 
 
 TALLY = Tally()
+
+
+@contextlib.contextmanager
+def cpu_limit(seconds: float) -> Iterator[None]:
+    """Raise :class:`Timeout` once the process has used ``seconds`` more of *user* CPU time
+    (``ITIMER_VIRTUAL``; the stage budgets use ``ITIMER_PROF``, a caller's wall clock ``ITIMER_REAL``).
+
+    A budget watchdog, not a benchmark: it stops a run past the documented budget
+    (:data:`flowcert.limits.COMMAND_SECONDS`) whatever the load of the machine. Main thread only.
+    """
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Timeout(f"ran past {seconds:g} s of CPU time")
+
+    old = signal.signal(signal.SIGVTALRM, handler)
+    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, old)
