@@ -34,7 +34,8 @@ STAGE_MAX_D: dict[str, int] = {
 
 #: Largest ``d`` per command; above it the command refuses the input (exit 2).
 COMMAND_MAX_D: dict[str, int] = {
-    "verify": 384,                  # MiniLM's residual stream; 87 s (Thm 4.1 regime) to 194 s (blow-up) at d = 384
+    "verify": 384,                  # MiniLM's residual stream; 87 s (Thm 4.1 regime) to 194 s (blow-up) at d = 384 before
+                                    # VERIFY_SECONDS: now within it, a stage it cannot fit is unknown (budget)
     "simulate": 384,
     "reach": 40,
 }
