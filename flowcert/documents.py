@@ -106,7 +106,11 @@ def verify_document(system: str, path: Any, *, simulate: bool = False, seed: int
         p = sysobj.load(raw, command="verify")
     except ParamError as err:
         raise (err.with_file(os.fspath(path)) if raw is not path else err) from None
-    doc = sysobj.verify(p, simulate=simulate, seed=seed)
+    from .limits import VERIFY_SECONDS
+    from .numeric.integration import command_budget
+
+    with command_budget(VERIFY_SECONDS, f"verify {system}"):  # every budgeted stage and run shares it
+        doc = sysobj.verify(p, simulate=simulate, seed=seed)
     if isinstance(raw, Mapping) and raw.get(PROVENANCE_KEY) is not None:
         from .pretrained.provenance import check_provenance
 

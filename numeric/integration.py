@@ -260,10 +260,10 @@ def solve_switching(
             if deadline is not None and time.process_time() > deadline:
                 raise IntegrationFailed(f"{note}{meth}: {exc}{where}", meth, "budget", reached[0]) from exc
             if not may_switch:
-                raise IntegrationFailed(
-                    f"{meth}: {exc}{where}; {np.size(y0)} states exceed {size_cap}, the largest system the "
-                    "implicit method is given (its dense Jacobian), so no implicit retry", meth, budget,
-                    reached[0]) from exc
+                why = ("explicit only" if size_cap == 0 else f"{np.size(y0)} states exceed {size_cap}, the largest "
+                       "system the implicit method is given (its dense Jacobian)")
+                raise IntegrationFailed(f"{meth}: {exc}{where}; {why}, so no implicit retry", meth, budget,
+                                        reached[0]) from exc
             if isinstance(exc, _Stalled) and monitor is not None and not monitor.flagged:
                 # the budget went on accuracy, not stability: an implicit method would cost more, not less
                 raise IntegrationFailed(f"{meth}: {exc}{where}; not stiff (h rho < {monitor.limit:g} "
