@@ -54,15 +54,20 @@ def _psd(s: float, d: int, seed: int) -> np.ndarray:
     return (S / np.abs(S).max()) * s
 
 
-def gaussian_cases() -> list[tuple[str, dict[str, Any]]]:
-    """``(name, raw gaussian parameters)`` for every magnitude, key and structure."""
+def _varied(base: dict[str, Any], system: str, keys: tuple[str, ...], d: int) -> list[tuple[str, dict[str, Any]]]:
+    """Every structure in ``A``/``V`` (the first key), diagonal and random in the other keys, at every magnitude."""
     out = []
     for s in MAGNITUDES:
-        for kind in STRUCTURES:
-            out.append((f"gaussian-A-{kind}-{s:g}", {**GAUSS, "A": structured(kind, s, 2, 7).tolist()}))
-        for key in ("V", "B"):
-            for kind in ("diagonal", "random"):
-                out.append((f"gaussian-{key}-{kind}-{s:g}", {**GAUSS, key: structured(kind, s, 2, 11).tolist()}))
+        for i, key in enumerate(keys):
+            for kind in STRUCTURES if i == 0 else ("diagonal", "random"):
+                out.append((f"{system}-{key}-{kind}-{s:g}", {**base, key: structured(kind, s, d, 7 + 4 * i).tolist()}))
+    return out
+
+
+def gaussian_cases() -> list[tuple[str, dict[str, Any]]]:
+    """``(name, raw gaussian parameters)``: ``A``, ``V``, ``B``, ``Sigma0``, ``b``/``mu0`` at every magnitude."""
+    out = _varied(GAUSS, "gaussian", ("A", "V", "B"), 2)
+    for s in MAGNITUDES:
         out.append((f"gaussian-Sigma0-diagonal-{s:g}", {**GAUSS, "Sigma0": (s * np.eye(2)).tolist()}))
         out.append((f"gaussian-Sigma0-random-{s:g}", {**GAUSS, "Sigma0": _psd(s, 2, 13).tolist()}))
         out.append((f"gaussian-b-mu0-{s:g}", {**GAUSS, "b": [s, -s], "mu0": [-s, s]}))
@@ -70,15 +75,8 @@ def gaussian_cases() -> list[tuple[str, dict[str, Any]]]:
 
 
 def attention_cases() -> list[tuple[str, dict[str, Any]]]:
-    """``(name, raw attention parameters)`` for every magnitude, key and structure."""
-    out = []
-    for s in MAGNITUDES:
-        for kind in STRUCTURES:
-            out.append((f"attention-V-{kind}-{s:g}", {**ATT, "V": structured(kind, s, 3, 7).tolist()}))
-        for key in ("Q", "K"):
-            for kind in ("diagonal", "random"):
-                out.append((f"attention-{key}-{kind}-{s:g}", {**ATT, key: structured(kind, s, 3, 11).tolist()}))
-    return out
+    """``(name, raw attention parameters)``: ``V``, ``Q``, ``K`` at every magnitude."""
+    return _varied(ATT, "attention", ("V", "Q", "K"), 3)
 
 
 #: The issue's cases and one of each system, in the default suite (the rest is ``slow``).
