@@ -1,13 +1,19 @@
 """The ``flowcert`` command line (a contract: see docs/design.md, "The command line and JSON contract").
 
 Exit codes: 0 the command ran (whatever the verdicts), 2 bad input (one line on stderr naming
-the key and the problem), 1 an internal error, 3 (``recheck`` only) a certificate was refused.
-Heavy modules are imported inside commands.
+the key and the problem), 1 an internal error, 3 (``recheck`` only) a certificate was refused,
+74 an output could not be written (stdout full or closed, a full disk: one line naming the output
+and the error), 130 / 143 interrupted by ``SIGINT`` / ``SIGTERM`` (what the run had started to
+write is removed first), 141 the reader of stdout went away (a broken pipe: no message, as Unix
+tools). Heavy modules are imported inside commands.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any, NoReturn, Sequence
@@ -18,7 +24,7 @@ from .documents import finite as _finite  # noqa: F401  (kept for callers of the
 from .documents import json_default as _json_default  # noqa: F401
 from .documents import document, verify_document
 from .documents import verify_summary as _summary
-from .errors import InputError, ParamError
+from .errors import EXIT_IO, InputError, OutputError, ParamError
 from .options import device_arg, one_line, positive_int_arg, seed_arg
 from .systems import get_system, names
 
@@ -195,7 +201,9 @@ def cmd_design(args: argparse.Namespace) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> None:
-    from .outputs import check_folder
+    """The report is built in a temporary folder renamed into ``--out`` at the end
+    (:func:`flowcert.outputs.staged_folder`): an interrupted or failed build leaves nothing behind."""
+    from .outputs import check_folder, staged_folder
     from .reports.build import build_report
 
     check_folder("--out", args.out)
@@ -203,9 +211,10 @@ def cmd_report(args: argparse.Namespace) -> None:
         if args.system not in names():
             raise InputError(f"--system: '{args.system}' has no verifier in the report (available: {', '.join(names())})")
         _load(args.system, args.params)
-    report = build_report(Path(args.out), quick=args.quick, only=args.only, params=args.params, system=args.system)
+    with staged_folder("--out", args.out) as stage:
+        report = build_report(stage, quick=args.quick, only=args.only, params=args.params, system=args.system)
     for path in report.files:
-        sys.stdout.write(f"wrote {path}\n")
+        sys.stdout.write(f"wrote {Path(args.out) / Path(path).relative_to(stage)}\n")
     sys.stdout.write(report.pdf + "\n")
 
 
@@ -381,11 +390,79 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(BaseException):
+    """``SIGTERM`` (or another terminating signal) as an exception, so that every ``finally`` runs
+    (temporary files and folders are removed) before the exit code ``128 + signum``."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _BrokenPipe(BaseException):
+    """The reader of stdout went away: unwind quietly (cleanups run), exit ``128 + SIGPIPE``."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated(signum)
+
+
+class _Stdout:
+    """Standard output for a command: a failed write or flush (a full device, a closed descriptor)
+    is :class:`~flowcert.errors.OutputError` naming ``stdout``, a broken pipe is :class:`_BrokenPipe`."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def _call(self, name: str, *args: Any) -> Any:
+        if self._stream is None:
+            raise OutputError("stdout", "it is closed")
+        try:
+            return getattr(self._stream, name)(*args)
+        except BrokenPipeError:
+            raise _BrokenPipe() from None
+        except OSError as exc:
+            raise OutputError("stdout", exc) from None
+        except ValueError as exc:  # "I/O operation on closed file"
+            raise OutputError("stdout", str(exc)) from None
+
+    def write(self, text: str) -> int:
+        return self._call("write", text)
+
+    def writelines(self, lines: Any) -> None:
+        self._call("writelines", lines)
+
+    def flush(self) -> None:
+        self._call("flush")
+
+    def __getattr__(self, name: str) -> Any:
+        if self._stream is None:
+            raise OutputError("stdout", "it is closed")
+        return getattr(self._stream, name)
+
+
+def _silence_stdout(stream: Any) -> None:
+    """After a broken pipe or a failed write: point fd 1 at /dev/null so the interpreter's last flush
+    of the process's own stdout cannot complain (nothing is done to a stream a caller put in its place)."""
+    if stream is None or stream is not sys.__stdout__:
+        return
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
+    except OSError:
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code.
 
     Warnings raised while a command runs (numpy's RuntimeWarning on hostile numbers) are held
     back: on bad input (exit 2) only the one error line is printed; otherwise they follow.
+    ``SIGTERM`` is turned into :class:`Terminated` while the command runs (in the main thread), so
+    the temporary outputs are removed before the exit code 143 (``SIGINT``: 130); stdout is guarded
+    (:class:`_Stdout`): a full or closed stdout exits :data:`~flowcert.errors.EXIT_IO` (74) with one
+    line, a broken pipe exits 141 quietly.
     """
     import warnings
 
@@ -394,22 +471,51 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # a bad option (exit 2, one line already printed), --help, --version
         return exc.code if isinstance(exc.code, int) else 2
 
-    with warnings.catch_warnings(record=True) as caught:
-        try:
-            rc = args.func(args)
-        except (ParamError, InputError) as exc:
-            sys.stderr.write(f"flowcert: error: {one_line(str(exc))}\n")
-            return 2
-        except KeyboardInterrupt:
-            return 130
-        except Exception as exc:  # noqa: BLE001 - exit code 1 is the contract for internal errors
-            sys.stderr.write(f"flowcert: internal error: {type(exc).__name__}: {one_line(str(exc))}\n")
-            if "--debug" in sys.argv or __import__("os").environ.get("FLOWCERT_DEBUG"):
-                raise
-            return 1
+    main_thread = __import__("threading").current_thread() is __import__("threading").main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if main_thread else None
+    stdout, sys.stdout = sys.stdout, _Stdout(sys.stdout)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            try:
+                rc = args.func(args)
+                sys.stdout.flush()
+            except (ParamError, InputError) as exc:
+                sys.stderr.write(f"flowcert: error: {one_line(str(exc))}\n")
+                return 2
+            except OutputError as exc:
+                sys.stderr.write(f"flowcert: error: {one_line(str(exc))}\n")
+                if exc.output == "stdout":
+                    _silence_stdout(stdout)  # what is still buffered for stdout cannot be written either
+                return EXIT_IO
+            except _BrokenPipe:
+                _silence_stdout(stdout)
+                return 128 + signal.SIGPIPE
+            except KeyboardInterrupt:
+                return 130
+            except Terminated as exc:
+                return 128 + exc.signum
+            except OSError as exc:
+                if exc.errno != errno.ENAMETOOLONG:
+                    return _internal_error(exc)
+                where = f"{one_line(repr(os.fsdecode(exc.filename)))}: " if exc.filename is not None else ""
+                sys.stderr.write(f"flowcert: error: {where}{exc.strerror or 'file name too long'}\n")
+                return 2
+            except Exception as exc:  # noqa: BLE001 - exit code 1 is the contract for internal errors
+                return _internal_error(exc)
+    finally:
+        sys.stdout = stdout
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
     for w in caught:
         warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     return rc if isinstance(rc, int) else 0
+
+
+def _internal_error(exc: BaseException) -> int:
+    sys.stderr.write(f"flowcert: internal error: {type(exc).__name__}: {one_line(str(exc))}\n")
+    if "--debug" in sys.argv or os.environ.get("FLOWCERT_DEBUG"):
+        raise exc
+    return 1
 
 
 if __name__ == "__main__":

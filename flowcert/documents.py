@@ -96,12 +96,33 @@ def verify_document(system: str, path: Any, *, simulate: bool = False, seed: int
     Returns
     -------
     dict
-        The document (numpy values not yet converted: see :func:`plain`).
+        The document (numpy values not yet converted: see :func:`plain`); a file or mapping that
+        carries ``provenance`` (an exported head) gives the document the same top-level ``provenance``.
     """
+    import os
+    from collections.abc import Mapping
+
+    from .errors import ParamError
+    from .files import load_file
+    from .schema import PROVENANCE_KEY
     from .systems import get_system
 
     sysobj = get_system(system)
-    p = sysobj.load(path, command="verify")
-    if checks is None:
-        return sysobj.verify(p, simulate=simulate, seed=seed)
-    return sysobj.verify(p, simulate=True, seed=seed, checks=checks)
+    raw = path
+    if isinstance(path, (str, os.PathLike)):  # read once: the parameters and where they came from
+        raw = load_file(path)
+    try:
+        p = sysobj.load(raw, command="verify")
+    except ParamError as err:
+        raise (err.with_file(os.fspath(path)) if raw is not path else err) from None
+    from .limits import VERIFY_SECONDS
+    from .numeric.integration import command_budget
+
+    with command_budget(VERIFY_SECONDS, f"verify {system}"):  # every budgeted stage and run shares it
+        doc = (sysobj.verify(p, simulate=simulate, seed=seed) if checks is None
+               else sysobj.verify(p, simulate=True, seed=seed, checks=checks))
+    if isinstance(raw, Mapping) and raw.get(PROVENANCE_KEY) is not None:
+        from .pretrained.provenance import check_provenance
+
+        doc = {**doc, PROVENANCE_KEY: check_provenance(raw[PROVENANCE_KEY])}
+    return doc

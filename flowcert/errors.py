@@ -20,7 +20,11 @@ import functools
 import re
 from typing import Any, Callable, TypeVar
 
-__all__ = ["InputError", "OptionError", "ParamError", "PrecisionWarning", "python_terms"]
+__all__ = ["InputError", "OptionError", "ParamError", "PrecisionWarning", "python_terms", "OutputError", "EXIT_IO"]
+
+#: Exit code of an output that could not be written (stdout full or closed, a disk full while a file
+#: is written): ``EX_IOERR`` of BSD ``sysexits.h``.
+EXIT_IO = 74
 
 
 class InputError(ValueError):
@@ -160,3 +164,25 @@ def python_terms(fn: F) -> F:
             raise new from None
 
     return wrapper  # type: ignore[return-value]
+
+
+class OutputError(Exception):
+    """An output could not be written after its checks passed (stdout full or closed, a full disk, an I/O
+    error while a file is written): one line naming the output and the error, exit code :data:`EXIT_IO`.
+
+    Parameters
+    ----------
+    output : str
+        What was being written (``stdout``, ``--out 'report/'``).
+    error : OSError or str
+        The operating system's error.
+    """
+
+    def __init__(self, output: str, error: OSError | str) -> None:
+        self.output = output
+        reason = error if isinstance(error, str) else (error.strerror or str(error))
+        self.reason = " ".join(str(reason).splitlines())
+        super().__init__(f"cannot write {output} ({self.reason})")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (OutputError, (self.output, self.reason))

@@ -49,6 +49,7 @@ LOW_RANK_STAGE_MAX_D: dict[str, int] = {
 #: Largest ``d`` per command; above it the command refuses the input (exit 2).
 COMMAND_MAX_D: dict[str, int] = {
     "verify": 768,                  # GPT-2's residual stream; above STAGE_MAX_D only low-rank inputs run the costly stages
+                                    # every verify runs within VERIFY_SECONDS: a stage it cannot fit is unknown (budget)
     "simulate": 384,
     "reach": 40,
 }
@@ -88,6 +89,11 @@ def command_problem(command: str, d: int) -> str | None:
 #: on 2 cores.
 COMMAND_SECONDS = 120.0
 COMMAND_BYTES = 2 * 2**30
+#: CPU-time budget of one verify document (``flowcert.numeric.integration.command_budget``): every
+#: budgeted stage -- the runs, the catalogue entries, the exact Table 1 analysis -- shares it, and a
+#: stage that would start after it is spent is reported ``unknown`` with reason ``budget``.
+#: :data:`COMMAND_SECONDS` less the start-up (imports, about 6 s) and the output.
+VERIFY_SECONDS = 100.0
 
 #: ``name -> largest value`` accepted, each checked before any work (exit 2 above it, the
 #: entry named in the message). Measured with ``/usr/bin/time -v`` at the limit (README table).

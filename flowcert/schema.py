@@ -361,8 +361,14 @@ class Schema:
         return tuple(k for k, f in self.fields.items() if f.required)
 
 
+#: The one key every parameter file may carry besides its schema's: where the parameters came from
+#: (:mod:`flowcert.pretrained.provenance`); its shape is checked, it is echoed as the verify document's
+#: top-level ``provenance`` and never enters the mathematics.
+PROVENANCE_KEY = "provenance"
+
+
 def check_keys(raw: object, schema: Schema) -> Mapping[str, object]:
-    """Require a mapping with no unknown keys and every required key.
+    """Require a mapping with no unknown keys and every required key (and a well-formed ``provenance``).
 
     Raises
     ------
@@ -376,6 +382,11 @@ def check_keys(raw: object, schema: Schema) -> Mapping[str, object]:
         )
     allowed = schema.allowed
     for key in raw:
+        if key == PROVENANCE_KEY:  # where the parameters came from: checked, echoed, never used
+            from .pretrained.provenance import check_provenance
+
+            check_provenance(raw[key])
+            continue
         if key not in schema.fields:
             hint = ""
             if isinstance(key, str):

@@ -6,7 +6,8 @@ it is done, so the output can be streamed, and a sweep resumed (``--resume PREVI
 skips the files already reported there). A line is
 
 ``{"file", "index", "status": "ok" | "bad_input" | "internal_error", "exit_code": 0 | 2 | 1,
-"result": <the verify document> | null, "error": str | null, "seconds"}``.
+"result": <the verify document> | null, "error": str | null, "seconds", "provenance": {...} | null}``
+(``provenance``: where the parameters came from, :mod:`flowcert.provenance`).
 
 A failure in one set is its own line and never stops the others. The sweep's exit code is 0
 when every set ran, 1 if any set hit an internal error, otherwise 2 if any set was bad input.
@@ -20,7 +21,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence, TextIO
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TextIO
 
 SUFFIXES = (".json", ".npz")
 
@@ -89,9 +90,11 @@ def verify_file(system: str, path: str, simulate: bool = False, index: int = 0) 
 
     core.clear_memo()  # memoisation is per parameter set: bounded memory in long-lived workers
     t0 = time.perf_counter()
-    rec: dict[str, Any] = {"file": path, "index": index, "status": "ok", "exit_code": 0, "result": None, "error": None}
+    rec: dict[str, Any] = {"file": path, "index": index, "status": "ok", "exit_code": 0, "result": None, "error": None,
+                           "provenance": None}
     try:
         rec["result"] = plain(verify_document(system, path, simulate=simulate))
+        rec["provenance"] = rec["result"].get("provenance")
     except InputError as exc:
         rec.update(status="bad_input", exit_code=2, error=str(exc))
     except Exception as exc:  # noqa: BLE001 - one set's failure is its own line
@@ -117,13 +120,20 @@ def _local(system: str, files: list[tuple[int, str]], simulate: bool, jobs: int)
     context = multiprocessing.get_context("fork" if linux else None)
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_single_thread) as pool:
         futures = {pool.submit(verify_file, system, f, simulate, i): (i, f) for i, f in files}
-        for fut in as_completed(futures):
-            i, f = futures[fut]
-            try:
-                yield fut.result()
-            except Exception as exc:  # noqa: BLE001 - a worker died: still one line for this set
-                yield {"file": f, "index": i, "status": "internal_error", "exit_code": 1, "result": None,
-                       "error": f"worker failed: {type(exc).__name__}: {exc}", "seconds": None}
+        try:
+            for fut in as_completed(futures):
+                i, f = futures[fut]
+                try:
+                    yield fut.result()
+                except Exception as exc:  # noqa: BLE001 - a worker died: still one line for this set
+                    yield {"file": f, "index": i, "status": "internal_error", "exit_code": 1, "result": None,
+                           "error": f"worker failed: {type(exc).__name__}: {exc}", "seconds": None,
+                           "provenance": None}
+        except BaseException:  # SIGINT, SIGTERM, a closed stdout: stop the workers now, not after the queue
+            pool.shutdown(wait=False, cancel_futures=True)
+            for child in multiprocessing.active_children():
+                child.kill()
+            raise
 
 
 def _warm(system: str) -> None:
@@ -144,6 +154,11 @@ def _single_thread() -> None:
     """
     from threadpoolctl import threadpool_limits
 
+    import signal
+
+    # the parent answers SIGINT/SIGTERM (and stops the workers); a worker just ends
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
     threadpool_limits(1)
@@ -177,7 +192,8 @@ def _dask(system: str, files: list[tuple[int, str]], simulate: bool, address: st
                 yield rec
             except Exception as exc:  # noqa: BLE001 - a worker died: still one line for this set
                 yield {"file": f, "index": i, "status": "internal_error", "exit_code": 1, "result": None,
-                       "error": f"worker failed: {type(exc).__name__}: {exc}", "seconds": None}
+                       "error": f"worker failed: {type(exc).__name__}: {exc}", "seconds": None,
+                       "provenance": None}
     finally:
         client.close()
 
@@ -202,15 +218,28 @@ class Progress:
 
 
 def run(system: str, paths: Sequence[str], *, simulate: bool = False, jobs: int = 1, scheduler: str | None = None,
-        resume: str | None = None, progress: bool = True, out: TextIO | None = None) -> int:
-    """Run a sweep and write one JSON line per parameter set to ``out``; returns the exit code."""
+        resume: str | None = None, progress: bool = True, out: TextIO | None = None,
+        labels: Mapping[str, tuple[str, Any]] | None = None) -> int:
+    """Run a sweep and write one JSON line per parameter set to ``out``; returns the exit code.
+
+    ``labels`` maps a file actually read to ``(file, provenance)`` reported in its line (``pretrained
+    verify`` reads its exports from a temporary folder and reports the final names); with labels,
+    ``--resume`` skips a file only when the previous line names the same file *and* the same
+    provenance (a line about another model or prompt is never taken for this one).
+    """
     from .limits import max_jobs
 
     check_jobs(jobs)  # bad input before any work, whichever command started the sweep
     out = out or sys.stdout
     files = expand(paths)
-    skip = done_files(resume) if resume else set()
-    todo = [(i, f) for i, f in enumerate(files) if f not in skip]
+    shown = {f: labels[f] for f in files if f in labels} if labels else {}
+    if resume and shown:
+        previous = set(resumed_records(resume, lambda rec: (rec["file"], _key(rec.get("provenance")))))
+        todo = [(i, f) for i, f in enumerate(files) if (shown.get(f, (f, None))[0],
+                                                         _key(shown.get(f, (f, None))[1])) not in previous]
+    else:
+        skip = done_files(resume) if resume else set()
+        todo = [(i, f) for i, f in enumerate(files) if shown.get(f, (f, None))[0] not in skip]
     runner: Iterable[dict[str, Any]]
     if scheduler:
         runner = _dask(system, todo, simulate, scheduler)
@@ -222,11 +251,20 @@ def run(system: str, paths: Sequence[str], *, simulate: bool = False, jobs: int 
     bar = Progress(len(todo), sys.stderr, progress)
     code = 0
     for rec in runner:
+        if rec["file"] in shown:
+            actual, (rec["file"], rec["provenance"]) = rec["file"], shown[rec["file"]]
+            if rec.get("error"):
+                rec["error"] = rec["error"].replace(actual, rec["file"])
         out.write(json.dumps(rec, allow_nan=False) + "\n")
         out.flush()
         bar.update(rec)
         code = 1 if rec["exit_code"] == 1 else (code or rec["exit_code"])
     return code
+
+
+def _key(provenance: Any) -> str:
+    """A hashable form of a provenance record (canonical JSON)."""
+    return json.dumps(provenance, sort_keys=True)
 
 
 def is_sweep(paths: Sequence[str], jobs: int | None, scheduler: str | None, resume: str | None) -> bool:

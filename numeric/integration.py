@@ -44,9 +44,41 @@ class BudgetExceeded(BaseException):
     the interruption into a verdict: only the guard that set the budget catches it.
     """
 
-    def __init__(self, what: str, seconds: float) -> None:
-        super().__init__(f"budget: {what} stopped after {seconds:g} s of CPU time")
+    def __init__(self, what: str, seconds: float, spent: str | None = None) -> None:
+        super().__init__(spent or f"budget: {what} stopped after {seconds:g} s of CPU time")
         self.what, self.seconds = what, seconds
+
+
+#: ``[process CPU time at which the enclosing command budget ends, its description]`` (None: no budget).
+_COMMAND: list = [None, ""]
+
+
+@contextmanager
+def command_budget(seconds: float | None, what: str) -> Iterator[None]:
+    """A CPU-time deadline that every :func:`stage_budget` and :func:`solve_switching` inside respects.
+
+    A stage gets at most what is left of the deadline; a stage that starts after the deadline is
+    refused at once (:class:`BudgetExceeded`, its reason naming ``what``), so the stages of one
+    command together end within ``seconds`` plus the unbudgeted glue between them. Deadlines nest
+    (the earlier one governs); the previous one is restored on exit. Thread-local use only.
+    """
+    previous = list(_COMMAND)
+    if seconds is not None:
+        end = time.process_time() + seconds
+        if previous[0] is None or end < previous[0]:
+            _COMMAND[:] = [end, f"{what} ({seconds:g} s of CPU time)"]
+    try:
+        yield
+    finally:
+        _COMMAND[:] = previous
+
+
+def budget_left(seconds: float | None) -> float | None:
+    """``seconds`` capped by what is left of the enclosing :func:`command_budget` (None: unbounded)."""
+    if _COMMAND[0] is None:
+        return seconds
+    left = _COMMAND[0] - time.process_time()
+    return left if seconds is None else min(seconds, left)
 
 
 @contextmanager
@@ -58,8 +90,14 @@ def stage_budget(seconds: float | None, what: str) -> Iterator[None]:
     Acts in the main thread of a POSIX process only (elsewhere the block runs unbounded), and
     leaves ``SIGALRM`` timers (a caller's wall-clock limit) alone. Budgets nest: an inner budget
     never outlives the outer one, and the outer timer is restored (less the time spent) on exit.
-    The exception is raised between Python bytecodes, so a single long LAPACK call finishes first.
+    ``seconds`` is capped by the enclosing :func:`command_budget`; once that is spent the stage is
+    refused before it starts. The exception is raised between Python bytecodes, so a single long
+    LAPACK call finishes first.
     """
+    capped = budget_left(seconds)
+    if capped is not None and capped <= 0:
+        raise BudgetExceeded(what, 0.0, f"budget: {what} not started, {_COMMAND[1]} is spent")
+    seconds = capped
     usable = (seconds is not None and seconds > 0 and hasattr(signal, "setitimer")
               and threading.current_thread() is threading.main_thread())
     if not usable:
@@ -185,6 +223,8 @@ def solve_switching(
     note = ""
     size_cap = IMPLICIT_MAX_STATES if implicit_max_states is None else implicit_max_states
     may_switch = int(np.size(y0)) <= size_cap
+    max_seconds = budget_left(max_seconds)  # within the enclosing command budget
+    max_seconds = None if max_seconds is None else max(max_seconds, 0.0)
     deadline = None if max_seconds is None else time.process_time() + max_seconds
     reached = [float(span[0])]
     for meth in (method, "Radau") if may_switch else (method,):
@@ -220,10 +260,10 @@ def solve_switching(
             if deadline is not None and time.process_time() > deadline:
                 raise IntegrationFailed(f"{note}{meth}: {exc}{where}", meth, "budget", reached[0]) from exc
             if not may_switch:
-                raise IntegrationFailed(
-                    f"{meth}: {exc}{where}; {np.size(y0)} states exceed {size_cap}, the largest system the "
-                    "implicit method is given (its dense Jacobian), so no implicit retry", meth, budget,
-                    reached[0]) from exc
+                why = ("explicit only" if size_cap == 0 else f"{np.size(y0)} states exceed {size_cap}, the largest "
+                       "system the implicit method is given (its dense Jacobian)")
+                raise IntegrationFailed(f"{meth}: {exc}{where}; {why}, so no implicit retry", meth, budget,
+                                        reached[0]) from exc
             if isinstance(exc, _Stalled) and monitor is not None and not monitor.flagged:
                 # the budget went on accuracy, not stability: an implicit method would cost more, not less
                 raise IntegrationFailed(f"{meth}: {exc}{where}; not stiff (h rho < {monitor.limit:g} "

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .common import cell, section_anchor, theorem_anchor, theorem_blocks, verdict_word
-from ..outputs import make_folder, write_text
+from ..outputs import make_folder, write_bytes, write_text
 from .html import _MD, narrow_variant, write_report
 
 #: The paper sections, in report order. The lead appends "multistability", "consensus", "kpflow"
@@ -149,7 +149,7 @@ def _rebase_images(md: str, prefix: str, files: Sequence[Path] = ()) -> str:
 def run_section(key: str, out: Path, quick: bool) -> BuiltSection:
     """Build one paper's section into ``out/<key>``; any failure is a :class:`SectionError`."""
     sub = out / key
-    sub.mkdir(parents=True, exist_ok=True)
+    make_folder("--out", sub)  # through no link (flowcert.outputs)
     c0, w0 = time.process_time(), time.perf_counter()
     try:
         module = importlib.import_module(f"flowcert.reports.{key}")
@@ -186,18 +186,19 @@ def print_pdf(html_path: Path, pdf_path: Path, chromium: str, timeout: float = 3
     OSError
         Chromium failed, timed out or wrote no PDF.
     """
-    pdf_path.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(prefix="flowcert-pdf-") as profile:
+        printed = Path(profile) / "page.pdf"  # Chromium writes into our private folder; the one writer copies it
         try:
             subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                             "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
-                            f"--user-data-dir={profile}", "--no-pdf-header-footer", f"--print-to-pdf={pdf_path}",
+                            f"--user-data-dir={profile}", "--no-pdf-header-footer", f"--print-to-pdf={printed}",
                             html_path.resolve().as_uri()], check=True, capture_output=True, timeout=timeout)
         except subprocess.SubprocessError as exc:
             raise OSError(f"chromium: {type(exc).__name__}") from exc
-    if not pdf_path.is_file() or pdf_path.read_bytes()[:5] != b"%PDF-":
+        data = printed.read_bytes() if printed.is_file() else b""
+    if data[:5] != b"%PDF-":
         raise OSError("chromium wrote no PDF")
-    return pdf_path
+    return write_bytes("--out", pdf_path, data)
 
 
 def _print_report(md: str, out: Path, chromium: str) -> Path:
@@ -329,9 +330,10 @@ def build_report(out: Path, quick: bool = False, only: str | None = None, params
     if chain:
         write_text("--out", out / "report.md", md)
         try:
-            subprocess.run([chain[0], "report.md", "-o", "report.pdf", f"--pdf-engine={chain[1]}"], cwd=out,
-                           check=True, capture_output=True, timeout=600)
-            report.files.append(out / "report.pdf")
+            with tempfile.TemporaryDirectory(prefix="flowcert-pandoc-") as private:  # pandoc writes here; the one writer copies
+                subprocess.run([chain[0], "report.md", "-o", str(Path(private) / "report.pdf"), f"--pdf-engine={chain[1]}"],
+                               cwd=out, check=True, capture_output=True, timeout=600)
+                report.files.append(write_bytes("--out", out / "report.pdf", (Path(private) / "report.pdf").read_bytes()))
         except (subprocess.SubprocessError, OSError) as exc:
             failed = f"PDF: not produced — pandoc/{chain[1]} failed ({type(exc).__name__})."
             md, pdf_note = md.replace(pdf_note, failed), failed

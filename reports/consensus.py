@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from ..outputs import make_folder
 from ..attention import consensus as cat
 from ..attention import parse
 from ..numeric.attention import consensus as num
@@ -379,7 +380,7 @@ HOME = {"consensus:lemma-3.1": "fig1", "consensus:thm-3.1": "fig1", "consensus:t
 def section(out: Path, *, quick: bool, full: bool = False) -> dict:
     """The consensus paper's report section (see the report contract in the module docstring)."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder("--out", out)  # through no link (flowcert.outputs)
     md = ["The consensus paper studies eq. (7) with attention rows summing to $1/\\sqrt{n+1}$:", "",
           "$$\\dot y_i=\\sum_{\\eta=1}^h\\sum_{j}\\alpha^\\eta_{ij}\\big(U_\\eta y_j-(y_i^\\top WU_\\eta y_j)\\,y_i\\big),\\qquad "
           "\\alpha^\\eta_{ij}=\\frac{e^{y_i^\\top P_\\eta y_j}}{\\sqrt{n+1}\\sum_ke^{y_i^\\top P_\\eta y_k}}$$", "",

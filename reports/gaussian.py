@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from ..outputs import make_folder
 from ..certificates import gaussian as cert
 from ..numeric import gaussian as ng
 from ..gaussian.params import parse_gaussian
@@ -477,7 +478,7 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
     quick : bool
         Fewer particles, no Gröbner basis, scalarised proofs up to d=2 only.
     """
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder("--out", out)  # through no link (flowcert.outputs)
     doc = theorems(quick)
     reg = doc["regime"]
     ex_lines, ex_figs = _example(out, quick)

@@ -46,7 +46,7 @@ from mdit_py_plugins.container import container_plugin
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 from mdit_py_plugins.dollarmath.index import math_inline_dollar
 
-from ..outputs import write_text
+from ..outputs import make_folder, write_text
 from .css import PAGE_CSS as _CSS
 from .letters import styled, variant_survives
 
@@ -651,7 +651,7 @@ def write_report(md: str, out: Path, *, stem: str = "report", title: str | None 
     tuple of Path
         The Markdown and the HTML file.
     """
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder("--out", out)  # through no link (flowcert.outputs)
     md_path, html_path = out / f"{stem}.md", out / f"{stem}.html"
     write_text("--out", md_path, md)
     page = render_page(md, title or _title_from_markdown(md) or _DEFAULT_TITLE, out if embed else None,

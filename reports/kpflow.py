@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from ..outputs import make_folder
+
 TITLE = "KPFlow: operators of gradient descent on recurrent models"
 
 
@@ -109,7 +111,7 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
     from ..rnn.params import parse_rnn
 
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder("--out", out)  # through no link (flowcert.outputs)
     t_start = time.perf_counter()
     md: list[str] = []
     figs: list[str] = []

@@ -17,6 +17,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from ..outputs import make_folder
 from ..attention import multistability as fm  # noqa: E402
 from ..attention.params import parse_attention  # noqa: E402
 from ..certificates import core  # noqa: E402
@@ -242,7 +243,7 @@ def _fig_spectra(out: Path) -> tuple[str, dict[str, Any]]:
 def section(out: Path, *, quick: bool) -> dict[str, Any]:
     """The multistability section (report contract of HELPER_RULES.md)."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder("--out", out)  # through no link (flowcert.outputs)
     t0 = time.perf_counter()
     p = parse_attention(DEFAULT)
     ths = fm.theorems(p, simulate=True, seed=1)

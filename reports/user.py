@@ -20,6 +20,8 @@ from typing import Any, Callable
 from .common import cell
 from .values import number
 
+from ..outputs import make_folder
+
 Section = dict[str, Any]
 
 
@@ -113,7 +115,7 @@ def section(path: str, system: str, out: Path, *, quick: bool) -> Section:
         raise InputError(f"--system: '{system}' has no verifier in the report (available: {', '.join(names('report'))})")
     sysobj = get_system(system)
     p = sysobj.load(path)
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder("--out", out)  # through no link (flowcert.outputs)
     doc, run = sysobj.verify_run(p, simulate=True)
     return SECTIONS[system](p, doc, run, out, Path(path).name)
 

@@ -83,7 +83,7 @@ def test_causal_sqrt_bipolar_end_state():
     assert np.allclose(ref, [[1, 0], [-1, 0]], atol=1e-7)
     sim = attention.simulate(p)
     assert np.allclose(sim["X_final"], ref, atol=1e-6)
-    assert sim["limit_class"] == ["bipartite"] and sim["limit"]["cluster_sizes"] == [1, 1]
+    assert sim["limit_classes"] == ["bipartite"] and sim["limit_class"] == "bipartite" and sim["limit"]["cluster_sizes"] == [1, 1]
 
 
 def test_causal_consensus_thm_5_1():
@@ -95,7 +95,7 @@ def test_causal_consensus_thm_5_1():
     p = parse(raw)
     sim = attention.simulate(p)
     assert np.allclose(sim["X_final"], np.tile(X0[0], (3, 1)), atol=1e-6)  # Thm 5.1: the limit is y_1(0)
-    assert sim["limit_class"] == ["consensus"]
+    assert sim["limit_classes"] == ["consensus"] and sim["limit_class"] == "consensus"
 
 
 def _tetrahedron():
@@ -116,7 +116,7 @@ def test_tetrahedron_clustering_k4_multi_head():
     X = np.array(sim["X_final"])
     G = X @ X.T
     assert np.abs(G - (4 / 3 * np.eye(4) - 1 / 3)).max() < 1e-6  # a rotated regular tetrahedron
-    assert sim["limit_class"] == ["clustering"] and sim["limit"]["clusters"] == 4
+    assert sim["limit_classes"] == ["clustering"] and sim["limit_class"] == "clustering" and sim["limit"]["clusters"] == 4
     D = drive(p, 200.0, X)
     assert np.abs(D).min(axis=None) >= 0 and np.linalg.norm(D, axis=1).min() > 1e-2  # not polygonal
 
@@ -126,7 +126,7 @@ def test_not_settled_reports_speed_and_time():
     p = parse({"P": [[0.0, 0.0], [0.0, 0.0]], "V": [[1.0, 0.0], [0.0, -1.0]], "causal": True, "normalization": "sqrt",
                "X0": X0.tolist(), "t_end": 0.5})
     sim = attention.simulate(p)
-    assert sim["limit_class"] is None and sim["limit"]["settled"] is False
+    assert sim["limit_class"] is None and sim["limit_classes"] is None and sim["limit"]["settled"] is False
     assert sim["limit"]["t_final"] == pytest.approx(0.5) and sim["limit"]["final_speed"] > 1e-3
     lc = limit_of(p, np.array(sim["X_final"]), t=0.5)
     assert lc.final_speed == pytest.approx(sim["limit"]["final_speed"], rel=1e-12)

@@ -13,8 +13,13 @@ import io
 import json
 import math
 import os
+import signal
+import subprocess
+import sys
+import time
 import zipfile
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pytest
@@ -325,3 +330,118 @@ def test_grammar_caps_are_exact() -> None:
     groups = "*".join(["(t+t+t+t+t)"] * 18)  # 269 syntax nodes, depth 23: within both caps
     assert sum(1 for _ in __import__("ast").walk(__import__("ast").parse(groups, mode="eval"))) < ex.MAX_NODES
     as_time_expression(groups, "A")
+
+
+# ----------------------------------------------------------------------------------------------
+# no link anywhere in an output path; outputs and signals (issue 33, items 3 and 4)
+# ----------------------------------------------------------------------------------------------
+
+def _linked(tmp_path: Path) -> Path:
+    (tmp_path / "victim").mkdir()
+    (tmp_path / "link").symlink_to("victim")
+    return tmp_path / "link"
+
+
+@pytest.mark.parametrize("argv", [
+    ("codegen", "gaussian", "--backend", "numpy", "--out", "{link}/k.py"),
+    ("codegen", "gaussian", "--backend", "numpy", "--out", "{link}/sub/k.py"),
+    ("simulate", "gaussian", "--params", str(STABLE), "--plot", "{link}/x.png"),
+    ("report", "--out", "{link}/report"),
+    ("report", "--out", "{link}"),
+    ("graph", "--paper", "gaussian", "--out", "{link}/g.svg"),
+    ("reach", "gaussian", "--params", str(STABLE), "--target", str(STABLE), "--T", "1", "--out", "{link}/c.npz"),
+])
+def test_no_command_writes_through_a_link_in_a_parent(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      argv: tuple[str, ...]) -> None:
+    link = _linked(tmp_path)
+    code, out, err = _cli(capsys, *(a.format(link=link) for a in argv))
+    assert code == 2 and err.count("\n") == 1 and "symbolic link" in err and out == "", err
+    assert os.listdir(tmp_path / "victim") == [] and sorted(os.listdir(tmp_path)) == ["link", "victim"]
+
+
+class _Failing(io.StringIO):
+    """A stdout whose writes fail like a full device, a closed one, or a pipe whose reader left."""
+
+    def __init__(self, error: OSError | ValueError) -> None:
+        super().__init__()
+        self.error = error
+
+    def write(self, text: str) -> int:
+        raise self.error
+
+
+@pytest.mark.parametrize("error, code", [(OSError(28, "No space left on device"), 74), (OSError(5, "Input/output error"), 74),
+                                         (ValueError("I/O operation on closed file."), 74), (BrokenPipeError(32, "Broken pipe"), 141)])
+def test_a_failing_stdout_is_one_line_and_an_io_exit_code(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                                          error: Exception, code: int) -> None:
+    capsys.readouterr()
+    monkeypatch.setattr("sys.stdout", _Failing(error))
+    assert cli.main(["codegen", "gaussian", "--backend", "numpy"]) == code
+    err = capsys.readouterr().err
+    if code == 141:
+        assert err == ""  # a broken pipe is quiet, as Unix tools
+    else:
+        assert err.count("\n") == 1 and err.startswith("flowcert: error: cannot write stdout (") and "internal" not in err
+
+
+def test_a_closed_stdout_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr("sys.stdout", None)  # what Python gives a process started with fd 1 closed
+    assert cli.main(["codegen", "gaussian", "--backend", "numpy"]) == 74
+    assert capsys.readouterr().err == "flowcert: error: cannot write stdout (it is closed)\n"
+
+
+@pytest.mark.parametrize("argv", [
+    ("verify", "gaussian", "--params", "{long}.json"), ("verify", "gaussian", "--params", "{long}/x.json"),
+    ("pretrained", "heads", "--model", "{long}"), ("report", "--out", "{long}"), ("codegen", "gaussian", "--backend", "numpy",
+                                                                                    "--out", "{long}.py"),
+    ("recheck", "{long}.json"), ("kpflow", "analyze", "--params", "{long}.json"),
+])
+def test_an_over_long_file_name_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: tuple[str, ...]) -> None:
+    long = str(tmp_path / ("a" * 300))
+    code, out, err = _cli(capsys, *(a.format(long=long) for a in argv))
+    assert code == 2 and err.count("\n") == 1 and "internal" not in err and out == ""
+    assert "too long" in err or "bytes (at most 255)" in err
+
+
+def _flowcert(*argv: str, **kw: object) -> subprocess.Popen:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
+    return subprocess.Popen([sys.executable, "-m", "flowcert", *argv], env=env, text=True, **kw)  # type: ignore[call-overload]
+
+
+def _wait_for(predicate: Callable[[], bool], seconds: float, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert proc.poll() is None, "the command ended before it started writing"
+        assert time.monotonic() < deadline, "the command did not start writing in time"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_report_killed_mid_run_leaves_nothing_behind(tmp_path: Path, signum: int) -> None:
+    """The report is built in a staged folder: a signal while it is written removes it (exit 128 + signum)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = _flowcert("report", "--quick", "--params", str(STABLE), "--out", "out/sub", cwd=work,
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _wait_for(lambda: any(work.iterdir()), 300, proc)  # the staged folder exists: the run is writing
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signum and "Traceback" not in err
+    assert list(work.iterdir()) == []
+
+
+def test_pretrained_verify_killed_mid_run_leaves_nothing_behind(tmp_path: Path) -> None:
+    """pretrained verify --out-dir: exports are staged; SIGTERM during the sweep removes them (exit 143)."""
+    from flowcert.pretrained.synthetic import random_tensors, write_checkpoint
+
+    model = write_checkpoint(tmp_path / "model", *random_tensors("bert", d=8, n_heads=2, n_layers=2, d_ff=16, seed=3),
+                             tokenizer_vocab=["[UNK]", "a", "b", "c"])
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = _flowcert("pretrained", "verify", "--model", str(model), "--system", "attention", "--simulate", "--json",
+                     "--prompt", "a b c a b", "--out-dir", "out", cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _wait_for(lambda: any(p.name.endswith(".json") for p in work.rglob("*")), 300, proc)  # an export is written
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143 and "Traceback" not in err
+    assert list(work.iterdir()) == []

@@ -234,7 +234,7 @@ def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None
     speed = float(np.abs(field(p)(t_reached, X)).max())  # the full field at the lifted tokens
     out: dict[str, Any] = {"t_end": t_end, "t_reached": t_reached, "blowup_time": None, **step, "device": str(dev),
                            "X0": X0.tolist(), "X_final": X.tolist(), "max_drift": drift,
-                           "final_speed": speed, "limit_class": None, "agrees": None,
+                           "final_speed": speed, "limit_class": None, "limit_classes": None, "agrees": None,
                            "reduction": None if sub is None else sub.record()}
     try:
         from . import enumeration
@@ -300,18 +300,18 @@ def _simulation_from_run(p: AttentionParams, module: Any, run: Any, results: lis
     out: dict[str, Any] = {"t_end": p.t_end, "blowup_time": None, "dt": None, "integrator": run.summary()["integrator"],
                            "device": "cpu", "X0": s.X0.tolist(), "X_final": run.X[-1].tolist(),
                            "t_reached": float(run.t[-1]), "max_drift": run.drift, "final_speed": run.speed,
-                           "limit_class": None, "agrees": None,
+                           "limit_class": None, "limit_classes": None, "agrees": None,
                            "source": f"the run of the {module.__name__.rsplit('.', 1)[-1]} catalogue's cross-checks (reused)"}
     if not run.ok:
         out["limit_class_reason"] = f"failed run: {run.message}"
         return out
     lim = module.consensus_limit(s, run)
     out["consensus_limit"] = lim
-    from .classify import limit_of, limit_record
+    from .classify import class_keys, limit_of, limit_record
 
     out.update(limit_record(limit_of(p, run.X[-1], t=float(run.t[-1]), speed=run.speed)))
     if lim.get("limit_class") == "consensus":  # certified exponentially attracting consensus, settled or not
-        out["limit_class"] = ["consensus"]
+        out.update(class_keys(["consensus"]))
         out.pop("limit_class_reason", None)
     checks = {th.id: th.cross_check.status for th in results if th.cross_check is not None}
     agree = sorted(k for k, v in checks.items() if v == "agrees")

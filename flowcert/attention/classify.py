@@ -53,10 +53,17 @@ def limit_of(p: AttentionParams, X: np.ndarray, t: float | None = None, speed: f
     return classify_limit(X, speed, t, drive=drive(p, t, X), settle_tol=settle_tol, cluster_tol=cluster_tol)
 
 
+def class_keys(labels: list[str] | None) -> dict[str, Any]:
+    """``{"limit_class": first label or None, "limit_classes": labels or None}`` (docs/cli.md: a string and a list)."""
+    labels = None if labels is None else list(labels)
+    return {"limit_class": labels[0] if labels else None, "limit_classes": labels}
+
+
 def limit_record(lc: LimitClass) -> dict[str, Any]:
-    """The ``simulation`` keys of a classification: ``limit_class`` (labels, or None when not
-    settled), ``limit_label`` and ``limit``; ``limit_class_reason`` when not settled."""
-    out: dict[str, Any] = {"limit_class": lc.labels if lc.settled else None, "limit_label": lc.label, "limit": lc.to_json()}
+    """The ``simulation`` keys of a classification: ``limit_classes`` (the labels, or None when not
+    settled), ``limit_class`` (the first label as a string, or None: the contract's type since
+    the start), ``limit_label`` and ``limit``; ``limit_class_reason`` when not settled."""
+    out: dict[str, Any] = {**class_keys(lc.labels if lc.settled else None), "limit_label": lc.label, "limit": lc.to_json()}
     if not lc.settled:
         out["limit_class_reason"] = lc.details["reason"]
     return out

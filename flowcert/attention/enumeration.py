@@ -534,7 +534,7 @@ def classify_run(p: AttentionParams, X: np.ndarray, settle_tol: float = 1e-7, t:
     once the run has settled (speed :math:`\max_i|f_i|<` ``settle_tol``), else None with the final
     speed and time (``limit``). For model (1)/(2)/(5) the limit is also identified in closed form or
     by Newton (``limit_label``) and its certified class verdict is ``limit_verdict``."""
-    from .classify import limit_of, limit_record
+    from .classify import class_keys, limit_of, limit_record
 
     lc = limit_of(p, X, t=t, settle_tol=settle_tol)
     out = limit_record(lc)
@@ -547,8 +547,8 @@ def classify_run(p: AttentionParams, X: np.ndarray, settle_tol: float = 1e-7, t:
         return out
     out["limit_label"] = name
     for lab in info["labels"]:  # exact labels (e.g. polygonal at a_k = 0) join the geometric ones
-        if lab not in out["limit_class"] and lab != "clustering":
-            out["limit_class"] = [*[x for x in out["limit_class"] if x != "clustering"], lab]
+        if lab not in out["limit_classes"] and lab != "clustering":
+            out.update(class_keys([*[x for x in out["limit_classes"] if x != "clustering"], lab]))
     if "k" in info and decidable(D):
         out["limit_verdict"] = class_result(D, info["k"], info["n1"], info["n2"], certify=False)["verdict"]
     elif "X" in info:  # a clustering/polygonal limit: Krawczyk + ball Lyapunov verdict at the Newton point
@@ -590,7 +590,7 @@ def basins(p: AttentionParams, samples: int, seed: int = 0, device: Any = "cpu",
     return {"t_end": t_max, "blowup_time": None, "samples": samples, "seed": seed, "integrator": f"RK4 dt={dt} + retraction (torch), "
             "to speed < 1e-7 or t_max; limits refined by Newton", "device": str(device),
             "max_drift": float(rest["drift"].max()), "X_final": X_final.tolist(),
-            "limit_class": None, "basins": {"outcomes": outcomes, "reached_certified_unstable": bad},
+            "limit_class": None, "limit_classes": None, "basins": {"outcomes": outcomes, "reached_certified_unstable": bad},
             "agrees": (not bad) if applicable else None}
 
 

@@ -50,7 +50,7 @@ import sympy as sp
 from ..arrays import as_matrix
 from ..expressions import t
 from ..files import load_file
-from ..schema import ParamError, as_choice, as_positive_float, check_symmetric
+from ..schema import PROVENANCE_KEY, ParamError, as_choice, as_positive_float, check_symmetric
 from ..limits import check_limit
 from ..schema import check_magnitude
 from ..symbolic.attention import Structure
@@ -451,6 +451,11 @@ def parse_attention(raw: Mapping[str, object]) -> AttentionParams:
     if not isinstance(raw, Mapping):
         raise ParamError(None, f"attention parameters must be an object (mapping), got a {type(raw).__name__}")
     for key in raw:
+        if key == PROVENANCE_KEY:  # where the parameters came from: checked, never used
+            from ..pretrained.provenance import check_provenance
+
+            check_provenance(raw[key])
+            continue
         if key not in ATTENTION_KEYS:
             import difflib
 

@@ -29,8 +29,8 @@ from ..certificates.hypotheses import gram, holds_by, semidefinite, upper_eigenv
 from ..certificates.identities import identity_certificate
 from ..certificates.predicates import predicate_certificate
 from ..engine import ENTRY_SECONDS, asked, evaluate, not_requested, undecided, wants
-from ..limits import stage_skip_reason
-from ..numeric.integration import BudgetExceeded, stage_budget
+from ..limits import VERIFY_SECONDS, stage_skip_reason
+from ..numeric.integration import BudgetExceeded, budget_left, command_budget, stage_budget
 from ..certificates import core
 from ..numeric import gaussian as ng
 from ..papers.gaussian import (ACTIVATION, CLOSURE, CONTINUOUS, LEMMA23, LEMMA_2_3, LEMMA_3_1, PROP_2_1, PROP_2_4,
@@ -395,7 +395,8 @@ def verify_run(p: GaussianParams, simulate: bool = False, seed: int = 0,
     decides is ``unknown``. ``simulate=True`` runs :data:`DEFAULT_CHECKS`; ``checks`` names the
     cross-checks to run (``GaussianSystem.checks``) and implies ``simulate``."""
     chosen = frozenset(checks) if checks is not None else (DEFAULT_CHECKS if simulate else frozenset())
-    with np.errstate(all="ignore"), warnings.catch_warnings(), asked(chosen):
+    with np.errstate(all="ignore"), warnings.catch_warnings(), asked(chosen), \
+            command_budget(VERIFY_SECONDS, "verify gaussian"):
         warnings.simplefilter("ignore", RuntimeWarning)
         return _verify(p, simulate or checks is not None, seed)
 
@@ -428,17 +429,33 @@ def _evaluate(e: Any, build: Callable[[], TheoremResult], d: int, low: bool) -> 
     return evaluate(e.id, e.label, build, d=None)
 
 
+#: Shares of the verify budget (:data:`flowcert.limits.VERIFY_SECONDS`): the shared run of eq. (7)
+#: gets at most :data:`RUN_SHARE` of what is left, the catalogue entries leave :data:`TABLE_SHARE` of
+#: the whole for the exact Table 1 analysis that comes last.
+RUN_SHARE, TABLE_SHARE = 0.4, 0.25
+
+
+def _share(fraction: float | None = None, keep: float = 0.0) -> float | None:
+    """``fraction`` of the budget left, or all of it but ``keep`` (None when no budget is set)."""
+    left = budget_left(None)
+    if left is None:
+        return None
+    return fraction * left if fraction is not None else left - keep
+
+
 def _verify(p: GaussianParams, simulate: bool, seed: int) -> tuple[dict[str, Any], Any]:
     low = low_rank(p)
     integrate_skip = stage_skip_reason("gaussian:integrate", p.d, low_rank=low)
     if not wants("moments"):
         sol = not_run(p, "no run of eq. (7) was asked for (simulate=False, or checks without 'moments')")
     else:
-        sol = ng.integrate_moments(coefficients(p), p.mu0, p.Sigma0, p.t_end) if integrate_skip is None else None
+        with command_budget(_share(RUN_SHARE), "the run of eq. (7)"):
+            sol = ng.integrate_moments(coefficients(p), p.mu0, p.Sigma0, p.t_end) if integrate_skip is None else None
     entries = [(PROP_2_1, lambda: prop_2_1(p, simulate, seed)), (LEMMA_2_3, lambda: lemma_2_3(p)),
                (PROP_2_4, lambda: prop_2_4(p, simulate, seed)), (LEMMA_3_1, lambda: lemma_3_1(p)),
                (THM_3_3, lambda: thm_3_3(p, seed))]
-    theorems = [_evaluate(e, build, p.d, low) for e, build in entries]
+    with command_budget(_share(keep=TABLE_SHARE * VERIFY_SECONDS), "the catalogue entries (Table 1 keeps its share)"):
+        theorems = [_evaluate(e, build, p.d, low) for e, build in entries]
     reg: dict[str, Any] = {"Sigma": "unknown", "mu": "unknown", "Sigma_inf": None, "mu_inf": None,
                            "blowup_time_upper_bound": None, "basis": "simulation"}
     if p.time_varying:

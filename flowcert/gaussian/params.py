@@ -49,6 +49,7 @@ from ..arrays import as_matrix, as_vector
 from ..expressions import _compile, _echo
 from ..files import load_file
 from ..schema import (
+    PROVENANCE_KEY,
     Field,
     ParamError,
     Schema,
@@ -275,7 +276,8 @@ def parse_gaussian(raw: Mapping[str, object]) -> GaussianParams:
         The first problem, naming the key (see the module docstring for the schema).
     """
     check_keys(raw, GAUSSIAN_SCHEMA)
-    return GaussianParams(**raw)  # type: ignore[arg-type]  # __post_init__ validates
+    given = {k: v for k, v in raw.items() if k != PROVENANCE_KEY}  # provenance: checked, never used
+    return GaussianParams(**given)  # type: ignore[arg-type]  # __post_init__ validates
 
 
 def load_gaussian(path: str | os.PathLike[str]) -> GaussianParams:

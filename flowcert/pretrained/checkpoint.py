@@ -97,6 +97,9 @@ class Checkpoint:
     lnf_w: np.ndarray | None = None
     lnf_b: np.ndarray | None = None
     config: dict[str, Any] = field(default_factory=dict)
+    #: SHA-256 of the weights (:mod:`flowcert.pretrained.provenance`): of the folder's weight files
+    #: when loaded from a folder; None until :func:`~flowcert.pretrained.provenance.checkpoint_sha256` hashes the tensors.
+    sha256: str | None = None
 
     @property
     def d_head(self) -> int:
@@ -108,7 +111,9 @@ class Checkpoint:
 
     def summary(self) -> dict[str, Any]:
         """Sizes as JSON."""
-        return {"path": str(self.path), "kind": self.kind, "d": self.d, "n_heads": self.n_heads,
+        from .provenance import checkpoint_sha256
+
+        return {"path": str(self.path), "sha256": checkpoint_sha256(self), "kind": self.kind, "d": self.d, "n_heads": self.n_heads,
                 "d_head": self.d_head, "n_layers": self.n_layers, "d_ff": self.d_ff, "causal": self.causal,
                 "activation": self.activation, "layer_norm_eps": self.eps, "vocab_size": self.vocab_size}
 
@@ -348,7 +353,11 @@ def load_checkpoint(directory: str | os.PathLike[str]) -> Checkpoint:
     kind = cfg.get("model_type")
     if kind not in ("bert", "gpt2"):
         raise bad(f"config.json: key 'model_type' must be 'bert' or 'gpt2', got {kind!r}")
-    return from_tensors(cfg, _read_tensors(st_path), root)
+    ckpt = from_tensors(cfg, _read_tensors(st_path), root)
+    from .provenance import files_sha256
+
+    ckpt.sha256 = files_sha256(root)  # the weight files, in their canonical order
+    return ckpt
 
 
 def from_tensors(cfg: dict[str, Any], tensors: Mapping[str, np.ndarray], root: Path | None = None) -> Checkpoint:

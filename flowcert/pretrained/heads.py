@@ -149,19 +149,26 @@ def attention_params(ckpt: Checkpoint, layer: int, head: int | None = None) -> d
             "beta": hs[0].beta, "causal": ckpt.causal, "normalization": "unit"}
 
 
-def write_params(raw: dict[str, Any], path: str | Path) -> Path:
-    """Write a parameter mapping as ``.json`` (nested lists) or ``.npz`` (flat arrays only)."""
+def write_params(raw: dict[str, Any], path: str | Path, provenance: dict[str, Any] | None = None) -> Path:
+    """Write a parameter mapping as ``.json`` (nested lists) or ``.npz`` (flat arrays only), with its
+    ``provenance`` (:mod:`flowcert.pretrained.provenance`) as the first key (``.npz``: a JSON string)."""
     from ..outputs import replacing, write_text
+    from .provenance import KEY
 
     p = Path(path)
     if p.suffix == ".npz":
         if any(not isinstance(v, (np.ndarray, list, float, int, bool, str)) or isinstance(v, list) and v
                and isinstance(v[0], dict) for v in raw.values()):
             raise bad(f"--out: '{p}': .npz holds flat arrays only (use .json for 'heads')")
+        arrays = {k: np.asarray(v) for k, v in raw.items()}
+        if provenance is not None:
+            arrays = {KEY: np.asarray(json.dumps(provenance)), **arrays}
         with replacing("--out", p) as tmp:
-            np.savez(tmp, **{k: np.asarray(v) for k, v in raw.items()})
+            np.savez(tmp, **arrays)
     elif p.suffix == ".json":
-        write_text("--out", p, json.dumps({k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in raw.items()}))
+        doc = {} if provenance is None else {KEY: provenance}
+        doc.update({k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in raw.items()})
+        write_text("--out", p, json.dumps(doc))
     else:
         raise bad(f"--out: '{p}' must end in .json or .npz")
     return p

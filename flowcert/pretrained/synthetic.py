@@ -84,18 +84,19 @@ def write_checkpoint(directory: str | Path, cfg: dict[str, Any], tensors: dict[s
                      tokenizer_vocab: list[str] | None = None) -> Path:
     """Write ``config.json`` + ``model.safetensors`` (and a WordLevel ``tokenizer.json`` over
     ``tokenizer_vocab`` with whitespace pre-tokenisation, when given)."""
-    from safetensors.numpy import save_file
+    from safetensors.numpy import save
 
-    root = Path(directory)
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "config.json").write_text(json.dumps(cfg, indent=1))
-    save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, str(root / "model.safetensors"))
+    from ..outputs import make_folder, write_bytes, write_text
+
+    root = make_folder("directory", directory)  # every file through the one writer (no link anywhere)
+    write_text("directory", root / "config.json", json.dumps(cfg, indent=1))
+    write_bytes("directory", root / "model.safetensors", save({k: np.ascontiguousarray(v) for k, v in tensors.items()}))
     if tokenizer_vocab is not None:
         from tokenizers import Tokenizer, models, pre_tokenizers
 
         tok = Tokenizer(models.WordLevel({t: i for i, t in enumerate(tokenizer_vocab)}, unk_token=tokenizer_vocab[0]))
         tok.pre_tokenizer = pre_tokenizers.Whitespace()
-        tok.save(str(root / "tokenizer.json"))
+        write_text("directory", root / "tokenizer.json", tok.to_str())
     return root
 
 

@@ -14,6 +14,10 @@ and the solution is retracted at every output time. The *drift*
 :math:`\max_{t,i}\big||x_i(t)|_W-1\big|` of the unretracted solution is measured and returned:
 a run whose drift exceeds its budget has left the manifold and is a failed run, not evidence.
 
+Every run has budgets (:data:`RUN_EVALUATIONS` field evaluations, :data:`RUN_SECONDS` of CPU time,
+within the enclosing command budget of :mod:`flowcert.numeric.integration`): a field too fast for
+its horizon (entries near :math:`10^{150}`) ends as a failed run with the reason, never a hang.
+
 Public API: :func:`integrate` returning a :class:`Trajectory`.
 """
 
@@ -24,9 +28,14 @@ from typing import Callable
 
 import numpy as np
 
+from ..integration import IntegrationFailed, solve_switching
 from .field import manifold_drift, project
 
 Array = np.ndarray
+#: Field evaluations of one run (DOP853: 12 a step; a run needing more has a field too fast for its horizon).
+RUN_EVALUATIONS = 2_000_000
+#: CPU seconds of one run (capped by the enclosing command budget).
+RUN_SECONDS = 60.0
 FieldFn = Callable[[float, Array], Array]  # (t, X (n, d) on the manifold) -> F (n, d)
 
 
@@ -80,16 +89,19 @@ def integrate(field: FieldFn, X0: Array, t_end: float, *, W: Array | None = None
     drift_budget : float
         Largest acceptable :math:`||x|_W-1|` before retraction.
     """
-    from scipy.integrate import solve_ivp
-
     shape = X0.shape
     t_eval = np.linspace(0.0, t_end, 201) if t_eval is None else np.asarray(t_eval, float)
 
     def rhs(time: float, y: Array) -> Array:
         return field(time, project(y.reshape(shape), W)).ravel()
 
-    sol = solve_ivp(rhs, (0.0, t_end), np.asarray(X0, float).ravel(), method=method, t_eval=t_eval,
-                    rtol=rtol, atol=atol)
+    try:  # explicit only (as before), within the evaluation and CPU budgets
+        sol, _, _ = solve_switching(rhs, (0.0, t_end), np.asarray(X0, float).ravel(), method=method, t_eval=t_eval,
+                                    rtol=rtol, atol=atol, max_evaluations=RUN_EVALUATIONS, max_seconds=RUN_SECONDS,
+                                    implicit_max_states=0)
+    except IntegrationFailed as exc:
+        return Trajectory(np.array([0.0]), project(np.asarray(X0, float)[None], W), 0.0, False,
+                          f"integrator failed: {exc}")
     raw = sol.y.T.reshape(-1, *shape)
     drift = float(manifold_drift(raw, W).max()) if raw.size else float("nan")
     ok = bool(sol.success) and drift <= drift_budget

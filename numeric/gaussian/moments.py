@@ -200,6 +200,24 @@ def _log2_size(M: Array) -> float:
     return math.log2(m) if m > 0 else -math.inf
 
 
+def rate_log2(coeffs: Coefficients, Sigma0: Array) -> float:
+    r""":math:`\log_2` of the field's rate :math:`\max(|A|,|V|,d|V||B||\Sigma_0|)` at :math:`t=0`
+    (entries' largest magnitudes; ``-inf`` when all vanish): one over its fastest time scale."""
+    A, B, V, _ = coeffs(0.0)
+    d = A.shape[-1]
+    return max(_log2_size(A), _log2_size(V), _log2_size(V) + _log2_size(B) + _log2_size(Sigma0) + math.log2(d))
+
+
+#: Longest run of eq. (7), in time constants of the field (:func:`rate_log2`): :math:`2^{52}`. Past
+#: it the clock cannot resolve the fastest time scale any more (:math:`t+1/\rho=t` in float64 once
+#: :math:`t\rho>2^{52}`), and an implicit method that has settled stalls with steps near
+#: :math:`1/(\varepsilon\rho)` (measured: Radau at :math:`A=-10^{150}I` advanced
+#: :math:`4\cdot10^{16}` time constants a step, 120 s for :math:`10^{-131}` of the horizon). A longer run
+#: is integrated to that horizon and, unless an event (blow-up) ended it, reported ``failed`` with
+#: reason ``horizon``: no evidence either way.
+HORIZON_LOG2 = 52
+
+
 def time_unit(coeffs: Coefficients, Sigma0: Array, *, limit_log2: int = 160) -> float:
     r"""A power of two :math:`c` such that the field in time :math:`\tau=t/c` is of moderate size.
 
@@ -210,9 +228,7 @@ def time_unit(coeffs: Coefficients, Sigma0: Array, *, limit_log2: int = 160) -> 
     rate (by more than the float64 range) may underflow in the rescaled field: this is a simulation,
     never a certificate.
     """
-    A, B, V, _ = coeffs(0.0)
-    d = A.shape[-1]
-    rate = max(_log2_size(A), _log2_size(V), _log2_size(V) + _log2_size(B) + _log2_size(Sigma0) + math.log2(d))
+    rate = rate_log2(coeffs, Sigma0)
     if not math.isfinite(rate) or rate <= limit_log2:
         return 1.0
     return math.ldexp(1.0, -min(math.ceil(rate), 1022))  # a normal number: tau_end = t_end / c stays finite
@@ -318,7 +334,8 @@ def _integrate_moments(
 
         A, B, V, b = coeffs.values
         ranks = factored_svd(A, B, V) if reduce in (None, True, "factored") else None
-        if ranks is not None and time_unit(coeffs, Sigma0) == 1.0:
+        within = t_end > 0 and math.log2(t_end) + rate_log2(coeffs, Sigma0) <= HORIZON_LOG2  # else: the full path's horizon
+        if ranks is not None and time_unit(coeffs, Sigma0) == 1.0 and within:
             fact = integrate_factored(ranks, coeffs, mu0, Sigma0, t_end, rtol=rtol, atol=atol,
                                        blowup_factor=blowup_factor, method=method,
                                        max_evaluations=max_evaluations, implicit_rtol=implicit_rtol,
@@ -337,9 +354,15 @@ def _integrate_moments(
         threshold, escape = levels
     kernel = moment_kernel()
     c = time_unit(coeffs, Sigma0)
+    span_log2 = math.log2(t_end) + rate_log2(coeffs, Sigma0) if t_end > 0 else -math.inf
     coeffs = _rescaled(coeffs, c)
     tau_end = min(t_end / c, np.finfo(float).max)
+    tau_stop = tau_end  # the horizon actually integrated (HORIZON_LOG2 time constants at most)
+    if math.isfinite(span_log2) and span_log2 > HORIZON_LOG2:
+        tau_stop = tau_end * 2.0 ** (HORIZON_LOG2 - span_log2)
     tau_eval = None if t_eval is None else np.asarray(t_eval) / c
+    if tau_eval is not None and tau_stop < tau_end:
+        tau_eval = tau_eval[tau_eval <= tau_stop]
     frozen = [False]  # after the mean escapes, only Sigma is integrated (its equation does not involve mu)
 
     def rhs(t: float, y: Array) -> Array:
@@ -377,9 +400,9 @@ def _integrate_moments(
     if tau_eval is None and (d + d * d) * 8 * 64 > TRAJECTORY_BYTES:
         # every step of a wide run would be kept: sample the trajectory on a grid instead (the end included)
         keep = max(2, min(257, TRAJECTORY_BYTES // ((d + d * d) * 8)))
-        tau_eval = np.linspace(0.0, tau_end, keep)
+        tau_eval = np.linspace(0.0, tau_stop, keep)
     try:
-        sol, meth, note = solve_switching(rhs, (0.0, tau_end), y0, method=method, t_eval=tau_eval,
+        sol, meth, note = solve_switching(rhs, (0.0, tau_stop), y0, method=method, t_eval=tau_eval,
                                           events=[blowup, mean_escape], **options)
     except IntegrationFailed as exc:
         return MomentSolution(np.array([0.0]), mu0[None], Sigma0[None], "failed", None, str(exc), exc.method,
@@ -391,7 +414,7 @@ def _integrate_moments(
         escape_time, frozen[0] = c * tau1, True
         rest = None if tau_eval is None else tau_eval[tau_eval > tau1]
         try:
-            sol, meth2, note2 = solve_switching(rhs, (tau1, tau_end), y1, method=method, t_eval=rest,
+            sol, meth2, note2 = solve_switching(rhs, (tau1, tau_stop), y1, method=method, t_eval=rest,
                                                 events=[blowup], **options)
         except IntegrationFailed as exc:
             return MomentSolution(c * t, ys[:, :d], ys[:, d:].reshape(-1, d, d), "failed", None, str(exc), exc.method,
@@ -411,10 +434,16 @@ def _integrate_moments(
         after = t > escape_time
         mu[after] = np.where(mu[after] == 0.0, 0.0, np.copysign(np.inf, mu[after]))
     status = "blowup" if tb is not None else ("ok" if sol.status == 0 else "failed")
+    if status == "ok" and tau_stop < tau_end:
+        return MomentSolution(t, mu, S, "failed", None,
+                              f"{note}stopped at t = {c * tau_stop:.6g} of {t_end:.6g}: the run spans 2^{span_log2:.0f} "
+                              f"time constants of the field, more than 2^{HORIZON_LOG2}, where float64 time no longer "
+                              "resolves its fastest scale (flowcert.numeric.gaussian.moments.HORIZON_LOG2); a failed "
+                              "run, not evidence", meth, manifold_drift(S), escape_time, "horizon")
     drift = manifold_drift(S)
-    if drift["negative_eigenvalue"] > CONE_TOL and t_eval is None and escape_time is None:
+    if drift["negative_eigenvalue"] > CONE_TOL and t_eval is None and escape_time is None and tau_stop == tau_end:
         # the direct form left Sym+(d): integrate the transport form, PSD by construction
-        alt = integrate_transport(coeffs, mu0, Sigma0, tau_end, rtol=rtol, atol=atol, threshold=threshold,
+        alt = integrate_transport(coeffs, mu0, Sigma0, tau_stop, rtol=rtol, atol=atol, threshold=threshold,
                                   max_evaluations=min(max_evaluations, TRANSPORT_EVALUATIONS))
         if alt is not None and alt.drift is not None and alt.drift["negative_eigenvalue"] <= CONE_TOL:
             alt.t = c * alt.t

@@ -35,7 +35,10 @@ The first line is eq. (7) itself in dimension :math:`k` with :math:`(A_{11},B_{1
 and :math:`\operatorname{spec}\Sigma(t)=\operatorname{spec}S_{11}(t)\cup\operatorname{spec}S_{22}`.
 The subspace is found numerically (ranks by a relative singular-value threshold), so the reduced
 run equals the full one up to rounding of the parameters' negligible part (relative size below
-:data:`RANK_RTOL`); it is a simulation, never a certificate.
+:data:`RANK_RTOL`); it is a simulation, never a certificate. :func:`integrate_reduced` and
+:func:`integrate_factored` (the :class:`FactoredTransport` of :math:`A=0`) are the runs of eq. (7)
+through these reductions, lifted back to dimension :math:`d`; :func:`flowcert.numeric.gaussian.moments.integrate_moments`
+chooses them.
 """
 
 from __future__ import annotations
@@ -43,8 +46,13 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+from ..integration import IntegrationFailed, solve_switching
+from .moments import (MEAN_ESCAPE, TRAJECTORY_BYTES, Array, ConstantCoefficients, MomentSolution, integrate_moments,
+                      manifold_drift)
 
 Array = np.ndarray
 

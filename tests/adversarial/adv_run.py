@@ -20,22 +20,27 @@ class Timeout(BaseException):
 
 
 @contextlib.contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    """Raise :class:`Timeout` in the main thread after ``seconds`` (SIGALRM; no-op elsewhere)."""
+def _limit(seconds: float, timer: int, signum: int, what: str) -> Iterator[None]:
+    """Raise :class:`Timeout` in the main thread once ``timer`` has run ``seconds`` (no-op elsewhere)."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield
         return
 
     def handler(signum: int, frame: Any) -> None:
-        raise Timeout(f"ran past {seconds:g} s")
+        raise Timeout(f"ran past {seconds:g} s{what}")
 
-    old = signal.signal(signal.SIGALRM, handler)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    old = signal.signal(signum, handler)
+    signal.setitimer(timer, seconds)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        signal.setitimer(timer, 0)
+        signal.signal(signum, old)
+
+
+def time_limit(seconds: float) -> contextlib.AbstractContextManager[None]:
+    """Raise :class:`Timeout` in the main thread after ``seconds`` (SIGALRM; no-op elsewhere)."""
+    return _limit(seconds, signal.ITIMER_REAL, signal.SIGALRM, "")
 
 
 @dataclass
@@ -159,3 +164,13 @@ class Tally:
 
 
 TALLY = Tally()
+
+
+def cpu_limit(seconds: float) -> contextlib.AbstractContextManager[None]:
+    """Raise :class:`Timeout` once the process has used ``seconds`` more of *user* CPU time
+    (``ITIMER_VIRTUAL``; the stage budgets use ``ITIMER_PROF``, a caller's wall clock ``ITIMER_REAL``).
+
+    A budget watchdog, not a benchmark: it stops a run past the documented budget
+    (:data:`flowcert.limits.COMMAND_SECONDS`) whatever the load of the machine. Main thread only.
+    """
+    return _limit(seconds, signal.ITIMER_VIRTUAL, signal.SIGVTALRM, " of CPU time")
