@@ -148,8 +148,15 @@ def lyapunov_form(J: Any, P: Any) -> Any:
     return -(Jq.transpose() * Pq + Pq * Jq)
 
 
+def _float_text(x: float) -> str:
+    p, q = x.as_integer_ratio()  # exact, lowest terms, q > 0: the text str(fmpq) gives
+    return f"{p}/{q}" if q != 1 else str(p)
+
+
 def encode(M: Any) -> list[list[str]]:
     """Rational matrix as nested lists of ``"p/q"`` strings (exact, JSON-safe)."""
+    if isinstance(M, np.ndarray) and M.dtype == np.float64 and M.ndim == 2 and np.all(np.isfinite(M)):
+        return [[_float_text(x) for x in row] for row in M.tolist()]  # no fmpq on the way (4x faster)
     Q = qmat(M)
     e = [str(x) for x in Q.entries()]
     c = Q.ncols()

@@ -240,3 +240,31 @@ def test_margins_are_positive_when_a_hypothesis_holds(docs, tmp_path):
     _, neg = hyp(eta_doc, "gaussian:thm-4.11.1", "eta < 0")
     assert neg["status"] == "holds" and neg["margin"] == 0.2
     assert seen >= 40
+
+
+_ENTRY = st.one_of(st.integers(-10**30, 10**30), st.floats(allow_nan=False, allow_infinity=False, width=64),
+                   st.tuples(st.integers(-10**6, 10**6), st.integers(1, 10**6)).map(lambda pq: f"{pq[0]}/{pq[1]}"),
+                   st.sampled_from(["0", "-0", "12", "-7", "1/0", "a", " 3", "2.5", "1e3"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.lists(_ENTRY, min_size=1, max_size=6),
+                 st.integers(1, 4).flatmap(lambda n: st.lists(st.lists(_ENTRY, min_size=n, max_size=n),
+                                                              min_size=1, max_size=4))))
+def test_the_fast_canonical_form_is_the_exact_one(value):
+    """``canonical``'s entry-by-entry path (no exact matrix built) gives the text of the exact matrix
+    (``encode(qmat(...))``) wherever it applies, and the content memo of ``subject_digest`` gives the
+    digest of the value as it is now."""
+    import flint
+
+    from flowcert.certificates import subjects
+
+    fast = subjects._canonical_matrix(value)
+    if fast is not None:
+        v = subjects.exact_value(value)
+        assert isinstance(v, flint.fmpq_mat) and fast == core.encode(v)
+    before = subjects.subject_digest({"M": value})
+    changed = copy.deepcopy(value)
+    row = changed[0] if isinstance(changed[0], list) else changed
+    row[0] = "123456789/2" if row[0] != "123456789/2" else "1"
+    assert subjects.subject_digest({"M": value}) == before and subjects.subject_digest({"M": changed}) != before
