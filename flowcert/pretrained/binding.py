@@ -284,9 +284,9 @@ def recheck_line(rec: dict[str, Any], result: Any, prefix: str, checkpoint: Chec
     (the :class:`~flowcert.recheck.DocumentCheck` of its document)."""
     prov = rec.get("provenance")
     doc = rec.get("result")
-    if prov is None and not (isinstance(doc, dict) and doc.get("provenance") is not None):
-        return
-    if not isinstance(doc, dict) or doc.get("provenance") != prov:
+    if not isinstance(doc, dict) or (prov is None and doc.get("provenance") is None):
+        return  # a line without a document (bad input, an internal error), or not made from a checkpoint
+    if doc.get("provenance") != prov:
         result.refused.append((f"{prefix}.provenance", "-", "the line's provenance is not its document's"))
         return
     sha = prov.get("checkpoint_sha256") if isinstance(prov, dict) else None
