@@ -304,3 +304,24 @@ def test_reach_document_rechecks_and_a_slipped_certificate_is_refused(tmp_path):
     forged = copy.deepcopy(doc)
     forged["evidence"] = {**cert, "claim": "the identity matrix is NOT positive definite"}
     assert "$.evidence" in refusals(forged)
+
+
+def test_checkpoint_with_non_finite_or_huge_weights_is_bad_input(tmp_path):
+    """The weight checks of the loader (on the stored dtype): a NaN, an infinity or an entry beyond
+    LIMITS['pretrained:weight'] in any tensor is refused, naming --checkpoint and the tensor."""
+    import numpy as np
+
+    from flowcert.errors import OptionError
+    from flowcert.pretrained.binding import open_checkpoint
+    from flowcert.pretrained.synthetic import random_tensors, write_checkpoint
+
+    vocab = ["[UNK]", "the", "."]
+    cfg, T = random_tensors("bert", seed=1, d=8, n_heads=2, n_layers=1, d_ff=16, vocab=len(vocab), n_pos=8)
+    key = next(k for k in T if k.endswith("attention.self.key.weight"))
+    assert open_checkpoint(str(write_checkpoint(tmp_path / "ok", cfg, T, vocab))).ckpt.layers[0].Wk.dtype == np.float64
+    for name, value, says in (("nan", np.nan, "non-finite"), ("inf", -np.inf, "non-finite"), ("huge", 1e30, "larger than")):
+        bad = {k: v.copy() for k, v in T.items()}
+        bad[key][1, 2] = value
+        root = write_checkpoint(tmp_path / name, cfg, bad, vocab)
+        with pytest.raises(OptionError, match=f"--checkpoint.*{key}.*{says}"):
+            open_checkpoint(str(root))
