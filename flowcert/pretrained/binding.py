@@ -75,7 +75,7 @@ def open_checkpoint(directory: str) -> CheckpointRef:
     if not Path(directory).is_dir():
         raise OptionError("--checkpoint", f"{directory!r} is not a directory")
     try:
-        ckpt = load_checkpoint(directory)
+        ckpt = load_checkpoint(directory, attention_only=True)  # the heads' weights; the digest covers every file
     except ParamError as exc:
         problem = exc.problem.removeprefix("--model: ")
         raise OptionError("--checkpoint", problem if str(directory) in problem else f"{directory!r}: {problem}") from None
