@@ -150,7 +150,12 @@ def forge_name(doc):
     return [f"{HEAD}.theorems[0].hypotheses"]
 
 
-FORGERIES = [forge_head_vector, forge_checkpoint_digest, forge_layer_index, forge_head_index_everywhere,
+def forge_proved_inertia(doc):
+    doc["heads"][0]["U"]["sym_part"]["inertia_proved"]["inertia"] = [31, 33, 320]
+    return [f"{HEAD}.U.sym_part.inertia_proved.inertia"]
+
+
+FORGERIES = [forge_proved_inertia, forge_head_vector, forge_checkpoint_digest, forge_layer_index, forge_head_index_everywhere,
              forge_subject_elsewhere, forge_status, forge_claim, forge_transplant, forge_removed_certificate,
              forge_applies, forge_name]
 

@@ -22,7 +22,8 @@ layer and head and the document's digest. Then
 * with a checkpoint (:func:`open_checkpoint`), the document's digest must be the checkpoint's, and every
   vector a certificate carries must equal its slice of the weights exactly (the stored float32/float64
   weights are dyadic rationals held exactly in float64; the certificate's ``float.hex`` strings are
-  compared as float64 values): the certificate is **bound**;
+  compared as float64 values): the certificate is **bound**. The proved inertia of the symmetric parts
+  (``M.sym_part.inertia_proved``, which has no certificate) is proved again from the weights;
 * without one, an accepted certificate is **unbound**: it proves its claim for the vectors it carries,
   and nothing says they are the checkpoint's.
 
@@ -153,6 +154,8 @@ class _Heads:
 
             h = head_at(ck, layer, head)
             factors = {"P": h.factors("P"), "U": h.factors("U")}
+        if factors is not None:
+            self.inertia(base, rec, factors)
         loc = rec.get("location")
         for key in ("layer", "head"):
             if isinstance(loc, dict) and loc.get(key) != rec[key]:
@@ -186,6 +189,19 @@ class _Heads:
                 self.refuse(f"{base}.{key}", f"the record of {name!r} is missing or renamed")
             else:
                 self.hypothesis(f"{base}.{key}", h, layer, head, factors)
+
+    def inertia(self, base: str, rec: dict[str, Any], factors: dict[str, Any]) -> None:
+        """The proved inertia of sym(M), sym(U) (no certificate: the proof is re-run on the weights)."""
+        from ..certificates.lowrank import symmetric_part_inertia
+
+        for key, factor in (("M", "P"), ("U", "U")):
+            got: Any = rec.get(key)
+            for step in ("sym_part", "inertia_proved", "inertia"):
+                got = got.get(step) if isinstance(got, dict) else None
+            inert = symmetric_part_inertia(*factors[factor])
+            if got != (None if inert is None else list(inert)):
+                self.refuse(f"{base}.{key}.sym_part.inertia_proved.inertia",
+                            f"not the inertia proved from --checkpoint's weights ({inert})")
 
     def hypothesis(self, path: str, h: dict[str, Any], layer: int, head: int, factors: Any) -> str | None:
         """Check one hypothesis record; its status when it stands (None when refused)."""
