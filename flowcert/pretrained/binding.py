@@ -125,7 +125,7 @@ def _weights_mismatch(kind: str, data: dict[str, Any], factors: tuple[np.ndarray
 
 
 class _Heads:
-    """The state of one document's re-check: the outcome, the checkpoint and the subjects' digest."""
+    """The state of one document's re-check: the outcome, the document's digest and the checkpoint."""
 
     def __init__(self, out: Any, sha: Any, ref: CheckpointRef | None, causal: Any) -> None:
         self.out, self.sha, self.ref, self.causal = out, sha, ref, causal
