@@ -207,10 +207,10 @@ class Recheck:
             lines.append(f"  {len(self.unchecked)} certificate(s) name inputs this document does not carry (a "
                          "checkpoint's head: pass --checkpoint): not checked")
         if self.checkpoint_unbound:
+            why = "pass --checkpoint DIR" if self.checkpoint is None else \
+                "another checkpoint, or parameters that are float64 products of its weights"
             lines.append(f"  {len(self.checkpoint_unbound)} certificate(s) about a checkpoint's heads not re-derived from "
-                         "its weights (" + ("pass --checkpoint DIR" if self.checkpoint is None else
-                                            "parameters that are float64 products of the weights") +
-                         "): unbound, each proves its claim for the data it carries")
+                         f"its weights ({why}): unbound, each proves its claim for the data it carries")
         elif self.checkpoint is not None:
             lines.append(f"  checkpoint {self.checkpoint['directory']} (sha256 {self.checkpoint['sha256']}): head "
                          "certificates re-derived from its weights")

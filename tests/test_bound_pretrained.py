@@ -172,12 +172,17 @@ def test_weight_forgeries_are_refused_for_the_weights(head_doc):
     from flowcert.pretrained.binding import open_checkpoint
     from flowcert.recheck import recheck_document
 
+    from flowcert.certificates import recheck_document as public_recheck
+
     ref = open_checkpoint(str(MINILM))
     for forge in (forge_head_vector, forge_head_index_everywhere):
         doc = copy.deepcopy(head_doc)
         paths = forge(doc)
         why = {p: r for p, _, r in recheck_document(doc, checkpoint=ref).refused}
         assert all("the weights differ" in why[p] for p in paths), why
+    # the Python face takes the folder itself, and counts as the CLI does
+    got = public_recheck(head_doc, checkpoint=MINILM)
+    assert got.refused == [] and got.unbound == 0 and got.bound >= 10 and got.rechecked
 
 
 @needs_minilm
