@@ -48,7 +48,7 @@ import numpy as np
 
 from . import core
 
-__all__ = ["hexvec", "asymmetry_certificate", "minor_certificate", "find_asymmetric_entry", "find_minors",
+__all__ = ["hexvec", "asymmetry_claim", "minors_claim", "asymmetry_certificate", "minor_certificate", "find_asymmetric_entry", "find_minors",
            "exact_gram", "full_column_rank", "symmetric_part_inertia"]
 
 
@@ -75,12 +75,22 @@ def find_asymmetric_entry(N: np.ndarray) -> tuple[int, int] | None:
     return None if D[i, j] == 0 else (int(i), int(j))
 
 
+def asymmetry_claim(data: dict[str, Any], what: str) -> str:
+    """The claim an ``entry_asymmetry`` certificate of the product called ``what`` proves."""
+    i, j = int(data["i"]), int(data["j"])
+    return f"{what} is not symmetric: entry ({i},{j}) differs from ({j},{i})"
+
+
+def minors_claim(data: dict[str, Any], what: str) -> str:
+    """The claim a ``minor_not_psd`` certificate of the product called ``what`` proves."""
+    return " and ".join(f"{'' if int(it['sign']) > 0 else '-'}sym({what}) is not PSD" for it in data["minors"])
+
+
 def asymmetry_certificate(A: np.ndarray, B: np.ndarray, ij: tuple[int, int], what: str) -> core.Certificate:
     r"""Certificate that :math:`(AB)_{ij}\ne(AB)_{ji}` (checked exactly by :func:`recheck`)."""
     i, j = ij
     data = {"i": i, "j": j, "a_i": hexvec(A[i]), "a_j": hexvec(A[j]), "b_i": hexvec(B[:, i]), "b_j": hexvec(B[:, j])}
-    return core.Certificate("entry_asymmetry", f"{what} is not symmetric: entry ({i},{j}) differs from ({j},{i})",
-                            data, "exact-rational")
+    return core.Certificate("entry_asymmetry", asymmetry_claim(data, what), data, "exact-rational")
 
 
 def _check_asymmetry(data: dict[str, Any]) -> bool:
@@ -109,8 +119,8 @@ def minor_certificate(A: np.ndarray, B: np.ndarray, minors: list[tuple[list[int]
     for idx, s in minors:
         items.append({"idx": list(idx), "sign": int(s), "a": [hexvec(A[i]) for i in idx],
                       "b": [hexvec(B[:, i]) for i in idx]})
-    claims = " and ".join(f"{'' if s > 0 else '-'}sym({what}) is not PSD" for _, s in minors)
-    return core.Certificate("minor_not_psd", claims, {"minors": items}, "exact-rational")
+    data = {"minors": items}
+    return core.Certificate("minor_not_psd", minors_claim(data, what), data, "exact-rational")
 
 
 def _check_minors(data: dict[str, Any]) -> bool:

@@ -26,7 +26,7 @@ from typing import Any
 
 from .certificates.core import Certificate, HypothesisResult
 
-__all__ = ["HOLDS", "FAILS", "Proof", "Hypothesis", "Entry", "register", "entry", "entries_of", "EXTRA_CHECKS", "DERIVED",
+__all__ = ["HOLDS", "FAILS", "Proof", "Hypothesis", "Entry", "register", "entry", "entries_of", "EXTRA_CHECKS", "DERIVED", "DOCUMENT_CHECKERS",
            "definite", "semidefinite", "hurwitz", "predicate", "by_value"]
 
 HOLDS, FAILS = "holds", "fails"
@@ -160,6 +160,11 @@ EXTRA_CHECKS: dict[str, Callable[[Mapping[str, Any]], list[tuple[str, str]]]] = 
 #: (a reproducible computation: tokens drawn from a recorded seed, a matrix fixed by a size), recomputed
 #: by ``flowcert recheck`` from the document itself; ``KeyError`` when the document cannot give one.
 DERIVED: dict[str, dict[str, Callable[[Mapping[str, Any]], Any]]] = {}
+
+#: system -> ``"module:function"`` of a checker of its whole documents, ``fn(doc, prefix, checkpoint) ->
+#: DocumentCheck``, used by ``flowcert recheck`` instead of the theorem catalogue (``pretrained``: head
+#: records bound to their checkpoint, :mod:`flowcert.pretrained.binding`).
+DOCUMENT_CHECKERS: dict[str, str] = {"pretrained": "flowcert.pretrained.binding:recheck_heads"}
 
 #: system -> modules whose import registers its entries (imported by :func:`entries_of` on first use)
 MODULES: dict[str, tuple[str, ...]] = {

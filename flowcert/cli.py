@@ -275,8 +275,13 @@ def cmd_recheck(args: argparse.Namespace) -> int:
     """Exit 0 when every certificate re-checks (or there is none), 3 when one is refused."""
     from . import recheck
 
+    checkpoint = None
+    if args.checkpoint is not None:
+        from .pretrained.binding import open_checkpoint
+
+        checkpoint = open_checkpoint(args.checkpoint)  # bad input names --checkpoint (exit 2)
     try:
-        out = recheck.recheck_files(args.files, strict=args.strict)
+        out = recheck.recheck_files(args.files, strict=args.strict, checkpoint=checkpoint)
     except ParamError as exc:
         raise InputError(f"FILE: {exc.file!r}: {exc.problem}") from None
     _emit(out.to_json(), args.json, out.summary())
@@ -382,6 +387,9 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     rec.add_argument("--strict", action="store_true",
                      help="exit 3 also when a certificate is unbound (its subject not re-derived from the document)")
+    rec.add_argument("--checkpoint", default=None, metavar="DIR",
+                     help="the checkpoint folder (config.json + model.safetensors) pretrained documents name: each "
+                          "head's certificates are re-derived from its weights (without it they count unbound)")
     rec.set_defaults(func=cmd_recheck)
 
     from .pretrained.command import add_parser as _pretrained_parser

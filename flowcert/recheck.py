@@ -169,6 +169,9 @@ class Recheck:
     holds_unbound: list[str] = field(default_factory=list)
     unchecked: list[str] = field(default_factory=list)
     strict: bool = False
+    checkpoint_unbound: list[str] = field(default_factory=list)
+    #: ``{"directory", "sha256"}`` of ``--checkpoint``, or None
+    checkpoint: dict[str, str] | None = None
 
     @property
     def ok(self) -> bool:
@@ -187,7 +190,8 @@ class Recheck:
                 "bound": self.bound, "unbound": self.unbound, "refused_count": len(self.refused),
                 "uncertified": list(self.uncertified), "holds_unbound": list(self.holds_unbound),
                 "unchecked": list(self.unchecked),
-                "rechecked": self.rechecked, "strict": self.strict}
+                "rechecked": self.rechecked, "strict": self.strict,
+                "checkpoint": self.checkpoint, "checkpoint_unbound": list(self.checkpoint_unbound)}
 
     def summary(self) -> str:
         """Plain-text report: totals, counts by kind, and the path of each refusal."""
@@ -202,6 +206,14 @@ class Recheck:
         if self.unchecked:
             lines.append(f"  {len(self.unchecked)} certificate(s) name inputs this document does not carry (a "
                          "checkpoint's head: pass --checkpoint): not checked")
+        if self.checkpoint_unbound:
+            why = "pass --checkpoint DIR" if self.checkpoint is None else \
+                "another checkpoint, or parameters that are float64 products of its weights"
+            lines.append(f"  {len(self.checkpoint_unbound)} certificate(s) about a checkpoint's heads not re-derived from "
+                         f"its weights ({why}): unbound, each proves its claim for the data it carries")
+        elif self.checkpoint is not None:
+            lines.append(f"  checkpoint {self.checkpoint['directory']} (sha256 {self.checkpoint['sha256']}): head "
+                         "certificates re-derived from its weights")
         if self.by_kind:
             width = max(len(k) for k in self.by_kind)
             lines.append(f"  {'kind':<{width}}  accepted  refused")
@@ -217,9 +229,11 @@ class Recheck:
         return "\n".join(lines) + "\n"
 
 
-def recheck_files(paths: Sequence[str], *, strict: bool = False) -> Recheck:
+def recheck_files(paths: Sequence[str], *, strict: bool = False, checkpoint: Any = None) -> Recheck:
     """Read every file (all of them first, so bad input is reported before any work), then
-    re-check every document (:func:`recheck_document`) and every certificate they contain.
+    re-check every document (:func:`recheck_document`) and every certificate they contain;
+    ``checkpoint``: the weights pretrained documents are re-derived from
+    (:func:`flowcert.pretrained.binding.open_checkpoint`).
 
     Raises
     ------
@@ -228,10 +242,12 @@ def recheck_files(paths: Sequence[str], *, strict: bool = False) -> Recheck:
     """
     loaded = [(p, read_documents(p)) for p in paths]
     out = Recheck(files=[str(p) for p in paths], strict=strict)
+    if checkpoint is not None:
+        out.checkpoint = {"directory": str(checkpoint.directory), "sha256": str(checkpoint.sha256)}
     for p, docs in loaded:
         for line, doc in docs:
             where = f"{p}:{line}" if line is not None else str(p)
-            dc = recheck_document(doc)
+            dc = recheck_document(doc, checkpoint=checkpoint)
             for _, kind, ok in dc.records:
                 tally = out.by_kind.setdefault(kind, {"accepted": 0, "refused": 0})
                 out.certificates += 1
@@ -243,6 +259,7 @@ def recheck_files(paths: Sequence[str], *, strict: bool = False) -> Recheck:
             out.uncertified += [f"{where} {q}" for q in dc.uncertified]
             out.holds_unbound += [f"{where} {q}" for q in dc.holds_unbound]
             out.unchecked += [f"{where} {q}" for q in dc.unchecked]
+            out.checkpoint_unbound += [f"{where} {q}" for q in dc.checkpoint_unbound]
             out.refused += [Refusal(str(p), line, q, k, why) for q, k, why in dc.refused]
     return out
 
@@ -306,6 +323,9 @@ class DocumentCheck:
     unchecked: list[str] = field(default_factory=list)
     #: ``(path, kind, accepted by its checker)`` of every certificate examined
     records: list[tuple[str, str, bool]] = field(default_factory=list)
+    #: unbound certificates about a checkpoint's head that were not re-derived from its weights (no
+    #: ``--checkpoint``, or parameters that are float64 products of the weights)
+    checkpoint_unbound: list[str] = field(default_factory=list)
 
     @property
     def rechecked(self) -> bool:
@@ -506,10 +526,12 @@ def _theorem(out: DocumentCheck, base: str, t: Any, entry: Any, resolve: Any, se
                                                     f"{_applies(statuses)!r}"))
 
 
-def recheck_document(doc: Any, *, prefix: str = "$") -> DocumentCheck:
+def recheck_document(doc: Any, *, prefix: str = "$", checkpoint: Any = None) -> DocumentCheck:
     """Re-check one document against the catalogue (issue 38): every certificate's subject re-derived
     from the document's ``params``, every status from its certificate, names, claims and ``applies``
-    from the catalogue entry, and the system's document-level checks (the gaussian regime).
+    from the catalogue entry, and the system's document-level checks (the gaussian regime); a system
+    with a document checker of its own (:data:`flowcert.bindings.DOCUMENT_CHECKERS`: ``pretrained``)
+    is re-checked by it, against ``checkpoint`` when given.
 
     Returns
     -------
@@ -525,8 +547,11 @@ def recheck_document(doc: Any, *, prefix: str = "$") -> DocumentCheck:
     if not isinstance(doc, dict):
         return out
     if SWEEP_RECORD_KEYS <= doc.keys() and "flowcert" not in doc:
-        return recheck_document(doc.get("result"), prefix=f"{prefix}.result") if isinstance(doc.get("result"), dict) else out
+        return _sweep_record(doc, prefix, checkpoint)
     system = doc.get("system")
+    checker = _document_checker(system)
+    if checker is not None:
+        return checker(doc, prefix, checkpoint)
     table = entries_of(system) if isinstance(system, str) else {}
     resolve = resolver(doc, DERIVED.get(system) if isinstance(system, str) else None)
     seen: set[str] = set()
@@ -546,4 +571,29 @@ def recheck_document(doc: Any, *, prefix: str = "$") -> DocumentCheck:
     if isinstance(system, str) and system in EXTRA_CHECKS:
         for path, reason in EXTRA_CHECKS[system](doc):
             out.refused.append((f"{prefix}{path[1:]}" if path.startswith("$") else path, "-", reason))
+    return out
+
+
+def _document_checker(system: Any) -> Any:
+    """The document checker of ``system`` (:data:`flowcert.bindings.DOCUMENT_CHECKERS`), or None."""
+    import importlib
+
+    from .bindings import DOCUMENT_CHECKERS
+
+    target = DOCUMENT_CHECKERS.get(system) if isinstance(system, str) else None
+    if target is None:
+        return None
+    module, _, function = target.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def _sweep_record(rec: dict[str, Any], prefix: str, checkpoint: Any) -> DocumentCheck:
+    """A sweep line: its ``result`` re-checked as the document it is, then the line's own provenance
+    (:func:`flowcert.pretrained.binding.recheck_line`)."""
+    result = rec.get("result")
+    out = recheck_document(result, prefix=f"{prefix}.result", checkpoint=checkpoint) if isinstance(result, dict) \
+        else DocumentCheck()
+    from .pretrained.binding import recheck_line
+
+    recheck_line(rec, out, prefix, checkpoint)
     return out

@@ -40,9 +40,10 @@ def eighths(draw: Any, lo: float, hi: float) -> float:
     return draw(st.integers(int(lo * 8), int(hi * 8))) / 8.0
 
 
-def assert_all_refused_through_the_cli(forgeries: list[tuple[dict, Callable[[dict], list[str]]]], tmp: Path) -> None:
-    """Each ``(document, forge)``: forge a copy, write it, then re-check all in one fresh process: exit 3,
-    and every file refused at (at least) the paths its forgery names."""
+def assert_all_refused_through_the_cli(forgeries: list[tuple[dict, Callable[[dict], list[str]]]], tmp: Path,
+                                       *extra: str) -> None:
+    """Each ``(document, forge)``: forge a copy, write it, then re-check all in one fresh process (with the
+    options ``extra``): exit 3, and every file refused at (at least) the paths its forgery names."""
     files, wants = [], {}
     for doc, forge in forgeries:
         forged = copy.deepcopy(doc)
@@ -50,7 +51,7 @@ def assert_all_refused_through_the_cli(forgeries: list[tuple[dict, Callable[[dic
         f = tmp / f"{forge.__name__}.json"
         f.write_text(json.dumps(forged))
         files.append(str(f))
-    out = flowcert("recheck", *files, "--json")
+    out = flowcert("recheck", *files, "--json", *extra)
     assert out.returncode == 3
     refused = json.loads(out.stdout)["refused"]
     for name, paths in wants.items():

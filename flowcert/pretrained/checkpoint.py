@@ -100,6 +100,9 @@ class Checkpoint:
     #: SHA-256 of the weights (:mod:`flowcert.pretrained.provenance`): of the folder's weight files
     #: when loaded from a folder; None until :func:`~flowcert.pretrained.provenance.checkpoint_sha256` hashes the tensors.
     sha256: str | None = None
+    #: True when only the attention weights (``Wq, Wk, Wv, Wo`` and their biases) were read
+    #: (:func:`load_checkpoint` with ``attention_only``): every other weight is zeros, never read
+    attention_only: bool = False
 
     @property
     def d_head(self) -> int:
@@ -157,8 +160,10 @@ def _cfg_float(cfg: Mapping[str, Any], key: str, default: float) -> float:
 class _Tensors:
     """Name lookup with an optional prefix (``bert.``, ``transformer.``) and shape checks."""
 
-    def __init__(self, tensors: Mapping[str, np.ndarray], prefixes: tuple[str, ...]) -> None:
+    def __init__(self, tensors: Mapping[str, np.ndarray], prefixes: tuple[str, ...],
+                 attention_only: bool = False) -> None:
         self.t = tensors
+        self.attention_only = attention_only
         self.prefix = ""
         for p in prefixes:
             if any(k.startswith(p) for k in tensors):
@@ -175,19 +180,22 @@ class _Tensors:
             declared, dtype = self.t.declared(key)
             if declared != shape:
                 raise bad(f"model.safetensors: tensor '{key}' has shape {declared}, expected {shape}")
-        a = self.t[key]
+            if self.attention_only and ".attention." not in key and ".attn." not in key:
+                return np.zeros(shape)  # not read (calloc'd pages, never touched)
+        a = self.t.view(key) if isinstance(self.t, SafeTensors) else self.t[key]  # converted (copied) below
         if tuple(a.shape) != shape:
             raise bad(f"model.safetensors: tensor '{key}' has shape {tuple(a.shape)}, expected {shape}")
         if a.dtype.kind != "f":
             raise bad(f"model.safetensors: tensor '{key}' has dtype {a.dtype}, expected floating point")
-        out = np.asarray(a, dtype=np.float64)
-        if not np.all(np.isfinite(out)):
+        # on the stored dtype, without temporaries: a NaN or an infinity makes the max or the min non-finite
+        hi, lo = (float(a.max()), float(a.min())) if a.size else (0.0, 0.0)
+        if not (math.isfinite(hi) and math.isfinite(lo)):
             raise bad(f"model.safetensors: tensor '{key}' has non-finite entries")
         limit = float(LIMITS["pretrained:weight"])
-        if out.size and float(np.abs(out).max()) > limit:
+        if max(hi, -lo) > limit:
             raise bad(f"model.safetensors: tensor '{key}' has entries larger than {limit:g} in absolute value "
                       "(flowcert.limits.LIMITS['pretrained:weight']); the forward pass could overflow")
-        return out
+        return np.array(a, dtype=np.float64)  # a copy; float16/bfloat16/float32 embed exactly in float64
 
 
 #: safetensors dtype -> (numpy dtype of the stored bytes, item size); BF16 is widened on reading.
@@ -287,6 +295,10 @@ class SafeTensors(Mapping[str, np.ndarray]):
         return shape, dtype
 
     def __getitem__(self, name: str) -> np.ndarray:
+        return self.view(name).copy()
+
+    def view(self, name: str) -> np.ndarray:
+        """Tensor ``name`` as a read-only array over the bytes read (no copy; ``[name]`` gives a copy)."""
         dtype, shape, offset, nbytes = self._entries[name]
         fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         try:
@@ -300,7 +312,7 @@ class SafeTensors(Mapping[str, np.ndarray]):
         raw = np.frombuffer(data, dtype=_ST_DTYPES[dtype][0])
         if dtype == "BF16":
             raw = (raw.astype(np.uint32) << 16).view(np.float32)
-        return raw.reshape(shape).copy()
+        return raw.reshape(shape)
 
     def __iter__(self) -> Any:
         return iter(self._entries)
@@ -317,13 +329,16 @@ def _read_tensors(path: Path) -> Mapping[str, np.ndarray]:
     return SafeTensors(path)
 
 
-def load_checkpoint(directory: str | os.PathLike[str]) -> Checkpoint:
+def load_checkpoint(directory: str | os.PathLike[str], *, attention_only: bool = False) -> Checkpoint:
     """Load a BERT- or GPT-2-style checkpoint from a local directory.
 
     Parameters
     ----------
     directory : path
         Holds ``config.json`` and ``model.safetensors`` (Hugging Face layout).
+    attention_only : bool
+        Read only the attention blocks' weights (every tensor is still declared with the right shape);
+        the others are zeros (:attr:`Checkpoint.attention_only`). The digest covers every file as always.
 
     Returns
     -------
@@ -353,23 +368,28 @@ def load_checkpoint(directory: str | os.PathLike[str]) -> Checkpoint:
     kind = cfg.get("model_type")
     if kind not in ("bert", "gpt2"):
         raise bad(f"config.json: key 'model_type' must be 'bert' or 'gpt2', got {kind!r}")
-    ckpt = from_tensors(cfg, _read_tensors(st_path), root)
+    ckpt = from_tensors(cfg, _read_tensors(st_path), root, attention_only=attention_only)
     from .provenance import files_sha256
 
     ckpt.sha256 = files_sha256(root)  # the weight files, in their canonical order
     return ckpt
 
 
-def from_tensors(cfg: dict[str, Any], tensors: Mapping[str, np.ndarray], root: Path | None = None) -> Checkpoint:
+def from_tensors(cfg: dict[str, Any], tensors: Mapping[str, np.ndarray], root: Path | None = None,
+                 attention_only: bool = False) -> Checkpoint:
     """Build a :class:`Checkpoint` from a config mapping and HF-named tensors (what
-    :func:`load_checkpoint` does after reading the files; also used for in-memory models)."""
+    :func:`load_checkpoint` does after reading the files; also used for in-memory models);
+    ``attention_only``: see :func:`load_checkpoint` (for a lazily read file only)."""
     kind = cfg.get("model_type")
     if kind not in ("bert", "gpt2"):
         raise bad(f"config.json: key 'model_type' must be 'bert' or 'gpt2', got {kind!r}")
     root = root if root is not None else Path(".")
     if kind == "bert":
-        return _load_bert(root, cfg, _Tensors(tensors, ("bert.",)))
-    return _load_gpt2(root, cfg, _Tensors(tensors, ("transformer.",)))
+        ckpt = _load_bert(root, cfg, _Tensors(tensors, ("bert.",), attention_only))
+    else:
+        ckpt = _load_gpt2(root, cfg, _Tensors(tensors, ("transformer.",), attention_only))
+    ckpt.attention_only = attention_only and isinstance(tensors, SafeTensors)
+    return ckpt
 
 
 def _heads_ok(d: int, h: int) -> None:

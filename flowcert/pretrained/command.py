@@ -1,6 +1,7 @@
 """``flowcert pretrained …``: the subcommands behind :func:`flowcert.cli.cmd_pretrained`.
 
-* ``heads --model DIR [--layer L]``: every head's spectra and certified theorem verdicts;
+* ``heads --model DIR [--layer L] [--head H]``: every head's spectra and certified theorem verdicts, each
+  certificate naming the checkpoint head it is about (:mod:`.binding`);
 * ``export --model DIR --layer L [--head H] --system gaussian|attention --out FILE``;
 * ``embed --model DIR --text T [--text T …]``: mean-pooled embeddings, cosine-similarity matrix;
 * ``experiment gaussianity|covariance|consensus --model DIR [--full] [--seed N]``;
@@ -25,16 +26,19 @@ __all__ = ["run"]
 def _heads(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     from .checkpoint import bad
     from .checkpoint import load_checkpoint
-    from .heads import extract_heads
+    from .heads import head_at
     from .hypotheses import head_record
+    from .provenance import checkpoint_sha256
 
     ck = load_checkpoint(args.model)
-    hs = extract_heads(ck)
-    if args.layer is not None:
-        if not 0 <= args.layer < ck.n_layers:
-            raise bad(f"--layer: must be in 0..{ck.n_layers - 1}, got {args.layer}")
-        hs = [h for h in hs if h.layer == args.layer]
-    recs = [head_record(h, ck.causal) for h in hs]
+    if args.layer is not None and not 0 <= args.layer < ck.n_layers:
+        raise bad(f"--layer: must be in 0..{ck.n_layers - 1}, got {args.layer}")
+    if args.head is not None and not 0 <= args.head < ck.n_heads:
+        raise bad(f"--head: must be in 0..{ck.n_heads - 1}, got {args.head}")
+    layers = range(ck.n_layers) if args.layer is None else [args.layer]
+    hs = [head_at(ck, la, h) for la in layers for h in (range(ck.n_heads) if args.head is None else [args.head])]
+    sha = checkpoint_sha256(ck)
+    recs = [head_record(h, ck.causal, sha) for h in hs]
     lines = [f"{ck.kind} d={ck.d} heads={ck.n_heads} layers={ck.n_layers} d_head={ck.d_head}",
              f"{'layer':>5} {'head':>4} {'asym(M)':>8} {'asym(U)':>8} {'sym(M)':>10} {'sym(U)':>10} {'max Re eig U':>12}  theorems applying"]
     for r in recs:
@@ -409,6 +413,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     act = pre.add_subparsers(dest="action", required=True, parser_class=type(pre))
     h = act.add_parser("heads", help="every head's matrices, spectra and theorem verdicts")
     h.add_argument("--layer", type=int, default=None)
+    h.add_argument("--head", type=int, default=None, help="only this head of each selected layer")
     e = act.add_parser("export", help="write one layer/head as a verify parameter file")
     e.add_argument("--layer", type=int, required=True)
     e.add_argument("--head", type=int, default=None)

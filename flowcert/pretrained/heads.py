@@ -36,7 +36,7 @@ import numpy as np
 from .checkpoint import bad
 from .checkpoint import Checkpoint
 
-__all__ = ["Head", "extract_heads", "gaussian_params", "attention_params", "write_params"]
+__all__ = ["Head", "extract_heads", "head_at", "gaussian_params", "attention_params", "write_params"]
 
 
 @dataclass
@@ -81,6 +81,15 @@ class Head:
         """Value–output map :math:`W_OW_V` (d x d)."""
         return self.O @ self.V
 
+    def factors(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        r"""The exact factors :math:`(A, B)` of :math:`P = Q^\top K` (``"P"``) or :math:`U = W_OW_V` (``"U"``),
+        :math:`N = AB`, that the certificates of :mod:`flowcert.certificates.lowrank` slice."""
+        if name == "P":
+            return self.Q.T, self.K
+        if name == "U":
+            return self.O, self.V
+        raise KeyError(name)
+
     def eig_M(self) -> np.ndarray:
         r"""Nonzero-part spectrum of M: eigenvalues of :math:`KQ^\top/\sqrt{d_h}`, by descending real part."""
         return _sorted(np.linalg.eigvals(self.K @ self.Q.T * self.beta))
@@ -107,16 +116,18 @@ def _sorted(ev: np.ndarray) -> np.ndarray:
     return ev[np.lexsort((-ev.imag, -ev.real))]
 
 
+def head_at(ckpt: Checkpoint, layer: int, head: int) -> Head:
+    """Head ``head`` of block ``layer``: row block ``head`` of ``Wq, Wk, Wv`` (and of the biases), column
+    block ``head`` of ``Wo`` (each block ``d_head`` wide; the caller checks the indices)."""
+    lw, dh = ckpt.layers[layer], ckpt.d_head
+    r = slice(head * dh, (head + 1) * dh)
+    return Head(layer, head, lw.Wq[r].copy(), lw.Wk[r].copy(), lw.Wv[r].copy(), lw.Wo[:, r].copy(),
+                lw.bq[r].copy(), lw.bk[r].copy(), lw.bv[r].copy())
+
+
 def extract_heads(ckpt: Checkpoint) -> list[Head]:
     """All heads, layer-major (72 for MiniLM: 6 layers x 12 heads)."""
-    out = []
-    dh = ckpt.d_head
-    for li, lw in enumerate(ckpt.layers):
-        for h in range(ckpt.n_heads):
-            r = slice(h * dh, (h + 1) * dh)
-            out.append(Head(li, h, lw.Wq[r].copy(), lw.Wk[r].copy(), lw.Wv[r].copy(), lw.Wo[:, r].copy(),
-                            lw.bq[r].copy(), lw.bk[r].copy(), lw.bv[r].copy()))
-    return out
+    return [head_at(ckpt, li, h) for li in range(len(ckpt.layers)) for h in range(ckpt.n_heads)]
 
 
 def _pick(ckpt: Checkpoint, layer: int, head: int | None) -> list[Head]:

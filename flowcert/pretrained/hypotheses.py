@@ -26,12 +26,14 @@ from typing import Any
 
 import numpy as np
 
+from ..bindings import FAILS, HOLDS, Hypothesis, Proof
 from ..catalogue import TheoremResult
 from ..certificates import core, lowrank
 from ..certificates.hypotheses import holds_by
 from .heads import Head
 
-__all__ = ["head_record", "head_theorems"]
+__all__ = ["HEAD_HYPOTHESES", "HEAD_THEOREMS", "BY_TYPE", "head_subject", "head_location", "head_record",
+           "head_theorems"]
 
 _STRUCT = "structural: rank <= d_head < d"
 
@@ -108,38 +110,126 @@ class _Evidence:
         return r
 
 
-def _bounded() -> core.HypothesisResult:
-    return holds_by("P(t) bounded", "by type", "a constant matrix (one layer, or a periodic stack) is bounded")
+def _bounded(name: str = "P(t) bounded") -> core.HypothesisResult:
+    return holds_by(name, "by type", "a constant matrix (one layer, or a periodic stack) is bounded")
 
 
-def head_theorems(h: Head, causal: bool, ev: _Evidence | None = None) -> list[TheoremResult]:
-    """The theorem records of the consensus, multistability and gaussian papers on one head."""
+# ---------------------------------------------------------------------------------------------
+# Declarations: what each head hypothesis is about, and which certificates decide it (issue 38)
+# ---------------------------------------------------------------------------------------------
+
+
+def _signs(proves: str, want: tuple[int, ...]) -> Any:
+    """Direction of a ``minor_not_psd`` certificate: ``proves`` when it refutes ``s sym(N) >= 0`` for each
+    ``s`` in ``want``, else None."""
+    def direction(data: Any) -> str | None:
+        return proves if {int(it["sign"]) for it in data["minors"]} >= set(want) else None
+    return direction
+
+
+def _decl(name: str, factor: str, asym: bool, signs: tuple[int, ...] = (), proves: str = FAILS) -> Hypothesis:
+    """A head hypothesis about the product ``factor`` (P = Q^T K or U = W_O W_V): refuted by an asymmetric
+    entry (``asym``), and/or decided by principal minors refuting ``s sym(factor) >= 0`` for every ``s`` in ``signs``."""
+    subject = {"N": factor}
+    proofs = [Proof("entry_asymmetry", subject, FAILS)] if asym else []
+    if signs:
+        proofs.append(Proof("minor_not_psd", subject, _signs(proves, signs)))
+    return Hypothesis(name, tuple(proofs))
+
+
+#: Every hypothesis a head record may report, declared once: its product and the certificates deciding it.
+#: ``P(t) bounded`` holds by type (a constant matrix) and needs no certificate (:data:`BY_TYPE`).
+HEAD_HYPOTHESES: dict[str, Hypothesis] = {h.name: h for h in (
+    _decl("P symmetric", "P", True),
+    _decl("P > 0", "P", True, (1,)),
+    _decl("U = I", "U", True),
+    _decl("V = W_O W_V symmetric", "U", True),
+    _decl("V = eta I", "U", True),
+    _decl("eta (B + B^T) <= 0 (eta != 0)", "P", False, (1, -1)),
+    _decl("V < 0", "U", True, (-1,)),
+    _decl("V > 0", "U", True, (1,)),
+    _decl("B > 0", "P", True, (1,)),
+    _decl("U symmetric", "U", True),
+    _decl("sym(P) indefinite", "P", False, (1, -1), HOLDS),
+    _decl("sym(U) indefinite", "U", False, (1, -1), HOLDS),
+)}
+#: Hypotheses that hold by the type of the parameters (no certificate)
+BY_TYPE = frozenset({"P(t) bounded"})
+
+#: The theorem records of a head: (id, label, statement, hypothesis names, prediction, causal models only)
+HEAD_THEOREMS: tuple[tuple[str, str, str, tuple[str, ...], dict[str, Any], bool], ...] = (
+    ("consensus:thm-3.2", "Theorem 3.2", r"P=P^\top\succ0,\ U=I,\ W=P\Rightarrow\text{every trajectory converges}",
+     ("P symmetric", "P > 0", "U = I"), {"converges_to_equilibrium": True}, False),
+    ("consensus:thm-4.1", "Theorem 4.1", r"U_\eta=I,\ P_\eta(t)\ \text{bounded, u.c.}\Rightarrow\text{consensus from a hemisphere}",
+     ("U = I", "P(t) bounded"), {"consensus": "tokens converge to consensus"}, False),
+    ("multistability:thm-2", "Theorem 2 (Assumption 1)", r"V=V^\top,\ \lambda_1>\lambda_2,\ \lambda_1>0",
+     ("V = W_O W_V symmetric",), {"stable": "consensus at the top eigenvector"}, False),
+    ("gaussian:thm-4.1", "Theorem 4.1", r"V=\eta I,\ \eta(B+B^\top)\preceq0",
+     ("V = eta I", "eta (B + B^T) <= 0 (eta != 0)"), {"Sigma": "Riccati limit"}, False),
+    ("gaussian:thm-4.7", "Theorem 4.7", r"V\prec0,\ B\succ0\Rightarrow\Sigma\ \text{bounded}",
+     ("V < 0", "B > 0"), {"Sigma": "bounded"}, False),
+    ("gaussian:thm-4.8", "Theorem 4.8", r"V\succ0,\ B\succ0\Rightarrow\text{finite-time blow-up}",
+     ("V > 0", "B > 0"), {"Sigma": "blows_up"}, False),
+    ("consensus:thm-5.1", "Theorem 5.1", r"\text{causal},\ U_\eta=I,\ P_\eta\ \text{bounded}",
+     ("U = I", "P(t) bounded"), {"consensus": "tokens converge to consensus"}, True),
+    ("consensus:thm-6.1", "Theorem 6.1", r"\text{causal},\ U=U^\top,\ \lambda_{\max}(U)\ \text{simple},>0",
+     ("U symmetric", "P(t) bounded"), {"consensus": "tokens converge to consensus"}, True),
+)
+
+
+def _decide(ev: _Evidence, name: str) -> core.HypothesisResult:
+    """The decision of head hypothesis ``name`` (declared in :data:`HEAD_HYPOTHESES` or :data:`BY_TYPE`)."""
+    if name in BY_TYPE:
+        return _bounded(name)
+    factor = HEAD_HYPOTHESES[name].proofs[0].subject["N"]
+    if name.endswith("indefinite"):
+        return ev.indefinite_sym(factor)
+    if name.startswith("eta (B"):
+        return ev.no_semidefinite_multiple(factor, name)
+    if name in ("U = I", "V = eta I"):
+        return ev.identity(name)
+    if name.endswith(("> 0", "< 0")):
+        return ev.not_definite(factor, name, -1 if "<" in name else 1)
+    return ev.not_symmetric(factor, name)
+
+
+def head_subject(sha: str, layer: int, head: int, factor: str) -> str:
+    """The subject of a head certificate: product ``factor`` (``P`` = Q^T K, ``U`` = W_O W_V) of head
+    ``head`` of block ``layer`` of the checkpoint whose weight files have SHA-256 ``sha``."""
+    return f"checkpoint:{sha}/layers/{int(layer)}/heads/{int(head)}/{factor}"
+
+
+def head_location(sha: str, layer: int, head: int, d_head: int) -> dict[str, Any]:
+    """Where a head is in its checkpoint: the digest, the weight tensors and slices of Q, K, V, O, and
+    what the certificates' vectors are (rows of A, columns of B, for N = A B)."""
+    lo, hi = head * d_head, (head + 1) * d_head
+    return {"checkpoint_sha256": sha, "layer": int(layer), "head": int(head),
+            "tensors": {"Q": f"layers[{layer}].Wq[{lo}:{hi}, :]", "K": f"layers[{layer}].Wk[{lo}:{hi}, :]",
+                        "V": f"layers[{layer}].Wv[{lo}:{hi}, :]", "O": f"layers[{layer}].Wo[:, {lo}:{hi}]"},
+            "factors": {"P": "Q^T K: a_i = Q[:, i], b_j = K[:, j]", "U": "O V: a_i = O[i, :], b_j = V[:, j]"}}
+
+
+def _bind(res: core.HypothesisResult, subject: str | None) -> core.HypothesisResult:
+    """``res`` with its certificate naming the checkpoint head it is about (after checking the declaration)."""
+    import dataclasses
+
+    cert = res.certificate
+    if cert is None or subject is None:
+        return res
+    spec = HEAD_HYPOTHESES[res.name]
+    proof = spec.proof(cert.kind)
+    if proof is None or proof.direction(cert.data) != res.status:
+        raise ValueError(f"'{res.name}': a {cert.kind} certificate does not prove {res.status}")
+    return dataclasses.replace(res, certificate=dataclasses.replace(cert, subject={"N": f"{subject}{proof.subject['N']}"}))
+
+
+def head_theorems(h: Head, causal: bool, ev: _Evidence | None = None, sha: str | None = None) -> list[TheoremResult]:
+    """The theorem records of the consensus, multistability and gaussian papers on one head (:data:`HEAD_THEOREMS`);
+    with ``sha`` (the checkpoint's digest) every certificate names its subject (:func:`head_subject`)."""
     ev = ev or _Evidence(h)
-    pred_c = {"consensus": "tokens converge to consensus"}
-    th = [
-        TheoremResult("consensus:thm-3.2", "Theorem 3.2", r"P=P^\top\succ0,\ U=I,\ W=P\Rightarrow\text{every trajectory converges}",
-                      [ev.not_symmetric("P", "P symmetric"), ev.not_definite("P", "P > 0", 1), ev.identity("U = I")],
-                      {"converges_to_equilibrium": True}),
-        TheoremResult("consensus:thm-4.1", "Theorem 4.1", r"U_\eta=I,\ P_\eta(t)\ \text{bounded, u.c.}\Rightarrow\text{consensus from a hemisphere}",
-                      [ev.identity("U = I"), _bounded()], pred_c),
-        TheoremResult("multistability:thm-2", "Theorem 2 (Assumption 1)", r"V=V^\top,\ \lambda_1>\lambda_2,\ \lambda_1>0",
-                      [ev.not_symmetric("U", "V = W_O W_V symmetric")], {"stable": "consensus at the top eigenvector"}),
-        TheoremResult("gaussian:thm-4.1", "Theorem 4.1", r"V=\eta I,\ \eta(B+B^\top)\preceq0",
-                      [ev.identity("V = eta I"), ev.no_semidefinite_multiple("P", "eta (B + B^T) <= 0 (eta != 0)")],
-                      {"Sigma": "Riccati limit"}),
-        TheoremResult("gaussian:thm-4.7", "Theorem 4.7", r"V\prec0,\ B\succ0\Rightarrow\Sigma\ \text{bounded}",
-                      [ev.not_definite("U", "V < 0", -1), ev.not_definite("P", "B > 0", 1)], {"Sigma": "bounded"}),
-        TheoremResult("gaussian:thm-4.8", "Theorem 4.8", r"V\succ0,\ B\succ0\Rightarrow\text{finite-time blow-up}",
-                      [ev.not_definite("U", "V > 0", 1), ev.not_definite("P", "B > 0", 1)], {"Sigma": "blows_up"}),
-    ]
-    if causal:
-        th += [
-            TheoremResult("consensus:thm-5.1", "Theorem 5.1", r"\text{causal},\ U_\eta=I,\ P_\eta\ \text{bounded}",
-                          [ev.identity("U = I"), _bounded()], pred_c),
-            TheoremResult("consensus:thm-6.1", "Theorem 6.1", r"\text{causal},\ U=U^\top,\ \lambda_{\max}(U)\ \text{simple},>0",
-                          [ev.not_symmetric("U", "U symmetric"), _bounded()], pred_c),
-        ]
-    return th
+    base = None if sha is None else head_subject(sha, h.layer, h.head, "")
+    return [TheoremResult(tid, label, stmt, [_bind(_decide(ev, n), base) for n in names], dict(pred))
+            for tid, label, stmt, names, pred, causal_only in HEAD_THEOREMS if causal or not causal_only]
 
 
 def _inertia(A: np.ndarray, B: np.ndarray) -> dict[str, Any]:
@@ -156,8 +246,9 @@ def _c(z: complex) -> list[float]:
     return [float(z.real), float(z.imag)]
 
 
-def head_record(h: Head, causal: bool) -> dict[str, Any]:
-    """JSON record of one head: float64 spectra (information) and certified theorem verdicts."""
+def head_record(h: Head, causal: bool, sha: str | None = None) -> dict[str, Any]:
+    """JSON record of one head: float64 spectra (information) and certified theorem verdicts; with ``sha``
+    (the checkpoint's digest) its ``location`` and every certificate's subject (:func:`head_subject`)."""
     ev = _Evidence(h)
     M, U = h.M, h.U
     eM, eU, sM, sU = h.eig_M(), h.eig_U(), h.eig_sym("M"), h.eig_sym("U")
@@ -174,15 +265,17 @@ def head_record(h: Head, causal: bool) -> dict[str, Any]:
                                            int(h.d - (s > tol(s)).sum() - (s < -tol(s)).sum())],
                          "inertia_proved": _inertia(*ev.factors["P" if name == "M" else "U"])},
         }
-    theorems = head_theorems(h, causal, ev)
+    theorems = head_theorems(h, causal, ev, sha)
+    base = None if sha is None else head_subject(sha, h.layer, h.head, "")
+    location = {} if sha is None else {"location": head_location(sha, h.layer, h.head, h.d_head)}
     return {
-        "layer": h.layer, "head": h.head, "d": h.d, "d_head": h.d_head,
+        "layer": h.layer, "head": h.head, "d": h.d, "d_head": h.d_head, **location,
         "conventions": {"M": "Q^T K / sqrt(d_head), score s_ij = x_i^T M x_j", "B": "M^T (gaussian paper)",
                         "U": "W_O W_V (value-output map; gaussian/multistability V, consensus U)",
                         "value_map": "W_V (d_head x d)", "beta": h.beta},
         "M": info["M"], "U": info["U"],
         "value_map_singular_values": np.linalg.svd(h.V, compute_uv=False).tolist(),
-        "sym_M_indefinite": ev.indefinite_sym("P").to_json(),
-        "sym_U_indefinite": ev.indefinite_sym("U").to_json(),
+        "sym_M_indefinite": _bind(ev.indefinite_sym("P"), base).to_json(),
+        "sym_U_indefinite": _bind(ev.indefinite_sym("U"), base).to_json(),
         "theorems": [t.to_json() for t in theorems],
     }

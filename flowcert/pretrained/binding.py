@@ -1,0 +1,343 @@
+r"""Pretrained documents bound to their checkpoint (issue 38, item 5): ``flowcert recheck --checkpoint DIR``.
+
+A head record of ``flowcert pretrained heads`` says where its head lies (``location``: the SHA-256 of
+the checkpoint's weight files, :func:`flowcert.pretrained.provenance.files_sha256`, the layer, the head
+and the slices of ``Wq, Wk, Wv, Wo``), and every certificate in it names its subject
+
+.. code-block:: text
+
+    checkpoint:<sha256>/layers/<layer>/heads/<head>/P      P = Q^T K   (a_i = Q[:, i], b_j = K[:, j])
+    checkpoint:<sha256>/layers/<layer>/heads/<head>/U      U = W_O W_V (a_i = W_O[i, :], b_j = W_V[:, j])
+
+(:func:`~flowcert.pretrained.hypotheses.head_subject`): the rows and columns a certificate carries
+(:mod:`flowcert.certificates.lowrank`) are slices of those weights, not a free copy of M or U.
+
+:func:`recheck_heads` re-derives, for each record, everything the declarations fix
+(:data:`~flowcert.pretrained.hypotheses.HEAD_THEOREMS`, :data:`~flowcert.pretrained.hypotheses.HEAD_HYPOTHESES`):
+the theorem ids, statements, predictions and hypothesis names in order, ``applies`` from the statuses,
+each status from a certificate of a declared kind that proves that direction (checked by its exact
+checker), each claim from the certificate's data, each subject and the location from the record's
+layer and head and the document's digest. Then
+
+* with a checkpoint (:func:`open_checkpoint`), the document's digest must be the checkpoint's, and every
+  vector a certificate carries must equal its slice of the weights exactly (the stored float32/float64
+  weights are dyadic rationals held exactly in float64; the certificate's ``float.hex`` strings are
+  compared as float64 values): the certificate is **bound**. The proved inertia of the symmetric parts
+  (``M.sym_part.inertia_proved``, which has no certificate) is proved again from the weights;
+* without one, an accepted certificate is **unbound**: it proves its claim for the vectors it carries,
+  and nothing says they are the checkpoint's.
+
+A sweep line made from a checkpoint (``pretrained verify``: a ``provenance`` with ``checkpoint_sha256``)
+is a ``verify`` document re-checked by its system's rules (:func:`flowcert.recheck.recheck_document`);
+:func:`recheck_line` adds that its ``provenance`` is its document's, and that with ``--checkpoint`` the
+digest is the checkpoint's and the parameters that are exact slices of the weights (``Q``, ``K`` of an
+attention head) equal them. Its products (``B``, ``V = W_O W_V``) and prompt tokens are float64
+computations, not exact functions of the weights, so its certificates count **unbound** whenever the
+line names a checkpoint: they prove their claims about the document's parameters.
+
+The trust boundary: a reader still trusts the paper's theorem, this catalogue's declaration of what each
+certificate decides, and the checkpoint folder given to ``--checkpoint`` (its digest is what the
+document names).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import OptionError, ParamError
+from .checkpoint import Checkpoint
+
+__all__ = ["CheckpointRef", "open_checkpoint", "recheck_heads", "recheck_line"]
+
+
+@dataclass
+class CheckpointRef:
+    """A checkpoint given to ``flowcert recheck --checkpoint``: its folder, digest and weights."""
+
+    directory: str
+    sha256: str
+    ckpt: Checkpoint
+
+
+def open_checkpoint(directory: str) -> CheckpointRef:
+    """Load the checkpoint of ``--checkpoint DIR`` (its weight files' SHA-256 and its weights).
+
+    Raises
+    ------
+    flowcert.errors.OptionError
+        Naming ``--checkpoint``: not a directory, missing or malformed weight files.
+    """
+    from .checkpoint import load_checkpoint
+
+    if not Path(directory).is_dir():
+        raise OptionError("--checkpoint", f"{directory!r} is not a directory")
+    try:
+        ckpt = load_checkpoint(directory, attention_only=True)  # the heads' weights; the digest covers every file
+    except ParamError as exc:
+        problem = exc.problem.removeprefix("--model: ")
+        raise OptionError("--checkpoint", problem if str(directory) in problem else f"{directory!r}: {problem}") from None
+    assert ckpt.sha256 is not None
+    return CheckpointRef(str(directory), ckpt.sha256, ckpt)
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _vectors(kind: str, data: dict[str, Any]) -> list[tuple[str, str, Any, Any]]:
+    """``(data field, "a" | "b", index, hex strings)`` of every vector a head certificate carries:
+    ``a`` a row of A, ``b`` a column of B (N = A B)."""
+    if kind == "entry_asymmetry":
+        i, j = data["i"], data["j"]
+        return [("a_i", "a", i, data["a_i"]), ("a_j", "a", j, data["a_j"]),
+                ("b_i", "b", i, data["b_i"]), ("b_j", "b", j, data["b_j"])]
+    out = []
+    for k, it in enumerate(data["minors"]):
+        for p, idx in enumerate(it["idx"]):
+            out += [(f"minors[{k}].a[{p}]", "a", idx, it["a"][p]), (f"minors[{k}].b[{p}]", "b", idx, it["b"][p])]
+    return out
+
+
+def _same(strings: Any, vec: np.ndarray) -> bool:
+    """Whether ``float.hex`` strings are exactly the float64 vector ``vec``."""
+    try:
+        return isinstance(strings, list) and len(strings) == len(vec) and all(
+            float.fromhex(s) == float(v) for s, v in zip(strings, vec))
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+def _weights_mismatch(kind: str, data: dict[str, Any], factors: tuple[np.ndarray, np.ndarray], factor: str) -> str | None:
+    """Why a certificate's vectors are not the checkpoint's slices (None when every one is)."""
+    A, B = factors
+    for name, side, idx, strings in _vectors(kind, data):
+        if not _int(idx) or not 0 <= idx < A.shape[0]:
+            return f"data.{name}: index {idx!r} is not a row/column of {factor} (size {A.shape[0]})"
+        vec = A[idx] if side == "a" else B[:, idx]
+        if not _same(strings, vec):
+            what = f"row {idx} of A" if side == "a" else f"column {idx} of B"
+            return f"data.{name} is not {what} for {factor} = A B of this head in --checkpoint (the weights differ)"
+    return None
+
+
+class _Heads:
+    """The state of one document's re-check: the outcome, the document's digest and the checkpoint."""
+
+    def __init__(self, out: Any, sha: Any, ref: CheckpointRef | None, causal: Any) -> None:
+        self.out, self.sha, self.ref, self.causal = out, sha, ref, causal
+        self.seen: set[str] = set()
+
+    def refuse(self, path: str, reason: str, kind: str = "-") -> None:
+        self.out.refused.append((path, kind, reason))
+        if kind != "-":
+            self.out.records.append((path, kind, False))
+
+    def record(self, base: str, rec: Any) -> None:
+        from .hypotheses import HEAD_THEOREMS, head_location
+
+        if not isinstance(rec, dict) or not _int(rec.get("layer")) or not _int(rec.get("head")) or not _int(rec.get("d_head")):
+            return self.refuse(base, "a head record without integer layer, head and d_head")
+        layer, head, dh = rec["layer"], rec["head"], rec["d_head"]
+        factors = None
+        if self.ref is not None:
+            ck = self.ref.ckpt
+            for key, value, top in (("layer", layer, ck.n_layers), ("head", head, ck.n_heads)):
+                if not 0 <= value < top:
+                    return self.refuse(f"{base}.{key}", f"{key} {value} is not in 0..{top - 1} of --checkpoint")
+            if dh != ck.d_head:
+                return self.refuse(f"{base}.d_head", f"d_head {dh} is not --checkpoint's {ck.d_head}")
+            from .heads import head_at
+
+            h = head_at(ck, layer, head)
+            factors = {"P": h.factors("P"), "U": h.factors("U")}
+        if factors is not None:
+            self.inertia(base, rec, factors)
+        loc = rec.get("location")
+        for key in ("layer", "head"):
+            if isinstance(loc, dict) and loc.get(key) != rec[key]:
+                self.refuse(f"{base}.{key}", f"the record's {key} {rec[key]} is not its location's {loc.get(key)!r}")
+        if loc != head_location(self.sha, layer, head, dh):
+            self.refuse(f"{base}.location", f"not where layer {layer} head {head} lies in the checkpoint "
+                                            f"{str(self.sha)[:12]}… (digest, tensors and slices)")
+        want = [t for t in HEAD_THEOREMS if self.causal or not t[5]]
+        theorems = rec.get("theorems")
+        if not isinstance(theorems, list) or [t.get("id") if isinstance(t, dict) else None for t in theorems] != [t[0] for t in want]:
+            self.refuse(f"{base}.theorems", f"the theorems of a head of a {'causal' if self.causal else 'bidirectional'} "
+                                            f"model are {[t[0] for t in want]}")
+            theorems = []
+        for i, (t, (tid, label, statement, names, prediction, _)) in enumerate(zip(theorems, want)):
+            tb = f"{base}.theorems[{i}]"
+            for key, value in (("statement", statement), ("prediction", prediction)):
+                if t.get(key) != value:
+                    self.refuse(f"{tb}.{key}", f"not the {key} of {tid}")
+            hyps = t.get("hypotheses")
+            if not isinstance(hyps, list) or [h.get("name") if isinstance(h, dict) else None for h in hyps] != list(names):
+                self.refuse(f"{tb}.hypotheses", f"the hypotheses of {tid} are {list(names)}, in this order")
+                continue
+            statuses = [self.hypothesis(f"{tb}.hypotheses[{j}]", h, layer, head, factors) for j, h in enumerate(hyps)]
+            from ..recheck import _applies
+
+            if None not in statuses and t.get("applies") != _applies(statuses):
+                self.refuse(f"{tb}.applies", f"applies is {t.get('applies')!r}, the statuses give {_applies(statuses)!r}")
+        for key, name in (("sym_M_indefinite", "sym(P) indefinite"), ("sym_U_indefinite", "sym(U) indefinite")):
+            h = rec.get(key)
+            if not isinstance(h, dict) or h.get("name") != name:
+                self.refuse(f"{base}.{key}", f"the record of {name!r} is missing or renamed")
+            else:
+                self.hypothesis(f"{base}.{key}", h, layer, head, factors)
+
+    def inertia(self, base: str, rec: dict[str, Any], factors: dict[str, Any]) -> None:
+        """The proved inertia of sym(M), sym(U) (no certificate: the proof is re-run on the weights)."""
+        from ..certificates.lowrank import symmetric_part_inertia
+
+        for key, factor in (("M", "P"), ("U", "U")):
+            got: Any = rec.get(key)
+            for step in ("sym_part", "inertia_proved", "inertia"):
+                got = got.get(step) if isinstance(got, dict) else None
+            inert = symmetric_part_inertia(*factors[factor])
+            if got != (None if inert is None else list(inert)):
+                self.refuse(f"{base}.{key}.sym_part.inertia_proved.inertia",
+                            f"not the inertia proved from --checkpoint's weights ({inert})")
+
+    def hypothesis(self, path: str, h: dict[str, Any], layer: int, head: int, factors: Any) -> str | None:
+        """Check one hypothesis record; its status when it stands (None when refused)."""
+        from ..certificates.core import explain
+        from ..certificates.lowrank import asymmetry_claim, minors_claim
+        from ..recheck import _kind_of, is_certificate
+        from .hypotheses import BY_TYPE, HEAD_HYPOTHESES, head_subject
+
+        name, status, cert = h["name"], h.get("status"), h.get("certificate")
+        if status not in ("holds", "fails", "unknown"):
+            return self.refuse(f"{path}.status", f"status {status!r} is not holds, fails or unknown")
+        if name in BY_TYPE:
+            if status != "holds" or cert is not None:
+                return self.refuse(path, f"{name!r} holds by type, with no certificate")
+            return status
+        if cert is None:
+            if status == "holds":
+                return self.refuse(path, "holds with no certificate")
+            if status == "fails":
+                self.out.uncertified.append(path)
+            return status
+        cpath = f"{path}.certificate"
+        self.seen.add(cpath)
+        kind = _kind_of(cert)
+        proof = HEAD_HYPOTHESES[name].proof(kind)
+        if proof is None:
+            return self.refuse(cpath, f"a {kind} certificate cannot decide {name!r}", kind)
+        if not is_certificate(cert) or not isinstance(cert["data"], dict):
+            return self.refuse(cpath, "malformed certificate", kind)
+        factor = proof.subject["N"]
+        subject = {"N": head_subject(self.sha, layer, head, factor)}
+        if cert.get("subject") != subject:
+            return self.refuse(cpath, f"subject {cert.get('subject')} is not {factor} of layer {layer} head {head} of "
+                                      f"the document's checkpoint ({subject['N']})", kind)
+        ok, why = explain(cert)
+        if not ok:
+            return self.refuse(cpath, why, kind)
+        got = proof.direction(cert["data"])
+        if got != status:
+            return self.refuse(cpath, f"the certificate proves '{got}', the document says '{status}'", kind)
+        want = (asymmetry_claim if kind == "entry_asymmetry" else minors_claim)(cert["data"], factor)
+        if cert["claim"] != want:
+            return self.refuse(cpath, f"claim {cert['claim']!r} is not what the data prove ({want!r})", kind)
+        if factors is not None:
+            why = _weights_mismatch(kind, cert["data"], factors[factor], factor)
+            if why is not None:
+                return self.refuse(cpath, f"subject {subject['N']}: {why}", kind)
+        self.out.records.append((cpath, kind, True))
+        if factors is not None:
+            self.out.bound += 1
+        else:
+            self.out.unbound += 1
+            self.out.checkpoint_unbound.append(cpath)
+            if status == "holds":
+                self.out.holds_unbound.append(path)
+        return status
+
+
+def recheck_heads(doc: dict[str, Any], prefix: str = "$", checkpoint: CheckpointRef | None = None) -> Any:
+    """Re-check a ``pretrained`` document (module docstring): every head record against the declarations
+    and, with ``checkpoint``, against the weights; any other certificate in it as a bare one.
+
+    Returns
+    -------
+    flowcert.recheck.DocumentCheck
+    """
+    from ..recheck import DocumentCheck, _certificate, certificates_in, resolver
+
+    out = DocumentCheck()
+    model = (doc.get("params") or {}).get("model") if isinstance(doc.get("params"), dict) else None
+    sha = model.get("sha256") if isinstance(model, dict) else None
+    causal = model.get("causal") if isinstance(model, dict) else None
+    ref = checkpoint
+    heads = doc.get("heads")
+    if isinstance(heads, list) and heads and checkpoint is not None:
+        if sha != checkpoint.sha256:
+            out.refused.append((f"{prefix}.params.model.sha256", "-", f"the document's checkpoint {sha!r} is not "
+                                f"--checkpoint {checkpoint.directory!r} (sha256 {checkpoint.sha256})"))
+            ref = None
+        elif causal != checkpoint.ckpt.causal:
+            out.refused.append((f"{prefix}.params.model.causal", "-", f"--checkpoint is {'' if checkpoint.ckpt.causal else 'not '}causal"))
+    state = _Heads(out, sha, ref, causal)
+    if isinstance(heads, list):
+        if heads and not isinstance(causal, bool):
+            out.refused.append((f"{prefix}.params.model", "-", "a heads document names its checkpoint (sha256, causal)"))
+        for k, rec in enumerate(heads):
+            state.record(f"{prefix}.heads[{k}]", rec)
+    for path, cert in certificates_in(doc, prefix):
+        if path not in state.seen and not any(path.startswith(s + ".") for s in state.seen):
+            _certificate(out, path, cert, None, resolver({}), None)
+    return out
+
+
+def recheck_line(rec: dict[str, Any], result: Any, prefix: str, checkpoint: CheckpointRef | None) -> None:
+    """The line-level part of a sweep record made from a checkpoint (module docstring), added to ``result``
+    (the :class:`~flowcert.recheck.DocumentCheck` of its document)."""
+    prov = rec.get("provenance")
+    doc = rec.get("result")
+    if not isinstance(doc, dict) or (prov is None and doc.get("provenance") is None):
+        return  # a line without a document (bad input, an internal error), or not made from a checkpoint
+    if doc.get("provenance") != prov:
+        result.refused.append((f"{prefix}.provenance", "-", "the line's provenance is not its document's"))
+        return
+    sha = prov.get("checkpoint_sha256") if isinstance(prov, dict) else None
+    if checkpoint is not None:
+        if sha != checkpoint.sha256:
+            result.refused.append((f"{prefix}.provenance.checkpoint_sha256", "-", f"the line's checkpoint {sha!r} is not "
+                                   f"--checkpoint {checkpoint.directory!r} (sha256 {checkpoint.sha256})"))
+        else:
+            _exact_slices(rec, doc, prov, result, prefix, checkpoint.ckpt)
+    # the parameters are float64 products of the weights (and prompt tokens): not re-derived exactly
+    result.unbound += result.bound
+    result.bound = 0
+    result.checkpoint_unbound += [p for p, _, ok in result.records if ok]
+    for i, t in enumerate(doc.get("theorems") or []):
+        for j, h in enumerate(t.get("hypotheses") or [] if isinstance(t, dict) else []):
+            if isinstance(h, dict) and h.get("status") == "holds" and h.get("certificate") is not None:
+                result.holds_unbound.append(f"{prefix}.result.theorems[{i}].hypotheses[{j}]")
+
+
+def _exact_slices(rec: dict[str, Any], doc: dict[str, Any], prov: dict[str, Any], result: Any, prefix: str,
+                  ck: Checkpoint) -> None:
+    """Refuse a line whose parameters that are exact slices of the weights (attention ``Q``, ``K``) differ."""
+    from ..certificates.subjects import exact_value, matches
+    from .heads import head_at
+
+    layer, head = prov.get("layer"), prov.get("head")
+    if not (_int(layer) and _int(head) and 0 <= layer < ck.n_layers and 0 <= head < ck.n_heads):
+        result.refused.append((f"{prefix}.provenance", "-", f"layer {layer!r} head {head!r} is not a head of --checkpoint"))
+        return
+    h = head_at(ck, layer, head)
+    params = doc.get("params") if isinstance(doc.get("params"), dict) else {}
+    if prov.get("system") == "attention":
+        heads = params.get("heads")
+        got = heads[0] if isinstance(heads, list) and len(heads) == 1 and isinstance(heads[0], dict) else {}
+        for key, W in (("Q", h.Q), ("K", h.K)):
+            if not matches(exact_value(W), got.get(key)):
+                result.refused.append((f"{prefix}.result.params.heads[0].{key}", "-",
+                                       f"not the {key} of layer {layer} head {head} of --checkpoint"))
