@@ -80,7 +80,7 @@ def _check_lemma23(data: dict[str, Any]) -> bool:
 def lemma23_certificate(B: np.ndarray, Sigma0: np.ndarray, u: Fraction | None, w: Fraction | None) -> core.Certificate | None:
     """The ``lemma23_condition`` certificate: with rational bounds ``u >= ||B||^2``, ``w >= lambda_max``
     it proves the condition; without, Rayleigh vectors of float eigenvectors try to refute it."""
-    data: dict[str, Any] = {"B": core.encode(core.qmat(B)), "Sigma0": core.encode(core.qmat(Sigma0))}
+    data: dict[str, Any] = {"B": core.encode(B), "Sigma0": core.encode(Sigma0)}
     if u is not None and w is not None:
         data.update(value=True, u=str(_q(u)), w=str(_q(w)))
     else:
@@ -128,7 +128,7 @@ def thm48_trace_certificate(A: np.ndarray, V: np.ndarray, B: np.ndarray, Sigma0:
     A + A^T, V, B (in that order) and float eigenvectors for the Rayleigh upper bounds."""
     from .claims import claim
 
-    data: dict[str, Any] = {k: core.encode(core.qmat(M)) for k, M in (("A", A), ("V", V), ("B", B), ("Sigma0", Sigma0))}
+    data: dict[str, Any] = {k: core.encode(M) for k, M in (("A", A), ("V", V), ("B", B), ("Sigma0", Sigma0))}
     for k, M, lo in (("alpha", A + A.T, lows[0]), ("lam_v", V, lows[1]), ("lam_b", B, lows[2])):
         data[f"{k}_lo"] = str(_q(lo))
         data[f"{k}_v"] = _float_vector(np.asarray(M, float), top=False)

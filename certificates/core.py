@@ -109,10 +109,35 @@ def qmat(M: Any) -> Any:
         n = len(M[0])
         if any(len(r) != n for r in M):
             raise ValueError("ragged nested sequence: rows have different lengths")
-        return flint.fmpq_mat(len(M), n, [_fmpq(x) for r in M for x in r])
+        if len(M) * n < _QMAT_MEMO_MIN:
+            return flint.fmpq_mat(len(M), n, [_fmpq(x) for r in M for x in r])
+        return _qmat_memo(M, n)
     rows = exact.to_rational(M)
     return flint.fmpq_mat(len(rows), len(rows[0]) if rows else 0,
                           [flint.fmpq(q.numerator, q.denominator) for r in rows for q in r])
+
+
+#: large encoded matrices (a d = 384 head's V, B, Sigma0 in ``"p/q"`` texts) are read once per content:
+#: the producer's in-process re-check and every checker of one document parse the same few matrices
+_QMAT_MEMO_MIN = 4096
+_QMAT_MEMO: dict[bytes, Any] = {}
+_QMAT_MEMO_MAX = 16
+
+
+def _qmat_memo(M: Any, n: int) -> Any:
+    """``fmpq_mat`` of a large nested list, memoised by the SHA-256 of its JSON text (a content key: a
+    list changed in place is another key); a copy is returned, so no caller shares a matrix."""
+    try:
+        key = hashlib.sha256(json.dumps(M, separators=(",", ":")).encode()).digest()
+    except (TypeError, ValueError):  # not plain JSON (numpy scalars, Fractions): no memo
+        return flint.fmpq_mat(len(M), n, [_fmpq(x) for r in M for x in r])
+    hit = _QMAT_MEMO.get(key)
+    if hit is None:
+        hit = flint.fmpq_mat(len(M), n, [_fmpq(x) for r in M for x in r])
+        if len(_QMAT_MEMO) >= _QMAT_MEMO_MAX:
+            _QMAT_MEMO.pop(next(iter(_QMAT_MEMO)))
+        _QMAT_MEMO[key] = hit
+    return flint.fmpq_mat(hit)
 
 
 def fractions(M: Any) -> list[list[Fraction]]:

@@ -466,7 +466,7 @@ def no_pd_equilibrium_trace(A: np.ndarray, B: np.ndarray, V: np.ndarray,
         return None
     s = sv * sb
     strict = "A+A^T" if np.linalg.eigvalsh(s * (A + A.T)).min() > 0 else "V,B"
-    data = {"A": core.encode(core.qmat(A)), "B": core.encode(core.qmat(B)), "V": core.encode(core.qmat(V)),
+    data = {"A": core.encode(A), "B": core.encode(B), "V": core.encode(V),
             "sign_V": sv, "sign_B": sb, "strict": strict}
     direction = "increases" if s > 0 else "decreases"
     cert = core.Certificate("trace_monotone", f"tr Sigma strictly {direction} along eq. (7) at every Sigma > 0, so eq. (18) "
@@ -517,7 +517,7 @@ def pd_equilibrium_eta(A: np.ndarray, B: np.ndarray, eta: float, count: core.Cer
     if s is None or inertia is None:
         return None
     exists = _lyapunov_pd_solution_exists(inertia, s)
-    data = {"A": core.encode(core.qmat(A)), "B": core.encode(core.qmat(B)), "eta": str(core._fmpq(eta)), "sign_Q": s,
+    data = {"A": core.encode(A), "B": core.encode(B), "eta": str(core._fmpq(eta)), "sign_Q": s,
             "exists": exists, "count_certificate": count.to_json()}
     need = "every eigenvalue of A has Re > 0" if s > 0 else "A is Hurwitz"
     cert = core.Certificate("eta_pd_equilibrium", f"eq. (18) with V = eta I {'has' if exists else 'has no'} positive "

@@ -44,7 +44,7 @@ def _check_simple_top(data: dict[str, Any]) -> bool:
 
 def simple_top_certificate(V: Any, t: Any) -> core.Certificate:
     """A ``simple_top_eigenvalue`` certificate (re-check it: it is accepted only if ``t`` separates)."""
-    data = {"V": core.encode(core.qmat(V)), "t": str(core._fmpq(t))}
+    data = {"V": core.encode(V), "t": str(core._fmpq(t))}
     return core.Certificate("simple_top_eigenvalue", claim("simple_top_eigenvalue", data) or "", data, "second-opinion inertia")
 
 

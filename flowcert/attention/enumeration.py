@@ -200,7 +200,7 @@ def _positive_top_cert(D: Data) -> core.Certificate | None:
 def _repeated_top_cert(D: Data) -> core.Certificate | None:
     """``repeated_top_eigenvalue`` when lambda_1 is a rational of multiplicity >= 2 (re-checked), else None."""
     for r in (sp.nsimplify(D.lam[0], rational=True, tolerance=1e-12), Fraction(D.lam[0]).limit_denominator(2**40)):
-        c = core.Certificate("repeated_top_eigenvalue", "", {"U": core.encode(core.qmat(D.Vq)), "lambda": str(r)})
+        c = core.Certificate("repeated_top_eigenvalue", "", {"U": core.encode(D.Vq), "lambda": str(r)})
         if core.recheck(c):
             return c
     return None

@@ -447,7 +447,7 @@ def _detect_hyp(ea: EtaAnalysis) -> core.HypothesisResult:
 def _v_eta(p: GaussianParams, ea: EtaAnalysis) -> core.HypothesisResult:
     ok = ea.eta is not None
     return V_ETA.result("holds" if ok else "fails",
-                        predicate_certificate("scalar_identity", ok, V_ETA.proofs[0].subject, M=core.encode(core.qmat(p.V))),
+                        predicate_certificate("scalar_identity", ok, V_ETA.proofs[0].subject, M=core.encode(p.V)),
                         None, "exact comparison", f"eta = {ea.eta}" if ok else "V is not a multiple of I")
 
 
@@ -504,7 +504,7 @@ def thm_4_1(p: GaussianParams, ea: EtaAnalysis) -> TheoremResult:
 def _unstable_hyp(ea: EtaAnalysis) -> core.HypothesisResult:
     name = "A has an eigenvalue with Re > 0"
     if getattr(ea, "zero_A", False):
-        zero = predicate_certificate("zero", True, {"M": "params.A"}, M=core.encode(core.qmat(ea.A)))
+        zero = predicate_certificate("zero", True, {"M": "params.A"}, M=core.encode(ea.A))
         return A_UNSTABLE.result("fails", zero, None, "exact comparison", "A = 0: its spectrum is {0}")
     if ea.k is None or ea.count_cert is None:
         return core.HypothesisResult(name, "unknown", None, "certified unstable count", None,
@@ -522,7 +522,7 @@ def thm_4_11(p: GaussianParams, ea: EtaAnalysis, item: int) -> TheoremResult:
     spec = ETA_NEG if item == 1 else ETA_POS
     hyps.append(spec.result("holds" if sign_ok else "fails",
                             predicate_certificate("scalar_identity_sign", sign_ok, spec.proofs[0].subject,
-                                                  M=core.encode(core.qmat(p.V)), sign=-1 if item == 1 else 1),
+                                                  M=core.encode(p.V), sign=-1 if item == 1 else 1),
                             None if ea.eta is None else (-ea.eta if item == 1 else ea.eta), "exact comparison",
                             "" if ea.eta is None else f"eta = {ea.eta}"))
     if item == 2:
