@@ -26,7 +26,7 @@ from typing import Any
 
 from .certificates.core import Certificate, HypothesisResult
 
-__all__ = ["HOLDS", "FAILS", "Proof", "Hypothesis", "Entry", "register", "entry", "entries_of", "EXTRA_CHECKS", "DERIVED",
+__all__ = ["HOLDS", "FAILS", "Proof", "Hypothesis", "Entry", "register", "entry", "entries_of", "EXTRA_CHECKS", "DERIVED", "COMPUTED",
            "definite", "semidefinite", "hurwitz", "predicate", "by_value"]
 
 HOLDS, FAILS = "holds", "fails"
@@ -161,10 +161,17 @@ EXTRA_CHECKS: dict[str, Callable[[Mapping[str, Any]], list[tuple[str, str]]]] = 
 #: by ``flowcert recheck`` from the document itself; ``KeyError`` when the document cannot give one.
 DERIVED: dict[str, dict[str, Callable[[Mapping[str, Any]], Any]]] = {}
 
+#: names of :data:`DERIVED` inputs that are floating-point computations (the state Jacobians along an rnn
+#: trajectory): not reproducible bit for bit across BLAS builds, so ``flowcert recheck`` never trusts a
+#: carried copy or its digest, and checks the certificate on the value it re-derives (its own slack
+#: must absorb any platform difference; a mismatch is refused, never accepted)
+COMPUTED: set[str] = set()
+
 #: system -> modules whose import registers its entries (imported by :func:`entries_of` on first use)
 MODULES: dict[str, tuple[str, ...]] = {
     "gaussian": ("flowcert.papers.gaussian",),
     "attention": ("flowcert.papers.multistability", "flowcert.papers.consensus"),
+    "rnn": ("flowcert.papers.kpflow",),
 }
 
 
