@@ -162,9 +162,10 @@ EXTRA_CHECKS: dict[str, Callable[[Mapping[str, Any]], list[tuple[str, str]]]] = 
 DERIVED: dict[str, dict[str, Callable[[Mapping[str, Any]], Any]]] = {}
 
 #: names of :data:`DERIVED` inputs that are floating-point computations (the state Jacobians along an rnn
-#: trajectory): not reproducible bit for bit across BLAS builds, so ``flowcert recheck`` never trusts a
-#: carried copy or its digest, and checks the certificate on the value it re-derives (its own slack
-#: must absorb any platform difference; a mismatch is refused, never accepted)
+#: trajectory), not reproducible bit for bit across BLAS builds: a certificate carries its copy, which
+#: ``flowcert recheck`` requires to be the re-derived value up to rounding noise
+#: (:func:`flowcert.certificates.subjects.near`), and then checks the certificate on the re-derived value
+#: itself (its own slack must absorb any platform difference; else it is refused, never accepted)
 COMPUTED: set[str] = set()
 
 #: system -> modules whose import registers its entries (imported by :func:`entries_of` on first use)

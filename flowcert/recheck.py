@@ -342,7 +342,7 @@ def _certificate(out: DocumentCheck, path: str, cert: Any, proof: Any, resolve: 
     system with no binding declarations, whose claims are free text)."""
     from .certificates.claims import claim
     from .certificates.core import explain
-    from .certificates.subjects import SubjectError, evaluate, matches
+    from .certificates.subjects import SubjectError, evaluate, matches, near
 
     kind = _kind_of(cert)
 
@@ -371,7 +371,10 @@ def _certificate(out: DocumentCheck, path: str, cert: Any, proof: Any, resolve: 
                 return refuse(f"subject {expr}: {exc}")
             binds = False  # an input this document does not carry (a head referenced by its checkpoint)
             continue
-        if expr in computed:  # a float computation: checked on the value re-derived here, never on a copy
+        if expr in computed:  # a float computation: its copy must be the re-derived value up to rounding
+            if key not in data or not near(value, data[key]):  # noise; the checker then runs on the value itself
+                return refuse(f"subject {expr} re-derived from the document's params does not match the "
+                              f"certificate's {key}")
             data[key] = _encoded(value)
         elif key in data:
             if not matches(value, data[key]):

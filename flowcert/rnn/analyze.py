@@ -345,11 +345,23 @@ def _exact_rows(A: np.ndarray) -> list[list[str]]:
 
 
 def _carried(res: core.HypothesisResult) -> dict[str, Any]:
-    """The record of a bound top-level certificate with its data kept whole (its Jacobians / A stay in
-    ``data`` as before binding: the contract adds ``subject`` and ``digest``, drops nothing)."""
+    """The JSON record of ``res`` with a certificate about a computed subject (Jacobians, the linear cell's
+    A: :data:`flowcert.bindings.COMPUTED`) keeping its data whole, where a bound certificate names an exact
+    subject instead of copying it: ``flowcert recheck`` ties the copy to the value it re-derives (and the
+    contraction's Jacobians stay where they were: the contract adds ``subject`` and ``digest``)."""
+    from ..bindings import COMPUTED
+
     out = res.to_json()
-    if res.certificate is not None:
-        out["certificate"]["data"] = res.certificate.data
+    c = res.certificate
+    if c is not None and any(e in COMPUTED for e in (c.subject or {}).values()):
+        out["certificate"]["data"] = c.data
+    return out
+
+
+def _theorem_json(t: TheoremResult) -> dict[str, Any]:
+    """``t.to_json()`` with each hypothesis as :func:`_carried` writes it."""
+    out = t.to_json()
+    out["hypotheses"] = [_carried(h) for h in t.hypotheses]
     return out
 
 
@@ -399,7 +411,7 @@ def analyze_model(m: dict[str, Any], params: dict[str, Any], *, mode: str = "sto
         },
         "effective_rank": {**ranks, "definition": DEFINITION},
         "certificates": certs,
-        "theorems": [t.to_json() for t in theorems],
+        "theorems": [_theorem_json(t) for t in theorems],
         "operator_mode": mode,
         "protocol": dict(cat.PROTOCOL),
     }

@@ -16,13 +16,20 @@ thread and returned as exact rationals (each float is the dyadic rational it is)
 certificates list them: trial-major, ``[b * T + t]``.
 
 Soundness. A float computation is not reproducible bit for bit across BLAS builds and CPUs, so
-``flowcert recheck`` (:data:`flowcert.bindings.COMPUTED`) never compares a carried copy or a digest: it
-runs the exact checker of the certificate on the Jacobians re-derived here. A certificate is accepted only
-when its own data (:math:`X`, :math:`\rho^2`; the predicate's value) prove its claim, in exact rational
-arithmetic, for these matrices; its slack (the inflation of :math:`\rho^2`, :math:`X+2^{-20}I`) absorbs a
-platform's last-bit differences, and where it does not the certificate is refused, never accepted. What
-is proved is thus a property of the float64 Jacobians of the float64 trajectory, which is what the
-document's operators P, K are built from; it is not a statement about the real-arithmetic trajectory.
+``flowcert recheck`` (:data:`flowcert.bindings.COMPUTED`) does not demand bit equality. A certificate
+about these matrices carries its copy :math:`\tilde A_{b,t}`; recheck re-derives :math:`A_{b,t}` here and
+
+1. ties the copy to the subject: every entry :math:`|\tilde a-a|\le\tau\max(1,|a|)`, :math:`\tau=2^{-30}`,
+   in exact rationals (:func:`flowcert.certificates.subjects.near`), else refused: a changed ``seed``,
+   gain, step or weight moves them by far more than rounding noise;
+2. runs the certificate's exact checker on the re-derived :math:`A_{b,t}`, not on the copy: its own data
+   (:math:`X`, :math:`\rho^2`; the predicate's value) must prove its claim, in exact rational arithmetic,
+   for the document's matrices. Its slack (the inflation of :math:`\rho^2`, :math:`X+2^{-20}I`) absorbs a
+   platform's last-bit differences; where it does not, the certificate is refused, never accepted.
+
+So what is accepted is always proved on the subject itself; τ only decides what counts as "the same
+data". What is proved is a property of the float64 Jacobians of the float64 trajectory, which is what
+the document's operators P, K are built from; not a statement about the real-arithmetic trajectory.
 """
 
 from __future__ import annotations
