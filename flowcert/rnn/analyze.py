@@ -35,6 +35,8 @@ from ..limits import check_kpflow_cost
 from ..papers import kpflow as cat
 from .params import RNNParams
 
+#: the catalogue entries this module evaluates (declared in :mod:`flowcert.papers.kpflow`)
+THEOREM_IDS = ("kpflow:prop-1", "kpflow:cor-1", "kpflow:thm-1", "kpflow:thm-2")
 EXACT_MAX = 1200  # dense references (SVD, partial traces) up to B*T*H = EXACT_MAX
 
 
@@ -101,12 +103,15 @@ def _exact_tolerance(ident: dict[str, Any]) -> float:
     return float(ident.get("rounding", {}).get("tolerance", 1e-9))
 
 
-def _predicate(hyp: Any, which: str, value: bool, subject: dict[str, str], method: str, detail: str = "",
+def _predicate(hyp: Any, which: str, value: bool, subject: dict[str, str] | None, method: str, detail: str = "",
                margin: float | None = None, **arguments: Any) -> core.HypothesisResult:
-    """``hyp`` decided by the exact predicate ``which`` of its subject, with its bound certificate."""
+    """``hyp`` decided by the exact predicate ``which`` of its subject, with its bound certificate (``subject``
+    None: an unbound certificate about the data it carries)."""
     from ..certificates.predicates import predicate_certificate
 
     cert = predicate_certificate(which, value, subject, **arguments)
+    if subject is None:
+        return core.certified(hyp.name, "holds" if value else "fails", cert, margin, method, detail)
     return hyp.result("holds" if value else "fails", cert, margin, method, detail)
 
 
@@ -264,12 +269,15 @@ def thm_2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[Theor
     cond = float(torch.where(smin > 0, smax / smin, torch.inf).max())  # >= 1; inf when singular
     where = "" if bc == B else f" (the {bc} first of {B} trials)"
     exact_size = B * T <= 64 and H <= 8 and bc == B  # the certificates speak of every Jacobian of the run
+    # a user's module: its weights are not in the document, so no certificate names the Jacobians as its
+    # subject (recheck could not re-derive them): each proves its claim for the data it carries
+    bindable = getattr(cell, "kind", "module") != "module"
     if exact_size:
         from ..certificates.predicates import PREDICATES
 
         Js = [_exact_rows(A) for A in Jc.reshape(-1, H, H).cpu().numpy()]
         inv = _predicate(cat.INVERTIBLE, "invertible_all", PREDICATES["invertible_all"][0]({"jacobians": Js}),
-                         {"jacobians": cat.JACOBIANS}, "exact rational determinant of each A_t",
+                         {"jacobians": cat.JACOBIANS} if bindable else None, "exact rational determinant of each A_t",
                          f"{len(Js)} Jacobians; max cond {cond:.3g}", float(smin.min()), jacobians=Js)
     else:
         inv = core.HypothesisResult("every A_t invertible", "unknown", float(smin.min()), "float SVD (not rigorous)", None,
@@ -317,7 +325,7 @@ def thm_2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[Theor
     norm_tol = max(1e-9, 64 * T * H * eps)
     if exact_size:
         hyp, info = crnn.contraction_rate(list(Jc.reshape(-1, H, H).cpu().numpy()))
-        certs.append(_carried(cat.CONTRACTION.bind(hyp)))
+        certs.append(_carried(cat.CONTRACTION.bind(hyp) if bindable else hyp))
         if info is not None:
             bound = crnn.propagation_bound(info["rho"], info["kappa"], T)
             pred["certified_lyapunov_upper"] = info["lyapunov_upper"]
