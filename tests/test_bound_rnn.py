@@ -110,6 +110,16 @@ def forge_input_weight(doc):
     return _computed(doc)
 
 
+def forge_trials(doc):
+    doc["params"]["B"] = 40  # more trials than any certificate speaks of: refused, never computed
+    return _computed(doc)
+
+
+def forge_diverging_gain(doc):
+    doc["params"].update(g=1000.0, dt=1.0)
+    return _computed(doc)
+
+
 def forge_cell(doc):
     doc["params"]["cell"] = "torch_rnn"  # smooth too, and also 'one of the cells': another subject all the same
     return [hyp(doc, "kpflow:prop-1", SMOOTH)[0] + ".certificate", hyp(doc, "kpflow:thm-1", ONCE)[0] + ".certificate"]
@@ -230,7 +240,7 @@ def forge_unknown_theorem(doc):
     return ["$.theorems[0].id"]
 
 
-FORGERIES = {"tanh": [forge_seed, forge_gain, forge_step, forge_cell, forge_contraction_of_other_data,
+FORGERIES = {"tanh": [forge_seed, forge_gain, forge_step, forge_trials, forge_diverging_gain, forge_cell, forge_contraction_of_other_data,
                       forge_carried_jacobian, forge_remove_certificates_all_hold, forge_contraction_removed,
                       forge_rename_to_another_entry, forge_claim_texts, forge_move_certificate, forge_identity_swapped,
                       forge_subject_elsewhere, forge_contraction_subject_stripped, forge_invertibility_subject_elsewhere,

@@ -47,6 +47,9 @@ CONSTANT_OUTER = ("rnn_tanh", "relu_rnn", "hodgkin_huxley", "linear")
 #: the analysis protocol of ``kpflow analyze`` (the document's ``protocol``)
 PROTOCOL = {"descent": "plain_gd", "readout": "linear_frozen_half_squared"}
 
+#: Jacobian certificates are made only up to these sizes (B T trials-steps, H): exact checks stay cheap
+MAX_STEPS, MAX_H = 64, 8
+
 JACOBIANS = "derived.jacobians"
 STATE_MATRIX = "derived.state_matrix"
 CELL = {"x": "params.cell"}
@@ -181,7 +184,8 @@ def check(doc: dict[str, Any]) -> list[tuple[str, str]]:
             out.append((f"{where}.status", "holds exactly with its certificate, else unknown"))
         elif cert is not None:
             proof = spec.proof(cert.get("kind")) if isinstance(cert, dict) else None
-            module = (doc.get("params") or {}).get("cell") == "module"  # no weights: unbound, said so
+            params = doc.get("params") if isinstance(doc.get("params"), dict) else {}
+            module = params.get("cell") == "module"  # no weights: unbound, said so
             if proof is None or (cert.get("subject") != dict(proof.subject) and not (module and "subject" not in cert)):
                 out.append((f"{where}.certificate", f"{spec.name!r} is proved by a "
                                                     f"{'/'.join(p.kind for p in spec.proofs)} certificate with subject "

@@ -268,7 +268,7 @@ def thm_2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[Theor
     smin, smax = sv[:, -1], sv[:, 0]
     cond = float(torch.where(smin > 0, smax / smin, torch.inf).max())  # >= 1; inf when singular
     where = "" if bc == B else f" (the {bc} first of {B} trials)"
-    exact_size = B * T <= 64 and H <= 8 and bc == B  # the certificates speak of every Jacobian of the run
+    exact_size = B * T <= cat.MAX_STEPS and H <= cat.MAX_H and bc == B  # certificates speak of every A_t of the run
     # a user's module: its weights are not in the document, so no certificate names the Jacobians as its
     # subject (recheck could not re-derive them): each proves its claim for the data it carries
     bindable = getattr(cell, "kind", "module") != "module"

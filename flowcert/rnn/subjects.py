@@ -66,10 +66,18 @@ def _model(doc: Mapping[str, Any]) -> dict[str, Any]:
 
     from .analyze import build_model
 
+    import numpy as np
+
+    from ..certificates.subjects import SubjectError
+    from ..papers.kpflow import MAX_H, MAX_STEPS
+
     key = json.dumps(doc.get("params"), sort_keys=True)
     if key in _CACHE:
         return _CACHE[key]
     p = _params(doc)
+    if p.B * p.T > MAX_STEPS or p.H > MAX_H:  # no Jacobian certificate is made for larger runs
+        raise SubjectError(f"B T = {p.B * p.T} > {MAX_STEPS} or H = {p.H} > {MAX_H}: kpflow analyze certifies "
+                           "no Jacobians of a run this large")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -80,8 +88,13 @@ def _model(doc: Mapping[str, Any]) -> dict[str, Any]:
         B, T, H = m["tr"].shape
         out = {"jacobians": J.reshape(B * T, H, H).cpu().numpy(),
                "A": None if getattr(m["cell"], "A", None) is None else m["cell"].A.to(torch.float64).cpu().numpy()}
+    except Exception as exc:  # noqa: BLE001 - a document's params that do not run: refused, with the reason
+        raise SubjectError(f"the trajectory of the document's params cannot be computed ({type(exc).__name__}: "
+                           f"{' '.join(str(exc).split())[:160]})") from None
     finally:
         torch.set_num_threads(threads)
+    if not np.isfinite(out["jacobians"]).all():
+        raise SubjectError("the trajectory of the document's params is not finite (diverged)")
     if len(_CACHE) > 4:
         _CACHE.clear()
     _CACHE[key] = out
