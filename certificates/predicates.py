@@ -21,6 +21,7 @@ certificate proves the predicate *or its negation*, whichever ``value`` says. Pr
   ``attention_model_1`` (one constant head, ``causal`` false, ``W`` null);
 * ``oja_model``: ``V`` constant and ``W`` null (the Oja variants' model);
 * ``one_of``: ``x`` equals one of the list ``literal`` (JSON equality; a cell kind among those with a property);
+* ``nonzero_entries``: no entry of the matrix ``M`` (a list of rows, possibly empty) is 0;
 * ``invertible_all``: every matrix of the list ``jacobians`` is square and nonsingular,
   :math:`\det A_t\ne0` in exact rationals (the state Jacobians of an ``rnn`` trajectory).
 
@@ -111,6 +112,13 @@ def _antipode_free(Y: Any) -> bool:
     return all([Q[j, k] for k in range(Q.ncols())] != first for j in range(1, Q.nrows()))
 
 
+def _nonzero_entries(M: Any) -> bool:
+    """No entry of the list of rows ``M`` is 0 (exact; an empty list has none)."""
+    if not isinstance(M, list) or not all(isinstance(r, list) for r in M):
+        raise ValueError("expected a list of rows")
+    return all(core._fmpq(v) != 0 for r in M for v in r)
+
+
 def _invertible_all(mats: Any) -> bool:
     """Every matrix of the non-empty list ``mats`` is square with an exact nonzero determinant."""
     if not isinstance(mats, list) or not mats:
@@ -172,6 +180,8 @@ PREDICATES: dict[str, tuple[Callable[[dict[str, Any]], bool], Callable[[dict[str
     "one_of": (lambda d: isinstance(d["literal"], list) and any(d["x"] == v and type(d["x"]) is type(v)
                                                                   for v in d["literal"]),
                lambda d, w: f"{w['x']} is one of {', '.join(repr(v) for v in d['literal'])}"),
+    "nonzero_entries": (lambda d: _nonzero_entries(d["M"]),
+                        lambda d, w: f"no entry of {w['M']} is 0"),
     "invertible_all": (lambda d: _invertible_all(d["jacobians"]),
                        lambda d, w: f"every matrix A_t of {w['jacobians']} is invertible (exact determinant)"),
 }

@@ -320,3 +320,21 @@ def test_linear_cell_binds_its_bounded_real_certificate(tmp_path):
     forged = copy.deepcopy(doc)
     forged["params"]["seed"] += 1  # A = 0.9 g Q, Q drawn from the seed
     assert "$.certificates[1].certificate" in refusals(forged)
+
+
+@pytest.mark.slow
+def test_relu_cell_binds_its_smoothness_to_the_states(tmp_path):
+    """The ReLU cell is differentiable along the run when no state z_{t-1} (t >= 2) is 0: a predicate of the
+    states re-derived from params, so another seed or a copy off the states is refused."""
+    doc = produce(["kpflow", "analyze"], {"cell": "relu_rnn", "B": 2, "T": 4, "H": 3, "I": 2, "seed": 1}, tmp_path, "relu")
+    check = recheck_document(doc)
+    assert not check.refused and not check.holds_unbound and check.unbound == 0 and check.bound == 10
+    path, h = hyp(doc, "kpflow:prop-1", SMOOTH)
+    assert h["certificate"]["subject"] == {"M": "derived.relu_states"}
+    forged = copy.deepcopy(doc)
+    forged["params"]["seed"] = 2
+    assert path + ".certificate" in refusals(forged)
+    forged = copy.deepcopy(doc)
+    _, fh = hyp(forged, "kpflow:prop-1", SMOOTH)
+    fh["certificate"]["data"]["M"][0][0] = "0"  # a kink where the run has none
+    assert path + ".certificate" in refusals(forged)

@@ -15,7 +15,8 @@ Each entry is declared once here; the decision code lives in :mod:`flowcert.rnn.
 its records with ``ENTRY.result(...)`` / ``HYPOTHESIS.result(...)``. Subjects:
 
 * the cell kind (``params.cell``): smoothness, single use of each :math:`W_j`, a constant outer
-  Jacobian are exact ``predicate``\ s (``one_of``) of it;
+  Jacobian are exact ``predicate``\ s (``one_of``) of it; the ReLU cell's smoothness along the run is
+  ``nonzero_entries`` of its states :math:`z_{b,t-1}`, :math:`t\ge2` (``derived.relu_states``);
 * the analysis protocol the document records (``protocol``: plain GD steps, a frozen linear readout
   with :math:`\ell=\frac12\|W_{out}z+b_{out}-y^*\|^2`), ``equals`` predicates;
 * :math:`\mathcal K\succeq0` is the SymPy identity ``kpflow:gram_psd``;
@@ -51,30 +52,34 @@ PROTOCOL = {"descent": "plain_gd", "readout": "linear_frozen_half_squared"}
 MAX_STEPS, MAX_H = 64, 8
 
 JACOBIANS = "derived.jacobians"
+#: the ReLU cell's states met by a Jacobian after the first step, z_{b,t-1} for t >= 2 (rows b (T-1) + t - 2)
+RELU_STATES = "derived.relu_states"
 STATE_MATRIX = "derived.state_matrix"
 CELL = {"x": "params.cell"}
 
 
-def _cell_is(kinds: tuple[str, ...]) -> Callable[[Callable[[str], Any]], bool]:
-    """``certifiable_holds``: a ``holds`` needs its certificate exactly when the cell is one of ``kinds``."""
-    def needs(resolve: Callable[[str], Any]) -> bool:
-        try:
-            return resolve("params.cell") in kinds
-        except KeyError:
-            return True
-
-    return needs
+def _smooth_needs_certificate(resolve: Callable[[str], Any]) -> bool:
+    """A ``holds`` of smoothness needs its certificate for a smooth cell, and for the ReLU cell at the sizes
+    its states are certified (a user's module is decided by a torch.fx trace or assumed: no certificate)."""
+    try:
+        cell = resolve("params.cell")
+        if cell == "relu_rnn":
+            return resolve("params.B") * resolve("params.T") <= MAX_STEPS and resolve("params.H") <= MAX_H
+        return cell in SMOOTH_CELLS
+    except (KeyError, TypeError):
+        return True
 
 
 # ---------------------------------------------------------------------------------------------
 # Hypotheses, each with its subject
 # ---------------------------------------------------------------------------------------------
 
-#: smooth by the cell's definition; a ReLU cell (exact test on the states) and a user's module (torch.fx
-#: trace, or assumed) are decided without a bound certificate, and say so
+#: smooth by the cell's definition, or (ReLU) no state met by a Jacobian after the first step is 0, exactly;
+#: a user's module (torch.fx trace, or assumed) is decided without a bound certificate, and says so
 SMOOTH = Hypothesis("F differentiable in (z, theta)", (
-    Proof("predicate", CELL, HOLDS, {"predicate": "one_of", "literal": list(SMOOTH_CELLS), "value": True}),),
-    certifiable_holds=_cell_is(SMOOTH_CELLS))
+    Proof("predicate", CELL, HOLDS, {"predicate": "one_of", "literal": list(SMOOTH_CELLS), "value": True}, key="cell"),
+    Proof("predicate", {"M": RELU_STATES}, bd.by_value, {"predicate": "nonzero_entries"}, key="states")),
+    certifiable_holds=_smooth_needs_certificate)
 PLAIN_GD = bd.predicate("plain gradient descent, first order in eta", "equals", {"x": "protocol.descent"},
                         literal=PROTOCOL["descent"])
 READOUT = bd.predicate("linear readout, W_out frozen, l = 1/2 ||W_out z + b_out - y*||^2", "equals",
@@ -135,8 +140,9 @@ def _derived(name: str) -> Callable[[Any], Any]:
     return fn
 
 
-bd.DERIVED.setdefault("rnn", {}).update({JACOBIANS: _derived("jacobians_of"), STATE_MATRIX: _derived("state_matrix_of")})
-bd.COMPUTED.update({JACOBIANS, STATE_MATRIX})
+bd.DERIVED.setdefault("rnn", {}).update({JACOBIANS: _derived("jacobians_of"), STATE_MATRIX: _derived("state_matrix_of"),
+                                         RELU_STATES: _derived("relu_states_of")})
+bd.COMPUTED.update({JACOBIANS, STATE_MATRIX, RELU_STATES})
 
 # ---------------------------------------------------------------------------------------------
 # Document-level rules of a ``kpflow analyze`` / ``verify rnn`` document

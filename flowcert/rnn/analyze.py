@@ -104,7 +104,7 @@ def _exact_tolerance(ident: dict[str, Any]) -> float:
 
 
 def _predicate(hyp: Any, which: str, value: bool, subject: dict[str, str] | None, method: str, detail: str = "",
-               margin: float | None = None, **arguments: Any) -> core.HypothesisResult:
+               margin: float | None = None, key: str | None = None, **arguments: Any) -> core.HypothesisResult:
     """``hyp`` decided by the exact predicate ``which`` of its subject, with its bound certificate (``subject``
     None: an unbound certificate about the data it carries)."""
     from ..certificates.predicates import predicate_certificate
@@ -112,12 +112,13 @@ def _predicate(hyp: Any, which: str, value: bool, subject: dict[str, str] | None
     cert = predicate_certificate(which, value, subject, **arguments)
     if subject is None:
         return core.certified(hyp.name, "holds" if value else "fails", cert, margin, method, detail)
-    return hyp.result("holds" if value else "fails", cert, margin, method, detail)
+    return hyp.result("holds" if value else "fails", cert, margin, method, detail, key=key)
 
 
 def _cell_predicate(hyp: Any, kind: str, kinds: tuple[str, ...], method: str, detail: str = "") -> core.HypothesisResult:
     """``hyp``: "the cell kind is one of ``kinds``" (exact ``one_of`` predicate of ``params.cell``)."""
-    return _predicate(hyp, "one_of", kind in kinds, cat.CELL, method, detail, x=kind, literal=list(kinds))
+    key = "cell" if hyp is cat.SMOOTH else None  # smoothness has a second predicate proof (the ReLU states)
+    return _predicate(hyp, "one_of", kind in kinds, cat.CELL, method, detail, key=key, x=kind, literal=list(kinds))
 
 
 def _protocol(hyp: Any, key: str, method: str) -> core.HypothesisResult:
@@ -130,6 +131,8 @@ def smoothness(m: dict[str, Any]) -> core.HypothesisResult:
     """'F differentiable in (z, theta) along the trajectory': by construction for the smooth cells;
     for the ReLU cell, no state met by a Jacobian after the first step sits on a kink (exact zero test);
     for a user's module, not inspected (``unknown``)."""
+    import torch
+
     name = cat.SMOOTH.name
     kind = getattr(m["cell"], "kind", "module")
     if kind == "module":
@@ -138,9 +141,14 @@ def smoothness(m: dict[str, Any]) -> core.HypothesisResult:
     if kind == "relu_rnn":
         zs = m["tr"].Z[:, :-1]
         kinks = int((zs == 0).sum())
-        return core.HypothesisResult(name, "holds" if kinks == 0 else "fails", float(zs.abs().min()) if zs.numel() else None,
-                                     "exact test z_{t-1} != 0 for t >= 2 (ReLU is smooth off 0; z_0 is not perturbed)",
-                                     None, f"{kinks} states on a kink")
+        B, T, H = m["tr"].shape
+        status, margin = "holds" if kinks == 0 else "fails", float(zs.abs().min()) if zs.numel() else None
+        method = "exact test z_{t-1} != 0 for t >= 2 (ReLU is smooth off 0; z_0 is not perturbed)"
+        if B * T <= cat.MAX_STEPS and H <= cat.MAX_H:  # certified: the states are a computed subject
+            rows = _exact_rows(zs.reshape(-1, H).to(torch.float64).cpu().numpy()) if zs.numel() else []
+            return _predicate(cat.SMOOTH, "nonzero_entries", kinks == 0, {"M": cat.RELU_STATES}, method,
+                              f"{kinks} states on a kink", margin, key="states", M=rows)
+        return core.HypothesisResult(name, status, margin, method, None, f"{kinks} states on a kink")
     return _cell_predicate(cat.SMOOTH, kind, cat.SMOOTH_CELLS, "cell definition (smooth activations)")
 
 

@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-__all__ = ["jacobians_of", "state_matrix_of"]
+__all__ = ["jacobians_of", "state_matrix_of", "relu_states_of"]
 
 _CACHE: dict[str, Any] = {}
 
@@ -87,13 +87,14 @@ def _model(doc: Mapping[str, Any]) -> dict[str, Any]:
         J = state_jacobians(m["tr"]).to(torch.float64)
         B, T, H = m["tr"].shape
         out = {"jacobians": J.reshape(B * T, H, H).cpu().numpy(),
+               "states": m["tr"].Z[:, :-1].reshape(-1, H).to(torch.float64).cpu().numpy(),
                "A": None if getattr(m["cell"], "A", None) is None else m["cell"].A.to(torch.float64).cpu().numpy()}
     except Exception as exc:  # noqa: BLE001 - a document's params that do not run: refused, with the reason
         raise SubjectError(f"the trajectory of the document's params cannot be computed ({type(exc).__name__}: "
                            f"{' '.join(str(exc).split())[:160]})") from None
     finally:
         torch.set_num_threads(threads)
-    if not np.isfinite(out["jacobians"]).all():
+    if not (np.isfinite(out["jacobians"]).all() and np.isfinite(out["states"]).all()):
         raise SubjectError("the trajectory of the document's params is not finite (diverged)")
     if len(_CACHE) > 4:
         _CACHE.clear()
@@ -116,6 +117,14 @@ def jacobians_of(doc: Mapping[str, Any]) -> list[list[list[str]]]:
         The document's ``params`` do not load.
     """
     return [_exact(A) for A in _model(doc)["jacobians"]]
+
+
+def relu_states_of(doc: Mapping[str, Any]) -> list[list[str]]:
+    r"""The ReLU cell's states :math:`z_{b,t-1}`, :math:`t\ge2` (rows ``b * (T - 1) + t - 2``), exact: where
+    ReLU must be differentiable for Prop. 1 (``KeyError`` for another cell or a user's module)."""
+    if (doc.get("params") or {}).get("cell") != "relu_rnn":
+        raise KeyError("params.cell")
+    return [[str(Fraction(float(v))) for v in row] for row in _model(doc)["states"]]
 
 
 def state_matrix_of(doc: Mapping[str, Any]) -> list[list[str]]:
