@@ -301,8 +301,7 @@ def test_a_users_module_is_unbound_not_refused():
     torch.set_num_threads(1)
     torch.manual_seed(0)
     x = torch.randn(2, 4, 2, dtype=torch.float64)
-    doc = flowcert.verify("rnn", torch.nn.RNNCell(2, 3).double(), inputs=x).to_json()
-    check = recheck_document(doc)
+    check = flowcert.verify("rnn", torch.nn.RNNCell(2, 3).double(), inputs=x).recheck()  # Result.recheck()
     assert not check.refused, check.refused
     assert check.unbound >= 1 and check.holds_unbound and not check.rechecked
 
