@@ -495,8 +495,12 @@ def _theorem(out: DocumentCheck, base: str, t: Any, entry: Any, resolve: Any, se
         if not proofs:
             out.refused.append((cpath, _kind_of(cert), f"a {_kind_of(cert)} certificate cannot decide {spec.name!r}"))
             continue
+        if isinstance(cert, dict) and isinstance(cert.get("subject"), dict):
+            # one kind declared with several subjects: the certificate's own subject says which declaration
+            # it claims (a subject no declaration has is refused by the first)
+            proofs = [p for p in proofs if dict(p.subject) == cert["subject"]] or proofs[:1]
         attempts = []
-        for proof in proofs:  # one kind may be declared with several subjects: the first that binds
+        for proof in proofs:  # the same subject declared more than once: the first that binds
             trial = DocumentCheck()
             bound = _certificate(trial, cpath, cert, proof, resolve, status)
             attempts.append(trial)

@@ -186,6 +186,11 @@ QUANTITY_TEX: dict[str, str] = {
     "uvu_relative_residual": r"relative residual of $\mathcal P=\mathcal U\mathcal V\mathcal U^{-1}$",
     "P_norm_2": r"$\|\mathcal P\|_2$", "qr_exponent_below_certified_bound": r"QR exponent below the certified bound",
     "constant_outer": r"constant outer Jacobian",
+    "uvu_tolerance": r"tolerance of $\mathcal P=\mathcal U\mathcal V\mathcal U^{-1}$",
+    "uvu_trials": r"trials compared for $\mathcal P=\mathcal U\mathcal V\mathcal U^{-1}$",
+    # the rounding floor of a cross-check in the dtype used (issue 33 item 6)
+    "rounding": r"rounding", "dtype": r"dtype", "eps": r"machine $\varepsilon$ of the dtype", "floor": r"rounding floor",
+    "sensitivity": r"sensitivity", "terms": r"terms", "definition": r"definition",
     # words: protocol and bookkeeping of the cross-checks
     "activation": r"activation", "certificate": r"certificate", "tolerance": r"tolerance", "criterion": r"criterion",
     "integrator": r"integrator", "seed": r"seed", "drift": r"drift off the manifold", "checked": r"checked",

@@ -249,7 +249,8 @@ def test_a_real_certificate_of_every_kind_rechecks_in_a_fresh_process(real, tmp_
     # nothing but the certificates package was loaded before the re-checks, and no solver after
     assert set(got["preloaded"]) <= {"flowcert", "flowcert.certificates", "flowcert.certificates.core",
                                      "flowcert.certificates.exact", "flowcert.certificates.kinds",
-                                     "flowcert.certificates.rounding", "flowcert.certificates.documents"}
+                                     "flowcert.certificates.rounding", "flowcert.certificates.documents",
+                                     "flowcert.certificates.rationals", "flowcert.certificates.pivot"}
     assert got["listed"] == sorted(kinds.KINDS)
     refused = {k: why for k, (ok, why) in got["verdicts"].items() if not ok}
     assert not refused

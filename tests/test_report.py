@@ -214,7 +214,7 @@ def test_every_name_shown_is_mathematics(report: tuple[build.Report, str, dict[s
                 assert f"**{HYPOTHESIS_TEX[h['name']]}**" in block
             walk(t.get("prediction") or {})
             walk((t.get("cross_check") or {}).get("details") or {})
-    assert len(keys) > 150 and sorted(keys - set(QUANTITY_TEX)) == []
+    assert len(keys) > 150 and sorted(keys - set(QUANTITY_TEX)) == [], " ".join(sorted(keys - set(QUANTITY_TEX)))
 
 
 def test_predictions_are_tables_with_numbers_to_significance(report: tuple[build.Report, str, dict[str, Any]]) -> None:

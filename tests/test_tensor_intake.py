@@ -123,3 +123,20 @@ def test_mapping_from_a_json_file_matches_tensors(reference, tmp_path):
     f = tmp_path / "p.json"
     f.write_text(json.dumps(RAW))
     assert flowcert.verify("gaussian", f).to_json() == reference
+
+
+def test_attention_checks_are_honoured():
+    """``checks=["oja"]`` runs Lemma 1's Oja trajectories and nothing else: the basin studies and the
+    final run say they were not requested (and name the check that would run them)."""
+    import flowcert.attention  # noqa: F401
+
+    path = Path(__file__).parent / "data" / "attention" / "clustering_d3.json"
+    doc = flowcert.verify("attention", path, checks=["oja"]).to_json()
+    cross = {t["id"]: t["cross_check"] for t in doc["theorems"]}
+    assert cross["multistability:lemma-1"]["status"] in ("agrees", "disagrees")
+    for entry in ("multistability:thm-1", "multistability:thm-2", "multistability:lemma-5"):
+        assert cross[entry]["status"] == "skipped" and "'basins'" in cross[entry]["details"]["reason"]
+    assert "not requested" in doc["simulation"]["skipped"] and doc["simulation"]["agrees"] is None
+    everything = flowcert.verify("attention", path, simulate=True).to_json()
+    assert everything["simulation"].get("skipped") is None
+    assert "not requested" not in json.dumps(everything["theorems"])

@@ -253,15 +253,20 @@ def verify(p: Any, simulate: bool = False, seed: int | None = None, *, checks: A
     return verify_any("attention", p, simulate=simulate, seed=seed, checks=checks)
 
 
-def verify_document(p: AttentionParams, simulate: bool = False, seed: int | None = None) -> dict[str, Any]:
+def verify_document(p: AttentionParams, simulate: bool = False, seed: int | None = None,
+                    checks: frozenset[str] | None = None) -> dict[str, Any]:
     """The ``verify attention`` document: ``theorems`` from every catalogue module.
 
     With ``simulate`` and time-varying heads, ``simulation`` is built from the run the consensus
     catalogue's cross-checks already made (:func:`_simulation_from_run`: adaptive DOP853 on the
-    manifold) instead of a second fixed-step RK4 run."""
+    manifold) instead of a second fixed-step RK4 run. ``checks`` (implies ``simulate``) names the
+    cross-checks that run (:attr:`flowcert.attention.system.AttentionSystem.checks`; None: all);
+    without ``simulation`` among them the ``simulation`` record says it was not requested."""
     from .. import __version__
 
     seed = p.seed if seed is None else seed
+    simulate = simulate or checks is not None
+    wanted = {"checks": checks} if checks is not None else {}
     theorems = []
     reused: dict[str, Any] | None = None
     for name in CATALOGUES:
@@ -272,15 +277,19 @@ def verify_document(p: AttentionParams, simulate: bool = False, seed: int | None
                 raise
             continue
         if simulate and p.time_varying and reused is None and hasattr(module, "theorems_with_run"):
-            results, run = module.theorems_with_run(p, simulate=True, seed=seed)
+            results, run = module.theorems_with_run(p, simulate=True, seed=seed, **wanted)
             if run is not None:
                 reused = _simulation_from_run(p, module, run, results, seed)
             theorems += results
             continue
-        theorems += module.theorems(p, simulate=simulate, seed=seed)
+        theorems += module.theorems(p, simulate=simulate, seed=seed, **wanted)
     doc = {"flowcert": __version__, "system": "attention", "params": p.to_json(), "seed": seed,
            "theorems": [th.to_json() for th in theorems]}
-    if simulate:
+    if simulate and checks is not None and "simulation" not in checks and reused is None:
+        why = "not requested: the cross-check 'simulation' runs with simulate=True (checks=['simulation'], or --checks simulation)"
+        doc["simulation"] = {"t_end": None, "blowup_time": None, "limit_class": None, "limit_classes": None,
+                             "agrees": None, "skipped": why}
+    elif simulate:
         sim = reused if reused is not None else globals()["simulate"](p, seed=seed)
         if sim.get("limit_verdict") in ("stable", "unstable"):
             # a settled run at a certified-unstable equilibrium contradicts the verdicts

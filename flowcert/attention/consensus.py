@@ -39,6 +39,7 @@ import sympy as sp
 from ..catalogue import CrossCheck, TheoremResult
 from ..certificates import core
 from ..certificates.attention import consensus as cert
+from ..engine import not_requested
 from ..numeric.attention import consensus as num
 from ..symbolic.attention import consensus as sym
 from ..papers.consensus import (LEMMA_3_1, LEMMA_4_1, LEMMA_4_2, LEMMA_5_1, LEMMA_6_1, THM_3_1, THM_3_2, THM_4_1,
@@ -617,16 +618,28 @@ def thm_6_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hypo
 # the catalogue
 
 
-def theorems(params: AttentionParams, *, simulate: bool = False, seed: int | None = None) -> list[TheoremResult]:
+#: The simulation cross-checks of the consensus entries (names of ``checks=``): every entry not named
+#: here tests its prediction on the one run of ``consensus_run``.
+SIMULATION_CHECKS = {"consensus:lemma-3.1": "projection", "consensus:thm-3.1": "gradient"}
+
+
+def theorems(params: AttentionParams, *, simulate: bool = False, seed: int | None = None,
+             checks: frozenset[str] | None = None) -> list[TheoremResult]:
     """Every consensus-paper entry on ``params`` (the Oja variants have no attention: no entries)."""
-    return theorems_with_run(params, simulate=simulate, seed=seed)[0]
+    return theorems_with_run(params, simulate=simulate, seed=seed, checks=checks)[0]
 
 
-def theorems_with_run(params: AttentionParams, *, simulate: bool = False, seed: int | None = None) -> tuple[list[TheoremResult], Run | None]:
-    """:func:`theorems` and the simulation its cross-checks used (None without ``simulate``)."""
+def theorems_with_run(params: AttentionParams, *, simulate: bool = False, seed: int | None = None,
+                      checks: frozenset[str] | None = None) -> tuple[list[TheoremResult], Run | None]:
+    """:func:`theorems` and the simulation its cross-checks used (None without ``simulate``, or when
+    ``checks`` does not name ``consensus_run``). With ``simulate``, ``checks`` names the cross-checks
+    that run (:data:`SIMULATION_CHECKS` and ``consensus_run``; None: all)."""
     if params.variant != "self_attention":
         return [], None
     s = setting(params, seed)
+
+    def wants(check: str) -> bool:
+        return simulate and (checks is None or check in checks)
 
     def unknown(name: str) -> Callable[[str], Any]:
         return lambda why: core.HypothesisResult(name, "unknown", None, "evaluation", None, f"could not be evaluated ({why})")
@@ -637,21 +650,28 @@ def theorems_with_run(params: AttentionParams, *, simulate: bool = False, seed: 
     hemi, v = attempt(lambda: hemisphere(s, hemi_name), lambda why: (unknown(hemi_name)(why), None))
     top_name = "U symmetric, lambda_max(U) > 0 simple"
     top = attempt(lambda: top_eigenvalue(s, top_name), lambda why: (unknown(top_name)(why), None))
+    sim = wants("consensus_run")
     run = attempt(lambda: run_simulation(s), lambda why: Run(np.zeros(1), s.X0[None], False, f"the integration raised {why}",
-                                                             float("nan"), float("nan"))) if simulate else None
+                                                             float("nan"), float("nan"))) if sim else None
     entries: list[tuple[str, str, Callable[..., TheoremResult], tuple]] = [
-        ("consensus:lemma-3.1", "Lemma 3.1", lemma_3_1, (s, simulate)),
-        ("consensus:thm-3.1", "Theorem 3.1", thm_3_1, (s, simulate)),
-        ("consensus:thm-3.2", "Theorem 3.2", thm_3_2, (s, simulate, run)),
-        ("consensus:lemma-4.1", "Lemma 4.1", lemma_4_1, (s, simulate, run, bound)),
-        ("consensus:lemma-4.2", "Lemma 4.2", lemma_4_2, (s, simulate, run, bound, uc, v)),
-        ("consensus:thm-4.1", "Theorem 4.1", thm_4_1, (s, simulate, run, bound, uc, hemi, v)),
-        ("consensus:lemma-5.1", "Lemma 5.1", lemma_5_1, (s, simulate, run, bound)),
-        ("consensus:thm-5.1", "Theorem 5.1", thm_5_1, (s, simulate, run, bound)),
-        ("consensus:lemma-6.1", "Lemma 6.1", lemma_6_1, (s, simulate, run, top)),
-        ("consensus:thm-6.1", "Theorem 6.1", thm_6_1, (s, simulate, run, bound, top)),
+        ("consensus:lemma-3.1", "Lemma 3.1", lemma_3_1, (s, wants("projection"))),
+        ("consensus:thm-3.1", "Theorem 3.1", thm_3_1, (s, wants("gradient"))),
+        ("consensus:thm-3.2", "Theorem 3.2", thm_3_2, (s, sim, run)),
+        ("consensus:lemma-4.1", "Lemma 4.1", lemma_4_1, (s, sim, run, bound)),
+        ("consensus:lemma-4.2", "Lemma 4.2", lemma_4_2, (s, sim, run, bound, uc, v)),
+        ("consensus:thm-4.1", "Theorem 4.1", thm_4_1, (s, sim, run, bound, uc, hemi, v)),
+        ("consensus:lemma-5.1", "Lemma 5.1", lemma_5_1, (s, sim, run, bound)),
+        ("consensus:thm-5.1", "Theorem 5.1", thm_5_1, (s, sim, run, bound)),
+        ("consensus:lemma-6.1", "Lemma 6.1", lemma_6_1, (s, sim, run, top)),
+        ("consensus:thm-6.1", "Theorem 6.1", thm_6_1, (s, sim, run, bound, top)),
     ]
-    return [guarded(id_, label, fn, *args) for id_, label, fn, args in entries], run
+    out = [guarded(id_, label, fn, *args) for id_, label, fn, args in entries]
+    if simulate and checks is not None:  # a cross-check left out by checks= says so
+        for th in out:
+            check = SIMULATION_CHECKS.get(th.id, "consensus_run")
+            if check not in checks and (th.cross_check is None or th.cross_check.status == "skipped"):
+                th.cross_check = not_requested(check)
+    return out, run
 
 
 # the paper's examples (§7), as parameter mappings

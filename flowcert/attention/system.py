@@ -27,13 +27,15 @@ class AttentionSystem:
     params_type = AttentionParams
     warm_modules = ("flowcert.attention", "sympy")
     single_head = False
-    #: cross-checks of ``simulate=True`` (names of ``checks=``; honoured by the verdict engine, issue #34)
+    #: cross-checks of ``simulate=True`` (names of ``checks=``; all run by default)
     checks = {"simulation": "one run from X0: its limit class against the certified equilibria",
               "consensus_run": "the run behind the consensus paper's cross-checks (Thm 3.2, Lemmas 4.1, 4.2, "
                                "Thms 4.1, 5.1, 6.1)",
               "projection": "Lemma 3.1: the projected flow against the ellipsoid's tangent projection",
               "gradient": "Thm 3.1: the field against the gradient of the energy",
-              "oja": "multistability paper: Oja trajectories against the predicted eigenvector"}
+              "oja": "multistability paper: Oja trajectories against the predicted eigenvector",
+              "basins": "multistability paper: sampled basins against the certified stable classes (Thms 1, 2) "
+                        "and W along runs (Lemma 5)"}
 
     def load(self, params: Any, *, command: str | None = None) -> AttentionParams:
         """Validated parameters (path, mapping or :class:`AttentionParams`)."""
@@ -46,12 +48,12 @@ class AttentionSystem:
 
         if simulate and not p.time_varying:  # --simulate runs fixed-step RK4 to t_end
             _check_fixed_step_run(p, p.t_end, "t_end")
-        return verify(p, simulate=simulate, seed=seed)
+        return verify(p, simulate=simulate, seed=seed, checks=checks)
 
     def verify_run(self, p: AttentionParams, *, simulate: bool = False, seed: int | None = None,
                    checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:
         """The document and the run behind ``simulation`` (its own ``X_final``; no separate object)."""
-        doc = self.verify(p, simulate=simulate, seed=seed)
+        doc = self.verify(p, simulate=simulate, seed=seed, checks=checks)
         return doc, doc.get("simulation")
 
     def equilibria(self, p: AttentionParams, cap: int | None = None) -> dict[str, Any]:
