@@ -62,10 +62,6 @@ def _params(doc: Mapping[str, Any]) -> Any:
 
 def _model(doc: Mapping[str, Any]) -> dict[str, Any]:
     """The built model of the document's params (cached by the canonical JSON of ``params``)."""
-    import torch
-
-    from .analyze import build_model
-
     import numpy as np
 
     from ..certificates.subjects import SubjectError
@@ -74,10 +70,14 @@ def _model(doc: Mapping[str, Any]) -> dict[str, Any]:
     key = json.dumps(doc.get("params"), sort_keys=True)
     if key in _CACHE:
         return _CACHE[key]
-    p = _params(doc)
+    p = _params(doc)  # before torch is imported: a user's module needs none of it
     if p.B * p.T > MAX_STEPS or p.H > MAX_H:  # no Jacobian certificate is made for larger runs
         raise SubjectError(f"B T = {p.B * p.T} > {MAX_STEPS} or H = {p.H} > {MAX_H}: kpflow analyze certifies "
                            "no Jacobians of a run this large")
+    import torch
+
+    from .analyze import build_model
+
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
