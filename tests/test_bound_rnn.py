@@ -16,9 +16,10 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from flowcert.recheck import recheck_document
-from forgery_helpers import assert_all_refused_through_the_cli, flowcert, hyp, refusals
+from forgery_helpers import assert_all_refused_through_the_cli, eighths, flowcert, hyp, refusals
 
 DATA = Path(__file__).parent / "data" / "rnn"
 #: an eq. 8 cell with explicit weights (every entry a multiple of 1/8: exact floats)
@@ -337,3 +338,28 @@ def test_relu_cell_binds_its_smoothness_to_the_states(tmp_path):
     _, fh = hyp(forged, "kpflow:prop-1", SMOOTH)
     fh["certificate"]["data"]["M"][0][0] = "0"  # a kink where the run has none
     assert path + ".certificate" in refusals(forged)
+
+
+@st.composite
+def rnn_params(draw):
+    return {"cell": draw(st.sampled_from(["rnn_tanh", "torch_rnn", "gru"])), "B": draw(st.integers(1, 3)),
+            "T": draw(st.integers(2, 6)), "H": draw(st.integers(2, 4)), "I": draw(st.integers(1, 3)),
+            "seed": draw(st.integers(0, 9)), "g": eighths(draw, 0.25, 1.5)}
+
+
+@pytest.mark.slow
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(params=rnn_params(), key=st.sampled_from(["seed", "g", "B", "T"]))
+def test_random_parameters_bind_and_any_perturbation_is_refused(params, key, tmp_path):
+    """Random valid parameters: the document re-checks bound (exit 0, fresh process); one bound parameter
+    changed with the certificates kept: exit 3."""
+    doc = produce(["kpflow", "analyze"], params, tmp_path, "random")
+    f = tmp_path / "doc.json"
+    f.write_text(json.dumps(doc))
+    out = flowcert("recheck", "--strict", str(f), "--json")
+    assert out.returncode == 0, out.stdout
+    assert json.loads(out.stdout)["holds_unbound"] == []
+    forged = copy.deepcopy(doc)
+    forged["params"][key] += 1 if key != "g" else 0.125
+    f.write_text(json.dumps(forged))
+    assert flowcert("recheck", str(f)).returncode == 3
