@@ -236,6 +236,11 @@ def forge_applies(doc):
     return [f"$.theorems[{i}].applies"]
 
 
+def forge_theorem_removed(doc):
+    del doc["theorems"][3]  # Thm 2 and its certified invertibility: the document says less than it must
+    return ["$.theorems"]
+
+
 def forge_unknown_theorem(doc):
     doc["theorems"][0]["id"] = "kpflow:thm-9"
     return ["$.theorems[0].id"]
@@ -245,7 +250,7 @@ FORGERIES = {"tanh": [forge_seed, forge_gain, forge_step, forge_trials, forge_di
                       forge_carried_jacobian, forge_remove_certificates_all_hold, forge_contraction_removed,
                       forge_rename_to_another_entry, forge_claim_texts, forge_move_certificate, forge_identity_swapped,
                       forge_subject_elsewhere, forge_contraction_subject_stripped, forge_invertibility_subject_elsewhere,
-                      forge_protocol, forge_prediction, forge_unknown_theorem],
+                      forge_protocol, forge_prediction, forge_theorem_removed, forge_unknown_theorem],
              "gru": [forge_outer_fails_to_holds, forge_swap_names, forge_applies],
              "w": [forge_weight, forge_input_weight]}
 ALL = [(name, f) for name, fs in FORGERIES.items() for f in fs]

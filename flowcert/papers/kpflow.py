@@ -152,8 +152,8 @@ _THM1_FORMS = ([ONCE.name, GRAM_PSD.name, OUTER_CONSTANT.name], [STRUCTURE.name]
 
 
 def check(doc: dict[str, Any]) -> list[tuple[str, str]]:
-    r"""Refusals ``(JSON path, reason)`` of an rnn document beyond its theorems' hypotheses: the analysis
-    ``protocol`` is flowcert's; Thm 1 reports one of its two forms (a built-in cell's three hypotheses, or a
+    r"""Refusals ``(JSON path, reason)`` of an rnn document beyond its theorems' hypotheses: the four
+    entries, in order, each once; the analysis ``protocol`` is flowcert's; Thm 1 reports one of its two forms (a built-in cell's three hypotheses, or a
     module's unknown structure); every record of the top-level ``certificates`` list is a declared one
     (:data:`RECORDS`), at most once, the contraction always, its certificate with the catalogue's subject
     (the generic re-check then re-derives it) and a ``holds`` exactly when it has one; and the Thm 2
@@ -166,6 +166,9 @@ def check(doc: dict[str, Any]) -> list[tuple[str, str]]:
     if "protocol" in doc and doc["protocol"] != PROTOCOL:
         out.append(("$.protocol", f"the analysis protocol of kpflow analyze is {PROTOCOL}"))
     theorems = doc.get("theorems") if isinstance(doc.get("theorems"), list) else []
+    ids = [t.get("id") if isinstance(t, dict) else None for t in theorems]
+    if theorems and ids != [e.id for e in ENTRIES]:
+        out.append(("$.theorems", f"an rnn document reports {[e.id for e in ENTRIES]}, in this order, each once"))
     for i, t in enumerate(theorems):
         if isinstance(t, dict) and t.get("id") == THM_1.id and isinstance(t.get("hypotheses"), list):
             names = [h.get("name") for h in t["hypotheses"] if isinstance(h, dict)]
