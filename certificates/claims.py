@@ -114,6 +114,11 @@ CLAIMS: dict[str, Callable[[dict[str, Any], dict[str, str]], str]] = {
         f"the rows of {w['Y']} lie strictly on {'one side' if d['side'] == 'one' else 'both sides'} of v^perp, v the "
         f"top eigenvector of {w['U']} (lambda_1 > {d['c']} > lambda_2; Davis-Kahan from u)"),
     "sup_norm_bound": _sup_norm,
+    # rnn system (certificates/rnn.py)
+    "contraction": lambda d, w: (f"A_t^T X A_t <= rho^2 X with X >= I for all {len(d['jacobians'])} matrices A_t of "
+                                 f"{w['jacobians']}, rho^2 = {d['rho2']}, lambda_max(X) <= {d['kappa_upper']}"),
+    "bounded_real": lambda d, w: (f"||P_T||_2 <= gamma for every horizon T, gamma^2 = {d['gamma2']}, for the "
+                                  f"linear recurrence with state matrix {w['A']}"),
     "tetrahedron_spectrum_sign": lambda d, w: (
         f"the regular tetrahedron with U = I and P = -beta I, beta = {w['beta']} = {d['beta']}, is "
         + ("stable modulo rotations: lambda_E, lambda_T < 0" if d["stable"] else "unstable: max(lambda_E, lambda_T) > 0")),

@@ -19,6 +19,8 @@ accepts iff every residual is zero. Registered identities:
 * ``consensus:lemma_5_1`` — Lemma 5.1 / Thm 5.1: :math:`\dot a=\alpha(1-a^2)`, :math:`V(a)`, the cascade
   identity (19) and the input gain.
 * ``consensus:lemma_6_1`` — Lemma 6.1 / Thm 6.1: :math:`\dot b`, the sum of squares and identity (23).
+* ``kpflow:gram_psd`` — Thm 1 of the KPFlow paper: :math:`v^\top(\frac1BGG^\top)v=\frac1B|G^\top v|^2`, so
+  :math:`\mathcal K\succeq0` (:func:`flowcert.symbolic.rnn.gram_psd_identity`).
 """
 
 from __future__ import annotations
@@ -63,6 +65,15 @@ RUNS: dict[str, Callable[[], Any]] = {
 }
 
 
+def _kpflow_gram_psd() -> bool:
+    import sympy as sp
+
+    from ..symbolic.rnn import gram_psd_identity
+
+    r = gram_psd_identity()
+    return bool(r == 0 or isinstance(r, sp.ZeroMatrix) or getattr(r, "is_zero_matrix", False))
+
+
 @functools.lru_cache(maxsize=None)
 def results(name: str) -> Any:
     """The output of the registered computation ``name`` (residuals or :class:`~flowcert.symbolic.Proof`
@@ -81,6 +92,7 @@ def _residuals_zero(name: str) -> Callable[[], bool]:
 #: identity name -> proof (True when SymPy reduces every residual to zero)
 IDENTITIES: dict[str, Callable[[], bool]] = {
     "gaussian:moment_closure": _gaussian_moment_closure,
+    "kpflow:gram_psd": _kpflow_gram_psd,
     **{name: _residuals_zero(name) for name in RUNS},
 }
 

@@ -19,7 +19,11 @@ certificate proves the predicate *or its negation*, whichever ``value`` says. Pr
   files): ``single_head`` (exactly one), ``constant_scores`` (every ``Q``, ``K``, ``P`` entry a number),
   ``constant_values`` (every ``V`` entry a number), ``identity_values`` (every ``V`` is :math:`I`),
   ``attention_model_1`` (one constant head, ``causal`` false, ``W`` null);
-* ``oja_model``: ``V`` constant and ``W`` null (the Oja variants' model).
+* ``oja_model``: ``V`` constant and ``W`` null (the Oja variants' model);
+* ``one_of``: ``x`` equals one of the list ``literal`` (JSON equality; a cell kind among those with a property);
+* ``nonzero_entries``: no entry of the matrix ``M`` (a list of rows, possibly empty) is 0;
+* ``invertible_all``: every matrix of the list ``jacobians`` is square and nonsingular,
+  :math:`\det A_t\ne0` in exact rationals (the state Jacobians of an ``rnn`` trajectory).
 
 Kind ``not_psd``: a rational :math:`v` with :math:`v^\top Mv<0`, so :math:`M\not\succeq0`.
 Kind ``not_pd``: a rational :math:`v\ne0` with :math:`v^\top Mv\le0`, so :math:`M\not\succ0`.
@@ -108,6 +112,24 @@ def _antipode_free(Y: Any) -> bool:
     return all([Q[j, k] for k in range(Q.ncols())] != first for j in range(1, Q.nrows()))
 
 
+def _nonzero_entries(M: Any) -> bool:
+    """No entry of the list of rows ``M`` is 0 (exact; an empty list has none)."""
+    if not isinstance(M, list) or not all(isinstance(r, list) for r in M):
+        raise ValueError("expected a list of rows")
+    return all(core._fmpq(v) != 0 for r in M for v in r)
+
+
+def _invertible_all(mats: Any) -> bool:
+    """Every matrix of the non-empty list ``mats`` is square with an exact nonzero determinant."""
+    if not isinstance(mats, list) or not mats:
+        raise ValueError("expected a non-empty list of matrices")
+    for rows in mats:
+        Q = core.qmat(rows)
+        if Q.nrows() != Q.ncols() or Q.nrows() == 0 or Q.det() == 0:
+            return False
+    return True
+
+
 def _ellipsoid_is_P(d: dict[str, Any]) -> bool:
     P = _matrix(d["P"])
     if P is None:
@@ -155,6 +177,13 @@ PREDICATES: dict[str, tuple[Callable[[dict[str, Any]], bool], Callable[[dict[str
                                        "null: model (1), full attention on the unit sphere"),
     "oja_model": (lambda d: _numbers(d["V"]) and d["W"] is None,
                   lambda d, w: f"{w['V']} is constant and {w['W']} is null: the Oja model on the unit sphere"),
+    "one_of": (lambda d: isinstance(d["literal"], list) and any(d["x"] == v and type(d["x"]) is type(v)
+                                                                  for v in d["literal"]),
+               lambda d, w: f"{w['x']} is one of {', '.join(repr(v) for v in d['literal'])}"),
+    "nonzero_entries": (lambda d: _nonzero_entries(d["M"]),
+                        lambda d, w: f"no entry of {w['M']} is 0"),
+    "invertible_all": (lambda d: _invertible_all(d["jacobians"]),
+                       lambda d, w: f"every matrix A_t of {w['jacobians']} is invertible (exact determinant)"),
 }
 
 

@@ -32,6 +32,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import core, exact, second_opinion
+from .claims import claim
 
 RMat = list[list[Fraction]]
 
@@ -147,8 +148,8 @@ def bounded_real_bound(A: np.ndarray, name: str = "||P|| <= gamma (bounded-real 
     Aq = exact.to_rational(A)
     for infl in (1e-8, 1e-6, 1e-4, 1e-2):
         g2q = Fraction(float(g2.value) * (1 + infl) + infl)
-        cert = core.Certificate("bounded_real", f"||P_T||_2 <= sqrt({float(g2q):.6g}) for every horizon T",
-                                {"A": _enc(Aq), "X": _enc(Xq), "gamma2": str(g2q)})
+        data = {"A": _enc(Aq), "X": _enc(Xq), "gamma2": str(g2q)}
+        cert = core.Certificate("bounded_real", claim("bounded_real", data) or "", data)
         res = core.certified(name, "holds", cert, None, "bounded-real LMI (cvxpy/CLARABEL), exact rational re-check")
         if res.status == "holds":
             gamma = math.sqrt(float(g2q))
@@ -198,9 +199,8 @@ def contraction_rate(jacobians: Sequence[np.ndarray], name: str = "common quadra
     Aq = [exact.to_rational(J) for J in Js]
     for infl in (1e-8, 1e-6, 1e-4, 1e-2):
         rho2 = Fraction(best[0] ** 2 * (1 + infl))
-        cert = core.Certificate("contraction", f"A_t^T X A_t <= rho^2 X for all {len(Js)} Jacobians, rho^2 = {float(rho2):.6g}",
-                                {"X": _enc(Xq), "rho2": str(rho2), "kappa_upper": str(kappa),
-                                 "jacobians": [_enc(A) for A in Aq]})
+        data = {"X": _enc(Xq), "rho2": str(rho2), "kappa_upper": str(kappa), "jacobians": [_enc(A) for A in Aq]}
+        cert = core.Certificate("contraction", claim("contraction", data) or "", data)
         res = core.certified(name, "holds", cert, None, "CQLF LMI (cvxpy/CLARABEL) + bisection, exact rational re-check")
         if res.status == "holds":
             rho = math.sqrt(float(rho2))

@@ -307,3 +307,30 @@ def _canonical_text(value: Any) -> str:
     else:
         _CANONICAL_TEXT.move_to_end(key)
     return hit
+
+
+def near(value: Any, field: Any, rel: Fraction = Fraction(1, 2**30)) -> bool:
+    r"""Whether a certificate's carried copy ``field`` of a *computed* subject (a float computation, such as
+    the Jacobians along a trajectory) is the re-derived ``value`` up to rounding noise: same shape, and
+    every entry :math:`|c-v|\le\tau\max(1,|v|)`, :math:`\tau=` ``rel``, in exact rationals. This only ties
+    the copy to its subject; what the certificate proves is checked on ``value`` itself."""
+    def flat(x: Any) -> tuple[list[int], list[Fraction]] | None:
+        if isinstance(x, flint.fmpq_mat):
+            x = [[str(x[i, j]) for j in range(x.ncols())] for i in range(x.nrows())]
+        if isinstance(x, (list, tuple)):
+            parts = [flat(y) for y in x]
+            if any(p is None for p in parts) or len({tuple(p[0]) for p in parts if p}) > 1:  # type: ignore[index]
+                return None
+            inner = parts[0][0] if parts else []  # type: ignore[index]
+            return [len(x), *inner], [q for p in parts for q in p[1]]  # type: ignore[index]
+        if isinstance(x, bool) or not isinstance(x, (int, float, str, Fraction)):
+            return None
+        try:
+            return [], [Fraction(x)]
+        except (ValueError, ZeroDivisionError):
+            return None
+
+    a, b = flat(value), flat(field)
+    if a is None or b is None or a[0] != b[0]:
+        return False
+    return all(abs(c - v) <= rel * max(1, abs(v)) for v, c in zip(a[1], b[1]))

@@ -26,7 +26,7 @@ from typing import Any
 
 from .certificates.core import Certificate, HypothesisResult
 
-__all__ = ["HOLDS", "FAILS", "Proof", "Hypothesis", "Entry", "register", "entry", "entries_of", "EXTRA_CHECKS", "DERIVED", "DOCUMENT_CHECKERS",
+__all__ = ["HOLDS", "FAILS", "Proof", "Hypothesis", "Entry", "register", "entry", "entries_of", "EXTRA_CHECKS", "DERIVED", "DOCUMENT_CHECKERS", "COMPUTED",
            "definite", "semidefinite", "hurwitz", "predicate", "by_value"]
 
 HOLDS, FAILS = "holds", "fails"
@@ -166,10 +166,18 @@ DERIVED: dict[str, dict[str, Callable[[Mapping[str, Any]], Any]]] = {}
 #: records bound to their checkpoint, :mod:`flowcert.pretrained.binding`).
 DOCUMENT_CHECKERS: dict[str, str] = {"pretrained": "flowcert.pretrained.binding:recheck_heads"}
 
+#: names of :data:`DERIVED` inputs that are floating-point computations (the state Jacobians along an rnn
+#: trajectory), not reproducible bit for bit across BLAS builds: a certificate carries its copy, which
+#: ``flowcert recheck`` requires to be the re-derived value up to rounding noise
+#: (:func:`flowcert.certificates.subjects.near`), and then checks the certificate on the re-derived value
+#: itself (its own slack must absorb any platform difference; else it is refused, never accepted)
+COMPUTED: set[str] = set()
+
 #: system -> modules whose import registers its entries (imported by :func:`entries_of` on first use)
 MODULES: dict[str, tuple[str, ...]] = {
     "gaussian": ("flowcert.papers.gaussian",),
     "attention": ("flowcert.papers.multistability", "flowcert.papers.consensus"),
+    "rnn": ("flowcert.papers.kpflow",),
 }
 
 

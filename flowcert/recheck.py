@@ -362,7 +362,7 @@ def _certificate(out: DocumentCheck, path: str, cert: Any, proof: Any, resolve: 
     system with no binding declarations, whose claims are free text)."""
     from .certificates.claims import claim
     from .certificates.core import explain
-    from .certificates.subjects import SubjectError, evaluate, matches
+    from .certificates.subjects import SubjectError, evaluate, matches, near
 
     kind = _kind_of(cert)
 
@@ -382,6 +382,7 @@ def _certificate(out: DocumentCheck, path: str, cert: Any, proof: Any, resolve: 
         return refuse("malformed subject: not an object of expressions")
     data = dict(cert["data"])
     binds = bool(subject) or (subject == {} and kind == "symbolic_identity")
+    computed = _computed(subject)
     for key, expr in (subject or {}).items():
         try:
             value = evaluate(expr, resolve)
@@ -390,7 +391,12 @@ def _certificate(out: DocumentCheck, path: str, cert: Any, proof: Any, resolve: 
                 return refuse(f"subject {expr}: {exc}")
             binds = False  # an input this document does not carry (a head referenced by its checkpoint)
             continue
-        if key in data:
+        if expr in computed:  # a float computation: its copy must be the re-derived value up to rounding
+            if key not in data or not near(value, data[key]):  # noise; the checker then runs on the value itself
+                return refuse(f"subject {expr} re-derived from the document's params does not match the "
+                              f"certificate's {key}")
+            data[key] = _encoded(value)
+        elif key in data:
             if not matches(value, data[key]):
                 return refuse(f"subject {expr} does not match the certificate's {key}")
         else:
@@ -399,7 +405,7 @@ def _certificate(out: DocumentCheck, path: str, cert: Any, proof: Any, resolve: 
         out.unbound += 1  # nothing to check it on without the inputs it names
         out.unchecked.append(path)
         return False
-    if subject and binds:
+    if subject and binds and not computed:
         from .certificates.subjects import subject_digest
 
         filled = [k for k in subject if k not in cert["data"]]
@@ -410,7 +416,8 @@ def _certificate(out: DocumentCheck, path: str, cert: Any, proof: Any, resolve: 
                           "certificate was made for (digest differs)")
     ok, why = explain({**cert, "data": data})
     if not ok:
-        return refuse(why)
+        return refuse(why if not (binds and computed) else
+                      f"on {', '.join(sorted(computed))} re-derived from the document's params: {why}")
     if proof is not None:
         got = proof.direction(data)
         if got != status:
@@ -424,6 +431,13 @@ def _certificate(out: DocumentCheck, path: str, cert: Any, proof: Any, resolve: 
         return True
     out.unbound += 1
     return False
+
+
+def _computed(subject: Any) -> set[str]:
+    """The expressions of ``subject`` that name a floating-point computation (:data:`flowcert.bindings.COMPUTED`)."""
+    from .bindings import COMPUTED
+
+    return {e for e in subject.values() if e in COMPUTED} if isinstance(subject, dict) else set()
 
 
 def _applies(statuses: list[str]) -> bool | None:

@@ -186,3 +186,13 @@ def kernel_factorisation(H: int = 2, I: int = 1) -> sp.Matrix:
     dt = sp.Rational(1, 10)
     k = (c.x.T * x2)[0, 0] + (c.z.applyfunc(sp.tanh).T * z2.applyfunc(sp.tanh))[0, 0]
     return sp.simplify(J1 * J2.T - dt**2 * k * sp.eye(H))
+
+
+def gram_psd_identity() -> sp.Expr:
+    r"""Residual of :math:`v^\top\big(\tfrac1BGG^\top\big)v-\tfrac1B(G^\top v)^\top(G^\top v)` for symbolic
+    :math:`G\in\mathbb R^{n\times m}`, :math:`v\in\mathbb R^n` (matrix level, any sizes): zero, so
+    :math:`\mathcal K=\frac1BGG^\top\succeq0` (Theorem 1: semidefinite, not definite as printed)."""
+    n, m = sp.symbols("n m", integer=True, positive=True)
+    B = sp.Symbol("B", positive=True)
+    G, v = sp.MatrixSymbol("G", n, m), sp.MatrixSymbol("v", n, 1)
+    return sp.simplify((v.T * (G * G.T / B) * v - (G.T * v).T * (G.T * v) / B).doit())

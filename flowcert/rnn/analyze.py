@@ -30,11 +30,13 @@ import numpy as np
 from .. import __version__
 from ..catalogue import CrossCheck, TheoremResult
 from ..certificates import core
-from ..certificates.hypotheses import holds_by
 from ..gpu.rnn.work import THM2_BYTES  # trials of the Theorem 2 checks (torch-free module)
 from ..limits import check_kpflow_cost
+from ..papers import kpflow as cat
 from .params import RNNParams
 
+#: the catalogue entries this module evaluates (declared in :mod:`flowcert.papers.kpflow`)
+THEOREM_IDS = ("kpflow:prop-1", "kpflow:cor-1", "kpflow:thm-1", "kpflow:thm-2")
 EXACT_MAX = 1200  # dense references (SVD, partial traces) up to B*T*H = EXACT_MAX
 
 
@@ -101,11 +103,37 @@ def _exact_tolerance(ident: dict[str, Any]) -> float:
     return float(ident.get("rounding", {}).get("tolerance", 1e-9))
 
 
+def _predicate(hyp: Any, which: str, value: bool, subject: dict[str, str] | None, method: str, detail: str = "",
+               margin: float | None = None, key: str | None = None, **arguments: Any) -> core.HypothesisResult:
+    """``hyp`` decided by the exact predicate ``which`` of its subject, with its bound certificate (``subject``
+    None: an unbound certificate about the data it carries)."""
+    from ..certificates.predicates import predicate_certificate
+
+    cert = predicate_certificate(which, value, subject, **arguments)
+    if subject is None:
+        return core.certified(hyp.name, "holds" if value else "fails", cert, margin, method, detail)
+    return hyp.result("holds" if value else "fails", cert, margin, method, detail, key=key)
+
+
+def _cell_predicate(hyp: Any, kind: str, kinds: tuple[str, ...], method: str, detail: str = "") -> core.HypothesisResult:
+    """``hyp``: "the cell kind is one of ``kinds``" (exact ``one_of`` predicate of ``params.cell``)."""
+    key = "cell" if hyp is cat.SMOOTH else None  # smoothness has a second predicate proof (the ReLU states)
+    return _predicate(hyp, "one_of", kind in kinds, cat.CELL, method, detail, key=key, x=kind, literal=list(kinds))
+
+
+def _protocol(hyp: Any, key: str, method: str) -> core.HypothesisResult:
+    """``hyp``: the document's ``protocol.<key>`` is flowcert's (an ``equals`` predicate)."""
+    value = cat.PROTOCOL[key]
+    return _predicate(hyp, "equals", True, {"x": f"protocol.{key}"}, method, x=value, literal=value)
+
+
 def smoothness(m: dict[str, Any]) -> core.HypothesisResult:
     """'F differentiable in (z, theta) along the trajectory': by construction for the smooth cells;
     for the ReLU cell, no state met by a Jacobian after the first step sits on a kink (exact zero test);
     for a user's module, not inspected (``unknown``)."""
-    name = "F differentiable in (z, theta)"
+    import torch
+
+    name = cat.SMOOTH.name
     kind = getattr(m["cell"], "kind", "module")
     if kind == "module":
         return core.HypothesisResult(name, "unknown", None, "user module: smoothness not inspected", None,
@@ -113,10 +141,15 @@ def smoothness(m: dict[str, Any]) -> core.HypothesisResult:
     if kind == "relu_rnn":
         zs = m["tr"].Z[:, :-1]
         kinks = int((zs == 0).sum())
-        return core.HypothesisResult(name, "holds" if kinks == 0 else "fails", float(zs.abs().min()) if zs.numel() else None,
-                                     "exact test z_{t-1} != 0 for t >= 2 (ReLU is smooth off 0; z_0 is not perturbed)",
-                                     None, f"{kinks} states on a kink")
-    return holds_by(name, "cell definition (smooth activations)")
+        B, T, H = m["tr"].shape
+        status, margin = "holds" if kinks == 0 else "fails", float(zs.abs().min()) if zs.numel() else None
+        method = "exact test z_{t-1} != 0 for t >= 2 (ReLU is smooth off 0; z_0 is not perturbed)"
+        if B * T <= cat.MAX_STEPS and H <= cat.MAX_H:  # certified: the states are a computed subject
+            rows = _exact_rows(zs.reshape(-1, H).to(torch.float64).cpu().numpy()) if zs.numel() else []
+            return _predicate(cat.SMOOTH, "nonzero_entries", kinks == 0, {"M": cat.RELU_STATES}, method,
+                              f"{kinks} states on a kink", margin, key="states", M=rows)
+        return core.HypothesisResult(name, status, margin, method, None, f"{kinks} states on a kink")
+    return _cell_predicate(cat.SMOOTH, kind, cat.SMOOTH_CELLS, "cell definition (smooth activations)")
 
 
 def prop_1(ident: dict[str, Any], which: str = "prop1", smooth: core.HypothesisResult | None = None) -> TheoremResult:
@@ -131,24 +164,18 @@ def prop_1(ident: dict[str, Any], which: str = "prop1", smooth: core.HypothesisR
     if tol > UNDECIDABLE_TOLERANCE:
         status, why = "skipped", (f"rounding tolerance {tol:.2e} of this run (dtype, size, sensitivity) exceeds "
                                   f"{UNDECIDABLE_TOLERANCE:g}: a broken identity could hide in it; " + why)
-    hyps = [smooth or holds_by("F differentiable in (z, theta)", "cell definition (smooth activations)"),
-            holds_by("plain gradient descent, first order in eta", "the check takes plain GD steps theta - eta grad L")]
+    hyps = [smooth or core.HypothesisResult(cat.SMOOTH.name, "unknown", None, "not decided by the caller", None),
+            _protocol(cat.PLAIN_GD, "descent", "the check takes plain GD steps theta - eta grad L")]
     if which == "prop1":
-        return TheoremResult(
-            "kpflow:prop-1", "Proposition 1 (eq. 5)",
-            r"\partial_s z = -(\mathcal P\circ\mathcal K\circ\mathcal P^*)\,\mathrm{Err}",
+        return cat.PROP_1.result(
             hyps, {"dz_ds_norm": ident["flow_norm"], "normalisation": "L = (1/B) sum_{b,t} l, K = (1/B) G G^T, P* = P^T"},
             CrossCheck(status, {"fd": rows, "exact_jvp_residual": ident["prop1_jvp"], "gradient_residual": ident["gradient"],
-                                "tolerance": tol, "rounding": ident.get("rounding"), "why": why}),
-            correction="eq. 4 lacks d/dt; eq. 12 should read theta_{s+1} = theta_s - eta grad L; eq. 33 Phi(t, t0)")
-    hyps.append(holds_by("linear readout, W_out frozen, l = 1/2 ||W_out z + b_out - y*||^2", "analysis protocol"))
-    return TheoremResult(
-        "kpflow:cor-1", "Corollary 1 (eq. 6)",
-        r"\partial_s y = -W_{out}\,\mathcal P\mathcal K\mathcal P^*\,W_{out}^\top (y-y^*)",
+                                "tolerance": tol, "rounding": ident.get("rounding"), "why": why}))
+    hyps.append(_protocol(cat.READOUT, "readout", "analysis protocol"))
+    return cat.COR_1.result(
         hyps, {"operator": "Theta = W_out P K P* W_out^T, PSD"},
         CrossCheck(status, {"fd": [{"eta": r["eta"], "residual": r["cor1_residual"]} for r in rows], "tolerance": tol,
-                            "why": why}),
-        correction="the proof (eq. 57) drops the minus sign; eq. 56 vs eq. 17 constants: l = 1/2||.||^2 used")
+                            "why": why}))
 
 
 def thm_1(m: dict[str, Any], exact_max: int = EXACT_MAX) -> TheoremResult:
@@ -162,20 +189,20 @@ def thm_1(m: dict[str, Any], exact_max: int = EXACT_MAX) -> TheoremResult:
     cell = m["cell"]
     B, T, H = tr.shape
     if getattr(cell, "kind", "module") == "module":
-        return TheoremResult("kpflow:thm-1", "Theorem 1", r"\operatorname{rank}\operatorname{tr}_H\mathcal K_j\le\operatorname{rank}F_j",
-                             [core.HypothesisResult("f = f^outer(W_j f_j^inner): structure of the cell known", "unknown", None,
-                                                    "user module", None, "the inner features F_j of a user's module are not known")],
-                             {}, CrossCheck("skipped", {"reason": "user module: inner features F_j unknown"}))
+        return cat.THM_1.result([core.HypothesisResult(cat.STRUCTURE.name, "unknown", None, "user module", None,
+                                                       "the inner features F_j of a user's module are not known")],
+                                {}, CrossCheck("skipped", {"reason": "user module: inner features F_j unknown"}))
+    from ..certificates.identities import identity_certificate
+
     const = cell.constant_outer()
-    hyps = [holds_by("each W_j used once per evaluation of f", "cell definition"),
-            holds_by("K = (1/B) G G^T is positive semidefinite", "Gram form (semidefinite, not definite as printed)"),
-            core.HypothesisResult("outer Jacobian D f^outer constant", "holds" if const else "fails", None,
-                                  "symbolic cell structure",
-                                  None, "f = f^outer(W_j f_j^inner) with f^outer affine" if const
-                                  else "f^outer contains tanh/sigmoid of W_j f_j^inner: its Jacobian depends on the state")]
+    hyps = [_cell_predicate(cat.ONCE, cell.kind, cat.CELLS, "cell definition"),
+            cat.GRAM_PSD.result("holds", identity_certificate("kpflow:gram_psd"), None,
+                                "Gram form (semidefinite, not definite as printed)"),
+            _cell_predicate(cat.OUTER_CONSTANT, cell.kind, cat.CONSTANT_OUTER, "symbolic cell structure",
+                            "f = f^outer(W_j f_j^inner) with f^outer affine" if const
+                            else "f^outer contains tanh/sigmoid of W_j f_j^inner: its Jacobian depends on the state")]
     if tr.Z.numel() > exact_max:
-        return TheoremResult("kpflow:thm-1", "Theorem 1", r"\operatorname{rank}\operatorname{tr}_H\mathcal K_j\le\operatorname{rank}F_j",
-                             hyps, {}, CrossCheck("skipped", {"reason": f"B*T*H = {tr.Z.numel()} > {exact_max}: dense partial traces too costly"}))
+        return cat.THM_1.result(hyps, {}, CrossCheck("skipped", {"reason": f"B*T*H = {tr.Z.numel()} > {exact_max}: dense partial traces too costly"}))
     feats = cell.features(tr.theta, tr.Zprev.reshape(B * T, H), tr.x.reshape(B * T, -1))
     from ..symbolic.rnn import param_shapes
 
@@ -194,10 +221,7 @@ def thm_1(m: dict[str, Any], exact_max: int = EXACT_MAX) -> TheoremResult:
         per[name] = {"rank_features": rF, "rank_K_j": rK, "rank_trH_K_j": rC, "rows_n_j": n_j,
                      "bound_rank_K_j_le_n_j_rank_F": full_bound, "paper_bound_trH_le_rank_F": rC <= rF,
                      "rank_gaps": {"F": gapF, "K_j": gapK, "trH_K_j": gapC}}
-    return TheoremResult(
-        "kpflow:thm-1", "Theorem 1 (eq. 64)",
-        r"\mathcal K=\sum_j\mathcal K_j\succeq0,\ \operatorname{rank}\mathcal K_j\le n_j\operatorname{rank}F_j;\ "
-        r"\operatorname{rank}\operatorname{tr}_H\mathcal K_j=\operatorname{rank}F_j\text{ if }Df^{outer}\text{ is constant}",
+    return cat.THM_1.result(
         hyps,
         {"paper_bound_holds": paper_ok, "per_weight": per,
          "rank_definition": "numerical rank, tolerance max(m,n) eps sigma_1 (eps of the dtype in use); gap = sigma_r/sigma_{r+1}"},
@@ -205,9 +229,7 @@ def thm_1(m: dict[str, Any], exact_max: int = EXACT_MAX) -> TheoremResult:
                    {"constant_outer": const, "paper_bound_trH_K_j_le_rank_F_j": paper_ok,
                     "note": ("bound (3) holds with equality" if const else
                              ("bound (3) FAILS here: the hidden-consensus rank exceeds rank F_j" if not paper_ok
-                              else "bound (3) happens to hold on this trajectory, but it is not implied"))}),
-        correction="'positive definite' -> semidefinite; part (3) holds only for a constant outer Jacobian "
-                   "(false for the torch RNN and GRU cells); the true general bound is rank K_j <= n_j rank F_j")
+                              else "bound (3) happens to hold on this trajectory, but it is not implied"))}))
 
 
 def _jacobian_chunks(tr: Any, P: Any, trials: int) -> Any:
@@ -254,14 +276,17 @@ def thm_2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[Theor
     smin, smax = sv[:, -1], sv[:, 0]
     cond = float(torch.where(smin > 0, smax / smin, torch.inf).max())  # >= 1; inf when singular
     where = "" if bc == B else f" (the {bc} first of {B} trials)"
-    if B * T <= 64 and H <= 8:
-        from ..certificates import exact
+    exact_size = B * T <= cat.MAX_STEPS and H <= cat.MAX_H and bc == B  # certificates speak of every A_t of the run
+    # a user's module: its weights are not in the document, so no certificate names the Jacobians as its
+    # subject (recheck could not re-derive them): each proves its claim for the data it carries
+    bindable = getattr(cell, "kind", "module") != "module"
+    if exact_size:
+        from ..certificates.predicates import PREDICATES
 
-        Js = Jc.reshape(-1, H, H).cpu().numpy()
-        zero = [exact.ldl_inertia(_gram_exact(A)).n_zero for A in Js]
-        inv = core.HypothesisResult("every A_t invertible", "holds" if max(zero) == 0 else "fails", float(smin.min()),
-                                    "exact rational inertia of A_t^T A_t", None,
-                                    f"{len(Js)} Jacobians; max cond {cond:.3g}")
+        Js = [_exact_rows(A) for A in Jc.reshape(-1, H, H).cpu().numpy()]
+        inv = _predicate(cat.INVERTIBLE, "invertible_all", PREDICATES["invertible_all"][0]({"jacobians": Js}),
+                         {"jacobians": cat.JACOBIANS} if bindable else None, "exact rational determinant of each A_t",
+                         f"{len(Js)} Jacobians; max cond {cond:.3g}", float(smin.min()), jacobians=Js)
     else:
         inv = core.HypothesisResult("every A_t invertible", "unknown", float(smin.min()), "float SVD (not rigorous)", None,
                                     f"smallest singular value {float(smin.min()):.3g}, max cond {cond:.3g}{where}; "
@@ -306,9 +331,9 @@ def thm_2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[Theor
     # tolerances of the float comparisons below, from the dtype in use
     lam_tol = max(1e-12, 64 * H * eps)
     norm_tol = max(1e-9, 64 * T * H * eps)
-    if H <= 8 and B * T <= 64:
+    if exact_size:
         hyp, info = crnn.contraction_rate(list(Jc.reshape(-1, H, H).cpu().numpy()))
-        certs.append(hyp.to_json())
+        certs.append(_carried(cat.CONTRACTION.bind(hyp) if bindable else hyp))
         if info is not None:
             bound = crnn.propagation_bound(info["rho"], info["kappa"], T)
             pred["certified_lyapunov_upper"] = info["lyapunov_upper"]
@@ -317,29 +342,43 @@ def thm_2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[Theor
             ok = ok and details["qr_exponent_below_certified_bound"] and (P_norm is None or P_norm <= bound * (1 + norm_tol))
         if getattr(cell, "kind", None) == "linear":
             hyp2, gamma = crnn.bounded_real_bound(cell.A.cpu().numpy())
-            certs.append(hyp2.to_json())
+            certs.append(_carried(cat.BOUNDED_REAL.bind(hyp2)))
             if gamma is not None:
                 pred["certified_P_norm_bound_all_T"] = gamma
                 ok = ok and (P_norm is None or P_norm <= gamma * (1 + norm_tol))
     else:
         certs.append(core.HypothesisResult("common quadratic Lyapunov contraction", "unknown", None, "CQLF LMI", None,
                                            "exact re-check budget: H <= 8 and B*T <= 64").to_json())
-    th = TheoremResult(
-        "kpflow:thm-2", "Theorem 2 (eqs. 70-74)",
-        r"\mathcal P=\mathcal U\mathcal V\mathcal U^{-1},\ (\mathcal Uq)_t=U_tq_t,\ U_t=A_t\cdots A_1,\ "
-        r"\sigma_j(\mathcal V)=\tfrac{2T}{(2j-1)\pi}",
-        [inv], pred, CrossCheck("agrees" if ok else "disagrees", details),
-        correction="U is the multiplication operator by Phi(t,0) (not Phi(t,0)q(0)); eq. 74 includes J(0) (off by one); "
-                   "sigma_j(U) = exp(lambda_j t) only for normal constant Jacobians")
+    th = cat.THM_2.result([inv], pred, CrossCheck("agrees" if ok else "disagrees", details))
     return th, certs
 
 
-def _gram_exact(A: np.ndarray) -> list[list[Any]]:
-    from ..certificates import exact
+def _exact_rows(A: np.ndarray) -> list[list[str]]:
+    """A float matrix as the exact ``"p/q"`` rationals its entries are."""
+    from fractions import Fraction
 
-    Q = exact.to_rational(A)
-    n = len(Q)
-    return [[sum((Q[k][i] * Q[k][j] for k in range(n)), 0) for j in range(n)] for i in range(n)]
+    return [[str(Fraction(float(v))) for v in row] for row in A]
+
+
+def _carried(res: core.HypothesisResult) -> dict[str, Any]:
+    """The JSON record of ``res`` with a certificate about a computed subject (Jacobians, the linear cell's
+    A: :data:`flowcert.bindings.COMPUTED`) keeping its data whole, where a bound certificate names an exact
+    subject instead of copying it: ``flowcert recheck`` ties the copy to the value it re-derives (and the
+    contraction's Jacobians stay where they were: the contract adds ``subject`` and ``digest``)."""
+    from ..bindings import COMPUTED
+
+    out = res.to_json()
+    c = res.certificate
+    if c is not None and any(e in COMPUTED for e in (c.subject or {}).values()):
+        out["certificate"]["data"] = c.data
+    return out
+
+
+def _theorem_json(t: TheoremResult) -> dict[str, Any]:
+    """``t.to_json()`` with each hypothesis as :func:`_carried` writes it."""
+    out = t.to_json()
+    out["hypotheses"] = [_carried(h) for h in t.hypotheses]
+    return out
 
 
 def analyze(p: RNNParams, *, mode: str = "stored", exact_max: int = EXACT_MAX, consensus: str | None = None,
@@ -388,8 +427,9 @@ def analyze_model(m: dict[str, Any], params: dict[str, Any], *, mode: str = "sto
         },
         "effective_rank": {**ranks, "definition": DEFINITION},
         "certificates": certs,
-        "theorems": [t.to_json() for t in theorems],
+        "theorems": [_theorem_json(t) for t in theorems],
         "operator_mode": mode,
+        "protocol": dict(cat.PROTOCOL),
     }
     if consensus is not None:
         from ..gpu.rnn.consensus import consensus as consensus_spectrum
