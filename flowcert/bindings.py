@@ -161,6 +161,17 @@ EXTRA_CHECKS: dict[str, Callable[[Mapping[str, Any]], list[tuple[str, str]]]] = 
 #: by ``flowcert recheck`` from the document itself; ``KeyError`` when the document cannot give one.
 DERIVED: dict[str, dict[str, Callable[[Mapping[str, Any]], Any]]] = {}
 
+
+def derived_by(module: str, name: str) -> Callable[[Mapping[str, Any]], Any]:
+    """A :data:`DERIVED` function ``module.name(doc)``, imported on first use (a catalogue declares its
+    derived inputs without importing the system that computes them)."""
+    def fn(doc: Mapping[str, Any]) -> Any:
+        import importlib
+
+        return getattr(importlib.import_module(module), name)(doc)
+
+    return fn
+
 #: system -> ``"module:function"`` of a checker of its whole documents, ``fn(doc, prefix, checkpoint) ->
 #: DocumentCheck``, used by ``flowcert recheck`` instead of the theorem catalogue (``pretrained``: head
 #: records bound to their checkpoint, :mod:`flowcert.pretrained.binding`).

@@ -33,6 +33,30 @@ def refusals(doc: dict) -> set[str]:
     return {p for p, _, _ in recheck_document(doc).refused}
 
 
+def assert_refused_at(doc: dict, forge: Callable[[dict], list[str]]) -> None:
+    """Forge a copy of ``doc`` with ``forge`` (which returns the paths it must be refused at) and check that
+    an in-process recheck refuses every one of them."""
+    forged = copy.deepcopy(doc)
+    want = forge(forged)
+    got = refusals(forged)
+    for p in want:
+        assert p in got, (p, sorted(got))
+
+
+def remove_every_certificate(doc: dict, skip: tuple[str, ...] = ()) -> list[str]:
+    """Set every hypothesis (but those named in ``skip``) to ``holds`` with no certificate and every entry
+    to ``applies``; the paths of the hypotheses changed."""
+    paths = []
+    for i, t in enumerate(doc["theorems"]):
+        for j, h in enumerate(t["hypotheses"]):
+            if h["name"] in skip:
+                continue
+            h["certificate"], h["status"] = None, "holds"
+            paths.append(f"$.theorems[{i}].hypotheses[{j}]")
+        t["applies"] = True
+    return paths
+
+
 def eighths(draw: Any, lo: float, hi: float) -> float:
     """A multiple of 1/8 in [lo, hi] (an exact float) from a hypothesis ``draw``."""
     from hypothesis import strategies as st

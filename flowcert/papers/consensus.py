@@ -171,12 +171,7 @@ bd.register("attention", *ENTRIES)
 
 
 def _derived(name: str) -> Callable[[Any], Any]:
-    def fn(doc: Any) -> Any:
-        from ..attention import consensus_hypotheses
-
-        return getattr(consensus_hypotheses, name)(doc)
-
-    return fn
+    return bd.derived_by("flowcert.attention.consensus_hypotheses", name)
 
 
 bd.DERIVED.setdefault("attention", {}).update({TOKENS: _derived("initial_tokens_of"), SCORES: _derived("score_matrices_of"),

@@ -132,12 +132,7 @@ bd.register("rnn", *ENTRIES)
 
 
 def _derived(name: str) -> Callable[[Any], Any]:
-    def fn(doc: Any) -> Any:
-        from ..rnn import subjects
-
-        return getattr(subjects, name)(doc)
-
-    return fn
+    return bd.derived_by("flowcert.rnn.subjects", name)
 
 
 bd.DERIVED.setdefault("rnn", {}).update({JACOBIANS: _derived("jacobians_of"), STATE_MATRIX: _derived("state_matrix_of"),
