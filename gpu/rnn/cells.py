@@ -171,7 +171,7 @@ class Cell:
         hand), torch RNN and eq. 8; intermediates cached here (O(NH)).
 
         :math:`G^\top` maps q [N, H] to per-parameter gradients, or m vectors at once, q [N, m, H]
-        (points first), to gradients [m, *shape]; :math:`G` maps dθ (each [*shape], or [m, *shape]) to
+        (points first), to gradients ``[m, *shape]``; :math:`G` maps dθ (each ``[*shape]``, or ``[m, *shape]``) to
         [N, H] (or [N, m, H]). A batch costs one matrix product per weight for all m vectors.
         """
         if self.kind in EQ8:

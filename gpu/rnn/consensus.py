@@ -32,7 +32,7 @@ per-probe variance is of the same order (the Hutchinson variance of a diagonal e
 :math:`2(\|C_kC_k^\top\|_F^2-\sum\mathrm{diag}^2)` on either side, :math:`C_k` the rows of kept index k);
 measured on the GRU of ``benchmarks/kpflow_ops.py``: per-probe standard deviation of
 :math:`\lambda_1` 1.10 here against 1.58 on the traced axes (B=8, T=50, H=64), at a cost per probe
-about |K| = T times lower. Standard errors as above.
+about :math:`|K|=T` times lower. Standard errors as above.
 
 **Exact path.** The same sum with the basis :math:`z=e_s` of the traced axes in place of the probes
 (:math:`\operatorname{tr}_S(A)=\sum_sM_{e_s}`): used when :math:`|S|` does not exceed the number of
@@ -298,7 +298,7 @@ def block_sum(op: Operator, keep: str | Sequence[str],
     r"""kpflow's ``partial_trace``: :math:`\sum_{s,s'}A_{(k,s),(k',s')}` (the all-ones probe; biased).
 
     With ``factor_adjoint`` (:math:`A=CC^\top`, as in :func:`partial_trace`) it is :math:`YY^\top`,
-    :math:`Y_k=C^\top(e_k\otimes\mathbf 1)`. The |K| vectors are applied in batches of ``budget_bytes``.
+    :math:`Y_k=C^\top(e_k\otimes\mathbf 1)`. The :math:`|K|` vectors are applied in batches of ``budget_bytes``.
     """
     keep_t = parse_keep(keep)
     ki, si, kd, sd = _split(op.shape, keep_t)

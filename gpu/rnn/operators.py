@@ -525,7 +525,7 @@ class ParameterJacobian:
         return self._adjoint_points(self._points(q))
 
     def unflatten(self, w: Tensor) -> Params:
-        """Flat [..., dim] -> per-parameter views [..., *shape]."""
+        """Flat ``[..., dim]`` -> per-parameter views ``[..., *shape]``."""
         lead = w.shape[:-1]
         return {k: p.reshape(*lead, *self.shapes[k]) for k, p in zip(self.names, torch.split(w, self.sizes, -1))}
 

@@ -31,7 +31,7 @@ BUDGET_BYTES = 256 * 2**20
 COPIES = 4
 #: The default exact path of a partial trace when it costs at most this many times the probes' applications.
 EXACT_FACTOR = 16
-#: Per-probe matrices kept (for eigenvalue error bars) up to m |K|^2 entries (64 MB).
+#: Per-probe matrices kept (for eigenvalue error bars) up to :math:`m|K|^2` entries (64 MB).
 KEEP_PER_PROBE = 8_000_000
 #: Memory for one chunk of sketch vectors (their images and the operator's transients are a few times this).
 CHUNK_BYTES = 48 * 2**20
