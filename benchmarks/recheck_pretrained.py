@@ -6,6 +6,7 @@ object: the counts of each mode and the seconds. Run it on the code before and a
 the same machine, to compare.
 
     python benchmarks/recheck_pretrained.py --layer 0 --head 1 --repeat 5
+    python benchmarks/recheck_pretrained.py --smoke
 """
 
 from __future__ import annotations
@@ -30,7 +31,10 @@ def main() -> None:
     ap.add_argument("--head", type=int, default=None, help="one head (needs `pretrained heads --head`)")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--no-checkpoint", action="store_true", help="only the re-check without --checkpoint (old code)")
+    ap.add_argument("--smoke", action="store_true", help="one head, one run of each mode (CI)")
     args = ap.parse_args()
+    if args.smoke:
+        args.head, args.repeat = 1 if args.head is None else args.head, 1
     from flowcert.pretrained import find_minilm
 
     model = find_minilm()
