@@ -262,7 +262,7 @@ def verify_document(p: AttentionParams, simulate: bool = False, seed: int | None
     manifold) instead of a second fixed-step RK4 run. ``checks`` (implies ``simulate``) names the
     cross-checks that run (:attr:`flowcert.attention.system.AttentionSystem.checks`; None: all);
     without ``simulation`` among them the ``simulation`` record says it was not requested."""
-    from .. import __version__
+    from ..documents import document
 
     seed = p.seed if seed is None else seed
     simulate = simulate or checks is not None
@@ -283,8 +283,7 @@ def verify_document(p: AttentionParams, simulate: bool = False, seed: int | None
             theorems += results
             continue
         theorems += module.theorems(p, simulate=simulate, seed=seed, **wanted)
-    doc = {"flowcert": __version__, "system": "attention", "params": p.to_json(), "seed": seed,
-           "theorems": [th.to_json() for th in theorems]}
+    doc = document("attention", p.to_json(), seed=seed, theorems=[th.to_json() for th in theorems])
     if simulate and checks is not None and "simulation" not in checks and reused is None:
         why = "not requested: the cross-check 'simulation' runs with simulate=True (checks=['simulation'], or --checks simulation)"
         doc["simulation"] = {"t_end": None, "blowup_time": None, "limit_class": None, "limit_classes": None,
@@ -333,11 +332,11 @@ def _simulation_from_run(p: AttentionParams, module: Any, run: Any, results: lis
 
 def equilibria(p: AttentionParams, cap: int | None = None) -> dict[str, Any]:
     """The ``equilibria attention`` document (see :func:`flowcert.attention.enumeration.equilibria`)."""
-    from .. import __version__
+    from ..documents import document
     from . import enumeration
 
     doc = enumeration.equilibria(p, cap=cap)
-    return {"flowcert": __version__, "system": "attention", "params": p.to_json(), **doc}
+    return document("attention", p.to_json(), **doc)
 
 
 def codegen_source(structure: Any, backend: str) -> str:

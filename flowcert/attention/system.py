@@ -64,7 +64,7 @@ class AttentionSystem:
 
     def simulate(self, p: AttentionParams, options: SimulateOptions) -> tuple[dict[str, Any], str]:
         """``simulate attention``: one run from ``X0``, or ``--samples`` runs with basin statistics."""
-        from .. import __version__
+        from ..documents import document
         from . import simulate
 
         from ..limits import check_limit
@@ -82,7 +82,7 @@ class AttentionSystem:
             except (RuntimeError, AssertionError) as exc:
                 raise InputError(f"--device: {device!r} is not available ({str(exc).splitlines()[0]})") from None
         sim = simulate(p, t_end=options.t_end, samples=options.samples, device=device, seed=options.seed)
-        doc = {"flowcert": __version__, "system": self.name, "params": p.to_json(), "simulation": sim}
+        doc = document(self.name, p.to_json(), simulation=sim)
         if options.plot is not None:
             sim["plot"] = options.plot(sim)
         lines = [f"t_end {sim['t_end']:.6g}  limit_class {sim.get('limit_class')}  max drift {sim.get('max_drift')}"]

@@ -18,6 +18,7 @@ import argparse
 from typing import Any
 
 from .. import __version__
+from ..documents import document
 from ..systems import names
 
 __all__ = ["run"]
@@ -47,7 +48,7 @@ def _heads(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
                      f"{'indefinite' if r['sym_M_indefinite']['status'] == 'holds' else '?':>10} "
                      f"{'indefinite' if r['sym_U_indefinite']['status'] == 'holds' else '?':>10} "
                      f"{r['U']['spectral_abscissa']:12.4f}  {', '.join(app) or 'none'}")
-    doc = {"flowcert": __version__, "system": "pretrained", "params": {"model": ck.summary()}, "heads": recs}
+    doc = document("pretrained", {"model": ck.summary()}, heads=recs)
     return doc, "\n".join(lines) + "\n"
 
 
@@ -88,8 +89,7 @@ def _embed(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     m = Transformer(load_checkpoint(args.model))
     E = np.array([m.sentence_embedding(t) for t in args.text])
     C = E @ E.T
-    doc = {"flowcert": __version__, "system": "pretrained", "params": {"model": m.ckpt.summary(), "texts": args.text},
-           "cosine_similarity": C.tolist()}
+    doc = document("pretrained", {"model": m.ckpt.summary(), "texts": args.text}, cosine_similarity=C.tolist())
     return doc, np.array2string(C, precision=4) + "\n"
 
 
@@ -99,9 +99,8 @@ def _experiment(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     fn = {"gaussianity": experiments.gaussianity, "covariance": experiments.covariance_growth,
           "consensus": experiments.consensus}[args.name]
     res = fn(args.model, quick=not args.full, seed=args.seed)
-    doc = {"flowcert": __version__, "system": "pretrained", "params": {"model": args.model, "experiment": args.name,
-                                                                      "full": args.full, "seed": args.seed},
-           "experiment": res}
+    doc = document("pretrained", {"model": args.model, "experiment": args.name, "full": args.full, "seed": args.seed},
+                   experiment=res)
     return doc, experiments.summary(args.name, res)
 
 
