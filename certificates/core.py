@@ -37,7 +37,8 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Iterator, MutableMapping
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, TypeVar
@@ -120,23 +121,33 @@ def qmat(M: Any) -> Any:
 #: large encoded matrices (a d = 384 head's V, B, Sigma0 in ``"p/q"`` texts) are read once per content:
 #: the producer's in-process re-check and every checker of one document parse the same few matrices
 _QMAT_MEMO_MIN = 4096
-_QMAT_MEMO: dict[bytes, Any] = {}
+_QMAT_MEMO: OrderedDict[bytes, Any] = OrderedDict()
 _QMAT_MEMO_MAX = 16
 
 
-def _qmat_memo(M: Any, n: int) -> Any:
-    """``fmpq_mat`` of a large nested list, memoised by the SHA-256 of its JSON text (a content key: a
-    list changed in place is another key); a copy is returned, so no caller shares a matrix."""
+def content_memo(memo: OrderedDict[bytes, Any], limit: int, value: Any, compute: Callable[[], Any]) -> Any:
+    """``compute()`` for ``value``, memoised in ``memo`` (the ``limit`` most recent) under the SHA-256 of
+    ``value``'s JSON text: a content key, so a value changed in place is another key. A value that is
+    not plain JSON (numpy scalars, Fractions) is computed every time."""
     try:
-        key = hashlib.sha256(json.dumps(M, separators=(",", ":")).encode()).digest()
-    except (TypeError, ValueError):  # not plain JSON (numpy scalars, Fractions): no memo
-        return flint.fmpq_mat(len(M), n, [_fmpq(x) for r in M for x in r])
-    hit = _QMAT_MEMO.get(key)
+        key = hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).digest()
+    except (TypeError, ValueError):
+        return compute()
+    hit = memo.get(key)
     if hit is None:
-        hit = flint.fmpq_mat(len(M), n, [_fmpq(x) for r in M for x in r])
-        if len(_QMAT_MEMO) >= _QMAT_MEMO_MAX:
-            _QMAT_MEMO.pop(next(iter(_QMAT_MEMO)))
-        _QMAT_MEMO[key] = hit
+        hit = memo[key] = compute()
+        while len(memo) > limit:
+            memo.popitem(last=False)
+    else:
+        memo.move_to_end(key)
+    return hit
+
+
+def _qmat_memo(M: Any, n: int) -> Any:
+    """``fmpq_mat`` of a large nested list, read once per content (:func:`content_memo`); a copy is
+    returned, so no caller shares a matrix."""
+    hit = content_memo(_QMAT_MEMO, _QMAT_MEMO_MAX, M,
+                       lambda: flint.fmpq_mat(len(M), n, [_fmpq(x) for r in M for x in r]))
     return flint.fmpq_mat(hit)
 
 
@@ -173,9 +184,13 @@ def lyapunov_form(J: Any, P: Any) -> Any:
     return -(Jq.transpose() * Pq + Pq * Jq)
 
 
-def _float_text(x: float) -> str:
-    p, q = x.as_integer_ratio()  # exact, lowest terms, q > 0: the text str(fmpq) gives
+def _ratio_text(p: int, q: int) -> str:
+    """The text ``str(fmpq)`` gives for ``p/q`` in lowest terms with ``q > 0``."""
     return f"{p}/{q}" if q != 1 else str(p)
+
+
+def _float_text(x: float) -> str:
+    return _ratio_text(*x.as_integer_ratio())  # exact, lowest terms, q > 0
 
 
 def encode(M: Any) -> list[list[str]]:

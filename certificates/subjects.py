@@ -224,25 +224,23 @@ def _entry_text(x: Any) -> str | None:
     """``str(fmpq(x))`` for an int, a finite float or a ``"p/q"``/``"n"`` text (None: another form)."""
     from math import gcd, isfinite
 
+    from .core import _float_text, _ratio_text
+
     t = type(x)
     if t is float:
-        if not isfinite(x):
-            return None
-        p, q = x.as_integer_ratio()
-    elif t is int:
+        return _float_text(x) if isfinite(x) else None
+    if t is int:
         return str(x)
-    elif t is str:
-        m = _RATIONAL_TEXT.fullmatch(x)
-        if m is None:
-            return None
-        p, q = int(m.group(1)), int(m.group(2) or 1)
-        if q == 0:
-            return None
-        g = gcd(p, q)
-        p, q = p // g, q // g
-    else:
+    if t is not str:
         return None
-    return f"{p}/{q}" if q != 1 else str(p)
+    m = _RATIONAL_TEXT.fullmatch(x)
+    if m is None:
+        return None
+    p, q = int(m.group(1)), int(m.group(2) or 1)
+    if q == 0:
+        return None
+    g = gcd(p, q)
+    return _ratio_text(p // g, q // g)
 
 
 def _canonical_matrix(value: Any) -> list[list[str]] | None:
@@ -287,26 +285,16 @@ _CANONICAL_TEXT_MAX = 64
 
 def _canonical_text(value: Any) -> str:
     """``json.dumps(canonical(value), sort_keys=True, separators=(",", ":"))``, memoised by content."""
-    import hashlib
     import json
+
+    from .core import content_memo
 
     def text() -> str:
         return json.dumps(canonical(value), sort_keys=True, separators=(",", ":"))
 
     if not isinstance(value, (list, tuple)) or len(value) < 16:
         return text()
-    try:
-        key = hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).digest()
-    except (TypeError, ValueError):  # not plain JSON (numpy scalars, flint values): no memo
-        return text()
-    hit = _CANONICAL_TEXT.get(key)
-    if hit is None:
-        hit = _CANONICAL_TEXT[key] = text()
-        while len(_CANONICAL_TEXT) > _CANONICAL_TEXT_MAX:
-            _CANONICAL_TEXT.popitem(last=False)
-    else:
-        _CANONICAL_TEXT.move_to_end(key)
-    return hit
+    return content_memo(_CANONICAL_TEXT, _CANONICAL_TEXT_MAX, value, text)
 
 
 def near(value: Any, field: Any, rel: Fraction = Fraction(1, 2**30)) -> bool:

@@ -57,6 +57,17 @@ def remove_every_certificate(doc: dict, skip: tuple[str, ...] = ()) -> list[str]
     return paths
 
 
+def false_claims(doc: dict) -> list[str]:
+    """Replace the claim of every hypothesis certificate by a false sentence; their paths, in order."""
+    paths = []
+    for i, t in enumerate(doc["theorems"]):
+        for j, h in enumerate(t["hypotheses"]):
+            if h.get("certificate"):
+                h["certificate"]["claim"] = "1 = 0"
+                paths.append(f"$.theorems[{i}].hypotheses[{j}].certificate")
+    return paths
+
+
 def eighths(draw: Any, lo: float, hi: float) -> float:
     """A multiple of 1/8 in [lo, hi] (an exact float) from a hypothesis ``draw``."""
     from hypothesis import strategies as st

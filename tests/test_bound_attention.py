@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from flowcert.certificates import core
 from flowcert.recheck import recheck_document
-from forgery_helpers import (assert_all_refused_through_the_cli, assert_refused_at, eighths,
+from forgery_helpers import (assert_all_refused_through_the_cli, assert_refused_at, eighths, false_claims,
                              flowcert, hyp, refusals, remove_every_certificate)
 
 DATA = Path(__file__).parent / "data" / "attention"
@@ -105,12 +105,7 @@ def forge_P_renamed(doc):
 
 
 def forge_claim_texts(doc):
-    paths = []
-    for i, t in enumerate(doc["theorems"]):
-        for j, h in enumerate(t["hypotheses"]):
-            if h.get("certificate"):
-                h["certificate"]["claim"] = "1 = 0"
-                paths.append(f"$.theorems[{i}].hypotheses[{j}].certificate")
+    paths = false_claims(doc)
     return paths[:3] + paths[-2:]
 
 

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from flowcert.certificates import core
 from flowcert.recheck import recheck_document
-from forgery_helpers import (assert_all_refused_through_the_cli, assert_refused_at, eighths,
+from forgery_helpers import (assert_all_refused_through_the_cli, assert_refused_at, eighths, false_claims,
                              flowcert, hyp, refusals, remove_every_certificate)
 
 DATA = Path(__file__).parent / "data"
@@ -99,12 +99,7 @@ def forge_rename_B_to_V(doc):
 
 
 def forge_claim_texts(doc):
-    paths = []
-    for i, t in enumerate(doc["theorems"]):
-        for j, h in enumerate(t["hypotheses"]):
-            if h.get("certificate"):
-                h["certificate"]["claim"] = "1 = 0"
-                paths.append(f"$.theorems[{i}].hypotheses[{j}].certificate")
+    paths = false_claims(doc)
     return paths[:3]
 
 
@@ -258,3 +253,20 @@ def test_the_fast_canonical_form_is_the_exact_one(value):
     row = changed[0] if isinstance(changed[0], list) else changed
     row[0] = "123456789/2" if row[0] != "123456789/2" else "1"
     assert subjects.subject_digest({"M": value}) == before and subjects.subject_digest({"M": changed}) != before
+
+
+def test_memoised_exact_forms_follow_the_content():
+    """The content memos of large values (``subject_digest``, ``qmat``): the same content gives the same
+    digest and matrix, and a value changed in place gives the new one (never a stale answer)."""
+    import flint
+
+    from flowcert.certificates import subjects
+
+    M = core.encode(np.arange(1.0, 101.0).reshape(10, 10) / 3.0)  # 100 entries: over the memo thresholds
+    big = [row * 50 for row in M]  # 10 x 500: qmat's memo applies too
+    d0, Q0 = subjects.subject_digest({"M": M}), core.qmat(big)
+    assert subjects.subject_digest({"M": copy.deepcopy(M)}) == d0 and core.qmat(copy.deepcopy(big)) == Q0
+    M[3][4], big[3][4] = "7/2", "7/2"
+    assert subjects.subject_digest({"M": M}) != d0
+    assert core.qmat(big)[3, 4] == flint.fmpq(7, 2) and core.qmat(big) != Q0
+    assert subjects.subject_digest({"M": M}) == subjects.subject_digest({"M": [list(r) for r in M]})

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from flowcert.recheck import recheck_document
 from forgery_helpers import (assert_all_refused_through_the_cli, assert_refused_at, eighths,
-                             flowcert, hyp, refusals)
+                             false_claims, flowcert, hyp, refusals)
 
 DATA = Path(__file__).parent / "data" / "rnn"
 #: an eq. 8 cell with explicit weights (every entry a multiple of 1/8: exact floats)
@@ -177,12 +177,7 @@ def forge_rename_to_another_entry(doc):
 
 
 def forge_claim_texts(doc):
-    paths = []
-    for i, t in enumerate(doc["theorems"]):
-        for j, h in enumerate(t["hypotheses"]):
-            if h.get("certificate"):
-                h["certificate"]["claim"] = "1 = 0"
-                paths.append(f"$.theorems[{i}].hypotheses[{j}].certificate")
+    paths = false_claims(doc)
     doc["certificates"][0]["certificate"]["claim"] = "the trajectory diverges"
     return paths + [CONTRACTION]
 
