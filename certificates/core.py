@@ -36,6 +36,7 @@ import functools
 import hashlib
 import json
 import math
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, MutableMapping
@@ -105,7 +106,14 @@ def qmat(M: Any) -> Any:
             raise ValueError(f"expected a 2-D matrix, got shape {M.shape}")
         if not np.all(np.isfinite(M)):
             raise ValueError("non-finite entry cannot be converted to a rational")
-        return flint.fmpq_mat(M.shape[0], M.shape[1], [flint.fmpq(*float(x).as_integer_ratio()) for x in M.ravel()])
+
+        def build() -> Any:
+            return flint.fmpq_mat(M.shape[0], M.shape[1], [flint.fmpq(*x.as_integer_ratio()) for x in
+                                                           M.astype(np.float64).ravel().tolist()])
+
+        if M.size < _QMAT_MEMO_MIN or M.dtype != np.float64:
+            return build()
+        return flint.fmpq_mat(content_memo(_QMAT_MEMO, _QMAT_MEMO_MAX, M, build))  # a copy
     if isinstance(M, (list, tuple)) and M and all(isinstance(r, (list, tuple)) for r in M):
         n = len(M[0])
         if any(len(r) != n for r in M):
@@ -125,12 +133,54 @@ _QMAT_MEMO: OrderedDict[bytes, Any] = OrderedDict()
 _QMAT_MEMO_MAX = 16
 
 
+_RATIO_CHARS = re.compile(r"[-0-9/]*")
+
+
+def ratio_rows_text(value: Any) -> str | None:
+    """``json.dumps(value, separators=(",", ":"))`` of a matrix of ``"p/q"``-like texts (non-empty rows
+    of strings of digits, ``-`` and ``/``), joined without the encoder's work per entry; None for any
+    other value. Exact: the characters are checked, so no entry needs escaping or could hide a delimiter."""
+    if type(value) not in (list, Encoded) or not value or any(type(r) is not list or not r for r in value):
+        return None
+    try:
+        if not _RATIO_CHARS.fullmatch("".join(["".join(r) for r in value])):
+            return None
+    except TypeError:  # an entry that is not a string
+        return None
+    return '[["' + '"],["'.join(['","'.join(r) for r in value]) + '"]]'
+
+
+def float_rows(value: Any) -> np.ndarray | None:
+    """A list of equal, non-empty rows of Python floats as a float64 array (exactly those floats), or
+    None for any other value (ints, strings, ragged rows: those take the JSON path)."""
+    if type(value) is not list or not value or any(type(r) is not list for r in value):
+        return None
+    n = len(value[0])
+    if n == 0 or any(len(r) != n for r in value) or not all(type(x) is float for r in value for x in r):
+        return None
+    return np.array(value, dtype=np.float64)
+
+
+def _content_key(value: Any) -> bytes:
+    """SHA-256 of a float array's shape and bytes, or of any other value's JSON text (TypeError or
+    ValueError for a value that is neither)."""
+    if isinstance(value, np.ndarray) and value.dtype == np.float64:
+        return hashlib.sha256(repr(value.shape).encode() + np.ascontiguousarray(value).tobytes()).digest()
+    F = float_rows(value)
+    if F is not None:  # not the key of the array itself: a list and an array are memoised apart
+        return hashlib.sha256(b"list" + repr(F.shape).encode() + F.tobytes()).digest()
+    text = ratio_rows_text(value)
+    if text is None:
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).digest()
+
+
 def content_memo(memo: OrderedDict[bytes, Any], limit: int, value: Any, compute: Callable[[], Any]) -> Any:
     """``compute()`` for ``value``, memoised in ``memo`` (the ``limit`` most recent) under the SHA-256 of
-    ``value``'s JSON text: a content key, so a value changed in place is another key. A value that is
-    not plain JSON (numpy scalars, Fractions) is computed every time."""
+    ``value``'s JSON text, or of a float array's bytes: a content key, so a value changed in place is
+    another key. A value that is neither (numpy scalars, Fractions) is computed every time."""
     try:
-        key = hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).digest()
+        key = _content_key(value)
     except (TypeError, ValueError):
         return compute()
     hit = memo.get(key)
@@ -151,10 +201,20 @@ def _qmat_memo(M: Any, n: int) -> Any:
     return flint.fmpq_mat(hit)
 
 
+def _coprime_fraction(p: int, q: int) -> Fraction:
+    """``Fraction(p, q)`` for ``p/q`` already in lowest terms with ``q > 0`` (an ``fmpq``), without the gcd."""
+    if _FROM_COPRIME is not None:
+        return _FROM_COPRIME(p, q)
+    return Fraction(p, q, _normalize=False)  # type: ignore[call-arg]  # Python 3.11
+
+
+_FROM_COPRIME = getattr(Fraction, "_from_coprime_ints", None)  # Python >= 3.12
+
+
 def fractions(M: Any) -> list[list[Fraction]]:
     """Rows of a rational matrix (any form :func:`qmat` takes) as :class:`~fractions.Fraction`."""
     Q = qmat(M)
-    e = [Fraction(int(x.p), int(x.q)) for x in Q.entries()]
+    e = [_coprime_fraction(int(x.p), int(x.q)) for x in Q.entries()]
     c = Q.ncols()
     return [e[i * c:(i + 1) * c] for i in range(Q.nrows())]
 
@@ -193,14 +253,55 @@ def _float_text(x: float) -> str:
     return _ratio_text(*x.as_integer_ratio())  # exact, lowest terms, q > 0
 
 
+class Encoded(list):  # type: ignore[type-arg]
+    """Rows of ``"p/q"`` texts in lowest terms with ``q > 0``, as :func:`encode` writes them: their own
+    canonical form (:func:`flowcert.certificates.subjects.canonical`), so a subject digest of one is its
+    JSON text, without parsing each entry again. JSON, equality and copies treat it as a plain list."""
+
+
+#: encoded float matrices by the SHA-256 of their bytes (a head's ``V`` is encoded for a dozen hypotheses)
+_ENCODE_MEMO: OrderedDict[bytes, list[list[str]]] = OrderedDict()
+_ENCODE_MEMO_MAX = 16
+
+
+def _encode_floats(M: np.ndarray) -> list[list[str]]:
+    return [[_float_text(x) for x in row] for row in M.tolist()]  # no fmpq on the way (4x faster)
+
+
+def _float_image(Q: Any) -> np.ndarray | None:
+    """The float64 matrix whose entries are exactly those of the large ``fmpq_mat`` ``Q`` (the exact
+    form of float data), or None when ``Q`` is small or some entry is no float. Exact: the floats are
+    taken back to rationals (memoised by their bytes) and compared with ``Q``."""
+    if Q.nrows() * Q.ncols() < _QMAT_MEMO_MIN:
+        return None
+    try:
+        F = np.array([float(x) for x in Q.entries()], dtype=np.float64).reshape(Q.nrows(), Q.ncols())
+    except (OverflowError, ValueError):
+        return None
+    return F if np.all(np.isfinite(F)) and qmat(F) == Q else None
+
+
 def encode(M: Any) -> list[list[str]]:
-    """Rational matrix as nested lists of ``"p/q"`` strings (exact, JSON-safe)."""
+    """Rational matrix as nested lists of ``"p/q"`` strings (exact, JSON-safe; an :class:`Encoded`)."""
     if isinstance(M, np.ndarray) and M.dtype == np.float64 and M.ndim == 2 and np.all(np.isfinite(M)):
-        return [[_float_text(x) for x in row] for row in M.tolist()]  # no fmpq on the way (4x faster)
+        if M.size < _QMAT_MEMO_MIN:
+            return Encoded(_encode_floats(M))
+        def texts() -> list[list[str]]:
+            out = _encode_floats(M)
+            # the checkers read these texts back: their exact matrix is this one (memoised by content)
+            content_memo(_QMAT_MEMO, _QMAT_MEMO_MAX, out, lambda: qmat(M))
+            return out
+
+        hit = content_memo(_ENCODE_MEMO, _ENCODE_MEMO_MAX, M, texts)
+        return Encoded([list(r) for r in hit])  # a copy: no caller shares rows
+    if isinstance(M, flint.fmpq_mat):
+        F = _float_image(M)  # a matrix of floats taken exactly (a head's V) is encoded from its floats, once
+        if F is not None:
+            return encode(F)
     Q = qmat(M)
     e = [str(x) for x in Q.entries()]
     c = Q.ncols()
-    return [e[i * c:(i + 1) * c] for i in range(Q.nrows())]
+    return Encoded(e[i * c:(i + 1) * c] for i in range(Q.nrows()))
 
 
 def decode(rows: list[list[str]]) -> sp.Matrix:
@@ -287,6 +388,8 @@ def clear_memo() -> None:
     """Forget every memoised re-check and hypothesis (for benchmarks and tests)."""
     _RECHECKED.clear()
     _BUILT.clear()
+    _QMAT_MEMO.clear()
+    _ENCODE_MEMO.clear()
 
 
 def _feed(h: Any, obj: Any) -> None:
@@ -298,8 +401,13 @@ def _feed(h: Any, obj: Any) -> None:
         h.update(f"sp{obj.shape}".encode())
         h.update(repr([(e.p, e.q) if e.is_Rational else str(e) for e in obj]).encode())
     elif isinstance(obj, flint.fmpq_mat):
-        h.update(f"fq{obj.nrows()}x{obj.ncols()}".encode())
-        h.update(repr([str(e) for e in obj.entries()]).encode())
+        F = _float_image(obj)
+        if F is not None:  # exactly these floats: their bytes name the matrix
+            h.update(f"fqf{obj.nrows()}x{obj.ncols()}".encode())
+            h.update(F.tobytes())
+        else:
+            h.update(f"fq{obj.nrows()}x{obj.ncols()}".encode())
+            h.update(repr([str(e) for e in obj.entries()]).encode())
     elif isinstance(obj, (list, tuple)):
         h.update(f"seq{len(obj)}(".encode())
         for x in obj:
@@ -501,6 +609,24 @@ def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def _keyed_data(data: Any) -> Any:
+    """``data`` for a memo key: each large matrix in it (at any depth) stands as the SHA-256 of its finite
+    floats or of its ``"p/q"`` texts' JSON (:func:`ratio_rows_text`), without the encoder's work per
+    entry; every other value as it is."""
+    if isinstance(data, dict):
+        return {k: _keyed_data(v) for k, v in data.items()}
+    if not isinstance(data, list) or not any(isinstance(x, (list, dict)) for x in data):
+        return data
+    if len(data) >= 16:
+        F = float_rows(data)
+        if F is not None and np.all(np.isfinite(F)):
+            return {"sha256-float64": hashlib.sha256(repr(F.shape).encode() + F.tobytes()).hexdigest()}
+        text = ratio_rows_text(data)
+        if text is not None:
+            return {"sha256": hashlib.sha256(text.encode()).hexdigest()}
+    return [_keyed_data(x) for x in data]
+
+
 def explain(obj: Certificate | dict[str, Any]) -> tuple[bool, str]:
     """Re-verify a certificate and say why when it is refused.
 
@@ -521,8 +647,8 @@ def explain(obj: Certificate | dict[str, Any]) -> tuple[bool, str]:
     if not isinstance(cert.data, dict):
         return False, "malformed certificate: 'data' is not an object"
     try:
-        key = hashlib.sha256(json.dumps([cert.kind, cert.claim, cert.checker, cert.data], sort_keys=True,
-                                        allow_nan=False).encode()).hexdigest()
+        key = hashlib.sha256(json.dumps([cert.kind, cert.claim, cert.checker, _keyed_data(cert.data)],
+                                        sort_keys=True, allow_nan=False).encode()).hexdigest()
     except (TypeError, ValueError, RecursionError) as exc:
         return False, f"malformed certificate: data are not plain JSON ({_why(exc)})"
     if key in _RECHECKED:
@@ -615,7 +741,9 @@ def psd_hypothesis(name: str, M: Any, what: str) -> HypothesisResult:
         w = definiteness_witness(Mq, strict=False)
         res = HypothesisResult(name, "fails", None, "exact symmetry", None, f"{what} is not symmetric")
         return res if w is None else _with_witness(res, w)
-    F = np.array([float(Fraction(int(e.p), int(e.q))) for e in Mq.entries()], dtype=float).reshape(Mq.nrows(), Mq.ncols())
+    F = _floats(Mq)
+    if F is None:
+        F = np.array([float(Fraction(int(e.p), int(e.q))) for e in Mq.entries()], dtype=float).reshape(Mq.nrows(), Mq.ncols())
     margin = float(np.linalg.eigvalsh(F).min())
     ok, w, method = definiteness(Mq, strict=False)
     if ok:

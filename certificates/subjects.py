@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
+from math import gcd, isfinite
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
 import flint
+
+from .core import Encoded, _float_text, _ratio_text, encode, ratio_rows_text
 
 __all__ = ["SubjectError", "evaluate", "matches", "exact_value", "canonical", "subject_digest"]
 
@@ -222,10 +225,6 @@ _RATIONAL_TEXT = re.compile(r"(-?\d+)(?:/(\d+))?")
 
 def _entry_text(x: Any) -> str | None:
     """``str(fmpq(x))`` for an int, a finite float or a ``"p/q"``/``"n"`` text (None: another form)."""
-    from math import gcd, isfinite
-
-    from .core import _float_text, _ratio_text
-
     t = type(x)
     if t is float:
         return _float_text(x) if isfinite(x) else None
@@ -257,6 +256,13 @@ def _canonical_matrix(value: Any) -> list[list[str]] | None:
         return None
     else:
         rows = [[x] for x in value]  # a vector is one column, as exact_value makes it
+    if len(rows) * len(rows[0]) >= 4096 and all(type(x) is float for r in rows for x in r):
+        import numpy as np  # a large float matrix: its texts through the memoised encoder
+
+        F = np.array(rows, dtype=np.float64)
+        if np.all(np.isfinite(F)):
+            return encode(F)
+        return None
     out = []
     for r in rows:
         texts = [_entry_text(x) for x in r]
@@ -290,8 +296,11 @@ def _canonical_text(value: Any) -> str:
     from .core import content_memo
 
     def text() -> str:
-        return json.dumps(canonical(value), sort_keys=True, separators=(",", ":"))
+        c = canonical(value)
+        return (isinstance(c, Encoded) and ratio_rows_text(c)) or json.dumps(c, sort_keys=True, separators=(",", ":"))
 
+    if isinstance(value, Encoded):  # canonical already: its JSON text, no entry parsed again
+        return ratio_rows_text(value) or json.dumps(value, separators=(",", ":"))
     if not isinstance(value, (list, tuple)) or len(value) < 16:
         return text()
     return content_memo(_CANONICAL_TEXT, _CANONICAL_TEXT_MAX, value, text)
