@@ -36,7 +36,6 @@ import functools
 import hashlib
 import json
 import math
-import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, MutableMapping
@@ -133,7 +132,16 @@ _QMAT_MEMO: OrderedDict[bytes, Any] = OrderedDict()
 _QMAT_MEMO_MAX = 16
 
 
-_RATIO_CHARS = re.compile(r"[-0-9/]*")
+_RATIO_BYTES = b"-0123456789/"
+
+
+def diagonal_of(Q: Any) -> Any:
+    """The diagonal part of a square ``fmpq_mat`` (an ``fmpq_mat``, zero off the diagonal)."""
+    n = Q.nrows()
+    entries: list[Any] = [0] * (n * n)
+    for i in range(n):
+        entries[i * n + i] = Q[i, i]
+    return flint.fmpq_mat(n, n, entries)
 
 
 def ratio_rows_text(value: Any) -> str | None:
@@ -143,9 +151,9 @@ def ratio_rows_text(value: Any) -> str | None:
     if type(value) not in (list, Encoded) or not value or any(type(r) is not list or not r for r in value):
         return None
     try:
-        if not _RATIO_CHARS.fullmatch("".join(["".join(r) for r in value])):
-            return None
-    except TypeError:  # an entry that is not a string
+        if "".join(["".join(r) for r in value]).encode("ascii").translate(None, _RATIO_BYTES):
+            return None  # a character other than digits, '-' and '/'
+    except (TypeError, UnicodeEncodeError):  # an entry that is not a string, or not ASCII
         return None
     return '[["' + '"],["'.join(['","'.join(r) for r in value]) + '"]]'
 
@@ -311,6 +319,9 @@ def decode(rows: list[list[str]]) -> sp.Matrix:
 
 def _floats(Q: Any) -> np.ndarray | None:
     """Correctly rounded float64 of an ``fmpq_mat`` (CPython integer true division); None on overflow."""
+    F = _float_image(Q)
+    if F is not None:  # the exact floats of float data: nothing to round
+        return F
     try:
         F = np.array([int(e.p) / int(e.q) for e in Q.entries()], dtype=np.float64).reshape(Q.nrows(), Q.ncols())
     except OverflowError:
@@ -350,6 +361,9 @@ def definiteness(M: Any, *, strict: bool) -> tuple[bool | None, tuple[Fraction, 
         got = _fast_definiteness(Q)
         if got[0] is not None:
             return got
+    if Q.nrows() > exact.LDL_MAX_DIM and Q.nrows() == Q.ncols() and Q == flint.fmpq_mat(Q.nrows(), Q.ncols()):
+        # the exact zero matrix, as exact.decide_definite decides it (its rank-0 principal block), without Fractions
+        return not strict, None, "exact low-rank principal block, zero Schur complement (Haynsworth)"
     return exact.decide_definite(fractions(Q), strict=strict)
 
 
@@ -533,7 +547,11 @@ def _check_unstable(data: dict[str, Any]) -> bool:
 def inertia_certificate(M: Any, what: str) -> Certificate:
     """Exact inertia :math:`(n_+, n_-, n_0)` of a symmetric matrix (rank :math:`n_++n_-`)."""
     Mq = qmat(M)
-    got = exact.inertia(fractions(Mq))
+    if Mq.nrows() == Mq.ncols() and Mq.nrows() > 0 and Mq == diagonal_of(Mq):  # the signs of the diagonal
+        d = [Mq[i, i] for i in range(Mq.nrows())]
+        got: tuple[int, int, int] | None = (sum(x > 0 for x in d), sum(x < 0 for x in d), sum(x == 0 for x in d))
+    else:
+        got = exact.inertia(fractions(Mq))
     if got is None:
         raise ValueError(f"the inertia of {what} is undecided: near-singular beyond the exact size limit")
     n_pos, n_neg, n_zero = got

@@ -1,0 +1,65 @@
+"""The shortcuts taken on real heads' large matrices decide exactly as the general exact routines do:
+the zero matrix's definiteness, a diagonal matrix's inertia and scalar test, and the one-step checks
+that a certificate's matrix holds numbers only."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import flint
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from flowcert.certificates import core, exact, predicates, second_opinion
+
+
+@pytest.mark.parametrize("n", [65, 100])
+@pytest.mark.parametrize("strict", [True, False])
+def test_zero_matrix_definiteness_is_decide_definite(n: int, strict: bool) -> None:
+    Z = flint.fmpq_mat(n, n)
+    assert core.definiteness(Z, strict=strict) == exact.decide_definite(core.fractions(Z), strict=strict)
+
+
+_entries = st.fractions(min_value=-3, max_value=3, max_denominator=7) | st.just(Fraction(0))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(_entries, min_size=1, max_size=20))
+def test_diagonal_inertia_certificate_is_the_exact_inertia(diag: list[Fraction]) -> None:
+    n = len(diag)
+    Q = flint.fmpq_mat(n, n, [flint.fmpq(d.numerator, d.denominator) if i == j else 0
+                              for i, d in enumerate(diag) for j in range(n)])
+    cert = core.inertia_certificate(Q, "D")
+    want = (sum(d > 0 for d in diag), sum(d < 0 for d in diag), sum(d == 0 for d in diag))
+    assert tuple(cert.data["inertia"]) == want == exact.inertia(core.fractions(Q))
+    assert second_opinion.symmetric_inertia(Q) == want
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 6), _entries, st.integers(0, 35), _entries)
+def test_scalar_identity_is_eta_times_identity(n: int, eta: Fraction, where: int, bump: Fraction) -> None:
+    i, j = divmod(where % (n * n), n)
+    rows = [[eta if r == c else Fraction(0) for c in range(n)] for r in range(n)]
+    rows[i][j] += bump
+    Q = core.qmat(rows)
+    scalar = all(rows[r][c] == (rows[0][0] if r == c else 0) for r in range(n) for c in range(n))
+    want = rows[0][0] if scalar else None
+    got = predicates._scalar(Q)
+    assert (got is None and want is None) or (got is not None and Fraction(int(got.p), int(got.q)) == want)
+
+
+@pytest.mark.parametrize("value,numbers", [
+    ([["1/2", "-3"], ["4", "5"]], True),
+    ([[1.0, 2.5], [3.0, -4.0]], True),
+    ([["1/2", "--3"]], True),  # the general rule's lstrip("-") accepts it; the one-step match defers to it
+    ([["1-2"]], False),
+    ([["1/2/3"]], False),
+    ([["a", "1"]], False),
+    ([["1", None]], False),
+    ([[1.0, "t"]], False),
+])
+def test_numbers_fast_path_agrees_with_the_rule(value, numbers: bool) -> None:
+    assert predicates._numbers(value) is numbers
+    rule = all(predicates._numbers(x) for r in value for x in r)
+    assert rule is numbers
