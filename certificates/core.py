@@ -164,7 +164,12 @@ def float_rows(value: Any) -> np.ndarray | None:
     if type(value) is not list or not value or any(type(r) is not list for r in value):
         return None
     n = len(value[0])
-    if n == 0 or any(len(r) != n for r in value) or not all(type(x) is float for r in value for x in r):
+    if n == 0 or any(len(r) != n for r in value):
+        return None
+    kinds: set[type] = set()
+    for r in value:
+        kinds.update(map(type, r))
+    if kinds != {float}:
         return None
     return np.array(value, dtype=np.float64)
 
@@ -178,8 +183,8 @@ def _content_key(value: Any) -> bytes:
     if F is not None:  # not the key of the array itself: a list and an array are memoised apart
         return hashlib.sha256(b"list" + repr(F.shape).encode() + F.tobytes()).digest()
     text = ratio_rows_text(value)
-    if text is None:
-        text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    if text is None:  # nested values: each large matrix in them by its own hash (_keyed_data)
+        text = json.dumps(_keyed_data(value), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).digest()
 
 
@@ -419,9 +424,10 @@ def _feed(h: Any, obj: Any) -> None:
         if F is not None:  # exactly these floats: their bytes name the matrix
             h.update(f"fqf{obj.nrows()}x{obj.ncols()}".encode())
             h.update(F.tobytes())
-        else:
-            h.update(f"fq{obj.nrows()}x{obj.ncols()}".encode())
-            h.update(repr([str(e) for e in obj.entries()]).encode())
+        else:  # a common denominator and the integer numerators, as flint prints them (rows, in order)
+            N, D = obj.numer_denom()
+            h.update(f"fqn{obj.nrows()}x{obj.ncols()}/{D}:".encode())
+            h.update(N.str().encode())
     elif isinstance(obj, (list, tuple)):
         h.update(f"seq{len(obj)}(".encode())
         for x in obj:

@@ -216,6 +216,11 @@ def _check_predicate(data: dict[str, Any]) -> bool:
     return bool(entry[0](data)) is data["value"]
 
 
+def predicate_value(predicate: str, **arguments: Any) -> bool:
+    """The value of the exact predicate ``predicate`` on ``arguments`` (what its certificate will say)."""
+    return bool(PREDICATES[predicate][0]({"predicate": predicate, **arguments}))
+
+
 def predicate_certificate(predicate: str, value: bool, subject: dict[str, str] | None = None,
                           **arguments: Any) -> core.Certificate:
     """A ``predicate`` certificate (its claim from :func:`predicate_claim`; ``subject``: field -> expression)."""

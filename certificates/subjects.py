@@ -301,7 +301,9 @@ def _canonical_text(value: Any) -> str:
 
     if isinstance(value, Encoded):  # canonical already: its JSON text, no entry parsed again
         return ratio_rows_text(value) or json.dumps(value, separators=(",", ":"))
-    if not isinstance(value, (list, tuple)) or len(value) < 16:
+    if not isinstance(value, (list, tuple, dict)) or (
+            len(value) < 16 and not any(isinstance(x, (list, tuple, dict)) for x in
+                                        (value.values() if isinstance(value, dict) else value))):
         return text()
     return content_memo(_CANONICAL_TEXT, _CANONICAL_TEXT_MAX, value, text)
 
