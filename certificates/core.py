@@ -48,6 +48,14 @@ import numpy as np
 import sympy as sp
 
 from . import exact, kinds
+from .forms import LARGE as _QMAT_MEMO_MIN
+from .forms import Encoded, content_memo, float_rows, is_diagonal, ratio_rows_text
+from .forms import content_key as _content_key
+from .forms import coprime_fraction as _coprime_fraction
+from .forms import float_image as _float_image
+from .forms import float_text as _float_text
+from .forms import keyed_data as _keyed_data
+from .forms import ratio_text as _ratio_text
 
 Status = str  # "holds" | "fails" | "unknown" | "assumed" (stated by the user, never proved)
 
@@ -127,83 +135,8 @@ def qmat(M: Any) -> Any:
 
 #: large encoded matrices (a d = 384 head's V, B, Sigma0 in ``"p/q"`` texts) are read once per content:
 #: the producer's in-process re-check and every checker of one document parse the same few matrices
-_QMAT_MEMO_MIN = 4096
 _QMAT_MEMO: OrderedDict[bytes, Any] = OrderedDict()
 _QMAT_MEMO_MAX = 16
-
-
-_RATIO_BYTES = b"-0123456789/"
-
-
-def diagonal_of(Q: Any) -> Any:
-    """The diagonal part of a square ``fmpq_mat`` (an ``fmpq_mat``, zero off the diagonal)."""
-    n = Q.nrows()
-    entries: list[Any] = [0] * (n * n)
-    for i in range(n):
-        entries[i * n + i] = Q[i, i]
-    return flint.fmpq_mat(n, n, entries)
-
-
-def ratio_rows_text(value: Any) -> str | None:
-    """``json.dumps(value, separators=(",", ":"))`` of a matrix of ``"p/q"``-like texts (non-empty rows
-    of strings of digits, ``-`` and ``/``), joined without the encoder's work per entry; None for any
-    other value. Exact: the characters are checked, so no entry needs escaping or could hide a delimiter."""
-    if type(value) not in (list, Encoded) or not value or any(type(r) is not list or not r for r in value):
-        return None
-    try:
-        if "".join(["".join(r) for r in value]).encode("ascii").translate(None, _RATIO_BYTES):
-            return None  # a character other than digits, '-' and '/'
-    except (TypeError, UnicodeEncodeError):  # an entry that is not a string, or not ASCII
-        return None
-    return '[["' + '"],["'.join(['","'.join(r) for r in value]) + '"]]'
-
-
-def float_rows(value: Any) -> np.ndarray | None:
-    """A list of equal, non-empty rows of Python floats as a float64 array (exactly those floats), or
-    None for any other value (ints, strings, ragged rows: those take the JSON path)."""
-    if type(value) is not list or not value or any(type(r) is not list for r in value):
-        return None
-    n = len(value[0])
-    if n == 0 or any(len(r) != n for r in value):
-        return None
-    kinds: set[type] = set()
-    for r in value:
-        kinds.update(map(type, r))
-    if kinds != {float}:
-        return None
-    return np.array(value, dtype=np.float64)
-
-
-def _content_key(value: Any) -> bytes:
-    """SHA-256 of a float array's shape and bytes, or of any other value's JSON text (TypeError or
-    ValueError for a value that is neither)."""
-    if isinstance(value, np.ndarray) and value.dtype == np.float64:
-        return hashlib.sha256(repr(value.shape).encode() + np.ascontiguousarray(value).tobytes()).digest()
-    F = float_rows(value)
-    if F is not None:  # not the key of the array itself: a list and an array are memoised apart
-        return hashlib.sha256(b"list" + repr(F.shape).encode() + F.tobytes()).digest()
-    text = ratio_rows_text(value)
-    if text is None:  # nested values: each large matrix in them by its own hash (_keyed_data)
-        text = json.dumps(_keyed_data(value), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).digest()
-
-
-def content_memo(memo: OrderedDict[bytes, Any], limit: int, value: Any, compute: Callable[[], Any]) -> Any:
-    """``compute()`` for ``value``, memoised in ``memo`` (the ``limit`` most recent) under the SHA-256 of
-    ``value``'s JSON text, or of a float array's bytes: a content key, so a value changed in place is
-    another key. A value that is neither (numpy scalars, Fractions) is computed every time."""
-    try:
-        key = _content_key(value)
-    except (TypeError, ValueError):
-        return compute()
-    hit = memo.get(key)
-    if hit is None:
-        hit = memo[key] = compute()
-        while len(memo) > limit:
-            memo.popitem(last=False)
-    else:
-        memo.move_to_end(key)
-    return hit
 
 
 def _qmat_memo(M: Any, n: int) -> Any:
@@ -212,16 +145,6 @@ def _qmat_memo(M: Any, n: int) -> Any:
     hit = content_memo(_QMAT_MEMO, _QMAT_MEMO_MAX, M,
                        lambda: flint.fmpq_mat(len(M), n, [_fmpq(x) for r in M for x in r]))
     return flint.fmpq_mat(hit)
-
-
-def _coprime_fraction(p: int, q: int) -> Fraction:
-    """``Fraction(p, q)`` for ``p/q`` already in lowest terms with ``q > 0`` (an ``fmpq``), without the gcd."""
-    if _FROM_COPRIME is not None:
-        return _FROM_COPRIME(p, q)
-    return Fraction(p, q, _normalize=False)  # type: ignore[call-arg]  # Python 3.11
-
-
-_FROM_COPRIME = getattr(Fraction, "_from_coprime_ints", None)  # Python >= 3.12
 
 
 def fractions(M: Any) -> list[list[Fraction]]:
@@ -257,21 +180,6 @@ def lyapunov_form(J: Any, P: Any) -> Any:
     return -(Jq.transpose() * Pq + Pq * Jq)
 
 
-def _ratio_text(p: int, q: int) -> str:
-    """The text ``str(fmpq)`` gives for ``p/q`` in lowest terms with ``q > 0``."""
-    return f"{p}/{q}" if q != 1 else str(p)
-
-
-def _float_text(x: float) -> str:
-    return _ratio_text(*x.as_integer_ratio())  # exact, lowest terms, q > 0
-
-
-class Encoded(list):  # type: ignore[type-arg]
-    """Rows of ``"p/q"`` texts in lowest terms with ``q > 0``, as :func:`encode` writes them: their own
-    canonical form (:func:`flowcert.certificates.subjects.canonical`), so a subject digest of one is its
-    JSON text, without parsing each entry again. JSON, equality and copies treat it as a plain list."""
-
-
 #: encoded float matrices by the SHA-256 of their bytes (a head's ``V`` is encoded for a dozen hypotheses)
 _ENCODE_MEMO: OrderedDict[bytes, list[list[str]]] = OrderedDict()
 _ENCODE_MEMO_MAX = 16
@@ -279,19 +187,6 @@ _ENCODE_MEMO_MAX = 16
 
 def _encode_floats(M: np.ndarray) -> list[list[str]]:
     return [[_float_text(x) for x in row] for row in M.tolist()]  # no fmpq on the way (4x faster)
-
-
-def _float_image(Q: Any) -> np.ndarray | None:
-    """The float64 matrix whose entries are exactly those of the large ``fmpq_mat`` ``Q`` (the exact
-    form of float data), or None when ``Q`` is small or some entry is no float. Exact: the floats are
-    taken back to rationals (memoised by their bytes) and compared with ``Q``."""
-    if Q.nrows() * Q.ncols() < _QMAT_MEMO_MIN:
-        return None
-    try:
-        F = np.array([float(x) for x in Q.entries()], dtype=np.float64).reshape(Q.nrows(), Q.ncols())
-    except (OverflowError, ValueError):
-        return None
-    return F if np.all(np.isfinite(F)) and qmat(F) == Q else None
 
 
 def encode(M: Any) -> list[list[str]]:
@@ -553,7 +448,7 @@ def _check_unstable(data: dict[str, Any]) -> bool:
 def inertia_certificate(M: Any, what: str) -> Certificate:
     """Exact inertia :math:`(n_+, n_-, n_0)` of a symmetric matrix (rank :math:`n_++n_-`)."""
     Mq = qmat(M)
-    if Mq.nrows() == Mq.ncols() and Mq.nrows() > 0 and Mq == diagonal_of(Mq):  # the signs of the diagonal
+    if Mq.nrows() > 0 and is_diagonal(Mq):  # the signs of the diagonal
         d = [Mq[i, i] for i in range(Mq.nrows())]
         got: tuple[int, int, int] | None = (sum(x > 0 for x in d), sum(x < 0 for x in d), sum(x == 0 for x in d))
     else:
@@ -631,24 +526,6 @@ def _why(exc: BaseException) -> str:
         return f"missing entry {exc.args[0]!r}" if exc.args else "missing entry"
     text = str(exc).splitlines()[0] if str(exc) else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _keyed_data(data: Any) -> Any:
-    """``data`` for a memo key: each large matrix in it (at any depth) stands as the SHA-256 of its finite
-    floats or of its ``"p/q"`` texts' JSON (:func:`ratio_rows_text`), without the encoder's work per
-    entry; every other value as it is."""
-    if isinstance(data, dict):
-        return {k: _keyed_data(v) for k, v in data.items()}
-    if not isinstance(data, list) or not any(isinstance(x, (list, dict)) for x in data):
-        return data
-    if len(data) >= 16:
-        F = float_rows(data)
-        if F is not None and np.all(np.isfinite(F)):
-            return {"sha256-float64": hashlib.sha256(repr(F.shape).encode() + F.tobytes()).hexdigest()}
-        text = ratio_rows_text(data)
-        if text is not None:
-            return {"sha256": hashlib.sha256(text.encode()).hexdigest()}
-    return [_keyed_data(x) for x in data]
 
 
 def explain(obj: Certificate | dict[str, Any]) -> tuple[bool, str]:

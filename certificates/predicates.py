@@ -50,8 +50,7 @@ def _scalar(M: Any) -> Any:
     if n == 0 or Q.ncols() != n:
         return None
     eta = Q[0, 0]
-    D = core.diagonal_of(Q)
-    ok = Q == D and all(D[i, i] == eta for i in range(n))
+    ok = core.is_diagonal(Q) and all(Q[i, i] == eta for i in range(n))
     return eta if ok else None
 
 

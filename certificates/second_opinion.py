@@ -92,7 +92,7 @@ def _low_rank(Q: Any, F: np.ndarray) -> tuple[int, int, int] | None:
 def symmetric_inertia(M: Any) -> tuple[int, int, int] | None:
     r""":math:`(n_+,n_-,n_0)` of a symmetric rational matrix (any form :func:`~flowcert.certificates.core.qmat`
     takes) by the algorithms of the module docstring; None when undecided, empty or not symmetric."""
-    from .core import _floats, diagonal_of, qmat
+    from .core import _floats, is_diagonal, qmat
 
     Q = qmat(M)
     n = Q.nrows()
@@ -100,7 +100,7 @@ def symmetric_inertia(M: Any) -> tuple[int, int, int] | None:
         return None
     if n == 0:
         return None  # an empty matrix proves nothing about anything
-    if Q == diagonal_of(Q):  # diagonal: the signs are the inertia
+    if is_diagonal(Q):  # diagonal: the signs are the inertia
         d = [Q[i, i] for i in range(n)]
         return sum(x > 0 for x in d), sum(x < 0 for x in d), sum(x == 0 for x in d)
     if n <= DESCARTES_MAX:

@@ -30,7 +30,8 @@ from typing import Any
 
 import flint
 
-from .core import Encoded, _float_text, _ratio_text, encode, ratio_rows_text
+from .core import encode
+from .forms import Encoded, float_text, ratio_rows_text, ratio_text
 
 __all__ = ["SubjectError", "evaluate", "matches", "exact_value", "canonical", "subject_digest"]
 
@@ -227,7 +228,7 @@ def _entry_text(x: Any) -> str | None:
     """``str(fmpq(x))`` for an int, a finite float or a ``"p/q"``/``"n"`` text (None: another form)."""
     t = type(x)
     if t is float:
-        return _float_text(x) if isfinite(x) else None
+        return float_text(x) if isfinite(x) else None
     if t is int:
         return str(x)
     if t is not str:
@@ -239,7 +240,7 @@ def _entry_text(x: Any) -> str | None:
     if q == 0:
         return None
     g = gcd(p, q)
-    return _ratio_text(p // g, q // g)
+    return ratio_text(p // g, q // g)
 
 
 def _canonical_matrix(value: Any) -> list[list[str]] | None:
@@ -293,7 +294,7 @@ def _canonical_text(value: Any) -> str:
     """``json.dumps(canonical(value), sort_keys=True, separators=(",", ":"))``, memoised by content."""
     import json
 
-    from .core import content_memo
+    from .forms import content_memo
 
     def text() -> str:
         c = canonical(value)

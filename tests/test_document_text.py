@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flowcert import documents
-from flowcert.certificates import core, subjects
+from flowcert.certificates import core, forms, subjects
 
 _scalars = (st.none() | st.booleans() | st.integers(-10**30, 10**30)
             | st.floats(allow_nan=False, allow_infinity=False, width=64) | st.text(max_size=8))
@@ -48,7 +48,7 @@ def test_encode_of_a_large_float_matrix_is_the_exact_rationals_and_canonical(see
     F[0, 0] = 0.0
     want = [[str(flint.fmpq(*x.as_integer_ratio())) for x in row] for row in F.tolist()]
     got = core.encode(F)
-    assert got == want and isinstance(got, core.Encoded)
+    assert got == want and isinstance(got, forms.Encoded)
     again = core.encode(F.copy())
     again[0][0] = "1/3"  # a copy: the memo is not shared with callers
     assert core.encode(F) == want

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flowcert.certificates import core, exact, predicates, second_opinion
+from flowcert.certificates import core, exact, forms, predicates, second_opinion
 
 
 @pytest.mark.parametrize("n", [65, 100])
@@ -63,3 +63,33 @@ def test_numbers_fast_path_agrees_with_the_rule(value, numbers: bool) -> None:
     assert predicates._numbers(value) is numbers
     rule = all(predicates._numbers(x) for r in value for x in r)
     assert rule is numbers
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(-60, 60), st.integers(0, 4899), st.integers(1, 200))
+def test_float_image_is_the_floats_exactly_or_none(seed: int, scale: int, where: int, bits: int) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    F = np.ldexp(rng.normal(size=(70, 70)), scale)
+    Q = core.qmat(F)
+    assert np.array_equal(forms.float_image(Q), F)
+    # a perturbation no float holds (finer than every float of that size) leaves no float image
+    i, j = divmod(where, 70)
+    R = flint.fmpq_mat(Q)
+    R[i, j] = R[i, j] + flint.fmpq(1, 3 * 2**bits)
+    assert forms.float_image(R) is None
+    # a perturbation by a float-sized step is a float image again, of the perturbed floats
+    S = flint.fmpq_mat(Q)
+    S[i, j] = S[i, j] + flint.fmpq(1, 2)
+    G = forms.float_image(S)
+    if G is not None:
+        assert all(core.qmat(G)[r, c] == S[r, c] for r in range(70) for c in range(70))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(_entries, min_size=4, max_size=4), st.integers(0, 3))
+def test_is_diagonal_is_zero_off_the_diagonal(entries: list[Fraction], which: int) -> None:
+    Q = core.qmat([entries[:2], entries[2:]])
+    assert forms.is_diagonal(Q) is (entries[1] == 0 and entries[2] == 0)
+    assert not forms.is_diagonal(core.qmat([entries[:3]]))  # not square

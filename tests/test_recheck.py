@@ -249,6 +249,7 @@ def test_a_real_certificate_of_every_kind_rechecks_in_a_fresh_process(real, tmp_
     # nothing but the certificates package was loaded before the re-checks, and no solver after
     assert set(got["preloaded"]) <= {"flowcert", "flowcert.certificates", "flowcert.certificates.core",
                                      "flowcert.certificates.exact", "flowcert.certificates.kinds",
+                                     "flowcert.certificates.forms",
                                      "flowcert.certificates.rounding", "flowcert.certificates.documents",
                                      "flowcert.certificates.rationals", "flowcert.certificates.pivot"}
     assert got["listed"] == sorted(kinds.KINDS)

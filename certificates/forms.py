@@ -1,0 +1,178 @@
+r"""Exact forms of float data, found in one step: the texts, keys and images of large matrices.
+
+A float is a dyadic rational, :math:`x=m\,2^{e}` with an integer :math:`m`, so a matrix of floats is
+exactly a rational matrix :math:`N/2^k` (integer :math:`N`). Real heads give matrices of
+:math:`d^2=147{,}456` such entries (MiniLM, :math:`d=384`), read for dozens of hypotheses; this
+module gives each exact form of such a matrix without work per entry in the interpreter where
+C code can do it, and always the same value the general routines of
+:mod:`flowcert.certificates.core` give:
+
+* :func:`ratio_rows_text`: the JSON text of a matrix of ``"p/q"`` texts;
+* :func:`float_rows`: a list of float rows as an array (exactly those floats);
+* :func:`content_key` / :func:`content_memo`: a SHA-256 of a value's content (a matrix by its bytes
+  or texts), and a memo under it;
+* :func:`float_image`: the float matrix equal to an ``fmpq_mat``, if there is one
+  (:math:`Q=N/D` equals :math:`F` iff :math:`D=2^k` and :math:`2^kF=N`);
+* :func:`is_diagonal`, :func:`coprime_fraction`, :class:`Encoded`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+import flint
+import numpy as np
+
+#: a matrix of at least this many entries is "large": memoised by content, given a float image
+LARGE = 4096
+
+
+class Encoded(list):  # type: ignore[type-arg]
+    """Rows of ``"p/q"`` texts in lowest terms with ``q > 0``, as :func:`flowcert.certificates.core.encode`
+    writes them: their own canonical form (:func:`flowcert.certificates.subjects.canonical`), so a subject
+    digest of one is its JSON text, without parsing each entry again. JSON, equality and copies treat it
+    as a plain list."""
+
+
+_RATIO_BYTES = b"-0123456789/"
+
+
+def is_diagonal(Q: Any) -> bool:
+    """Whether the ``fmpq_mat`` ``Q`` is square and zero off its diagonal (exactly: its integer numerators)."""
+    return Q.nrows() == Q.ncols() and Q.numer_denom()[0].is_diagonal()
+
+
+def ratio_rows_text(value: Any) -> str | None:
+    """``json.dumps(value, separators=(",", ":"))`` of a matrix of ``"p/q"``-like texts (non-empty rows
+    of strings of digits, ``-`` and ``/``), joined without the encoder's work per entry; None for any
+    other value. Exact: the characters are checked, so no entry needs escaping or could hide a delimiter."""
+    if type(value) not in (list, Encoded) or not value or any(type(r) is not list or not r for r in value):
+        return None
+    try:
+        if "".join(["".join(r) for r in value]).encode("ascii").translate(None, _RATIO_BYTES):
+            return None  # a character other than digits, '-' and '/'
+    except (TypeError, UnicodeEncodeError):  # an entry that is not a string, or not ASCII
+        return None
+    return '[["' + '"],["'.join(['","'.join(r) for r in value]) + '"]]'
+
+
+def float_rows(value: Any) -> np.ndarray | None:
+    """A list of equal, non-empty rows of Python floats as a float64 array (exactly those floats), or
+    None for any other value (ints, strings, ragged rows: those take the JSON path)."""
+    if type(value) is not list or not value or any(type(r) is not list for r in value):
+        return None
+    n = len(value[0])
+    if n == 0 or any(len(r) != n for r in value):
+        return None
+    kinds: set[type] = set()
+    for r in value:
+        kinds.update(map(type, r))
+    if kinds != {float}:
+        return None
+    return np.array(value, dtype=np.float64)
+
+
+def content_key(value: Any) -> bytes:
+    """SHA-256 of a float array's shape and bytes, or of any other value's JSON text (TypeError or
+    ValueError for a value that is neither)."""
+    if isinstance(value, np.ndarray) and value.dtype == np.float64:
+        return hashlib.sha256(repr(value.shape).encode() + np.ascontiguousarray(value).tobytes()).digest()
+    F = float_rows(value)
+    if F is not None:  # not the key of the array itself: a list and an array are memoised apart
+        return hashlib.sha256(b"list" + repr(F.shape).encode() + F.tobytes()).digest()
+    text = ratio_rows_text(value)
+    if text is None:  # nested values: each large matrix in them by its own hash (keyed_data)
+        text = json.dumps(keyed_data(value), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).digest()
+
+
+def content_memo(memo: OrderedDict[bytes, Any], limit: int, value: Any, compute: Callable[[], Any]) -> Any:
+    """``compute()`` for ``value``, memoised in ``memo`` (the ``limit`` most recent) under the SHA-256 of
+    ``value``'s JSON text, or of a float array's bytes: a content key, so a value changed in place is
+    another key. A value that is neither (numpy scalars, Fractions) is computed every time."""
+    try:
+        key = content_key(value)
+    except (TypeError, ValueError):
+        return compute()
+    hit = memo.get(key)
+    if hit is None:
+        hit = memo[key] = compute()
+        while len(memo) > limit:
+            memo.popitem(last=False)
+    else:
+        memo.move_to_end(key)
+    return hit
+
+
+def coprime_fraction(p: int, q: int) -> Fraction:
+    """``Fraction(p, q)`` for ``p/q`` already in lowest terms with ``q > 0`` (an ``fmpq``), without the gcd."""
+    if _FROM_COPRIME is not None:
+        return _FROM_COPRIME(p, q)
+    return Fraction(p, q, _normalize=False)  # type: ignore[call-arg]  # Python 3.11
+
+
+_FROM_COPRIME = getattr(Fraction, "_from_coprime_ints", None)  # Python >= 3.12
+
+
+def ratio_text(p: int, q: int) -> str:
+    """The text ``str(fmpq)`` gives for ``p/q`` in lowest terms with ``q > 0``."""
+    return f"{p}/{q}" if q != 1 else str(p)
+
+
+def float_text(x: float) -> str:
+    return ratio_text(*x.as_integer_ratio())  # exact, lowest terms, q > 0
+
+
+def float_image(Q: Any) -> np.ndarray | None:
+    r"""The float64 matrix whose entries are exactly those of the large ``fmpq_mat`` ``Q`` (the exact
+    form of float data), or None when ``Q`` is small or some entry is no float.
+
+    Exact: with :math:`Q=N/D` (integer :math:`N`, common denominator :math:`D`), a float matrix
+    :math:`F` equals :math:`Q` iff :math:`D` is a power of two :math:`2^k` and :math:`2^kF=N` as integers
+    (scaling by :math:`2^k` is exact in floating point when nothing overflows)."""
+    if Q.nrows() * Q.ncols() < LARGE:
+        return None
+    for i in range(0, Q.nrows(), max(1, Q.nrows() // 8)):  # a quick look first: a product of floats fails here
+        x = Q[i, (7 * i) % Q.ncols()]
+        p, q = int(x.p), int(x.q)
+        if q & (q - 1) or (p and (abs(p) >> ((p & -p).bit_length() - 1)).bit_length() > 53):
+            return None  # a denominator that is no power of two, or more than 53 significant bits
+    N, D = Q.numer_denom()
+    d = int(D)
+    if d <= 0 or d & (d - 1):
+        return None  # a denominator that is no power of two: some entry is no float
+    try:
+        F = np.array([float(x) for x in Q.entries()], dtype=np.float64).reshape(Q.nrows(), Q.ncols())
+    except (OverflowError, ValueError):
+        return None
+    with np.errstate(over="ignore"):
+        G = np.ldexp(F, d.bit_length() - 1)  # inf when the range of F is too wide: then no image (a fallback)
+    if not (np.all(np.isfinite(F)) and np.all(np.isfinite(G)) and np.all(G == np.floor(G))):
+        return None
+    scaled = flint.fmpz_mat(Q.nrows(), Q.ncols(), [int(x) for x in G.ravel().tolist()])
+    return F if scaled == N else None
+
+
+def keyed_data(data: Any) -> Any:
+    """``data`` for a memo key: each large matrix in it (at any depth) stands as the SHA-256 of its finite
+    floats or of its ``"p/q"`` texts' JSON (:func:`ratio_rows_text`), without the encoder's work per
+    entry; every other value as it is."""
+    if isinstance(data, dict):
+        return {k: keyed_data(v) for k, v in data.items()}
+    if not isinstance(data, list) or not any(isinstance(x, (list, dict)) for x in data):
+        return data
+    if len(data) >= 16:
+        F = float_rows(data)
+        if F is not None and np.all(np.isfinite(F)):
+            return {"sha256-float64": hashlib.sha256(repr(F.shape).encode() + F.tobytes()).hexdigest()}
+        text = ratio_rows_text(data)
+        if text is not None:
+            return {"sha256": hashlib.sha256(text.encode()).hexdigest()}
+    return [keyed_data(x) for x in data]
+
+
