@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .errors import InputError
 
-__all__ = ["SimulateOptions", "System", "load_any"]
+__all__ = ["SimulateOptions", "System", "SystemBase", "load_any"]
 
 
 @dataclass(frozen=True)
@@ -77,12 +77,14 @@ class System(Protocol):
     def verify(self, p: Any, *, simulate: bool = False, seed: int | None = None,
                checks: frozenset[str] | None = None) -> dict[str, Any]:
         """The ``verify`` document of validated parameters ``p`` (``checks``: the cross-checks asked
-        for, names of :attr:`checks`; None: the default set)."""
+        for, names of :attr:`checks`; None: the default set), with theorem records
+        (:class:`SystemBase` derives it from :meth:`verify_run`)."""
         ...
 
     def verify_run(self, p: Any, *, simulate: bool = False, seed: int | None = None,
                    checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:
-        """``(verify document, the run behind its simulation or None)`` (the report plots the run)."""
+        """``(verify document, the run behind its simulation or None)`` (the report plots the run); the
+        document's ``theorems`` are the typed :class:`~flowcert.catalogue.TheoremResult` objects."""
         ...
 
     def simulate(self, p: Any, options: SimulateOptions) -> tuple[dict[str, Any], str]:
@@ -92,6 +94,24 @@ class System(Protocol):
     def codegen(self, backend: str, p: Any | None = None) -> str:
         """Source of the kernels generated from the symbolic model, for ``backend``."""
         ...
+
+
+class SystemBase:
+    """What every system shares: :meth:`verify` is :meth:`verify_run`'s document with its theorems
+    written as records (:func:`flowcert.documents.records`); ``verify_run`` is the system's own, and
+    returns the typed results (:class:`~flowcert.catalogue.TheoremResult`) that :func:`flowcert.verify`
+    keeps and :func:`flowcert.documents.plain` encodes at the edge."""
+
+    def verify(self, p: Any, *, simulate: bool = False, seed: int | None = None,
+               checks: frozenset[str] | None = None) -> dict[str, Any]:
+        """The ``verify`` document of validated parameters ``p``, with theorem records."""
+        from .documents import records
+
+        return records(self.verify_run(p, simulate=simulate, seed=seed, checks=checks)[0])
+
+    def verify_run(self, p: Any, *, simulate: bool = False, seed: int | None = None,
+                   checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:
+        raise NotImplementedError
 
 
 def _intake(value: Any, key: str) -> Any:

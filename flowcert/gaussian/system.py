@@ -16,13 +16,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError
-from ..system import SimulateOptions, load_any
+from ..system import SimulateOptions, SystemBase, load_any
 from .params import GaussianParams, load_gaussian, parse_gaussian
 
 __all__ = ["SYSTEM", "GaussianSystem"]
 
 
-class GaussianSystem:
+class GaussianSystem(SystemBase):
     """The mean-field Gaussian transformer, eq. (7) (see :class:`flowcert.system.System`)."""
 
     name = "gaussian"
@@ -49,14 +49,24 @@ class GaussianSystem:
             raise InputError(f"--params: {problem}")
         return p
 
-    def verify(self, p: GaussianParams, *, simulate: bool = False, seed: int | None = None,
-               checks: frozenset[str] | None = None) -> dict[str, Any]:
-        """The ``verify gaussian`` document (:func:`flowcert.gaussian.catalogue.verify`)."""
-        return self.verify_run(p, simulate=simulate, seed=seed, checks=checks)[0]
+    @staticmethod
+    def summary_lines(doc: dict[str, Any]) -> list[str]:
+        """The text lines of this system's own parts of a ``verify`` document (after the theorems):
+        the Table 1 regime and the run of eq. (7)."""
+        lines = []
+        if "regime" in doc:
+            r = doc["regime"]
+            lines.append(f"regime: Sigma {r['Sigma']}, mu {r['mu']} (basis: {r['basis']})")
+        if "simulation" in doc:
+            s = doc["simulation"]
+            lines.append(f"simulation: {s['skipped']}" if s.get("skipped") else
+                         f"simulation: t_end {s['t_end']:.4g}, blow-up {s['blowup_time']}, agrees {s['agrees']}")
+        return lines
 
     def verify_run(self, p: GaussianParams, *, simulate: bool = False, seed: int | None = None,
                    checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:
-        """The document and the run of eq. (7) behind it (None when the size limit skipped it)."""
+        """The ``verify gaussian`` document (typed theorems) and the run of eq. (7) behind it (None when
+        the size limit skipped it): :func:`flowcert.gaussian.catalogue.verify_run`."""
         from .catalogue import verify_run
 
         return verify_run(p, simulate=simulate, seed=seed or 0, checks=checks)

@@ -17,13 +17,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError
-from ..system import SimulateOptions, load_any
+from ..system import SimulateOptions, SystemBase, load_any
 from .params import RNNParams, load_rnn, parse_rnn
 
 __all__ = ["SYSTEM", "RNNSystem"]
 
 
-class RNNSystem:
+class RNNSystem(SystemBase):
     """Gradient descent on a recurrent model, through the KPFlow operators (see :class:`flowcert.system.System`)."""
 
     name = "rnn"
@@ -56,23 +56,23 @@ class RNNSystem:
 
     def verify(self, p: Any, *, simulate: bool = False, seed: int | None = None,
                checks: frozenset[str] | None = None, mode: str = "stored", **consensus: Any) -> dict[str, Any]:
-        """The ``kpflow analyze`` document (``mode``: store the Jacobians or recompute them;
-        ``consensus``, ``probes``, ``consensus_op``: the consensus spectrum of :func:`~flowcert.rnn.analyze.analyze`)."""
+        """The ``kpflow analyze`` document, with theorem records (``mode``: store the Jacobians or
+        recompute them; ``consensus``, ``probes``, ``consensus_op``: the consensus spectrum of
+        :func:`~flowcert.rnn.analyze.analyze`)."""
+        from ..documents import records
+
+        return records(self.verify_run(p, seed=seed, mode=mode, **consensus)[0])
+
+    def verify_run(self, p: Any, *, simulate: bool = False, seed: int | None = None,
+                   checks: frozenset[str] | None = None, mode: str = "stored", **consensus: Any) -> tuple[dict[str, Any], Any]:
+        """The document (typed theorems), and for a user's cell its trajectory (a parameter file's
+        identities are its run)."""
         from .analyze import analyze
         from .cell import CellParams, verify_cell
 
         if isinstance(p, CellParams):
-            return verify_cell(p, seed=seed or 0, mode=mode, **consensus)[0]
-        return analyze(p, mode=mode, **consensus)
-
-    def verify_run(self, p: Any, *, simulate: bool = False, seed: int | None = None,
-                   checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:
-        """The document, and for a user's cell its trajectory (a parameter file's identities are its run)."""
-        from .cell import CellParams, verify_cell
-
-        if isinstance(p, CellParams):
-            return verify_cell(p, seed=seed or 0)
-        return self.verify(p), None
+            return verify_cell(p, seed=seed or 0, mode=mode, **consensus)
+        return analyze(p, mode=mode, typed=True, **consensus), None
 
     def simulate(self, p: RNNParams, options: SimulateOptions) -> tuple[dict[str, Any], str]:
         """Not a command of this system."""
