@@ -60,8 +60,17 @@ class System(Protocol):
 
     Notes
     -----
-    A system also has the method of each optional command its registry line lists:
-    ``equilibria(p, cap=None)`` (``equilibria``) and ``reach(params, target, T, out)`` (``reach``).
+    The optional capabilities are declared on the system's registry line (:data:`flowcert.systems.REGISTRY`)
+    and found from it (:func:`flowcert.systems.capability`); a system has the method of each one it
+    declares, and no stub for the others:
+
+    * ``simulate(p, options: SimulateOptions) -> (document, text)``;
+    * ``codegen(backend, p=None) -> str``: source of the kernels generated from the symbolic model;
+    * ``equilibria(p, cap=None, *, file=None) -> document``;
+    * ``reach(params, target, T, out) -> document``;
+    * ``design(spec) -> (document, text)``: an inverse design from a specification file;
+    * ``export(checkpoint, layer, head) -> mapping``: a pretrained head as this system's parameters;
+    * ``kpflow(p, *, mode, consensus, probes, consensus_op) -> document``.
     """
 
     name: str
@@ -85,14 +94,6 @@ class System(Protocol):
                    checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:
         """``(verify document, the run behind its simulation or None)`` (the report plots the run); the
         document's ``theorems`` are the typed :class:`~flowcert.catalogue.TheoremResult` objects."""
-        ...
-
-    def simulate(self, p: Any, options: SimulateOptions) -> tuple[dict[str, Any], str]:
-        """``simulate`` document and text summary (systems without a simulation raise InputError)."""
-        ...
-
-    def codegen(self, backend: str, p: Any | None = None) -> str:
-        """Source of the kernels generated from the symbolic model, for ``backend``."""
         ...
 
 

@@ -63,11 +63,27 @@ class AttentionSystem(SystemBase):
         doc = verify_results(p, simulate=simulate, seed=seed, checks=checks)
         return doc, doc.get("simulation")
 
-    def equilibria(self, p: AttentionParams, cap: int | None = None) -> dict[str, Any]:
-        """The ``equilibria attention`` document (:func:`flowcert.attention.equilibria`)."""
+    def equilibria(self, p: AttentionParams, cap: int | None = None, *, file: Any = None) -> dict[str, Any]:
+        """The ``equilibria attention`` document (:func:`flowcert.attention.equilibria`), after the
+        ``equilibria:*`` limits (``file``: the parameter file their messages name)."""
+        from ..limits import check_limit
         from . import equilibria
+        from .enumeration import DEFAULT_CAP
 
+        check_limit("equilibria:n", p.n, "n", file=file)
+        if cap is not None:
+            check_limit("equilibria:cap", cap, "--cap")
+        size = DEFAULT_CAP if cap is None else cap
+        check_limit("equilibria:cap*n*d", size * p.n * p.d, "--cap", file=file,
+                    what=f"cap * n * d ({size} * {p.n} * {p.d}), the size of the listing")
         return equilibria(p, cap=cap)
+
+    def export(self, checkpoint: Any, layer: int, head: int | None = None) -> dict[str, Any]:
+        """``pretrained export --system attention``: the heads of ``layer`` (or one) as an attention
+        parameter mapping (:func:`flowcert.pretrained.heads.attention_params`)."""
+        from ..pretrained.heads import attention_params
+
+        return attention_params(checkpoint, layer, head)
 
     def simulate(self, p: AttentionParams, options: SimulateOptions) -> tuple[dict[str, Any], str]:
         """``simulate attention``: one run from ``X0``, or ``--samples`` runs with basin statistics."""
