@@ -22,11 +22,11 @@ from . import __version__
 from .documents import emit as _emit
 from .documents import finite as _finite  # noqa: F401  (kept for callers of the former private names)
 from .documents import json_default as _json_default  # noqa: F401
-from .documents import document, verify_document
+from .documents import verify_document
 from .documents import verify_summary as _summary
 from .errors import EXIT_IO, InputError, OutputError, ParamError
 from .options import device_arg, one_line, positive_int_arg, seed_arg
-from .systems import get_system, names
+from .systems import capability, get_system, names
 
 #: Systems with a simulation (the choices of ``simulate``, ``codegen`` and ``reach``), from the registry.
 SYSTEMS = names("simulate")
@@ -100,28 +100,19 @@ def cmd_simulate(args: argparse.Namespace) -> None:
 
         plot = simulation_plotter(args.system, args.plot)
     system = get_system(args.system)
+    simulate = capability(args.system, "simulate")
     p = system.load(args.params, command="simulate")
     t_end = p.t_end if args.t_end is None else args.t_end
     if not (t_end > 0 and np.isfinite(t_end)):
         raise InputError(f"--t-end: must be a positive finite number, got {t_end}")
-    doc, summary = system.simulate(p, SimulateOptions(t_end=t_end, samples=args.samples, device=args.device,
+    doc, summary = simulate(p, SimulateOptions(t_end=t_end, samples=args.samples, device=args.device,
                                                       seed=args.seed, plot=plot))
     _emit(doc, args.json, summary)
 
 
 def cmd_equilibria(args: argparse.Namespace) -> None:
-    from .limits import check_limit
-
-    p = _load(args.system, args.params)
-    check_limit("equilibria:n", p.n, "n", file=args.params)
-    if args.cap is not None:
-        check_limit("equilibria:cap", args.cap, "--cap")
-    from .attention.enumeration import DEFAULT_CAP
-
-    cap = DEFAULT_CAP if args.cap is None else args.cap
-    check_limit("equilibria:cap*n*d", cap * p.n * p.d, "--cap", file=args.params,
-                what=f"cap * n * d ({cap} * {p.n} * {p.d}), the size of the listing")
-    doc = get_system(args.system).equilibria(p, cap=args.cap)
+    equilibria = capability(args.system, "equilibria")
+    doc = equilibria(_load(args.system, args.params), cap=args.cap, file=args.params)
     lines = [f"{len(doc['equilibria'])} equilibria; skipped: {doc['skipped']}"]
     for e in doc["equilibria"]:
         lines.append(f"  {'/'.join(e['class']):<22} k={e['eigvec_index']}  stable={e['stable']}  {e.get('label', '')}")
@@ -132,8 +123,7 @@ def cmd_codegen(args: argparse.Namespace) -> None:
     from .outputs import check_file, write_text
 
     out = check_file("--out", args.out) if args.out else None
-    system = get_system(args.system)
-    source = system.codegen(args.backend, args.params)
+    source = capability(args.system, "codegen")(args.backend, args.params)
     if out is not None:
         write_text("--out", out, source)
         sys.stdout.write(f"wrote {out}\n")
@@ -142,11 +132,8 @@ def cmd_codegen(args: argparse.Namespace) -> None:
 
 
 def cmd_reach(args: argparse.Namespace) -> None:
-    from .systems import serves
-
-    if not serves(args.system, "reach"):
-        raise InputError(f"system '{args.system}' has no reachability construction")
-    doc = get_system(args.system).reach(args.params, args.target, args.T, args.out)
+    reach = capability(args.system, "reach", f"system '{args.system}' has no reachability construction")
+    doc = reach(args.params, args.target, args.T, args.out)
     err = doc["terminal_error"]
     summary = (f"Theorem 3.3 controls over [0, {args.T}] (rank {doc['rank']}): terminal error "
                f"mu {err['mu']}, Sigma {err['Sigma']} (relative {err['Sigma_relative']})\n")
@@ -163,41 +150,10 @@ def cmd_pretrained(args: argparse.Namespace) -> int | None:
 
 
 def cmd_design(args: argparse.Namespace) -> None:
-    """``flowcert design gaussian --spec FILE``: Lemma 4.4's inverse design (A from Sigma_inf, K, V, B)."""
-    import numpy as np
-
-    from .arrays import as_matrix
-    from .files import load_file
-    from .gaussian.regime import lemma_4_4_design
-    from .limits import check_limit
-    from .schema import check_magnitude
-
-    keys = ("Sigma_inf", "K", "V", "B")
-    raw = load_file(args.spec)
-    unknown = [k for k in raw if k not in keys]
-    if unknown:
-        raise ParamError(str(unknown[0]), f"unknown key {str(unknown[0])!r} (allowed: {', '.join(keys)})",
-                         file=args.spec, names_key=True)
-    missing = [k for k in keys if k not in raw]
-    if missing:
-        raise ParamError(missing[0], f"missing required key(s) {missing}", file=args.spec, names_key=True)
-    try:
-        mats = []
-        for k in keys:
-            m = np.asarray(as_matrix(raw[k], k, (None, None) if not mats else mats[0].shape), dtype=float)
-            if k == "Sigma_inf":
-                if m.shape[0] != m.shape[1]:
-                    raise ParamError(k, f"expected a square d x d matrix, got shape {m.shape}")
-                check_limit("design:d", m.shape[0], k)
-            check_magnitude(m, k)
-            mats.append(m)
-        doc = document(args.system, {k: m.tolist() for k, m in zip(keys, mats)}, **lemma_4_4_design(*mats))
-    except ParamError as err:
-        raise err.with_file(args.spec) from None
-    except (ValueError, TypeError) as exc:
-        raise InputError(f"{args.spec}: {exc}") from None
-    _emit(doc, args.json, f"A =\n{np.array2string(np.array(doc['A']), precision=12)}\n"
-                          f"(18) residual exactly zero: {doc['residual_is_zero']}\n")
+    """``flowcert design SYSTEM --spec FILE``: the system's inverse design (gaussian: Lemma 4.4, A from
+    Sigma_inf, K, V, B)."""
+    doc, summary = capability(args.system, "design")(args.spec)
+    _emit(doc, args.json, summary)
 
 
 def cmd_report(args: argparse.Namespace) -> None:
@@ -229,9 +185,8 @@ def cmd_kpflow(args: argparse.Namespace) -> None:
             raise InputError(f"--consensus: {err}") from None
     if args.probes < 2:
         raise InputError(f"--probes: must be at least 2, got {args.probes}")
-    rnn = get_system("rnn")
-    doc = rnn.verify(rnn.load(args.params), mode=args.mode, consensus=args.consensus, probes=args.probes,
-                     consensus_op=args.consensus_op)
+    doc = capability("rnn", "kpflow")(get_system("rnn").load(args.params), mode=args.mode, consensus=args.consensus,
+                                      probes=args.probes, consensus_op=args.consensus_op)
     ident, ranks = doc["identities"], doc["effective_rank"]
     lines = [f"flowcert {doc['flowcert']} — kpflow analyze ({doc['params']['cell']})"]
     for r in ident["prop1"]["fd"]:
@@ -361,7 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     gra.set_defaults(func=cmd_graph)
 
     gen = sub.add_parser("codegen", help="print kernels generated from the symbolic model")
-    gen.add_argument("system", choices=SYSTEMS)
+    gen.add_argument("system", choices=names("codegen"))
     gen.add_argument("--backend", choices=("numpy", "torch", "c"), required=True)
     gen.add_argument("--out", default=None, help="write the source here instead of stdout")
     gen.add_argument("--params", default=None, help="attention: take the kernel structure from this file")

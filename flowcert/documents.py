@@ -15,7 +15,7 @@ import math
 import sys
 from typing import Any
 
-__all__ = ["document", "emit", "finite", "json_default", "plain", "verify_document", "verify_summary"]
+__all__ = ["document", "emit", "finite", "json_default", "plain", "records", "verify_document", "verify_summary"]
 
 
 def document(system: str, params: Any, **rest: Any) -> dict[str, Any]:
@@ -38,14 +38,27 @@ def finite(obj: Any) -> Any:
 
 
 def json_default(obj: Any) -> Any:
-    """``json.dumps`` fallback: numpy scalars and arrays as Python numbers and nested lists."""
+    """``json.dumps`` fallback: numpy scalars and arrays as Python numbers and nested lists, and a typed
+    part of a document (a :class:`~flowcert.catalogue.TheoremResult`, a result object: anything with
+    ``to_json()``) as its record."""
     import numpy as np
 
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, np.ndarray):
         return obj.tolist()
+    to_json = getattr(obj, "to_json", None)
+    if callable(to_json):
+        return to_json()
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def records(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with its typed parts written as their records (``theorems``: the
+    :class:`~flowcert.catalogue.TheoremResult` objects the systems return, as theorem records);
+    numpy values are kept (:func:`plain` converts them). What the systems' ``verify`` returns."""
+    return {k: [t.to_json() if callable(getattr(t, "to_json", None)) else t for t in v] if k == "theorems" else v
+            for k, v in doc.items()}
 
 
 def plain(doc: dict[str, Any]) -> dict[str, Any]:
@@ -125,21 +138,21 @@ def emit(doc: dict[str, Any], as_json: bool, summary: str) -> None:
 
 
 def verify_summary(doc: dict[str, Any]) -> str:
-    """The human-readable lines of a ``verify`` document (without ``--json``)."""
+    """The human-readable lines of a ``verify`` document (without ``--json``): one line per theorem and
+    its hypotheses, then the lines of the system's own parts (its ``summary_lines(doc)``, where the
+    system has one: gaussian the regime, gaussian and attention the simulation). ``doc`` may hold typed
+    theorems (as the systems return them) or theorem records."""
+    from .systems import REGISTRY, get_system
+
+    doc = records(doc)
     lines = [f"flowcert {doc['flowcert']} — verify {doc['system']}"]
     for th in doc["theorems"]:
         lines.append(f"{th['id']:<24} applies={th['applies']!s:<5} cross_check={th['cross_check']['status']}")
         for h in th["hypotheses"]:
             lines.append(f"    {h['status']:<8} {h['name']}  ({h['method']})")
-    if "regime" in doc:
-        r = doc["regime"]
-        lines.append(f"regime: Sigma {r['Sigma']}, mu {r['mu']} (basis: {r['basis']})")
-    if "simulation" in doc:
-        s = doc["simulation"]
-        if s.get("skipped"):
-            lines.append(f"simulation: {s['skipped']}")
-        else:
-            lines.append(f"simulation: t_end {s['t_end']:.4g}, blow-up {s['blowup_time']}, agrees {s['agrees']}")
+    own = getattr(get_system(doc["system"]), "summary_lines", None) if doc["system"] in REGISTRY else None
+    if own is not None:
+        lines += own(doc)
     return "\n".join(lines) + "\n"
 
 
@@ -159,8 +172,9 @@ def verify_document(system: str, path: Any, *, simulate: bool = False, seed: int
     Returns
     -------
     dict
-        The document (numpy values not yet converted: see :func:`plain`); a file or mapping that
-        carries ``provenance`` (an exported head) gives the document the same top-level ``provenance``.
+        The document with theorem records (:func:`records` of the system's ``verify_run``; numpy values
+        not yet converted: see :func:`plain`); a file or mapping that carries ``provenance`` (an
+        exported head) gives the document the same top-level ``provenance``.
     """
     import os
     from collections.abc import Mapping
@@ -182,8 +196,7 @@ def verify_document(system: str, path: Any, *, simulate: bool = False, seed: int
     from .numeric.integration import command_budget
 
     with command_budget(VERIFY_SECONDS, f"verify {system}"):  # every budgeted stage and run shares it
-        doc = (sysobj.verify(p, simulate=simulate, seed=seed) if checks is None
-               else sysobj.verify(p, simulate=True, seed=seed, checks=checks))
+        doc = records(sysobj.verify_run(p, simulate=simulate or checks is not None, seed=seed, checks=checks)[0])
     if isinstance(raw, Mapping) and raw.get(PROVENANCE_KEY) is not None:
         from .pretrained.provenance import check_provenance
 

@@ -17,8 +17,9 @@ accepts them in any entry, ``unknown`` and without a certificate only.
 
 **Cross-checks asked for.** ``simulate=False`` runs no simulation at all; ``simulate=True`` runs a
 system's default set of cross-checks and ``checks=[...]`` exactly the ones named (``System.checks``).
-:func:`asked` sets them for one evaluation; an entry asks :func:`wants` before it simulates and
-otherwise reports :func:`not_requested`.
+:func:`chosen` computes them from ``simulate``/``checks``, :func:`asked` sets them for one evaluation
+(a context variable, so nested catalogues see the same set); an entry asks :func:`wants` before it
+simulates and otherwise reports :func:`not_requested`. Every system's catalogue uses this one ``wants``.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ from .certificates.core import HypothesisResult
 from .limits import STAGE_SECONDS, stage_skip_reason
 from .numeric.integration import BudgetExceeded, stage_budget
 
-__all__ = ["ENGINE_HYPOTHESES", "ENTRY_SECONDS", "asked", "error_text", "evaluate", "not_requested", "undecided",
-           "wants"]
+__all__ = ["ENGINE_HYPOTHESES", "ENTRY_SECONDS", "asked", "chosen", "error_text", "evaluate", "not_requested",
+           "undecided", "wants"]
 
 #: CPU-time budget of one catalogue entry (seconds).
 ENTRY_SECONDS = STAGE_SECONDS
@@ -84,6 +85,14 @@ def asked(checks: frozenset[str]) -> Iterator[None]:
         yield
     finally:
         _CHECKS.reset(token)
+
+
+def chosen(simulate: bool, checks: frozenset[str] | None, default: frozenset[str] | set[str] | dict) -> frozenset[str]:
+    """The cross-checks of one evaluation: none without ``simulate``; else ``checks``, or ``default``
+    (a system's set of ``simulate=True``) when ``checks`` is None."""
+    if not simulate:
+        return frozenset()
+    return frozenset(checks) if checks is not None else frozenset(default)
 
 
 def wants(check: str) -> bool:

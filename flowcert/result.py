@@ -24,8 +24,11 @@ when the hypothesis holds*, *negative when it fails*, its size the slack; some e
 report the raw quantity (for example the smallest eigenvalue of a matrix that must be negative):
 read ``method`` for what was measured. The engine of issue #34 fixes the sign per hypothesis.
 
-The constructors: :meth:`Result.from_document` builds every object from a ``verify`` document (what
-the systems return today); the dataclasses can also be built directly, field by field.
+The constructors: :meth:`Result.from_document` takes the document of a system's ``verify_run``, whose
+theorems are the engine's typed records (:class:`flowcert.catalogue.TheoremResult`), and makes each
+object from the engine's object (:meth:`Theorem.of`, :meth:`Hypothesis.of`, :meth:`Certificate.of`);
+JSON is written only at the edge, by the engine's writer. A saved document (JSON records) is read with
+the ``from_json`` constructors; the dataclasses can also be built directly, field by field.
 
 Dict access (``result["theorems"]``, ``result.get("regime")``) keeps working for one release for code
 written against the former dict results of ``flowcert.gaussian.verify``, ``flowcert.attention.verify``
@@ -43,6 +46,8 @@ from types import MappingProxyType
 from typing import Any
 
 import numpy as np
+
+from .papers import PAPERS, Paper
 
 __all__ = ["Applies", "CheckStatus", "Certificate", "CrossCheck", "Hypothesis", "PAPERS", "Paper", "Result",
            "Simulation", "Status", "Theorem", "Verdict"]
@@ -123,48 +128,6 @@ class Verdict(_Word):
     DISAGREES = "disagrees"
 
 
-@dataclass(frozen=True)
-class Paper:
-    """A source paper of the catalogue.
-
-    Attributes
-    ----------
-    key : str
-        The catalogue's paper key, the prefix of theorem ids (``gaussian``, ``multistability``,
-        ``kpflow``, ``consensus``).
-    title, authors : str
-    arxiv : str
-        The arXiv identifier (``2606.07600``).
-    file : str
-        The text of the paper in the project's paper folder (the document's ``source.file``).
-    """
-
-    key: str
-    title: str
-    authors: str
-    arxiv: str
-    file: str
-
-    @property
-    def url(self) -> str:
-        """The paper's arXiv abstract page."""
-        return f"https://arxiv.org/abs/{self.arxiv}"
-
-
-#: The four papers, by key (titles and identifiers from the papers and their notes).
-PAPERS: Mapping[str, Paper] = MappingProxyType({p.key: p for p in (
-    Paper("gaussian", "Reachability and asymptotics of Gaussian Transformer dynamics",
-          "A. Alcalde, Z. Ji, E. Zuazua", "2606.07600", "000_c5dbab8f62abe14d.txt"),
-    Paper("multistability", "Multistability of Self-Attention Dynamics in Transformers",
-          "C. Altafini", "2511.11553", "001_206237fe670cef43.txt"),
-    Paper("kpflow", "KPFlow: An Operator Perspective on Dynamic Collapse Under Gradient Descent Training of "
-          "Recurrent Networks", "J. Hazelden, L. Driscoll, E. Shlizerman, E. Shea-Brown", "2507.06381",
-          "002_920a650c5f3b6f50.txt"),
-    Paper("consensus", "The asymptotic behavior of attention in transformers",
-          "Á. Rodríguez Abella, J.P. Silvestre, P. Tabuada", "2412.02682", "003_951a97dfacf88740.txt"),
-)})
-
-
 def _ordered(parts: Mapping[str, Any], order: tuple[str, ...], extra: Mapping[str, Any] = MappingProxyType({})) -> dict[str, Any]:
     """The keys of ``order`` (the record's own keys, in its order) from ``parts`` and ``extra``, then
     any key of ``extra`` that ``order`` lacks (a record built field by field)."""
@@ -204,8 +167,18 @@ class Certificate:
     _order: tuple[str, ...] = field(default=("kind", "claim", "checker", "data"), repr=False, compare=False)
 
     @classmethod
+    def of(cls, cert: Any, whole: bool = False) -> Certificate:
+        """From the engine's certificate (:class:`flowcert.certificates.core.Certificate`): ``data`` as the
+        document writes it (a field named in ``subject`` is the subject, not copied; ``whole``: kept,
+        :func:`flowcert.catalogue.whole_data`), ``subject`` and ``digest`` in :attr:`extra`."""
+        subject = cert.subject
+        data = cert.data if whole or subject is None else {k: v for k, v in cert.data.items() if k not in subject}
+        extra = {} if subject is None else {"subject": dict(subject), **({} if cert.digest is None else {"digest": cert.digest})}
+        return cls(cert.kind, cert.claim, cert.checker, data, extra)
+
+    @classmethod
     def from_json(cls, rec: Mapping[str, Any]) -> Certificate:
-        """From a certificate record of the document."""
+        """From a certificate record of a saved document."""
         extra, order = _split(rec, ("kind", "claim", "checker", "data"))
         return cls(rec.get("kind", ""), rec.get("claim", ""), rec.get("checker", ""), rec.get("data", {}), extra, order)
 
@@ -255,8 +228,16 @@ class Hypothesis:
                                     repr=False, compare=False)
 
     @classmethod
+    def of(cls, h: Any) -> Hypothesis:
+        """From the engine's verdict (:class:`flowcert.certificates.core.HypothesisResult`)."""
+        from .catalogue import whole_data
+
+        cert = None if h.certificate is None else Certificate.of(h.certificate, whole_data(h))
+        return cls(h.name, Status(h.status), h.margin, h.method, cert, h.detail)
+
+    @classmethod
     def from_json(cls, rec: Mapping[str, Any]) -> Hypothesis:
-        """From a hypothesis record of the document."""
+        """From a hypothesis record of a saved document."""
         extra, order = _split(rec, ("name", "status", "margin", "method", "certificate", "detail"))
         cert = rec.get("certificate")
         return cls(rec.get("name", ""), Status(rec.get("status", "unknown")), rec.get("margin"), rec.get("method", ""),
@@ -278,7 +259,13 @@ class CrossCheck:
     details: Any = None
 
     @classmethod
+    def of(cls, check: Any) -> CrossCheck:
+        """From the engine's cross-check (:class:`flowcert.catalogue.CrossCheck`)."""
+        return cls(CheckStatus(check.status), check.details)
+
+    @classmethod
     def from_json(cls, rec: Mapping[str, Any] | None) -> CrossCheck:
+        """From a cross-check record of a saved document."""
         rec = rec or {}
         return cls(CheckStatus(rec.get("status", "skipped")), rec.get("details"))
 
@@ -330,10 +317,21 @@ class Theorem:
     extra: Mapping[str, Any] = field(default_factory=dict, repr=False)
     _source: Any = field(default=None, repr=False, compare=False)
     _order: tuple[str, ...] = field(default=_THEOREM_KEYS, repr=False, compare=False)
+    _result: Any = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, result: Any) -> Theorem:
+        """From the engine's record (:class:`flowcert.catalogue.TheoremResult`), attribute by attribute;
+        :meth:`to_json` is then the engine's own writer (:meth:`TheoremResult.to_json`)."""
+        from .graph import rests_on
+
+        return cls(result.id, PAPERS.get(result.id.split(":")[0]), result.label, result.statement, result.correction,
+                   Applies.from_json(result.applies), tuple(Hypothesis.of(h) for h in result.hypotheses),
+                   result.prediction, CrossCheck.of(result.cross_check), rests_on(result.id), _result=result)
 
     @classmethod
     def from_json(cls, rec: Mapping[str, Any]) -> Theorem:
-        """From a theorem record of the document."""
+        """From a theorem record of a saved document."""
         extra, order = _split(rec, _THEOREM_KEYS)
         source = rec.get("source")
         label = source.get("label", "") if isinstance(source, Mapping) else ""
@@ -376,7 +374,9 @@ class Theorem:
         return self.to_json()
 
     def to_json(self) -> dict[str, Any]:
-        """The theorem record of the document."""
+        """The theorem record of the document (the engine's writer for a theorem built by :meth:`of`)."""
+        if self._result is not None:
+            return self._result.to_json()
         return _ordered({"id": self.id, "source": self.source, "statement": self.statement,
                          "correction": self.correction, "applies": self.applies.json,
                          "hypotheses": [h.to_json() for h in self.hypotheses], "prediction": self.prediction,
@@ -470,6 +470,14 @@ class Simulation:
         return self.record.get(key, default)
 
 
+def _theorem(t: Any) -> Theorem:
+    """A theorem of a document: the engine's record (:meth:`Theorem.of`), a saved record
+    (:meth:`Theorem.from_json`), or already a :class:`Theorem`."""
+    if isinstance(t, Theorem):
+        return t
+    return Theorem.from_json(t) if isinstance(t, Mapping) else Theorem.of(t)
+
+
 def _deprecated(what: str, use: str) -> None:
     warnings.warn(f"{what}: dict access to flowcert results is deprecated and goes in the next release; "
                   f"use {use}", DeprecationWarning, stacklevel=3)
@@ -525,7 +533,12 @@ class Result:
 
     @classmethod
     def from_document(cls, document: Mapping[str, Any], params: Any = None, run: Any = None) -> Result:
-        """Build the typed result from a ``verify`` document (as the systems return it today).
+        """The typed result of a ``verify`` document.
+
+        The systems' documents (:meth:`flowcert.system.System.verify_run`) hold the engine's typed
+        records (:class:`flowcert.catalogue.TheoremResult`): each :class:`Theorem` is made from its
+        record's attributes (:meth:`Theorem.of`), never from JSON. A saved document's theorem records
+        (JSON) are read with :meth:`Theorem.from_json`.
 
         Parameters
         ----------
@@ -540,7 +553,7 @@ class Result:
         sim = document.get("simulation")
         return cls(
             system=str(document.get("system", "")),
-            theorems=MappingProxyType({t["id"]: Theorem.from_json(t) for t in document.get("theorems", [])}),
+            theorems=MappingProxyType({t.id: t for t in map(_theorem, document.get("theorems", []))}),
             params=params,
             params_json=document.get("params", {}),
             regime=document.get("regime"),

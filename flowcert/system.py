@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .errors import InputError
 
-__all__ = ["SimulateOptions", "System", "load_any"]
+__all__ = ["SimulateOptions", "System", "SystemBase", "load_any"]
 
 
 @dataclass(frozen=True)
@@ -60,8 +60,17 @@ class System(Protocol):
 
     Notes
     -----
-    A system also has the method of each optional command its registry line lists:
-    ``equilibria(p, cap=None)`` (``equilibria``) and ``reach(params, target, T, out)`` (``reach``).
+    The optional capabilities are declared on the system's registry line (:data:`flowcert.systems.REGISTRY`)
+    and found from it (:func:`flowcert.systems.capability`); a system has the method of each one it
+    declares, and no stub for the others:
+
+    * ``simulate(p, options: SimulateOptions) -> (document, text)``;
+    * ``codegen(backend, p=None) -> str``: source of the kernels generated from the symbolic model;
+    * ``equilibria(p, cap=None, *, file=None) -> document``;
+    * ``reach(params, target, T, out) -> document``;
+    * ``design(spec) -> (document, text)``: an inverse design from a specification file;
+    * ``export(checkpoint, layer, head) -> mapping``: a pretrained head as this system's parameters;
+    * ``kpflow(p, *, mode, consensus, probes, consensus_op) -> document``.
     """
 
     name: str
@@ -77,21 +86,33 @@ class System(Protocol):
     def verify(self, p: Any, *, simulate: bool = False, seed: int | None = None,
                checks: frozenset[str] | None = None) -> dict[str, Any]:
         """The ``verify`` document of validated parameters ``p`` (``checks``: the cross-checks asked
-        for, names of :attr:`checks`; None: the default set)."""
+        for, names of :attr:`checks`; None: the default set), with theorem records
+        (:class:`SystemBase` derives it from :meth:`verify_run`)."""
         ...
 
     def verify_run(self, p: Any, *, simulate: bool = False, seed: int | None = None,
                    checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:
-        """``(verify document, the run behind its simulation or None)`` (the report plots the run)."""
+        """``(verify document, the run behind its simulation or None)`` (the report plots the run); the
+        document's ``theorems`` are the typed :class:`~flowcert.catalogue.TheoremResult` objects."""
         ...
 
-    def simulate(self, p: Any, options: SimulateOptions) -> tuple[dict[str, Any], str]:
-        """``simulate`` document and text summary (systems without a simulation raise InputError)."""
-        ...
 
-    def codegen(self, backend: str, p: Any | None = None) -> str:
-        """Source of the kernels generated from the symbolic model, for ``backend``."""
-        ...
+class SystemBase:
+    """What every system shares: :meth:`verify` is :meth:`verify_run`'s document with its theorems
+    written as records (:func:`flowcert.documents.records`); ``verify_run`` is the system's own, and
+    returns the typed results (:class:`~flowcert.catalogue.TheoremResult`) that :func:`flowcert.verify`
+    keeps and :func:`flowcert.documents.plain` encodes at the edge."""
+
+    def verify(self, p: Any, *, simulate: bool = False, seed: int | None = None,
+               checks: frozenset[str] | None = None) -> dict[str, Any]:
+        """The ``verify`` document of validated parameters ``p``, with theorem records."""
+        from .documents import records
+
+        return records(self.verify_run(p, simulate=simulate, seed=seed, checks=checks)[0])
+
+    def verify_run(self, p: Any, *, simulate: bool = False, seed: int | None = None,
+                   checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:
+        raise NotImplementedError
 
 
 def _intake(value: Any, key: str) -> Any:

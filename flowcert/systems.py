@@ -6,7 +6,11 @@ and the commands the system serves. The modules are imported only when a system 
 is one module plus one line here.
 
 Commands: ``verify`` (one file), ``sweep`` (``verify`` over many files), ``simulate``, ``codegen``,
-``equilibria``, ``reach``, ``design``, ``report`` (``report --params``), ``export`` (``pretrained export``).
+``equilibria``, ``reach``, ``design``, ``report`` (``report --params``), ``export`` (``pretrained export``),
+``kpflow`` (``kpflow analyze``). Besides ``verify``, ``sweep`` and ``report`` (every system's), a
+command the line lists is an optional *capability*: the system object has the method of that name
+(``simulate``, ``codegen``, ``equilibria``, ``reach``, ``design``, ``export``, ``kpflow``), and
+:func:`capability` finds it from this declaration; a system has no stub for a command it does not serve.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Any, NamedTuple
 
 from .errors import InputError
 
-__all__ = ["REGISTRY", "get_system", "names", "serves", "systems"]
+__all__ = ["REGISTRY", "capability", "get_system", "names", "serves", "systems"]
 
 
 class Entry(NamedTuple):
@@ -31,7 +35,7 @@ REGISTRY: dict[str, Entry] = {
                       frozenset({"verify", "sweep", "simulate", "codegen", "reach", "design", "report", "export"})),
     "attention": Entry("flowcert.attention.system",
                        frozenset({"verify", "sweep", "simulate", "codegen", "equilibria", "report", "export"})),
-    "rnn": Entry("flowcert.rnn.system", frozenset({"verify", "report"})),
+    "rnn": Entry("flowcert.rnn.system", frozenset({"verify", "report", "kpflow"})),
 }
 
 
@@ -61,3 +65,19 @@ def get_system(name: str) -> Any:
 def systems(command: str | None = None) -> list[Any]:
     """The system objects (serving ``command`` if given), in registry order."""
     return [get_system(n) for n in names(command)]
+
+
+def capability(name: str, command: str, missing: str | None = None) -> Any:
+    """The method of system ``name`` serving the optional command ``command`` (its registry line
+    declares it; the method has the command's name).
+
+    Raises
+    ------
+    flowcert.errors.InputError
+        ``name`` is not registered, or does not serve ``command`` (``missing``: the message, else
+        ``system 'NAME' has no COMMAND command``).
+    """
+    system = get_system(name)
+    if not serves(name, command):
+        raise InputError(missing or f"system '{name}' has no {command} command")
+    return getattr(system, command)

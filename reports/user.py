@@ -116,7 +116,10 @@ def section(path: str, system: str, out: Path, *, quick: bool) -> Section:
     sysobj = get_system(system)
     p = sysobj.load(path)
     make_folder("--out", out)  # through no link (flowcert.outputs)
+    from ..documents import records
+
     doc, run = sysobj.verify_run(p, simulate=True)
+    doc = records(doc)  # the report reads theorem records: written here, at the edge
     return SECTIONS[system](p, doc, run, out, Path(path).name)
 
 

@@ -51,7 +51,7 @@ import numpy as np
 from .params import AttentionParams, load_attention, parse_attention
 
 __all__ = ["CATALOGUES", "AttentionParams", "codegen_source", "equilibria", "field", "integrate", "load", "parse",
-           "simulate", "verify", "verify_document"]
+           "simulate", "verify", "verify_document", "verify_results"]
 
 #: Catalogue modules (``flowcert.attention.<name>``), each exposing ``theorems(p, *, simulate, seed)``.
 CATALOGUES = ("multistability", "consensus")
@@ -255,7 +255,17 @@ def verify(p: Any, simulate: bool = False, seed: int | None = None, *, checks: A
 
 def verify_document(p: AttentionParams, simulate: bool = False, seed: int | None = None,
                     checks: frozenset[str] | None = None) -> dict[str, Any]:
-    """The ``verify attention`` document: ``theorems`` from every catalogue module.
+    """The ``verify attention`` document with theorem records (:func:`flowcert.documents.records` of
+    :func:`verify_results`)."""
+    from ..documents import records
+
+    return records(verify_results(p, simulate=simulate, seed=seed, checks=checks))
+
+
+def verify_results(p: AttentionParams, simulate: bool = False, seed: int | None = None,
+                   checks: frozenset[str] | None = None) -> dict[str, Any]:
+    """The ``verify attention`` document with typed ``theorems`` (:class:`~flowcert.catalogue.TheoremResult`,
+    from every catalogue module; encoded at the edge by :func:`flowcert.documents.plain`).
 
     With ``simulate`` and time-varying heads, ``simulation`` is built from the run the consensus
     catalogue's cross-checks already made (:func:`_simulation_from_run`: adaptive DOP853 on the
@@ -283,7 +293,7 @@ def verify_document(p: AttentionParams, simulate: bool = False, seed: int | None
             theorems += results
             continue
         theorems += module.theorems(p, simulate=simulate, seed=seed, **wanted)
-    doc = document("attention", p.to_json(), seed=seed, theorems=[th.to_json() for th in theorems])
+    doc = document("attention", p.to_json(), seed=seed, theorems=theorems)
     if simulate and checks is not None and "simulation" not in checks and reused is None:
         why = "not requested: the cross-check 'simulation' runs with simulate=True (checks=['simulation'], or --checks simulation)"
         doc["simulation"] = {"t_end": None, "blowup_time": None, "limit_class": None, "limit_classes": None,

@@ -39,7 +39,7 @@ import sympy as sp
 from ..catalogue import CrossCheck, TheoremResult
 from ..certificates import core
 from ..certificates.attention import consensus as cert
-from ..engine import not_requested
+from ..engine import asked, chosen, not_requested, wants
 from ..numeric.attention import consensus as num
 from ..symbolic.attention import consensus as sym
 from ..papers.consensus import (LEMMA_3_1, LEMMA_4_1, LEMMA_4_2, LEMMA_5_1, LEMMA_6_1, THM_3_1, THM_3_2, THM_4_1,
@@ -636,11 +636,12 @@ def theorems_with_run(params: AttentionParams, *, simulate: bool = False, seed: 
     that run (:data:`SIMULATION_CHECKS` and ``consensus_run``; None: all)."""
     if params.variant != "self_attention":
         return [], None
-    s = setting(params, seed)
+    with asked(chosen(simulate, checks, {*SIMULATION_CHECKS.values(), "consensus_run"})):
+        return _theorems_with_run(setting(params, seed), simulate)
 
-    def wants(check: str) -> bool:
-        return simulate and (checks is None or check in checks)
 
+def _theorems_with_run(s: Setting, simulate: bool) -> tuple[list[TheoremResult], Run | None]:
+    """The entries on ``s``, with the cross-checks asked for in the current evaluation (:func:`flowcert.engine.wants`)."""
     def unknown(name: str) -> Callable[[str], Any]:
         return lambda why: core.HypothesisResult(name, "unknown", None, "evaluation", None, f"could not be evaluated ({why})")
 
@@ -666,10 +667,10 @@ def theorems_with_run(params: AttentionParams, *, simulate: bool = False, seed: 
         ("consensus:thm-6.1", "Theorem 6.1", thm_6_1, (s, sim, run, bound, top)),
     ]
     out = [guarded(id_, label, fn, *args) for id_, label, fn, args in entries]
-    if simulate and checks is not None:  # a cross-check left out by checks= says so
+    if simulate:  # a cross-check left out by checks= says so
         for th in out:
             check = SIMULATION_CHECKS.get(th.id, "consensus_run")
-            if check not in checks and (th.cross_check is None or th.cross_check.status == "skipped"):
+            if not wants(check) and (th.cross_check is None or th.cross_check.status == "skipped"):
                 th.cross_check = not_requested(check)
     return out, run
 

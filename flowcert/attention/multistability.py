@@ -37,7 +37,7 @@ from ..certificates import core
 from ..certificates.identities import identity_certificate, proved
 from ..certificates.predicates import predicate_certificate
 from ..certificates.attention import multistability as cm
-from ..engine import not_requested
+from ..engine import asked, chosen, not_requested, wants
 from ..numeric.attention import multistability as nm
 from .enumeration import (  # noqa: F401 - equilibria, basins, wilson … re-exported (the public API names them here)
     DEFAULT_CAP,
@@ -171,12 +171,8 @@ class _Context:
     """What the entries share, each part computed once on first use (so a failure in one part
     fails only the entries that need it)."""
 
-    def __init__(self, p: AttentionParams, simulate: bool, seed: int, checks: frozenset[str] | None = None) -> None:
-        self.p, self.simulate, self.seed, self.checks = p, simulate, seed, checks
-
-    def wants(self, check: str) -> bool:
-        """Whether the simulation ``check`` runs: ``simulate`` and ``check`` among the asked ones (None: all)."""
-        return self.simulate and (self.checks is None or check in self.checks)
+    def __init__(self, p: AttentionParams, simulate: bool, seed: int) -> None:
+        self.p, self.simulate, self.seed = p, simulate, seed
 
     @cached_property
     def structure(self) -> core.HypothesisResult:
@@ -269,13 +265,19 @@ def theorems(p: AttentionParams, *, simulate: bool = False, seed: int = 0,
     entry (:data:`ENTRIES`); an entry whose evaluation raises is reported alone as ``unknown``
     with the error named (:mod:`flowcert.attention.isolation`). With ``simulate``, ``checks`` names
     the simulation cross-checks that run (:data:`SIMULATION_CHECKS`; None: all)."""
-    ctx = _Context(p, simulate, seed, checks)
+    ctx = _Context(p, simulate, seed)
+    with asked(chosen(simulate, checks, set(SIMULATION_CHECKS.values()))):
+        return _theorems(ctx)
+
+
+def _theorems(ctx: _Context) -> list[TheoremResult]:
+    """The entries on ``ctx``, with the cross-checks asked for in the current evaluation (:func:`flowcert.engine.wants`)."""
     out = [guarded(id_, id_.split(":")[1], fn, ctx) for id_, fn in ENTRIES]
-    if simulate:  # --simulate was given: an entry without a cross-check has none to give, it was not left out
+    if ctx.simulate:  # --simulate was given: an entry without a cross-check has none to give, it was not left out
         for th in out:
             if th.cross_check.status == "skipped" and th.cross_check.details.get("reason") == NOT_REQUESTED:
                 check = SIMULATION_CHECKS.get(th.id)
-                th.cross_check = (not_requested(check) if check is not None and not ctx.wants(check) else
+                th.cross_check = (not_requested(check) if check is not None and not wants(check) else
                                   CrossCheck("skipped", {"reason": "no simulation tests this result on these parameters"}))
     return out
 
@@ -289,7 +291,7 @@ def _lemma_1(ctx: _Context) -> TheoremResult:
         pred["oja_verdicts"] = [{"k": k + 1, "verdict": cm.verdict_from_data(D.Vq, D.Mq, D.enc, k, 1, 0, "oja", D.encoded)[0]}
                                 for k in range(p.d)]
     return (_th(LEMMA_1, [*A1s, h_sym, structure], pred,
-                   _oja_trajectory_check(D, seed) if ctx.wants("oja") and can else None))
+                   _oja_trajectory_check(D, seed) if wants("oja") and can else None))
 
 def _lemma_2(ctx: _Context) -> TheoremResult:
     p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
@@ -327,13 +329,13 @@ def _lemma_5(ctx: _Context) -> TheoremResult:
     p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
     h5 = _identity(MAO_IDENTITY, "sympy.expand (polynomial identity, n = 3, d = 2)")
     return (_th(LEMMA_5, [*A1s, h5, structure], {"W_nonincreasing": True},
-                   _multiagent_lyapunov_check(D, seed) if ctx.wants("basins") and can else None))
+                   _multiagent_lyapunov_check(D, seed) if wants("basins") and can else None))
 
 def _thm_1(ctx: _Context) -> TheoremResult:
     p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
     mao, mao_p = ctx.mao, ctx.mao_p
     return (_th(THM_1, [*A1, structure], {"limit": "consensus v1 for almost every initial condition", **(_summ(mao) if mao else {})},
-                   _basin_check(mao_p, seed, 32, mao) if ctx.wants("basins") and can and mao_p is not None else None))
+                   _basin_check(mao_p, seed, 32, mao) if wants("basins") and can and mao_p is not None else None))
 
 def _lemma_6(ctx: _Context) -> TheoremResult:
     p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
@@ -362,7 +364,7 @@ def _thm_2(ctx: _Context) -> TheoremResult:
         pred2["consensus_vk_unstable_certified"] = all(c["verdict"] == "unstable" for c in sac if c["k"] > 1 and c["n2"] == 0)
         pred2["corrected_vs_printed_9"] = _printed9_disagreements(D, sac)
     return (_th(THM_2, [*hyp_sa[:-2], *A1[2:], structure, hyp_sa[-1]], pred2,
-                   _basin_check(p, seed, 32, sac) if ctx.wants("basins") and sac else None))
+                   _basin_check(p, seed, 32, sac) if wants("basins") and sac else None))
 
 def _lemma_9(ctx: _Context) -> TheoremResult:
     p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()

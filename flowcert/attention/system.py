@@ -14,13 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError
-from ..system import SimulateOptions, load_any
+from ..system import SimulateOptions, SystemBase, load_any
 from .params import AttentionParams, load_attention, parse_attention
 
 __all__ = ["SYSTEM", "AttentionSystem"]
 
 
-class AttentionSystem:
+class AttentionSystem(SystemBase):
     """Self-attention (and the Oja variants) on the sphere or an ellipsoid (see :class:`flowcert.system.System`)."""
 
     name = "attention"
@@ -41,26 +41,49 @@ class AttentionSystem:
         """Validated parameters (path, mapping or :class:`AttentionParams`)."""
         return load_any(params, AttentionParams, parse_attention, load_attention)
 
-    def verify(self, p: AttentionParams, *, simulate: bool = False, seed: int | None = None,
-               checks: frozenset[str] | None = None) -> dict[str, Any]:
-        """The ``verify attention`` document (:func:`flowcert.attention.verify_document`)."""
-        from . import verify_document as verify
-
-        if simulate and not p.time_varying:  # --simulate runs fixed-step RK4 to t_end
-            _check_fixed_step_run(p, p.t_end, "t_end")
-        return verify(p, simulate=simulate, seed=seed, checks=checks)
+    @staticmethod
+    def summary_lines(doc: dict[str, Any]) -> list[str]:
+        """The text lines of this system's own parts of a ``verify`` document (after the theorems):
+        the run from X0 (its ``blowup_time`` is always null: the sphere is compact)."""
+        lines = []
+        if "simulation" in doc:
+            s = doc["simulation"]
+            lines.append(f"simulation: {s['skipped']}" if s.get("skipped") else
+                         f"simulation: t_end {s['t_end']:.4g}, blow-up {s['blowup_time']}, agrees {s['agrees']}")
+        return lines
 
     def verify_run(self, p: AttentionParams, *, simulate: bool = False, seed: int | None = None,
                    checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:
-        """The document and the run behind ``simulation`` (its own ``X_final``; no separate object)."""
-        doc = self.verify(p, simulate=simulate, seed=seed, checks=checks)
+        """The ``verify attention`` document (typed theorems: :func:`flowcert.attention.verify_results`)
+        and the run behind ``simulation`` (its own ``X_final``; no separate object)."""
+        from . import verify_results
+
+        if simulate and not p.time_varying:  # --simulate runs fixed-step RK4 to t_end
+            _check_fixed_step_run(p, p.t_end, "t_end")
+        doc = verify_results(p, simulate=simulate, seed=seed, checks=checks)
         return doc, doc.get("simulation")
 
-    def equilibria(self, p: AttentionParams, cap: int | None = None) -> dict[str, Any]:
-        """The ``equilibria attention`` document (:func:`flowcert.attention.equilibria`)."""
+    def equilibria(self, p: AttentionParams, cap: int | None = None, *, file: Any = None) -> dict[str, Any]:
+        """The ``equilibria attention`` document (:func:`flowcert.attention.equilibria`), after the
+        ``equilibria:*`` limits (``file``: the parameter file their messages name)."""
+        from ..limits import check_limit
         from . import equilibria
+        from .enumeration import DEFAULT_CAP
 
+        check_limit("equilibria:n", p.n, "n", file=file)
+        if cap is not None:
+            check_limit("equilibria:cap", cap, "--cap")
+        size = DEFAULT_CAP if cap is None else cap
+        check_limit("equilibria:cap*n*d", size * p.n * p.d, "--cap", file=file,
+                    what=f"cap * n * d ({size} * {p.n} * {p.d}), the size of the listing")
         return equilibria(p, cap=cap)
+
+    def export(self, checkpoint: Any, layer: int, head: int | None = None) -> dict[str, Any]:
+        """``pretrained export --system attention``: the heads of ``layer`` (or one) as an attention
+        parameter mapping (:func:`flowcert.pretrained.heads.attention_params`)."""
+        from ..pretrained.heads import attention_params
+
+        return attention_params(checkpoint, layer, head)
 
     def simulate(self, p: AttentionParams, options: SimulateOptions) -> tuple[dict[str, Any], str]:
         """``simulate attention``: one run from ``X0``, or ``--samples`` runs with basin statistics."""

@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 import sympy as sp
 
-from ..documents import document
+from ..documents import document, records
 from . import asymptotics
 from .regime import consistency as asymptotics_consistency
 from ..bindings import stamp
@@ -377,17 +377,19 @@ DEFAULT_CHECKS = frozenset({"moments", "relu", "transport", "reach", "perturbati
 
 def verify(p: GaussianParams, simulate: bool = False, seed: int = 0,
            checks: frozenset[str] | None = None) -> dict[str, Any]:
-    """Run every gaussian catalogue entry on ``p``; the JSON document of ``verify gaussian``.
+    """Run every gaussian catalogue entry on ``p``; the JSON document of ``verify gaussian`` (theorem
+    records: :func:`flowcert.documents.records` of :func:`verify_run`).
 
     Floating-point overflow inside a check is handled where it matters (non-finite results become
     ``unknown``/``failed``, and ``null`` in JSON), so numpy's raw warnings are not shown to the user.
     """
-    return verify_run(p, simulate, seed, checks)[0]
+    return records(verify_run(p, simulate, seed, checks)[0])
 
 
 def verify_run(p: GaussianParams, simulate: bool = False, seed: int = 0,
                checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:
-    """:func:`verify`, with the run of eq. (7) behind the regime and ``simulation`` (a
+    """:func:`verify` with typed ``theorems`` (:class:`~flowcert.catalogue.TheoremResult`), and the run
+    of eq. (7) behind the regime and ``simulation`` (a
     :class:`~flowcert.numeric.gaussian.moments.MomentSolution`; status ``skipped`` when no run was asked
     for, None when the size limit skipped it), so a caller can plot it without integrating again.
 
@@ -477,7 +479,7 @@ def _verify(p: GaussianParams, simulate: bool, seed: int) -> tuple[dict[str, Any
             why = f"Table 1 analysis failed: {type(exc).__name__}: {exc}"
             reg["reason"] = why
             theorems += [undecided(e.id, e.label, "entry_evaluated", "internal", why) for e in TABLE_1]
-    doc = document("gaussian", p.to_json(), theorems=[t.to_json() for t in theorems], regime=reg)
+    doc = document("gaussian", p.to_json(), theorems=theorems, regime=reg)
     if simulate and (sol is None or sol.status == "skipped"):
         why = integrate_skip if sol is None else sol.message
         doc["simulation"] = {"t_end": None, "blowup_time": None, "mu_final": None, "Sigma_final": None, "agrees": None,

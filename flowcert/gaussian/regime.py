@@ -272,10 +272,13 @@ def consistency(doc: dict[str, Any]) -> dict[str, Any]:
     against a failed or cone-leaving run. The weaker claim of a conflicting pair becomes
     ``unknown`` (a simulation-based regime is weaker than a certified one; two certified claims
     that conflict both lose, since one certificate must be wrong). Modifies ``doc`` in place and
-    returns the ``consistency`` block (``checked``, ``conflicts``).
+    returns the ``consistency`` block (``checked``, ``conflicts``). The theorems are typed
+    (:class:`~flowcert.catalogue.TheoremResult`) or records.
     """
     reg = doc.get("regime") or {}
-    th = {t["id"]: t for t in doc.get("theorems", [])}
+    th = {t["id"]: t for t in doc.get("theorems", []) if isinstance(t, dict)}
+    th.update((t.id, {"applies": t.applies, "prediction": t.prediction})
+              for t in doc.get("theorems", []) if not isinstance(t, dict))
     conflicts: list[str] = []
     checked: list[str] = []
     kind = reg.get("Sigma")

@@ -16,13 +16,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError
-from ..system import SimulateOptions, load_any
+from ..system import SimulateOptions, SystemBase, load_any
 from .params import GaussianParams, load_gaussian, parse_gaussian
 
 __all__ = ["SYSTEM", "GaussianSystem"]
 
 
-class GaussianSystem:
+class GaussianSystem(SystemBase):
     """The mean-field Gaussian transformer, eq. (7) (see :class:`flowcert.system.System`)."""
 
     name = "gaussian"
@@ -49,17 +49,75 @@ class GaussianSystem:
             raise InputError(f"--params: {problem}")
         return p
 
-    def verify(self, p: GaussianParams, *, simulate: bool = False, seed: int | None = None,
-               checks: frozenset[str] | None = None) -> dict[str, Any]:
-        """The ``verify gaussian`` document (:func:`flowcert.gaussian.catalogue.verify`)."""
-        return self.verify_run(p, simulate=simulate, seed=seed, checks=checks)[0]
+    @staticmethod
+    def summary_lines(doc: dict[str, Any]) -> list[str]:
+        """The text lines of this system's own parts of a ``verify`` document (after the theorems):
+        the Table 1 regime and the run of eq. (7)."""
+        lines = []
+        if "regime" in doc:
+            r = doc["regime"]
+            lines.append(f"regime: Sigma {r['Sigma']}, mu {r['mu']} (basis: {r['basis']})")
+        if "simulation" in doc:
+            s = doc["simulation"]
+            lines.append(f"simulation: {s['skipped']}" if s.get("skipped") else
+                         f"simulation: t_end {s['t_end']:.4g}, blow-up {s['blowup_time']}, agrees {s['agrees']}")
+        return lines
 
     def verify_run(self, p: GaussianParams, *, simulate: bool = False, seed: int | None = None,
                    checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:
-        """The document and the run of eq. (7) behind it (None when the size limit skipped it)."""
+        """The ``verify gaussian`` document (typed theorems) and the run of eq. (7) behind it (None when
+        the size limit skipped it): :func:`flowcert.gaussian.catalogue.verify_run`."""
         from .catalogue import verify_run
 
         return verify_run(p, simulate=simulate, seed=seed or 0, checks=checks)
+
+    def design(self, spec: Any) -> tuple[dict[str, Any], str]:
+        r"""``design gaussian --spec FILE``: Lemma 4.4 read backwards, the :math:`A` for which a prescribed
+        :math:`\Sigma_\infty\succ0` solves (18), from ``Sigma_inf, K, V, B``
+        (:func:`flowcert.gaussian.regime.lemma_4_4_design`); the document and its text."""
+        import numpy as np
+
+        from ..arrays import as_matrix
+        from ..documents import document
+        from ..errors import ParamError
+        from ..files import load_file
+        from ..limits import check_limit
+        from ..schema import check_magnitude
+        from .regime import lemma_4_4_design
+
+        keys = ("Sigma_inf", "K", "V", "B")
+        raw = load_file(spec)
+        unknown = [k for k in raw if k not in keys]
+        if unknown:
+            raise ParamError(str(unknown[0]), f"unknown key {str(unknown[0])!r} (allowed: {', '.join(keys)})",
+                             file=spec, names_key=True)
+        missing = [k for k in keys if k not in raw]
+        if missing:
+            raise ParamError(missing[0], f"missing required key(s) {missing}", file=spec, names_key=True)
+        try:
+            mats = []
+            for k in keys:
+                m = np.asarray(as_matrix(raw[k], k, (None, None) if not mats else mats[0].shape), dtype=float)
+                if k == "Sigma_inf":
+                    if m.shape[0] != m.shape[1]:
+                        raise ParamError(k, f"expected a square d x d matrix, got shape {m.shape}")
+                    check_limit("design:d", m.shape[0], k)
+                check_magnitude(m, k)
+                mats.append(m)
+            doc = document(self.name, {k: m.tolist() for k, m in zip(keys, mats)}, **lemma_4_4_design(*mats))
+        except ParamError as err:
+            raise err.with_file(spec) from None
+        except (ValueError, TypeError) as exc:
+            raise InputError(f"{spec}: {exc}") from None
+        return doc, (f"A =\n{np.array2string(np.array(doc['A']), precision=12)}\n"
+                     f"(18) residual exactly zero: {doc['residual_is_zero']}\n")
+
+    def export(self, checkpoint: Any, layer: int, head: int) -> dict[str, Any]:
+        """``pretrained export --system gaussian``: one head as a gaussian parameter mapping
+        (:func:`flowcert.pretrained.heads.gaussian_params`)."""
+        from ..pretrained.heads import gaussian_params
+
+        return gaussian_params(checkpoint, layer, head)
 
     def simulate(self, p: GaussianParams, options: SimulateOptions) -> tuple[dict[str, Any], str]:
         """``simulate gaussian``: one run of eq. (7) to ``t_end``, and the ``--samples`` ensemble if asked."""

@@ -56,7 +56,7 @@ def _export(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     from .checkpoint import bad
     from .checkpoint import load_checkpoint
     from ..outputs import check_file
-    from ..systems import get_system
+    from ..systems import capability, get_system
     from . import heads
     from .provenance import record
 
@@ -64,7 +64,7 @@ def _export(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     ck = load_checkpoint(args.model)
     if get_system(args.system).single_head and args.head is None:
         raise bad(f"--head: required for --system {args.system} (the {args.system} system has one head)")
-    raw = getattr(heads, f"{args.system}_params")(ck, args.layer, args.head)  # heads.<system>_params
+    raw = capability(args.system, "export")(ck, args.layer, args.head)  # the system's declared export
     prov = record(ck, _given(args), args.layer, args.head, args.system)
     path = heads.write_params(raw, args.out, provenance=prov)
     doc = {"flowcert": __version__, "system": args.system, "provenance": prov,
@@ -183,16 +183,17 @@ def _write_exports(ckpt: Any, system: str, wanted: dict[tuple[int, int], dict[st
     """Write ``L{layer}_H{head}.json`` (with its provenance) into ``folder`` for every head not in ``skip``."""
     from pathlib import Path
 
-    from ..systems import get_system
+    from ..systems import capability, get_system
     from . import heads as exports
 
+    export = capability(system, "export")
     tokens = not get_system(system).single_head  # the token systems (attention) start from the prompt's tokens
     X0: dict[int, Any] = {}
     written = {}
     for (layer, head), prov in wanted.items():
         if (layer, head) in skip:
             continue
-        raw = getattr(exports, f"{system}_params")(ckpt, layer, head)  # heads.<system>_params
+        raw = export(ckpt, layer, head)  # the system's declared export
         if tokens:
             if layer not in X0:
                 X0[layer] = prompt_tokens(ckpt, layer, prov["prompt"], prov["tokens"])

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
-from ..catalogue import CrossCheck, TheoremResult
+from ..catalogue import CrossCheck, TheoremResult, hypothesis_record
 from ..certificates import core
 from ..gpu.rnn.work import THM2_BYTES  # trials of the Theorem 2 checks (torch-free module)
 from ..limits import check_kpflow_cost
@@ -333,7 +333,7 @@ def thm_2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[Theor
     norm_tol = max(1e-9, 64 * T * H * eps)
     if exact_size:
         hyp, info = crnn.contraction_rate(list(Jc.reshape(-1, H, H).cpu().numpy()))
-        certs.append(_carried(cat.CONTRACTION.bind(hyp) if bindable else hyp))
+        certs.append(hypothesis_record(cat.CONTRACTION.bind(hyp) if bindable else hyp))
         if info is not None:
             bound = crnn.propagation_bound(info["rho"], info["kappa"], T)
             pred["certified_lyapunov_upper"] = info["lyapunov_upper"]
@@ -342,7 +342,7 @@ def thm_2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[Theor
             ok = ok and details["qr_exponent_below_certified_bound"] and (P_norm is None or P_norm <= bound * (1 + norm_tol))
         if getattr(cell, "kind", None) == "linear":
             hyp2, gamma = crnn.bounded_real_bound(cell.A.cpu().numpy())
-            certs.append(_carried(cat.BOUNDED_REAL.bind(hyp2)))
+            certs.append(hypothesis_record(cat.BOUNDED_REAL.bind(hyp2)))
             if gamma is not None:
                 pred["certified_P_norm_bound_all_T"] = gamma
                 ok = ok and (P_norm is None or P_norm <= gamma * (1 + norm_tol))
@@ -360,31 +360,11 @@ def _exact_rows(A: np.ndarray) -> list[list[str]]:
     return [[str(Fraction(float(v))) for v in row] for row in A]
 
 
-def _carried(res: core.HypothesisResult) -> dict[str, Any]:
-    """The JSON record of ``res`` with a certificate about a computed subject (Jacobians, the linear cell's
-    A: :data:`flowcert.bindings.COMPUTED`) keeping its data whole, where a bound certificate names an exact
-    subject instead of copying it: ``flowcert recheck`` ties the copy to the value it re-derives (and the
-    contraction's Jacobians stay where they were: the contract adds ``subject`` and ``digest``)."""
-    from ..bindings import COMPUTED
-
-    out = res.to_json()
-    c = res.certificate
-    if c is not None and any(e in COMPUTED for e in (c.subject or {}).values()):
-        out["certificate"]["data"] = c.data
-    return out
-
-
-def _theorem_json(t: TheoremResult) -> dict[str, Any]:
-    """``t.to_json()`` with each hypothesis as :func:`_carried` writes it."""
-    out = t.to_json()
-    out["hypotheses"] = [_carried(h) for h in t.hypotheses]
-    return out
-
-
 def analyze(p: RNNParams, *, mode: str = "stored", exact_max: int = EXACT_MAX, consensus: str | None = None,
-            probes: int = 64, consensus_op: str = "PKP") -> dict[str, Any]:
-    """The ``kpflow analyze`` document (see DESIGN.md, "Command line"); a request whose predicted cost
-    exceeds the limits (:func:`flowcert.limits.check_kpflow_cost`) is refused before anything is built."""
+            probes: int = 64, consensus_op: str = "PKP", typed: bool = False) -> dict[str, Any]:
+    """The ``kpflow analyze`` document (see docs/design.md, "The command line and JSON contract"); a
+    request whose predicted cost exceeds the limits (:func:`flowcert.limits.check_kpflow_cost`) is
+    refused before anything is built. ``typed``: as :func:`analyze_model`."""
     import torch
 
     torch.set_num_threads(1)
@@ -396,15 +376,17 @@ def analyze(p: RNNParams, *, mode: str = "stored", exact_max: int = EXACT_MAX, c
 
         raise InputError("the trajectory is not finite (diverged); lower g or dt")
     return analyze_model(m, p.to_json(), mode=mode, exact_max=exact_max, seed=p.seed, consensus=consensus,
-                         probes=probes, consensus_op=consensus_op)
+                         probes=probes, consensus_op=consensus_op, typed=typed)
 
 
 def analyze_model(m: dict[str, Any], params: dict[str, Any], *, mode: str = "stored", exact_max: int = EXACT_MAX,
                   seed: int = 0, consensus: str | None = None, probes: int = 64, consensus_op: str = "PKP",
-                  smooth: core.HypothesisResult | None = None) -> dict[str, Any]:
+                  smooth: core.HypothesisResult | None = None, typed: bool = False) -> dict[str, Any]:
     """The document of :func:`analyze` for a built model ``m`` (keys ``cell, tr, W_out, b_out, y``);
     ``smooth``: the verdict on "F differentiable" when the caller decided it (a user's cell:
-    :mod:`flowcert.rnn.smooth`), else :func:`smoothness`."""
+    :mod:`flowcert.rnn.smooth`), else :func:`smoothness`. ``typed``: ``theorems`` holds the
+    :class:`~flowcert.catalogue.TheoremResult` objects (encoded at the edge by
+    :func:`flowcert.documents.plain`), else their JSON records."""
     from ..gpu.rnn.identities import operator_identities, prop1
     from ..gpu.rnn.operators import KPFlow
     from ..gpu.rnn.spectra import DEFINITION, effective_rank
@@ -427,7 +409,7 @@ def analyze_model(m: dict[str, Any], params: dict[str, Any], *, mode: str = "sto
         },
         "effective_rank": {**ranks, "definition": DEFINITION},
         "certificates": certs,
-        "theorems": [_theorem_json(t) for t in theorems],
+        "theorems": theorems if typed else [t.to_json() for t in theorems],
         "operator_mode": mode,
         "protocol": dict(cat.PROTOCOL),
     }

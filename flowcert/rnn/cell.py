@@ -178,7 +178,8 @@ def cell_params(cell: Any, inputs: Any, *, h0: Any = None, targets: Any = None, 
 
 def verify_cell(p: CellParams, *, seed: int = 0, mode: str = "stored", consensus: str | None = None,
                 probes: int = 64, consensus_op: str = "PKP", exact_max: int | None = None) -> tuple[dict[str, Any], Any]:
-    """The ``kpflow analyze`` document of a validated cell, and its trajectory (the run)."""
+    """The ``kpflow analyze`` document of a validated cell (``theorems`` as typed
+    :class:`~flowcert.catalogue.TheoremResult` objects, encoded at the edge), and its trajectory (the run)."""
     import torch
 
     from ..gpu.rnn.cells import ModuleCell
@@ -207,7 +208,7 @@ def verify_cell(p: CellParams, *, seed: int = 0, mode: str = "stored", consensus
     if p.assume:
         params["assume"] = sorted(p.assume)
     doc = analyze_model(m, params, mode=mode, exact_max=EXACT_MAX if exact_max is None else exact_max, seed=seed,
-                        consensus=consensus, probes=probes, consensus_op=consensus_op, smooth=smooth)
+                        consensus=consensus, probes=probes, consensus_op=consensus_op, smooth=smooth, typed=True)
     return doc, tr
 
 

@@ -8,8 +8,9 @@ r"""The ``rnn`` system (KPFlow paper) as a :class:`flowcert.system.System`.
 cross-checks (finite differences, adjoint, inverse and NTK identities) always run, being cheap at
 these sizes, so ``simulate`` and ``seed`` change nothing for a parameter file. From Python the
 parameters may also be your own ``torch.nn.Module`` cell with ``inputs=`` (and ``h0=``,
-``targets=``, ``assume=``): :mod:`flowcert.rnn.cell`. The system has no ``simulate`` or ``codegen``
-command (its cells' kernels are generated inside :mod:`flowcert.gpu.rnn`).
+``targets=``, ``assume=``): :mod:`flowcert.rnn.cell`. Its one optional capability is ``kpflow``
+(:func:`flowcert.systems.capability`); it has no ``simulate`` or ``codegen`` (its cells' kernels are
+generated inside :mod:`flowcert.gpu.rnn`), so it declares none and has no stub.
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError
-from ..system import SimulateOptions, load_any
+from ..system import SystemBase, load_any
 from .params import RNNParams, load_rnn, parse_rnn
 
 __all__ = ["SYSTEM", "RNNSystem"]
 
 
-class RNNSystem:
+class RNNSystem(SystemBase):
     """Gradient descent on a recurrent model, through the KPFlow operators (see :class:`flowcert.system.System`)."""
 
     name = "rnn"
@@ -56,31 +57,30 @@ class RNNSystem:
 
     def verify(self, p: Any, *, simulate: bool = False, seed: int | None = None,
                checks: frozenset[str] | None = None, mode: str = "stored", **consensus: Any) -> dict[str, Any]:
-        """The ``kpflow analyze`` document (``mode``: store the Jacobians or recompute them;
-        ``consensus``, ``probes``, ``consensus_op``: the consensus spectrum of :func:`~flowcert.rnn.analyze.analyze`)."""
+        """The ``kpflow analyze`` document, with theorem records (``mode``: store the Jacobians or
+        recompute them; ``consensus``, ``probes``, ``consensus_op``: the consensus spectrum of
+        :func:`~flowcert.rnn.analyze.analyze`)."""
+        from ..documents import records
+
+        return records(self.verify_run(p, seed=seed, mode=mode, **consensus)[0])
+
+    def verify_run(self, p: Any, *, simulate: bool = False, seed: int | None = None,
+                   checks: frozenset[str] | None = None, mode: str = "stored", **consensus: Any) -> tuple[dict[str, Any], Any]:
+        """The document (typed theorems), and for a user's cell its trajectory (a parameter file's
+        identities are its run)."""
         from .analyze import analyze
         from .cell import CellParams, verify_cell
 
         if isinstance(p, CellParams):
-            return verify_cell(p, seed=seed or 0, mode=mode, **consensus)[0]
-        return analyze(p, mode=mode, **consensus)
+            return verify_cell(p, seed=seed or 0, mode=mode, **consensus)
+        return analyze(p, mode=mode, typed=True, **consensus), None
 
-    def verify_run(self, p: Any, *, simulate: bool = False, seed: int | None = None,
-                   checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:
-        """The document, and for a user's cell its trajectory (a parameter file's identities are its run)."""
-        from .cell import CellParams, verify_cell
+    def kpflow(self, p: Any, *, mode: str = "stored", consensus: str | None = None, probes: int = 64,
+               consensus_op: str = "PKP") -> dict[str, Any]:
+        """``kpflow analyze``: the document of :meth:`verify` (theorem records) with the consensus
+        spectrum where asked (``--consensus``, ``--probes``, ``--consensus-op``)."""
+        return self.verify(p, mode=mode, consensus=consensus, probes=probes, consensus_op=consensus_op)
 
-        if isinstance(p, CellParams):
-            return verify_cell(p, seed=seed or 0)
-        return self.verify(p), None
-
-    def simulate(self, p: RNNParams, options: SimulateOptions) -> tuple[dict[str, Any], str]:
-        """Not a command of this system."""
-        raise InputError("system 'rnn' has no simulate command (use: flowcert kpflow analyze)")
-
-    def codegen(self, backend: str, p: Any = None) -> str:
-        """Not a command of this system."""
-        raise InputError("system 'rnn' has no codegen command")
 
 #: The registry's object for this system (:data:`flowcert.systems.REGISTRY`).
 SYSTEM = RNNSystem()
