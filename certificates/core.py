@@ -632,29 +632,38 @@ def _scientific(q: Fraction) -> str:
         return f"{float(q / Fraction(10) ** e):.3f}e{e:+d}"
 
 
+def float_source(M: Any, sign: int = 1) -> np.ndarray | None:
+    """``sign * M`` when ``M`` is a finite float64 matrix (then its exact forms are memoised by its bytes:
+    :func:`encode`, :func:`qmat`), else None (negating floats is exact)."""
+    if isinstance(M, np.ndarray) and M.dtype == np.float64 and M.ndim == 2 and np.all(np.isfinite(M)):
+        return M if sign > 0 else -M
+    return None
+
+
 def psd_hypothesis(name: str, M: Any, what: str) -> HypothesisResult:
     r"""Exact verdict on :math:`M\succeq0` for given float data (exact rationals, no rounding); a ``fails``
     carries a ``not_symmetric`` / ``not_psd`` witness certificate when one is found."""
     from .predicates import definiteness_witness
 
     Mq = qmat(M)
+    src = float_source(M)
     if not is_symmetric(Mq):
-        w = definiteness_witness(Mq, strict=False)
+        w = definiteness_witness(Mq if src is None else src, strict=False)
         res = HypothesisResult(name, "fails", None, "exact symmetry", None, f"{what} is not symmetric")
         return res if w is None else _with_witness(res, w)
-    F = _floats(Mq)
+    F = _floats(Mq) if src is None else src
     if F is None:
         F = np.array([float(Fraction(int(e.p), int(e.q))) for e in Mq.entries()], dtype=float).reshape(Mq.nrows(), Mq.ncols())
     margin = float(np.linalg.eigvalsh(F).min())
     ok, w, method = definiteness(Mq, strict=False)
     if ok:
-        cert = Certificate("psd", f"{what} is positive semidefinite", {"M": encode(Mq)})
+        cert = Certificate("psd", f"{what} is positive semidefinite", {"M": encode(Mq if src is None else src)})
         return certified(name, "holds", cert, margin, method)
     if ok is None:
         return HypothesisResult(name, "unknown", margin, "size", None, method)
     if w is None:
         res = HypothesisResult(name, "fails", margin, method, None, f"{what} has a negative eigenvalue")
-        cert = definiteness_witness(Mq, strict=False)
+        cert = definiteness_witness(Mq if src is None else src, strict=False)
         return res if cert is None else _with_witness(res, cert)
     wq = qmat([[x] for x in w])
     value = (wq.transpose() * Mq * wq)[0, 0]
@@ -663,7 +672,7 @@ def psd_hypothesis(name: str, M: Any, what: str) -> HypothesisResult:
         name, "fails", margin, method, None,
         f"witness v = {shown[:16]}{' ...' if len(shown) > 16 else ''} gives v^T M v = {_scientific(Fraction(int(value.p), int(value.q)))} < 0",
     )
-    cert = definiteness_witness(Mq, strict=False, witness=w)
+    cert = definiteness_witness(Mq if src is None else src, strict=False, witness=w)
     return res if cert is None else _with_witness(res, cert)
 
 

@@ -132,9 +132,9 @@ def float_image(Q: Any) -> np.ndarray | None:
     r"""The float64 matrix whose entries are exactly those of the large ``fmpq_mat`` ``Q`` (the exact
     form of float data), or None when ``Q`` is small or some entry is no float.
 
-    Exact: with :math:`Q=N/D` (integer :math:`N`, common denominator :math:`D`), a float matrix
-    :math:`F` equals :math:`Q` iff :math:`D` is a power of two :math:`2^k` and :math:`2^kF=N` as integers
-    (scaling by :math:`2^k` is exact in floating point when nothing overflows)."""
+    Exact: with :math:`Q=N/D` (integer :math:`N`, common denominator :math:`D`), :math:`Q` is a float
+    matrix iff :math:`D=2^k` and every :math:`N_{ij}` is a float (at most 53 significant bits) whose
+    scaling by :math:`2^{-k}` is exact (checked by scaling back: a subnormal result would lose bits)."""
     if Q.nrows() * Q.ncols() < LARGE:
         return None
     for i in range(0, Q.nrows(), max(1, Q.nrows() // 8)):  # a quick look first: a product of floats fails here
@@ -146,16 +146,21 @@ def float_image(Q: Any) -> np.ndarray | None:
     d = int(D)
     if d <= 0 or d & (d - 1):
         return None  # a denominator that is no power of two: some entry is no float
+    numerators = [int(x) for x in N.entries()]
     try:
-        F = np.array([float(x) for x in Q.entries()], dtype=np.float64).reshape(Q.nrows(), Q.ncols())
-    except (OverflowError, ValueError):
+        scaled = [float(n) for n in numerators]  # correctly rounded: exact iff n has at most 53 significant bits
+    except OverflowError:
         return None
+    if scaled != numerators:  # int == float compares exactly in Python
+        return None
+    with np.errstate(over="ignore", under="ignore"):
+        F = np.ldexp(np.array(scaled, dtype=np.float64), -(d.bit_length() - 1)).reshape(Q.nrows(), Q.ncols())
+    # exact unless the scaling left the range of normal floats: check the way back
     with np.errstate(over="ignore"):
-        G = np.ldexp(F, d.bit_length() - 1)  # inf when the range of F is too wide: then no image (a fallback)
-    if not (np.all(np.isfinite(F)) and np.all(np.isfinite(G)) and np.all(G == np.floor(G))):
+        back = np.ldexp(F, d.bit_length() - 1)
+    if not (np.all(np.isfinite(F)) and np.array_equal(back.ravel(), np.array(scaled, dtype=np.float64))):
         return None
-    scaled = flint.fmpz_mat(Q.nrows(), Q.ncols(), [int(x) for x in G.ravel().tolist()])
-    return F if scaled == N else None
+    return F
 
 
 def keyed_data(data: Any) -> Any:

@@ -75,18 +75,20 @@ def definite(M: Any, name: str, sign: int) -> core.HypothesisResult:
     from .predicates import definiteness_witness
 
     Mq = core.qmat(M) * sign
+    src = core.float_source(M, sign)  # sign * M as floats, when it is (its exact forms are memoised)
+    given = Mq if src is None else src
     what = f"{'' if sign > 0 else '-'}{name}"
     if not core.is_symmetric(Mq):
-        w = definiteness_witness(Mq, strict=True)
+        w = definiteness_witness(given, strict=True)
         return _refuted(f"{what} > 0", w, None, "exact symmetry", f"{name} is not symmetric")
-    margin = float(np.linalg.eigvalsh(as_float(Mq)).min())
+    margin = float(np.linalg.eigvalsh(as_float(Mq) if src is None else src).min())
     ok, witness, method = core.definiteness(Mq, strict=True)
     if ok:
-        c = core.Certificate("pd", f"{what} is positive definite", {"M": core.encode(Mq), "margin": "0"})
+        c = core.Certificate("pd", f"{what} is positive definite", {"M": core.encode(given), "margin": "0"})
         return core.certified(f"{what} > 0", "holds", c, margin, method)
     if ok is None:
         return core.HypothesisResult(f"{what} > 0", "unknown", margin, "size", None, method)
-    return _refuted(f"{what} > 0", definiteness_witness(Mq, strict=True, witness=witness), margin, method,
+    return _refuted(f"{what} > 0", definiteness_witness(given, strict=True, witness=witness), margin, method,
                     f"smallest eigenvalue of {what} is {margin:.3e}")
 
 

@@ -253,6 +253,20 @@ def _check_not_symmetric(data: dict[str, Any]) -> bool:
     return Q.nrows() == Q.ncols() and 0 <= i < Q.nrows() and 0 <= j < Q.nrows() and Q[i, j] != Q[j, i]
 
 
+def _asymmetric_pair(Q: Any) -> tuple[int, int]:
+    """The first :math:`(i, j)` in row order with :math:`Q_{ij}\ne Q_{ji}` (``Q`` is not symmetric)."""
+    n = Q.nrows()
+    return next((i, j) for i in range(n) for j in range(n) if Q[i, j] != Q[j, i])
+
+
+def _asymmetric_float_pair(F: Any) -> tuple[int, int]:
+    """:func:`_asymmetric_pair` of float data, found by numpy (float equality is exact equality)."""
+    import numpy as np
+
+    i, j = np.argwhere(F != F.T)[0]
+    return int(i), int(j)
+
+
 def definiteness_witness(M: Any, strict: bool, witness: Any = None) -> core.Certificate | None:
     r"""A certificate that :math:`M\not\succ0` (``strict``) or :math:`M\not\succeq0`: an asymmetric pair,
     or a rational ``witness`` :math:`v` (or a float eigenvector, rounded) with :math:`v^\top Mv<0`
@@ -260,22 +274,24 @@ def definiteness_witness(M: Any, strict: bool, witness: Any = None) -> core.Cert
     import numpy as np
 
     Q = core.qmat(M)
+    src = core.float_source(M)  # the floats themselves, when M is float data (exact forms memoised)
+    given = Q if src is None else src
     n = Q.nrows()
     if n != Q.ncols() or n == 0:
         return None
     if Q != Q.transpose():
-        i, j = next((i, j) for i in range(n) for j in range(n) if Q[i, j] != Q[j, i])
-        return core.Certificate("not_symmetric", "", {"M": core.encode(Q), "i": i, "j": j}, checker="exact-entries")
+        i, j = _asymmetric_pair(Q) if src is None else _asymmetric_float_pair(src)
+        return core.Certificate("not_symmetric", "", {"M": core.encode(given), "i": i, "j": j}, checker="exact-entries")
     candidates = []
     if witness is not None:
         candidates.append([str(x) for x in witness])
-    F = core._floats(Q)
+    F = core._floats(Q) if src is None else src
     if F is not None:
         w, U = np.linalg.eigh(F)
         u = U[:, 0] / max(float(np.abs(U[:, 0]).max()), 1e-300)
         candidates.append([str(int(x)) for x in np.round(u * 2**30)])
     for v in candidates:
-        data = {"M": core.encode(Q), "v": v}
+        data = {"M": core.encode(given), "v": v}
         if strict and _check_not_pd(data):
             return core.Certificate("not_pd", "", data, checker="exact-quadratic-form")
         if not strict and _check_not_psd(data):

@@ -93,3 +93,21 @@ def test_is_diagonal_is_zero_off_the_diagonal(entries: list[Fraction], which: in
     Q = core.qmat([entries[:2], entries[2:]])
     assert forms.is_diagonal(Q) is (entries[1] == 0 and entries[2] == 0)
     assert not forms.is_diagonal(core.qmat([entries[:3]]))  # not square
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(2, 9), st.lists(st.tuples(st.integers(0, 80), st.floats(-2, 2)), max_size=3))
+def test_asymmetric_pair_of_floats_is_the_exact_first_pair(seed: int, n: int, bumps) -> None:
+    import numpy as np
+
+    F = np.random.default_rng(seed).normal(size=(n, n))
+    F = F + F.T
+    for where, by in bumps:
+        F[divmod(where % (n * n), n)] += by
+    Q = core.qmat(F)
+    if Q == Q.transpose():
+        return
+    assert predicates._asymmetric_float_pair(F) == predicates._asymmetric_pair(Q)
+    # the certificate made from the floats re-checks as the one made from the exact matrix
+    cert_f, cert_q = predicates.definiteness_witness(F, strict=True), predicates.definiteness_witness(Q, strict=True)
+    assert cert_f.data == cert_q.data and core.recheck(cert_f)
