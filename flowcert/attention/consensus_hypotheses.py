@@ -308,8 +308,10 @@ def W_equals_P(s: Setting) -> core.HypothesisResult:
 def P_spd(s: Setting) -> core.HypothesisResult:
     if not s.P_constant:
         return _P_varies("P = P^T > 0", s)
-    res = definite(s.P_exact(0), "P", +1)  # exact beta Q^T K, no float product
-    return res if res.certificate is None else P_PD.bind(res, key=_P_key(s))
+    if "_P_spd" not in s.__dict__:  # three theorems ask; one exact decision per document
+        res = definite(s.P_exact(0), "P", +1)  # exact beta Q^T K, no float product
+        s.__dict__["_P_spd"] = res if res.certificate is None else P_PD.bind(res, key=_P_key(s))
+    return s.__dict__["_P_spd"]
 
 
 def _with_heads(res: core.HypothesisResult, s: Setting, h: bd.Hypothesis) -> core.HypothesisResult:
