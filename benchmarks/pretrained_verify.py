@@ -58,6 +58,7 @@ from flowcert.gaussian.params import parse_gaussian  # noqa: E402
 def timed_verify(raw: dict[str, Any]) -> dict[str, Any]:
     """Every stage of ``verify gaussian`` on one raw parameter mapping (wall and CPU seconds)."""
     core.clear_memo()
+    core.clear_content_memos()
     st = vs.Stages()
     vs.instrument(st)
     try:
@@ -112,6 +113,7 @@ def timed_attention(raw: dict[str, Any]) -> dict[str, Any]:
     from flowcert.attention.system import SYSTEM
 
     core.clear_memo()
+    core.clear_content_memos()
     t0, c0 = time.perf_counter(), time.process_time()
     p = SYSTEM.load(raw)
     doc = verify(p, simulate=True)

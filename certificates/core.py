@@ -302,6 +302,11 @@ def clear_memo() -> None:
     """Forget every memoised re-check and hypothesis (for benchmarks and tests)."""
     _RECHECKED.clear()
     _BUILT.clear()
+
+
+def clear_content_memos() -> None:
+    """Forget the exact forms memoised by content (:func:`qmat`, :func:`encode`): a cold start for
+    benchmarks. A sweep keeps them (bounded, content-keyed): heads of one model share A and Sigma0."""
     _QMAT_MEMO.clear()
     _ENCODE_MEMO.clear()
 

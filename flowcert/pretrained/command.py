@@ -348,7 +348,8 @@ def _verify(args: argparse.Namespace) -> tuple[None, int]:
         files = [written.get(lh, final[lh]) for lh in wanted]
         labels = {written.get(lh, final[lh]): (final[lh], wanted[lh]) for lh in wanted}
         code = sweep.run(args.system, files, simulate=args.simulate, jobs=args.jobs or 1, scheduler=args.scheduler,
-                         resume=args.resume, progress=not args.json, out=_Tee(sys.stdout, buf), labels=labels)
+                         resume=args.resume, progress=not args.json,
+                         out=_Tee(sys.stdout, buf) if args.summary else sys.stdout, labels=labels)
     if args.summary:
         records = [compact_record(json.loads(line)) for line in buf.getvalue().splitlines() if line.strip()] + resumed
         write_text("--summary", args.summary, provenance_lines(records) + summary_table(records))
