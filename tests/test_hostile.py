@@ -434,7 +434,8 @@ def test_pretrained_verify_killed_mid_run_leaves_nothing_behind(tmp_path: Path) 
     """pretrained verify --out-dir: exports are staged; SIGTERM during the sweep removes them (exit 143)."""
     from flowcert.pretrained.synthetic import random_tensors, write_checkpoint
 
-    model = write_checkpoint(tmp_path / "model", *random_tensors("bert", d=8, n_heads=2, n_layers=2, d_ff=16, seed=3),
+    # 24 heads: the sweep still has seconds of work when the first export appears (4 heads ran out first)
+    model = write_checkpoint(tmp_path / "model", *random_tensors("bert", d=8, n_heads=4, n_layers=6, d_ff=16, seed=3),
                              tokenizer_vocab=["[UNK]", "a", "b", "c"])
     work = tmp_path / "work"
     work.mkdir()
