@@ -41,7 +41,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 import flint
 import numpy as np
@@ -49,13 +49,11 @@ import sympy as sp
 
 from . import exact, kinds
 from .forms import LARGE as _QMAT_MEMO_MIN
-from .forms import Encoded, content_memo, float_rows, is_diagonal, ratio_rows_text
-from .forms import content_key as _content_key
+from .forms import Encoded, content_memo, is_diagonal
 from .forms import coprime_fraction as _coprime_fraction
 from .forms import float_image as _float_image
 from .forms import float_text as _float_text
 from .forms import keyed_data as _keyed_data
-from .forms import ratio_text as _ratio_text
 
 Status = str  # "holds" | "fails" | "unknown" | "assumed" (stated by the user, never proved)
 

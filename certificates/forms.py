@@ -25,7 +25,6 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
-import flint
 import numpy as np
 
 #: a matrix of at least this many entries is "large": memoised by content, given a float image

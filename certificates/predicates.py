@@ -38,7 +38,7 @@ import re
 
 from typing import Any, Callable
 
-from . import core
+from . import core, forms
 
 __all__ = ["PREDICATES", "predicate_certificate", "definiteness_witness"]
 
@@ -50,7 +50,7 @@ def _scalar(M: Any) -> Any:
     if n == 0 or Q.ncols() != n:
         return None
     eta = Q[0, 0]
-    ok = core.is_diagonal(Q) and all(Q[i, i] == eta for i in range(n))
+    ok = forms.is_diagonal(Q) and all(Q[i, i] == eta for i in range(n))
     return eta if ok else None
 
 
@@ -59,7 +59,7 @@ _RATIO_ENTRIES = re.compile(r"-?[0-9]+(?:/[0-9]+)?(?:\x00-?[0-9]+(?:/[0-9]+)?)*"
 
 def _ratio_rows(x: list[Any]) -> bool:
     """Whether ``x`` is a matrix of ``"n"``/``"p/q"`` texts (ASCII digits), checked in one match."""
-    if core.ratio_rows_text(x) is None:
+    if forms.ratio_rows_text(x) is None:
         return False
     return _RATIO_ENTRIES.fullmatch("\x00".join(["\x00".join(r) for r in x])) is not None
 
@@ -68,7 +68,7 @@ def _numbers(x: Any) -> bool:
     """Numbers only, no expression in t: a number, an exact rational ``"p/q"`` (as a subject is filled
     in, never an expression) or a (nested) list of them."""
     if isinstance(x, list):
-        if core.float_rows(x) is not None or _ratio_rows(x):  # a matrix in one step
+        if forms.float_rows(x) is not None or _ratio_rows(x):  # a matrix in one step
             return True
         return all(_numbers(y) for y in x)
     if isinstance(x, str):

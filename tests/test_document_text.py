@@ -1,5 +1,5 @@
 """The document writer (``documents.indented``, ``documents.plain``) and the encoded-matrix fast paths
-(``core.Encoded``, the memoised ``core.encode``) write exactly what the reference functions write."""
+(``forms.Encoded``, the memoised ``core.encode``) write exactly what the reference functions write."""
 
 from __future__ import annotations
 

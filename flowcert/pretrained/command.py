@@ -314,10 +314,7 @@ def _verify(args: argparse.Namespace) -> tuple[None, int]:
     The new exports are written into a temporary folder that is renamed (merged) into ``--out-dir``
     at the end (:func:`flowcert.outputs.staged_folder`): a run interrupted by ``SIGINT``/``SIGTERM``
     leaves nothing behind; the sweep's lines name the final files and their provenance."""
-    import io
-    import json
     import sys
-    from pathlib import Path
 
     from .. import sweep
     from .checkpoint import bad, load_checkpoint
@@ -342,16 +339,16 @@ def _verify(args: argparse.Namespace) -> tuple[None, int]:
     keys = {(final[lh], sweep._key(wanted[lh])) for lh in wanted}
     resumed = [r for r in sweep.resumed_records(args.resume, compact_record)
                if (r["file"], sweep._key(r.get("provenance"))) in keys] if args.resume else []
-    buf = io.StringIO()
+    lines = _CompactLines()
     with staged_folder("--out-dir", out_dir) as stage:
         written = _write_exports(ck, args.system, wanted, stage, keep)
         files = [written.get(lh, final[lh]) for lh in wanted]
         labels = {written.get(lh, final[lh]): (final[lh], wanted[lh]) for lh in wanted}
         code = sweep.run(args.system, files, simulate=args.simulate, jobs=args.jobs or 1, scheduler=args.scheduler,
                          resume=args.resume, progress=not args.json,
-                         out=_Tee(sys.stdout, buf) if args.summary else sys.stdout, labels=labels)
+                         out=_Tee(sys.stdout, lines) if args.summary else sys.stdout, labels=labels)
     if args.summary:
-        records = [compact_record(json.loads(line)) for line in buf.getvalue().splitlines() if line.strip()] + resumed
+        records = lines.records + resumed
         write_text("--summary", args.summary, provenance_lines(records) + summary_table(records))
     return None, code
 
@@ -373,6 +370,25 @@ def provenance_lines(records: list[dict[str, Any]]) -> str:
         lines.append(f"- model `{p.get('model')}` ({p.get('architecture')}), weights SHA-256 `{p.get('checkpoint_sha256')}`, "
                      f"system {p.get('system')}{prompt}")
     return "\n".join(lines) + "\n\n"
+
+
+class _CompactLines:
+    """A text sink that keeps each complete JSON line as its :func:`compact_record` (a whole model's
+    lines are hundreds of MB; the summary needs their verdicts only)."""
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = []
+        self._part = ""
+
+    def write(self, s: str) -> int:
+        import json
+
+        *done, self._part = (self._part + s).split("\n")
+        self.records.extend(compact_record(json.loads(line)) for line in done if line.strip())
+        return len(s)
+
+    def flush(self) -> None:
+        pass
 
 
 class _Tee:
