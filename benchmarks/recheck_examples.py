@@ -38,7 +38,7 @@ DOCUMENTS: dict[str, list[str]] = {
     "attention_multistable_d3": ["verify", "attention", "--params", str(A / "multistable_d3.json")],
     "equilibria_multistable_d3": ["equilibria", "attention", "--params", str(A / "multistable_d3.json")],
     "rnn_gru_small": ["verify", "rnn", "--params", str(R / "gru_small.json")],
-    "pretrained_minilm_layer0_head1": ["pretrained", "heads", "--model", "minilm", "--layer", "0", "--head", "1"],
+    "pretrained_minilm_layer0": ["pretrained", "heads", "--model", "minilm", "--layer", "0"],
 }
 SMOKE = "gaussian_stable_2d_simulate"
 ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
@@ -100,11 +100,11 @@ def main() -> None:
     args = ap.parse_args()
     names = [SMOKE] if args.smoke else (args.only or list(DOCUMENTS))
     repeat = 1 if args.smoke else args.repeat
-    if "pretrained_minilm_layer0_head1" in names:
+    if "pretrained_minilm_layer0" in names:
         from flowcert.pretrained import find_minilm
 
         if find_minilm() is None:
-            names.remove("pretrained_minilm_layer0_head1")
+            names.remove("pretrained_minilm_layer0")
     result: dict = {"baseline": args.baseline, "repeat": repeat, "limit": args.limit, "seconds": "best of repeat, "
                     "fresh process each", "documents": {}}
     with tempfile.TemporaryDirectory() as tmp:
