@@ -163,3 +163,11 @@ def test_the_checker_does_not_run_the_sympy_derivation(monkeypatch, fresh_caches
         assert identities.proved(name)
         assert core.explain(identities.identity_certificate(name)) == (True, "")
     identities.results.cache_clear()
+
+
+def test_an_empty_derivation_proves_nothing(monkeypatch, fresh_caches):
+    monkeypatch.setitem(pp.IDENTITIES, "consensus:lemma_6_1", lambda: (("b_dot", []),))
+    assert not pp.proved("consensus:lemma_6_1")
+    pp.proofs.cache_clear()
+    monkeypatch.setitem(pp.IDENTITIES, "consensus:lemma_6_1", lambda: ())
+    assert not pp.proved("consensus:lemma_6_1")

@@ -263,5 +263,7 @@ def proofs(name: str) -> tuple[tuple[str, tuple[Any, ...]], ...]:
 
 
 def proved(name: str) -> bool:
-    """True iff every residual of ``name`` is the zero polynomial (every coefficient exactly 0)."""
-    return all(not e for _, res in proofs(name) for e in res)
+    """True iff every residual of ``name`` is the zero polynomial (every coefficient exactly 0); a derivation
+    with no part, or a part with no residual, proves nothing."""
+    parts = proofs(name)
+    return bool(parts) and all(res and all(not e for e in res) for _, res in parts)
