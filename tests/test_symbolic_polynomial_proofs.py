@@ -171,3 +171,38 @@ def test_an_empty_derivation_proves_nothing(monkeypatch, fresh_caches):
     pp.proofs.cache_clear()
     monkeypatch.setitem(pp.IDENTITIES, "consensus:lemma_6_1", lambda: ())
     assert not pp.proved("consensus:lemma_6_1")
+
+
+def _renamed(r, expr, rename):
+    plain = sp.expand(expr).xreplace({s: sp.Symbol(rename(s.name)) for s in expr.free_symbols})
+    return r.R.from_expr(plain) if plain != 0 else r.R(0)
+
+
+def _v_name(name):  # the SymPy derivation names V's entries v_i_j, the ring v_ij
+    parts = name.split("_")
+    return f"v_{parts[1]}{parts[2]}" if parts[0] == "v" and len(parts) == 3 else name
+
+
+def test_ring_lyapunov_derivatives_equal_the_sympy_ones():
+    """The ring builds the same polynomials as the SymPy derivation of Lemmas 1 and 5 (W-dot and the
+    speed term), so both decide the same statement; only the zero test differs."""
+    from flowcert.symbolic.attention import multistability as sm
+
+    r = pp._Ring((), [("x", 3)], [("v", 3)])
+    V, x = r.sym("v", 3), r.vec("x", 3)
+    R = pp.dot(x, x, V)
+    xdot = pp.sub(pp.matvec(V, x), pp.scale(R, x))
+    got = sm.oja_lyapunov_identity(3)
+    rename = lambda n: f"x_{n[1:]}" if n[0] == "x" else _v_name(n)  # noqa: E731
+    assert _renamed(r, got["Wdot"], rename) == -pp.dot(x, xdot, V)
+    assert _renamed(r, got["rhs"], rename) == -pp.dot(xdot, xdot)
+
+    n, d = 3, 2
+    r = pp._Ring((), [(f"x{i}", d) for i in range(n)], [("v", d)])
+    V, xs = r.sym("v", d), [r.vec(f"x{i}", d) for i in range(n)]
+    xbar = pp.scale(r.const(1, n), pp.add(*xs))
+    y = pp.matvec(V, xbar)
+    xdots = [pp.sub(y, pp.scale(pp.dot(xi, y), xi)) for xi in xs]
+    got = sm.multiagent_lyapunov_identity(n, d)
+    assert _renamed(r, got["Wdot"], _v_name) == -pp.dot(xbar, pp.scale(r.const(1, n), pp.add(*xdots)), V)
+    assert _renamed(r, got["rhs"], _v_name) == -r.const(1, n) * sum((pp.dot(u, u) for u in xdots), r.const(0))
