@@ -23,7 +23,6 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from scipy.linalg import solve_continuous_lyapunov
 
 CLARABEL_MAX_DIM = 40  # interior point is dense in the n(n+1)/2 PSD block; SCS beyond
 SDP_MAX_DIM = 96  # beyond it an SDP in n(n+1)/2 unknowns is not tried (SCS took minutes at n = 200)
@@ -108,6 +107,8 @@ def solve_lyapunov_lmi(J: np.ndarray, margin: float = 1.0) -> LMISolution:
 
 def lyapunov_equation(J: np.ndarray) -> np.ndarray | None:
     """Solve :math:`J^\\top P+PJ=-I` (SciPy); None when it has no finite solution."""
+    from scipy.linalg import solve_continuous_lyapunov  # here, not at import: recheck never solves
+
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:

@@ -27,7 +27,6 @@ from contextlib import contextmanager
 from typing import Callable, Iterator
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
 
 Array = np.ndarray
@@ -220,6 +219,8 @@ def solve_switching(
     :class:`IntegrationFailed` when the implicit method fails too, or when a budget stops the
     run (``reason`` ``"budget"``, ``t_reached`` the last time evaluated).
     """
+    from scipy.integrate import solve_ivp  # here, not at import: a re-check integrates nothing
+
     note = ""
     size_cap = IMPLICIT_MAX_STATES if implicit_max_states is None else implicit_max_states
     may_switch = int(np.size(y0)) <= size_cap

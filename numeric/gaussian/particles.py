@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
 from ..integration import _Stalled, solve_switching
 from .moments import Array, Coefficients, _rescaled, integrate_moments, moment_kernel, time_unit
@@ -65,6 +64,8 @@ def simulate_particles(
     ``max_evaluations`` evaluations of the :math:`O(n^2)` field (a stiff mean field). The number
     of evaluations is appended to ``evaluations`` when given.
     """
+    from scipy.integrate import solve_ivp  # here, not at import: a re-check integrates nothing
+
     n, d = X0.shape
     count = [0]
 
