@@ -649,9 +649,10 @@ def psd_hypothesis(name: str, M: Any, what: str) -> HypothesisResult:
     from .predicates import definiteness_witness
 
     Mq = qmat(M)
-    src = float_source(M)
+    src = float_source(M)  # M as floats, when it is (its exact forms are memoised)
+    given = Mq if src is None else src
     if not is_symmetric(Mq):
-        w = definiteness_witness(Mq if src is None else src, strict=False)
+        w = definiteness_witness(given, strict=False)
         res = HypothesisResult(name, "fails", None, "exact symmetry", None, f"{what} is not symmetric")
         return res if w is None else _with_witness(res, w)
     F = _floats(Mq) if src is None else src
@@ -660,13 +661,13 @@ def psd_hypothesis(name: str, M: Any, what: str) -> HypothesisResult:
     margin = float(np.linalg.eigvalsh(F).min())
     ok, w, method = definiteness(Mq, strict=False)
     if ok:
-        cert = Certificate("psd", f"{what} is positive semidefinite", {"M": encode(Mq if src is None else src)})
+        cert = Certificate("psd", f"{what} is positive semidefinite", {"M": encode(given)})
         return certified(name, "holds", cert, margin, method)
     if ok is None:
         return HypothesisResult(name, "unknown", margin, "size", None, method)
     if w is None:
         res = HypothesisResult(name, "fails", margin, method, None, f"{what} has a negative eigenvalue")
-        cert = definiteness_witness(Mq if src is None else src, strict=False)
+        cert = definiteness_witness(given, strict=False)
         return res if cert is None else _with_witness(res, cert)
     wq = qmat([[x] for x in w])
     value = (wq.transpose() * Mq * wq)[0, 0]
@@ -675,7 +676,7 @@ def psd_hypothesis(name: str, M: Any, what: str) -> HypothesisResult:
         name, "fails", margin, method, None,
         f"witness v = {shown[:16]}{' ...' if len(shown) > 16 else ''} gives v^T M v = {_scientific(Fraction(int(value.p), int(value.q)))} < 0",
     )
-    cert = definiteness_witness(Mq if src is None else src, strict=False, witness=w)
+    cert = definiteness_witness(given, strict=False, witness=w)
     return res if cert is None else _with_witness(res, cert)
 
 

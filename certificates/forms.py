@@ -76,14 +76,19 @@ def float_rows(value: Any) -> np.ndarray | None:
     return np.array(value, dtype=np.float64)
 
 
+def _array_digest(F: np.ndarray, tag: bytes = b"") -> bytes:
+    """SHA-256 of a float array's shape and bytes (``tag`` keeps kinds of value apart)."""
+    return hashlib.sha256(tag + repr(F.shape).encode() + np.ascontiguousarray(F).tobytes()).digest()
+
+
 def content_key(value: Any) -> bytes:
     """SHA-256 of a float array's shape and bytes, or of any other value's JSON text (TypeError or
     ValueError for a value that is neither)."""
     if isinstance(value, np.ndarray) and value.dtype == np.float64:
-        return hashlib.sha256(repr(value.shape).encode() + np.ascontiguousarray(value).tobytes()).digest()
+        return _array_digest(value)
     F = float_rows(value)
     if F is not None:  # not the key of the array itself: a list and an array are memoised apart
-        return hashlib.sha256(b"list" + repr(F.shape).encode() + F.tobytes()).digest()
+        return _array_digest(F, b"list")
     text = ratio_rows_text(value)
     if text is None:  # nested values: each large matrix in them by its own hash (keyed_data)
         text = json.dumps(keyed_data(value), sort_keys=True, separators=(",", ":"))
@@ -173,7 +178,7 @@ def keyed_data(data: Any) -> Any:
     if len(data) >= 16:
         F = float_rows(data)
         if F is not None and np.all(np.isfinite(F)):
-            return {"sha256-float64": hashlib.sha256(repr(F.shape).encode() + F.tobytes()).hexdigest()}
+            return {"sha256-float64": _array_digest(F).hex()}
         text = ratio_rows_text(data)
         if text is not None:
             return {"sha256": hashlib.sha256(text.encode()).hexdigest()}

@@ -31,7 +31,7 @@ from typing import Any
 import flint
 
 from .core import encode
-from .forms import Encoded, float_text, ratio_rows_text, ratio_text
+from .forms import LARGE, Encoded, float_rows, float_text, ratio_rows_text, ratio_text
 
 __all__ = ["SubjectError", "evaluate", "matches", "exact_value", "canonical", "subject_digest"]
 
@@ -257,13 +257,11 @@ def _canonical_matrix(value: Any) -> list[list[str]] | None:
         return None
     else:
         rows = [[x] for x in value]  # a vector is one column, as exact_value makes it
-    if len(rows) * len(rows[0]) >= 4096 and all(type(x) is float for r in rows for x in r):
-        import numpy as np  # a large float matrix: its texts through the memoised encoder
+    F = float_rows(rows) if len(rows) * len(rows[0]) >= LARGE else None
+    if F is not None:  # a large float matrix: its texts through the memoised encoder
+        import numpy as np
 
-        F = np.array(rows, dtype=np.float64)
-        if np.all(np.isfinite(F)):
-            return encode(F)
-        return None
+        return encode(F) if np.all(np.isfinite(F)) else None
     out = []
     for r in rows:
         texts = [_entry_text(x) for x in r]
