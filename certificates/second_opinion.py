@@ -92,7 +92,9 @@ def _low_rank(Q: Any, F: np.ndarray) -> tuple[int, int, int] | None:
 def symmetric_inertia(M: Any) -> tuple[int, int, int] | None:
     r""":math:`(n_+,n_-,n_0)` of a symmetric rational matrix (any form :func:`~flowcert.certificates.core.qmat`
     takes) by the algorithms of the module docstring; None when undecided, empty or not symmetric."""
-    from .core import _floats, is_diagonal, qmat
+    import flint
+
+    from .core import _floats, qmat
 
     Q = qmat(M)
     n = Q.nrows()
@@ -100,8 +102,12 @@ def symmetric_inertia(M: Any) -> tuple[int, int, int] | None:
         return None
     if n == 0:
         return None  # an empty matrix proves nothing about anything
-    if is_diagonal(Q):  # diagonal: the signs are the inertia
-        d = [Q[i, i] for i in range(n)]
+    d = [Q[i, i] for i in range(n)]
+    diagonal = [0] * (n * n)
+    diagonal[::n + 1] = d
+    # diagonal: the signs are the inertia. Compared with the matrix of its own diagonal, entry by entry
+    # in flint, not by the producers' test (flowcert.certificates.forms.is_diagonal, flint's numerators)
+    if Q == flint.fmpq_mat(n, n, diagonal):
         return sum(x > 0 for x in d), sum(x < 0 for x in d), sum(x == 0 for x in d)
     if n <= DESCARTES_MAX:
         return _descartes(Q)
