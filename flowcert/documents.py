@@ -15,7 +15,8 @@ import math
 import sys
 from typing import Any
 
-__all__ = ["document", "emit", "finite", "json_default", "plain", "records", "verify_document", "verify_summary"]
+__all__ = ["REF_KEY", "document", "emit", "finite", "json_default", "params_reference", "plain", "records",
+           "verify_document", "verify_summary"]
 
 
 def document(system: str, params: Any, **rest: Any) -> dict[str, Any]:
@@ -156,8 +157,21 @@ def verify_summary(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: the key of a parameter reference, ``{"$ref": FILE, "sha256": HEX}``: a document's ``params`` when they
+#: are the file's, read and validated, and not copied (:func:`verify_document` with ``reference=True``)
+REF_KEY = "$ref"
+
+
+def params_reference(params: Any) -> tuple[str, str] | None:
+    """``(file, sha256)`` when ``params`` is a parameter reference (:data:`REF_KEY`), else None."""
+    if isinstance(params, dict) and params.keys() == {REF_KEY, "sha256"} and isinstance(params[REF_KEY], str) \
+            and isinstance(params["sha256"], str):
+        return params[REF_KEY], params["sha256"]
+    return None
+
+
 def verify_document(system: str, path: Any, *, simulate: bool = False, seed: int | None = None,
-                    checks: frozenset[str] | None = None) -> dict[str, Any]:
+                    checks: frozenset[str] | None = None, reference: bool = False) -> dict[str, Any]:
     """The ``verify SYSTEM --params FILE`` document (one parameter set; the sweep calls this per file).
 
     Parameters
@@ -168,6 +182,11 @@ def verify_document(system: str, path: Any, *, simulate: bool = False, seed: int
         The parameters, as :meth:`flowcert.system.System.load` takes them.
     simulate, seed, checks
         As ``--simulate`` / ``--seed`` / ``--checks`` (None: the default set of ``--simulate``).
+    reference : bool
+        With a file ``path``: the document's ``params`` is ``{"$ref": path, "sha256": HEX}`` (HEX: the
+        SHA-256 of the bytes read) instead of the parameters as understood: what ``pretrained verify``
+        writes per head (a d = 384 head's parameters are 8 MB). ``flowcert recheck`` reads the file back,
+        compares its digest and re-derives every subject from it.
 
     Returns
     -------
@@ -180,14 +199,15 @@ def verify_document(system: str, path: Any, *, simulate: bool = False, seed: int
     from collections.abc import Mapping
 
     from .errors import ParamError
-    from .files import load_file
+    from .files import load_file_sha256
     from .schema import PROVENANCE_KEY
     from .systems import get_system
 
     sysobj = get_system(system)
-    raw = path
+    raw, ref = path, None
     if isinstance(path, (str, os.PathLike)):  # read once: the parameters and where they came from
-        raw = load_file(path)
+        raw, sha = load_file_sha256(path)
+        ref = {REF_KEY: os.fspath(path), "sha256": sha} if reference else None
     try:
         p = sysobj.load(raw, command="verify")
     except ParamError as err:
@@ -201,4 +221,4 @@ def verify_document(system: str, path: Any, *, simulate: bool = False, seed: int
         from .pretrained.provenance import check_provenance
 
         doc = {**doc, PROVENANCE_KEY: check_provenance(raw[PROVENANCE_KEY])}
-    return doc
+    return doc if ref is None else {**doc, "params": ref}

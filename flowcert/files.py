@@ -56,7 +56,8 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def load_file(path: str | os.PathLike[str]) -> dict[str, object]:
-    """Read a parameter file into a raw mapping (not yet validated).
+    """Read a parameter file into a raw mapping (not yet validated); :func:`load_file_sha256` also
+    gives the SHA-256 of the bytes read.
 
     Parameters
     ----------
@@ -75,6 +76,14 @@ def load_file(path: str | os.PathLike[str]) -> dict[str, object]:
         Wrong suffix, missing or unreadable file, invalid JSON (with line and column),
         duplicate keys, a top level that is not an object, a corrupt archive.
     """
+    return load_file_sha256(path)[0]
+
+
+def load_file_sha256(path: str | os.PathLike[str]) -> tuple[dict[str, object], str]:
+    """:func:`load_file`, and the SHA-256 (hex) of the very bytes that were parsed: what a document that
+    references its parameter file instead of copying it names (``{"$ref": FILE, "sha256": HEX}``)."""
+    import hashlib
+
     name = os.fspath(path)
     p = Path(name)
     suffix = p.suffix.lower()
@@ -85,6 +94,10 @@ def load_file(path: str | os.PathLike[str]) -> dict[str, object]:
     if suffix not in (".json", ".npz"):
         raise fail("expected a .json or .npz file")
     raw = _read_regular(name, fail)
+    return _parsed(raw, suffix, fail), hashlib.sha256(raw).hexdigest()
+
+
+def _parsed(raw: bytes, suffix: str, fail: Callable[[str], ParamError]) -> dict[str, object]:
     if suffix == ".json":
         try:
             text = raw.decode("utf-8-sig")

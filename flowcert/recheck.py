@@ -172,6 +172,8 @@ class Recheck:
     checkpoint_unbound: list[str] = field(default_factory=list)
     #: ``{"directory", "sha256"}`` of ``--checkpoint``, or None
     checkpoint: dict[str, str] | None = None
+    #: referenced parameter files that could not be read (``path: reason``): their documents are not re-checked
+    unread: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -181,7 +183,7 @@ class Recheck:
     @property
     def rechecked(self) -> bool:
         """Nothing refused and every ``holds`` rests on a bound certificate."""
-        return not self.refused and not self.holds_unbound
+        return not self.refused and not self.holds_unbound and not self.unread
 
     def to_json(self) -> dict[str, Any]:
         return {"flowcert": __version__, "files": list(self.files), "certificates": self.certificates,
@@ -191,7 +193,8 @@ class Recheck:
                 "uncertified": list(self.uncertified), "holds_unbound": list(self.holds_unbound),
                 "unchecked": list(self.unchecked),
                 "rechecked": self.rechecked, "strict": self.strict,
-                "checkpoint": self.checkpoint, "checkpoint_unbound": list(self.checkpoint_unbound)}
+                "checkpoint": self.checkpoint, "checkpoint_unbound": list(self.checkpoint_unbound),
+                "unread": list(self.unread)}
 
     def summary(self) -> str:
         """Plain-text report: totals, counts by kind, and the path of each refusal."""
@@ -203,6 +206,8 @@ class Recheck:
             lines.append(f"  {len(self.uncertified)} 'fails' without a certificate (uncertified)")
         if self.holds_unbound:
             lines.append(f"  {len(self.holds_unbound)} 'holds' rest on no bound certificate: NOT re-checked")
+        for u in self.unread:
+            lines.append(f"  parameter file not read: {u}: its document is NOT re-checked")
         if self.unchecked:
             lines.append(f"  {len(self.unchecked)} certificate(s) name inputs this document does not carry (a "
                          "checkpoint's head: pass --checkpoint): not checked")
@@ -247,7 +252,7 @@ def recheck_files(paths: Sequence[str], *, strict: bool = False, checkpoint: Any
     for p, docs in loaded:
         for line, doc in docs:
             where = f"{p}:{line}" if line is not None else str(p)
-            dc = recheck_document(doc, checkpoint=checkpoint)
+            dc = recheck_document(doc, checkpoint=checkpoint, origin=str(p))
             for _, kind, ok in dc.records:
                 tally = out.by_kind.setdefault(kind, {"accepted": 0, "refused": 0})
                 out.certificates += 1
@@ -260,6 +265,7 @@ def recheck_files(paths: Sequence[str], *, strict: bool = False, checkpoint: Any
             out.holds_unbound += [f"{where} {q}" for q in dc.holds_unbound]
             out.unchecked += [f"{where} {q}" for q in dc.unchecked]
             out.checkpoint_unbound += [f"{where} {q}" for q in dc.checkpoint_unbound]
+            out.unread += [f"{where} {q}" for q in dc.unread]
             out.refused += [Refusal(str(p), line, q, k, why) for q, k, why in dc.refused]
     return out
 
@@ -326,11 +332,13 @@ class DocumentCheck:
     #: unbound certificates about a checkpoint's head that were not re-derived from its weights (no
     #: ``--checkpoint``, or parameters that are float64 products of the weights)
     checkpoint_unbound: list[str] = field(default_factory=list)
+    #: ``path: reason`` of a parameter reference whose file could not be read (missing, unreadable)
+    unread: list[str] = field(default_factory=list)
 
     @property
     def rechecked(self) -> bool:
-        """Nothing refused and every ``holds`` rests on a bound certificate."""
-        return not self.refused and not self.holds_unbound
+        """Nothing refused, every referenced parameter file read, and every ``holds`` rests on a bound certificate."""
+        return not self.refused and not self.holds_unbound and not self.unread
 
 
 def _kind_of(cert: Any) -> str:
@@ -540,12 +548,14 @@ def _theorem(out: DocumentCheck, base: str, t: Any, entry: Any, resolve: Any, se
                                                     f"{_applies(statuses)!r}"))
 
 
-def recheck_document(doc: Any, *, prefix: str = "$", checkpoint: Any = None) -> DocumentCheck:
+def recheck_document(doc: Any, *, prefix: str = "$", checkpoint: Any = None, origin: str | None = None) -> DocumentCheck:
     """Re-check one document against the catalogue (issue 38): every certificate's subject re-derived
     from the document's ``params``, every status from its certificate, names, claims and ``applies``
     from the catalogue entry, and the system's document-level checks (the gaussian regime); a system
     with a document checker of its own (:data:`flowcert.bindings.DOCUMENT_CHECKERS`: ``pretrained``)
-    is re-checked by it, against ``checkpoint`` when given.
+    is re-checked by it, against ``checkpoint`` when given. Parameters given by reference
+    (``{"$ref": FILE, "sha256": HEX}``) are read back from FILE (as named, else beside ``origin``, the
+    file being re-checked) and must have that digest (:func:`dereferenced`).
 
     Returns
     -------
@@ -553,6 +563,7 @@ def recheck_document(doc: Any, *, prefix: str = "$", checkpoint: Any = None) -> 
         The bound / unbound / refused counts and where each refusal is.
     """
     from .bindings import DERIVED, EXTRA_CHECKS, entries_of
+    from .documents import params_reference
 
     out = DocumentCheck()
     if isinstance(doc, dict) and is_certificate(doc):
@@ -561,7 +572,10 @@ def recheck_document(doc: Any, *, prefix: str = "$", checkpoint: Any = None) -> 
     if not isinstance(doc, dict):
         return out
     if SWEEP_RECORD_KEYS <= doc.keys() and "flowcert" not in doc:
-        return _sweep_record(doc, prefix, checkpoint)
+        return _sweep_record(doc, prefix, checkpoint, origin)
+    doc = dereferenced(doc, prefix, origin, out)
+    if params_reference(doc.get("params")) is not None:  # a reference not followed: nothing can be re-derived
+        return _unfollowed(doc, prefix, out)
     system = doc.get("system")
     checker = _document_checker(system)
     if checker is not None:
@@ -588,6 +602,19 @@ def recheck_document(doc: Any, *, prefix: str = "$", checkpoint: Any = None) -> 
     return out
 
 
+def _unfollowed(doc: dict[str, Any], prefix: str, out: DocumentCheck) -> DocumentCheck:
+    """A document whose parameter reference could not be followed (refused or unread, in ``out``): its
+    certificates are counted, unchecked, and every ``holds`` rests on nothing re-checked."""
+    for path, _ in certificates_in(doc, prefix):
+        out.unbound += 1
+        out.unchecked.append(path)
+    for i, t in enumerate(doc.get("theorems") or []):
+        for j, h in enumerate((t.get("hypotheses") or []) if isinstance(t, dict) else []):
+            if isinstance(h, dict) and h.get("status") == "holds":
+                out.holds_unbound.append(f"{prefix}.theorems[{i}].hypotheses[{j}]")
+    return out
+
+
 def _document_checker(system: Any) -> Any:
     """The document checker of ``system`` (:data:`flowcert.bindings.DOCUMENT_CHECKERS`), or None."""
     import importlib
@@ -601,13 +628,79 @@ def _document_checker(system: Any) -> Any:
     return getattr(importlib.import_module(module), function)
 
 
-def _sweep_record(rec: dict[str, Any], prefix: str, checkpoint: Any) -> DocumentCheck:
+def _sweep_record(rec: dict[str, Any], prefix: str, checkpoint: Any, origin: str | None = None) -> DocumentCheck:
     """A sweep line: its ``result`` re-checked as the document it is, then the line's own provenance
     (:func:`flowcert.pretrained.binding.recheck_line`)."""
     result = rec.get("result")
-    out = recheck_document(result, prefix=f"{prefix}.result", checkpoint=checkpoint) if isinstance(result, dict) \
-        else DocumentCheck()
+    from .documents import params_reference
     from .pretrained.binding import recheck_line
 
-    recheck_line(rec, out, prefix, checkpoint)
+    if not isinstance(result, dict):
+        out = DocumentCheck()
+    else:  # a referenced parameter file is read once, for the document and for the line
+        first = DocumentCheck()
+        ref = params_reference(result.get("params"))
+        if ref is not None and ref[0] != rec.get("file"):
+            first.refused.append((f"{prefix}.result.params", "-", f"references {ref[0]!r}, not the line's file "
+                                                                   f"{rec.get('file')!r}"))
+        result = dereferenced(result, f"{prefix}.result", origin, first)
+        out = recheck_document(result, prefix=f"{prefix}.result", checkpoint=checkpoint, origin=origin)
+        # a reference that could not be followed is met again inside: reported once
+        out.refused = list(dict.fromkeys(first.refused + out.refused))
+        out.unread = list(dict.fromkeys(first.unread + out.unread))
+    recheck_line({**rec, "result": result}, out, prefix, checkpoint)
     return out
+
+
+def dereferenced(doc: dict[str, Any], prefix: str, origin: str | None, out: DocumentCheck) -> dict[str, Any]:
+    """``doc`` with a parameter reference ``{"$ref": FILE, "sha256": HEX}`` replaced by the parameters as
+    understood (the system's validation of FILE, as ``verify`` writes them); ``doc`` itself without one.
+
+    FILE is looked up as named, then beside ``origin``. Its bytes must have the SHA-256 ``HEX`` and its
+    provenance must be the document's, else the reference is refused (``out.refused``); a file that
+    cannot be read is ``out.unread`` and the document keeps its reference (its certificates then name
+    inputs it does not carry: unchecked)."""
+    import os
+
+    from .documents import params_reference, plain
+    from .errors import ParamError
+    from .files import load_file_sha256
+    from .schema import PROVENANCE_KEY
+    from .systems import REGISTRY, get_system
+
+    ref = params_reference(doc.get("params"))
+    if ref is None:
+        return doc
+    name, sha = ref
+    where = f"{prefix}.params"
+    candidates = [name] + ([os.path.join(os.path.dirname(origin), name)] if origin and not os.path.isabs(name) else [])
+    found = next((c for c in candidates if os.path.isfile(c)), None)
+    if found is None:
+        out.unread.append(f"{where}: {name!r} not found")
+        return doc
+    try:
+        raw, got = load_file_sha256(found)
+    except ParamError as exc:
+        out.unread.append(f"{where}: {exc}")
+        return doc
+    if got != sha:
+        out.refused.append((f"{where}.sha256", "-", f"{found!r} has SHA-256 {got}, not the {sha} the document was "
+                                                    "made from"))
+        return doc
+    system = doc.get("system")
+    if not isinstance(system, str) or system not in REGISTRY:
+        out.refused.append((f"{prefix}.system", "-", f"{system!r} is not a system"))
+        return doc
+    try:
+        params = get_system(system).load(raw, command="verify").to_json()
+        prov = raw.get(PROVENANCE_KEY)
+        if prov is not None:
+            from .pretrained.provenance import check_provenance
+
+            prov = check_provenance(prov)
+    except ParamError as exc:
+        out.refused.append((where, "-", f"{found!r} is not valid {system} parameters: {exc}"))
+        return doc
+    if plain({"p": prov})["p"] != doc.get(PROVENANCE_KEY):
+        out.refused.append((f"{prefix}.{PROVENANCE_KEY}", "-", f"not the provenance of {found!r}"))
+    return {**doc, "params": plain({"p": params})["p"]}

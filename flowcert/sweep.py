@@ -82,8 +82,11 @@ def check_jobs(jobs: int) -> None:
                                     "(flowcert.limits.LIMITS['sweep:jobs_per_core'])")
 
 
-def verify_file(system: str, path: str, simulate: bool = False, index: int = 0) -> dict[str, Any]:
-    """Verify one parameter file; never raises. The JSON line of the sweep (JSON-safe)."""
+def verify_file(system: str, path: str, simulate: bool = False, index: int = 0,
+                reference: bool = False) -> dict[str, Any]:
+    """Verify one parameter file; never raises. The JSON line of the sweep (JSON-safe); ``reference``: its
+    document names the file and the SHA-256 of its bytes instead of copying the parameters
+    (:func:`flowcert.documents.verify_document`)."""
     from .certificates import core
     from .documents import plain, verify_document
     from .errors import InputError
@@ -93,7 +96,7 @@ def verify_file(system: str, path: str, simulate: bool = False, index: int = 0) 
     rec: dict[str, Any] = {"file": path, "index": index, "status": "ok", "exit_code": 0, "result": None, "error": None,
                            "provenance": None}
     try:
-        rec["result"] = plain(verify_document(system, path, simulate=simulate))
+        rec["result"] = plain(verify_document(system, path, simulate=simulate, reference=reference))
         rec["provenance"] = rec["result"].get("provenance")
     except InputError as exc:
         rec.update(status="bad_input", exit_code=2, error=str(exc))
@@ -103,12 +106,13 @@ def verify_file(system: str, path: str, simulate: bool = False, index: int = 0) 
     return rec
 
 
-def _serial(system: str, files: list[tuple[int, str]], simulate: bool) -> Iterator[dict[str, Any]]:
+def _serial(system: str, files: list[tuple[int, str]], simulate: bool, reference: bool) -> Iterator[dict[str, Any]]:
     for i, f in files:
-        yield verify_file(system, f, simulate, i)
+        yield verify_file(system, f, simulate, i, reference)
 
 
-def _local(system: str, files: list[tuple[int, str]], simulate: bool, jobs: int) -> Iterator[dict[str, Any]]:
+def _local(system: str, files: list[tuple[int, str]], simulate: bool, jobs: int,
+           reference: bool) -> Iterator[dict[str, Any]]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
@@ -119,7 +123,7 @@ def _local(system: str, files: list[tuple[int, str]], simulate: bool, jobs: int)
         _warm(system)
     context = multiprocessing.get_context("fork" if linux else None)
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_single_thread) as pool:
-        futures = {pool.submit(verify_file, system, f, simulate, i): (i, f) for i, f in files}
+        futures = {pool.submit(verify_file, system, f, simulate, i, reference): (i, f) for i, f in files}
         try:
             for fut in as_completed(futures):
                 i, f = futures[fut]
@@ -166,7 +170,8 @@ def _single_thread() -> None:
         sys.modules["torch"].set_num_threads(1)
 
 
-def _dask(system: str, files: list[tuple[int, str]], simulate: bool, address: str) -> Iterator[dict[str, Any]]:
+def _dask(system: str, files: list[tuple[int, str]], simulate: bool, address: str,
+          reference: bool) -> Iterator[dict[str, Any]]:
     try:
         from dask.distributed import Client, as_completed
     except ImportError as exc:
@@ -182,14 +187,12 @@ def _dask(system: str, files: list[tuple[int, str]], simulate: bool, address: st
     try:
         futures = {}
         for i, f in files:
-            fut = client.submit(verify_file, system, str(Path(f).resolve()), simulate, i, pure=False)
+            fut = client.submit(verify_file, system, str(Path(f).resolve()), simulate, i, reference, pure=False)
             futures[fut] = (i, f)
         for fut in as_completed(list(futures)):
             i, f = futures[fut]
             try:
-                rec = fut.result()
-                rec["file"] = f
-                yield rec
+                yield _named(fut.result(), f)
             except Exception as exc:  # noqa: BLE001 - a worker died: still one line for this set
                 yield {"file": f, "index": i, "status": "internal_error", "exit_code": 1, "result": None,
                        "error": f"worker failed: {type(exc).__name__}: {exc}", "seconds": None,
@@ -219,13 +222,15 @@ class Progress:
 
 def run(system: str, paths: Sequence[str], *, simulate: bool = False, jobs: int = 1, scheduler: str | None = None,
         resume: str | None = None, progress: bool = True, out: TextIO | None = None,
-        labels: Mapping[str, tuple[str, Any]] | None = None) -> int:
+        labels: Mapping[str, tuple[str, Any]] | None = None, reference: bool = False) -> int:
     """Run a sweep and write one JSON line per parameter set to ``out``; returns the exit code.
 
     ``labels`` maps a file actually read to ``(file, provenance)`` reported in its line (``pretrained
     verify`` reads its exports from a temporary folder and reports the final names); with labels,
     ``--resume`` skips a file only when the previous line names the same file *and* the same
-    provenance (a line about another model or prompt is never taken for this one).
+    provenance (a line about another model or prompt is never taken for this one). ``reference``: each
+    line's document names its parameter file (the reported name) and the file's SHA-256 instead of copying
+    the parameters (``pretrained verify``).
     """
     from .limits import max_jobs
 
@@ -242,17 +247,18 @@ def run(system: str, paths: Sequence[str], *, simulate: bool = False, jobs: int 
         todo = [(i, f) for i, f in enumerate(files) if shown.get(f, (f, None))[0] not in skip]
     runner: Iterable[dict[str, Any]]
     if scheduler:
-        runner = _dask(system, todo, simulate, scheduler)
+        runner = _dask(system, todo, simulate, scheduler, reference)
     elif jobs > 1 and len(todo) > 1:
 
-        runner = _local(system, todo, simulate, min(jobs, max_jobs(len(todo))))
+        runner = _local(system, todo, simulate, min(jobs, max_jobs(len(todo))), reference)
     else:
-        runner = _serial(system, todo, simulate)
+        runner = _serial(system, todo, simulate, reference)
     bar = Progress(len(todo), sys.stderr, progress)
     code = 0
     for rec in runner:
         if rec["file"] in shown:
-            actual, (rec["file"], rec["provenance"]) = rec["file"], shown[rec["file"]]
+            actual, (name, rec["provenance"]) = rec["file"], shown[rec["file"]]
+            rec = _named(rec, name)
             if rec.get("error"):
                 rec["error"] = rec["error"].replace(actual, rec["file"])
         out.write(json.dumps(rec, allow_nan=False) + "\n")
@@ -260,6 +266,17 @@ def run(system: str, paths: Sequence[str], *, simulate: bool = False, jobs: int 
         bar.update(rec)
         code = 1 if rec["exit_code"] == 1 else (code or rec["exit_code"])
     return code
+
+
+def _named(rec: dict[str, Any], name: str) -> dict[str, Any]:
+    """``rec`` reported under the file name ``name`` (a line's ``file``, and its document's parameter
+    reference, where it has one, name the same file)."""
+    from .documents import REF_KEY, params_reference
+
+    doc = rec.get("result")
+    if isinstance(doc, dict) and params_reference(doc.get("params")) is not None:
+        rec["result"] = {**doc, "params": {**doc["params"], REF_KEY: name}}
+    return {**rec, "file": name}
 
 
 def _key(provenance: Any) -> str:

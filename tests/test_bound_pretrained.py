@@ -13,6 +13,7 @@ Each forgery edits a real document written by the CLI; the expected paths are th
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from pathlib import Path
 
@@ -245,16 +246,62 @@ def _lines(tmp: Path, recs: list[dict], name: str) -> Path:
 
 
 def test_untouched_sweep_lines_recheck(tiny_sweep, tmp_path):
+    """A line references its export (``{"$ref", "sha256"}``, no copy of the parameters). Without the
+    checkpoint its certificates are unbound (float64 products of weights nobody re-derived); with it, the
+    export is recomputed from the weights bit for bit and every certificate is bound."""
     root, recs = tiny_sweep
     assert len(recs) == 2 and all(r["provenance"]["checkpoint_sha256"] for r in recs)
+    for r in recs:
+        assert r["result"]["params"] == {"$ref": r["file"], "sha256": hashlib.sha256(Path(r["file"]).read_bytes()).hexdigest()}
     plain = _lines(tmp_path, recs, "plain")
-    for extra in ((), ("--checkpoint", str(root))):
-        out = flowcert("recheck", str(plain), "--json", *extra)
-        assert out.returncode == 0, out.stdout
-        got = json.loads(out.stdout)
-        # parameters exported from a checkpoint (float64 products, prompt tokens): unbound, and said so
-        assert got["refused"] == [] and got["bound"] == 0 and got["unbound"] == got["accepted"] > 0
-        assert len(got["checkpoint_unbound"]) == got["unbound"]
+    out = flowcert("recheck", str(plain), "--json")
+    assert out.returncode == 0, out.stdout
+    got = json.loads(out.stdout)
+    assert got["refused"] == [] and got["bound"] == 0 and got["unbound"] == got["accepted"] > 0
+    assert len(got["checkpoint_unbound"]) == got["unbound"] and not got["rechecked"]
+    out = flowcert("recheck", str(plain), "--json", "--checkpoint", str(root))
+    got = json.loads(out.stdout)
+    assert out.returncode == 0 and got["refused"] == [] and got["unbound"] == 0 and got["bound"] == got["accepted"] > 0
+    assert got["checkpoint_unbound"] == [] and got["holds_unbound"] == []
+
+
+def test_referenced_export_changed_or_missing(tiny_sweep, tmp_path):
+    """The export a line references must be the bytes it was verified from: an edited file is refused at
+    ``params.sha256``; an edit with a matching digest in the line is not the checkpoint's export (refused
+    with ``--checkpoint``); a missing file leaves the line not re-checked (``unread``), never accepted."""
+    root, recs = tiny_sweep
+    src = Path(recs[0]["file"])
+    raw = json.loads(src.read_text())
+    raw["heads"][0]["V"][0][0] += 0.25
+    forged = tmp_path / "forged" / src.name
+    forged.parent.mkdir()
+    forged.write_text(json.dumps(raw))
+    line = copy.deepcopy(recs[0])
+    line["file"] = line["result"]["params"]["$ref"] = str(forged)
+    out = flowcert("recheck", str(_lines(tmp_path, [line], "edited")), "--json")
+    got = json.loads(out.stdout)
+    assert out.returncode == 3 and [r["path"] for r in got["refused"]] == ["$.result.params.sha256"]
+    line["result"]["params"]["sha256"] = hashlib.sha256(forged.read_bytes()).hexdigest()
+    resigned = _lines(tmp_path, [line], "resigned")
+    out = flowcert("recheck", str(resigned), "--json")  # the certificates no longer match V
+    assert out.returncode == 3 and json.loads(out.stdout)["refused"]
+    # verified afresh, the forged parameters make a consistent line: only the checkpoint's export refutes it
+    out = flowcert("verify", "attention", "--params", str(forged), str(src), "--json")
+    honest = _lines(tmp_path, [json.loads(x) for x in out.stdout.splitlines()[:1]], "honest")
+    out = flowcert("recheck", str(honest), "--json")
+    assert out.returncode == 0 and json.loads(out.stdout)["refused"] == []
+    out = flowcert("recheck", str(honest), "--json", "--checkpoint", str(root))
+    assert out.returncode == 3
+    assert [r["path"] for r in json.loads(out.stdout)["refused"]] == ["$.result.params.heads"]
+    gone = copy.deepcopy(recs[0])
+    gone["file"] = gone["result"]["params"]["$ref"] = str(tmp_path / "nowhere" / src.name)
+    out = flowcert("recheck", str(_lines(tmp_path, [gone], "gone")), "--json")
+    got = json.loads(out.stdout)
+    assert out.returncode == 0 and got["unread"] and not got["rechecked"] and got["bound"] == 0
+    other = copy.deepcopy(recs[0])
+    other["result"]["params"]["$ref"] = recs[1]["file"]
+    out = flowcert("recheck", str(_lines(tmp_path, [other], "other")), "--json")
+    assert out.returncode == 3 and "$.result.params" in {r["path"] for r in json.loads(out.stdout)["refused"]}
 
 
 def test_sweep_line_forgeries_refused_with_line_and_path(tiny_sweep, tmp_path):
@@ -262,7 +309,9 @@ def test_sweep_line_forgeries_refused_with_line_and_path(tiny_sweep, tmp_path):
     digest = copy.deepcopy(recs)
     digest[1]["provenance"]["checkpoint_sha256"] = digest[1]["result"]["provenance"]["checkpoint_sha256"] = "cd" * 32
     query = copy.deepcopy(recs)
-    query[0]["result"]["params"]["heads"][0]["Q"][0][0] += 0.5
+    query[0]["result"]["params"] = json.loads(Path(recs[0]["file"]).read_text())  # the parameters copied in, ...
+    del query[0]["result"]["params"]["provenance"]
+    query[0]["result"]["params"]["heads"][0]["Q"][0][0] += 0.5  # ... and one entry changed
     prov = copy.deepcopy(recs)
     prov[1]["provenance"]["layer"] = 1  # the line's provenance is not its document's
     files = [_lines(tmp_path, r, n) for r, n in ((digest, "digest"), (query, "query"), (prov, "prov"))]

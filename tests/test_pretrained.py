@@ -496,7 +496,10 @@ def test_cli_pretrained_verify_sweeps_every_head_and_resumes(bert, tmp_path, cap
         assert rec["status"] == "ok" and rec["result"]["system"] == "gaussian"
         h = int(rec["file"].rsplit("_H", 1)[1].split(".")[0])
         head = [x for x in extract_heads(ck) if x.layer == 1][h]
-        np.testing.assert_array_equal(np.array(rec["result"]["params"]["B"]), head.B)
+        ref = rec["result"]["params"]  # the export it was verified from, by name and digest: no copy
+        assert ref["$ref"] == rec["file"] and ref["sha256"] == __import__("hashlib").sha256(
+            open(rec["file"], "rb").read()).hexdigest()
+        np.testing.assert_array_equal(np.array(_json.loads(open(rec["file"]).read())["B"]), head.B)
     table = summary.read_text()
     assert table.count("\n| 1 | ") == 2
     resume = tmp_path / "done.jsonl"

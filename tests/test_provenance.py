@@ -163,7 +163,8 @@ def test_another_model_with_the_same_folder_name_never_shares_an_export(tmp_path
         b["provenance"]["checkpoint_sha256"]
     assert a["file"] != b["file"]  # the default folders are keyed by the weights
     ours = load_checkpoint(second)  # head 0 of layer 0: B = K^T Q / sqrt(d_h), d_h = 4, from the second model's weights
-    np.testing.assert_allclose(b["result"]["params"]["B"], ours.layers[0].Wk[:4].T @ ours.layers[0].Wq[:4] / 2.0,
+    assert b["result"]["params"]["$ref"] == b["file"]  # the line references its export
+    np.testing.assert_allclose(json.loads(Path(b["file"]).read_text())["B"], ours.layers[0].Wk[:4].T @ ours.layers[0].Wq[:4] / 2.0,
                                rtol=1e-12, atol=1e-15)
     # an explicit out-dir holding the first model's export is refused for the second
     out = Path(a["file"]).parent

@@ -61,6 +61,16 @@ class CheckpointRef:
     directory: str
     sha256: str
     ckpt: Checkpoint
+    _whole: Checkpoint | None = None
+
+    def whole(self) -> Checkpoint:
+        """Every weight of the checkpoint (``ckpt`` holds the attention blocks only), read once: what the
+        prompt's tokens of an attention export are computed with."""
+        if self._whole is None:
+            from .checkpoint import load_checkpoint
+
+            self._whole = self.ckpt if not self.ckpt.attention_only else load_checkpoint(self.directory)
+        return self._whole
 
 
 def open_checkpoint(directory: str) -> CheckpointRef:
@@ -312,7 +322,9 @@ def recheck_line(rec: dict[str, Any], result: Any, prefix: str, checkpoint: Chec
                                    f"--checkpoint {checkpoint.directory!r} (sha256 {checkpoint.sha256})"))
         else:
             _exact_slices(rec, doc, prov, result, prefix, checkpoint.ckpt)
-    # the parameters are float64 products of the weights (and prompt tokens): not re-derived exactly
+            if not result.refused and _reexported(doc, prov, result, prefix, checkpoint):
+                return  # the parameters are this checkpoint's export, recomputed bit for bit: bound
+    # the parameters are float64 products of the weights (and prompt tokens), not recomputed here
     result.unbound += result.bound
     result.bound = 0
     result.checkpoint_unbound += [p for p, _, ok in result.records if ok]
@@ -341,3 +353,48 @@ def _exact_slices(rec: dict[str, Any], doc: dict[str, Any], prov: dict[str, Any]
             if not matches(exact_value(W), got.get(key)):
                 result.refused.append((f"{prefix}.result.params.heads[0].{key}", "-",
                                        f"not the {key} of layer {layer} head {head} of --checkpoint"))
+
+
+#: largest relative difference between a line's parameters and their re-export that is taken for the
+#: rounding of another BLAS or torch build (unbound, said so); anything larger is refused
+REEXPORT_RTOL = 1e-9
+
+
+def _reexported(doc: dict[str, Any], prov: dict[str, Any], result: Any, prefix: str, ref: CheckpointRef) -> bool:
+    """Whether the document's parameters are the export of its head (:func:`flowcert.pretrained.command.exported`:
+    B, V = W_O W_V and the prompt's tokens, float64 computations) recomputed from ``ref`` bit for bit.
+
+    Equal: the certificates, bound to the parameters by their subjects, are bound to the checkpoint. Within
+    :data:`REEXPORT_RTOL`: another machine's rounding, so unbound (the line keeps its parameters' word).
+    Beyond it: refused, naming the first parameter that differs."""
+    import numpy as np
+
+    from ..documents import params_reference, plain
+    from ..errors import InputError
+    from ..systems import REGISTRY, get_system
+    from .command import exported
+
+    params, system = doc.get("params"), prov.get("system")
+    if not isinstance(params, dict) or params_reference(params) is not None or system not in REGISTRY:
+        return False  # a parameter file that could not be read (reported), or no system to export for
+    try:
+        raw = exported(ref.whole(), system, prov["layer"], prov["head"], prov)
+        again = plain({"p": get_system(system).load(raw, command="verify").to_json()})["p"]
+    except (InputError, KeyError, TypeError, ValueError) as exc:
+        result.refused.append((f"{prefix}.provenance", "-", f"the head cannot be exported from --checkpoint: {exc}"))
+        return False
+    if again == params:
+        return True
+    for key in again:
+        a, b = again.get(key), params.get(key)
+        if a == b:
+            continue
+        try:
+            x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+            close = x.shape == y.shape and bool(np.all(np.abs(x - y) <= REEXPORT_RTOL * np.maximum(1.0, np.abs(x))))
+        except (TypeError, ValueError):
+            close = False
+        if not close:
+            result.refused.append((f"{prefix}.result.params.{key}", "-", f"not the export of layer {prov['layer']} "
+                                   f"head {prov['head']} recomputed from --checkpoint"))
+    return False

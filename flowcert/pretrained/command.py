@@ -6,10 +6,11 @@
 * ``embed --model DIR --text T [--text T …]``: mean-pooled embeddings, cosine-similarity matrix;
 * ``experiment gaussianity|covariance|consensus --model DIR [--full] [--seed N]``;
 * ``verify --model DIR --system gaussian|attention [--layers L …] [--heads H …] [--jobs N | --scheduler A]
-  [--resume JSONL] [--out-dir DIR] [--prompt TEXT] [--simulate] [--summary FILE.md]``: exports every selected head
-  (attention: the prompt's tokens, carried through the layers before it and put on the unit sphere,
-  are ``X0``) and verifies them through the sweep (:mod:`flowcert.sweep`): one JSON line per head,
-  resumable; ``--summary`` writes the per-head table (:func:`summary_table`).
+  [--resume JSONL] [--out-dir DIR] [--prompt TEXT] [--simulate] [--summary FILE.md] [--echo-params]``: exports
+  every selected head (attention: the prompt's tokens, carried through the layers before it and put on the unit
+  sphere, are ``X0``) and verifies them through the sweep (:mod:`flowcert.sweep`): one JSON line per head,
+  resumable, whose document references its export (``params``: ``{"$ref": FILE, "sha256": HEX}``; the
+  parameters themselves with ``--echo-params``); ``--summary`` writes the per-head table (:func:`summary_table`).
 """
 
 from __future__ import annotations
@@ -178,26 +179,35 @@ def _reusable(out_dir: Any, wanted: dict[tuple[int, int], dict[str, Any]]) -> se
     return found
 
 
+def exported(ckpt: Any, system: str, layer: int, head: int, prov: dict[str, Any],
+             X0: dict[int, Any] | None = None) -> dict[str, Any]:
+    """The parameter mapping ``pretrained verify`` exports for one head: the system's declared export, and
+    for the token systems (attention) the prompt's tokens of ``prov`` as ``X0`` (``X0``: a per-layer cache).
+    ``flowcert recheck --checkpoint`` recomputes it to bind a line's parameters to the weights."""
+    from ..systems import capability, get_system
+
+    raw = capability(system, "export")(ckpt, layer, head)
+    if not get_system(system).single_head:  # the token systems start from the prompt's tokens
+        X0 = {} if X0 is None else X0
+        if layer not in X0:
+            X0[layer] = prompt_tokens(ckpt, layer, prov["prompt"], prov["tokens"])
+        raw.update(X0=X0[layer].tolist(), n=int(X0[layer].shape[0]))
+    return raw
+
+
 def _write_exports(ckpt: Any, system: str, wanted: dict[tuple[int, int], dict[str, Any]], folder: Any,
                    skip: set[tuple[int, int]]) -> dict[tuple[int, int], str]:
     """Write ``L{layer}_H{head}.json`` (with its provenance) into ``folder`` for every head not in ``skip``."""
     from pathlib import Path
 
-    from ..systems import capability, get_system
     from . import heads as exports
 
-    export = capability(system, "export")
-    tokens = not get_system(system).single_head  # the token systems (attention) start from the prompt's tokens
     X0: dict[int, Any] = {}
     written = {}
     for (layer, head), prov in wanted.items():
         if (layer, head) in skip:
             continue
-        raw = export(ckpt, layer, head)  # the system's declared export
-        if tokens:
-            if layer not in X0:
-                X0[layer] = prompt_tokens(ckpt, layer, prov["prompt"], prov["tokens"])
-            raw.update(X0=X0[layer].tolist(), n=int(X0[layer].shape[0]))
+        raw = exported(ckpt, system, layer, head, prov, X0)
         path = Path(folder) / f"L{layer}_H{head}.json"
         exports.write_params(raw, path, provenance=prov)  # through the one writer: never half-written, never via a link
         written[(layer, head)] = str(path)
@@ -346,7 +356,8 @@ def _verify(args: argparse.Namespace) -> tuple[None, int]:
         labels = {written.get(lh, final[lh]): (final[lh], wanted[lh]) for lh in wanted}
         code = sweep.run(args.system, files, simulate=args.simulate, jobs=args.jobs or 1, scheduler=args.scheduler,
                          resume=args.resume, progress=not args.json,
-                         out=_Tee(sys.stdout, lines) if args.summary else sys.stdout, labels=labels)
+                         out=_Tee(sys.stdout, lines) if args.summary else sys.stdout, labels=labels,
+                         reference=not args.echo_params)
     if args.summary:
         records = lines.records + resumed
         write_text("--summary", args.summary, provenance_lines(records) + summary_table(records))
@@ -455,6 +466,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     v.add_argument("--prompt", default=DEFAULT_PROMPT, help="attention: the text whose tokens are X0")
     v.add_argument("--simulate", action="store_true", help="cross-check every head by simulation (verify --simulate)")
     v.add_argument("--summary", default=None, metavar="FILE.md", help="also write the per-head table")
+    v.add_argument("--echo-params", action="store_true",
+                   help="copy each head's parameters into its line (default: the line's result.params is "
+                        "{\"$ref\": FILE, \"sha256\": HEX}, the export it was verified from)")
     for p in (h, e, m, x, v):
         p.add_argument("--model", required=True, help="checkpoint directory (config.json + model.safetensors), or 'minilm'")
         p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
