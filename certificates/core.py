@@ -53,6 +53,7 @@ from .forms import Encoded, content_memo, is_diagonal
 from .forms import coprime_fraction as _coprime_fraction
 from .forms import float_image as _float_image
 from .forms import float_text as _float_text
+from .forms import float_texts
 from .forms import keyed_data as _keyed_data
 
 Status = str  # "holds" | "fails" | "unknown" | "assumed" (stated by the user, never proved)
@@ -184,6 +185,8 @@ _ENCODE_MEMO_MAX = 16
 
 
 def _encode_floats(M: np.ndarray) -> list[list[str]]:
+    if M.size >= _QMAT_MEMO_MIN:
+        return float_texts(M)  # the integer work in numpy (2.4x faster on a d = 384 head)
     return [[_float_text(x) for x in row] for row in M.tolist()]  # no fmpq on the way (4x faster)
 
 
@@ -199,7 +202,10 @@ def encode(M: Any) -> list[list[str]]:
             return out
 
         hit = content_memo(_ENCODE_MEMO, _ENCODE_MEMO_MAX, M, texts)
-        return Encoded([list(r) for r in hit])  # a copy: no caller shares rows
+        out = Encoded([list(r) for r in hit])  # a copy: no caller shares rows
+        out.floats = M.copy()  # the floats these texts are, exactly: what a subject digest hashes
+        out.floats.flags.writeable = False
+        return out
     if isinstance(M, flint.fmpq_mat):
         F = _float_image(M)  # a matrix of floats taken exactly (a head's V) is encoded from its floats, once
         if F is not None:

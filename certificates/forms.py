@@ -35,7 +35,10 @@ class Encoded(list):  # type: ignore[type-arg]
     """Rows of ``"p/q"`` texts in lowest terms with ``q > 0``, as :func:`flowcert.certificates.core.encode`
     writes them: their own canonical form (:func:`flowcert.certificates.subjects.canonical`), so a subject
     digest of one is its JSON text, without parsing each entry again. JSON, equality and copies treat it
-    as a plain list."""
+    as a plain list. ``floats``: the float64 matrix the texts are exactly, when they were made from one
+    (None otherwise)."""
+
+    floats: np.ndarray | None = None
 
 
 _RATIO_BYTES = b"-0123456789/"
@@ -132,6 +135,43 @@ def float_text(x: float) -> str:
     return ratio_text(*x.as_integer_ratio())  # exact, lowest terms, q > 0
 
 
+#: the significand bits of a float64, and the widest shifts whose integers still fit an int64
+_MANTISSA_BITS = 53
+_MAX_LEFT, _MAX_RIGHT = 63 - _MANTISSA_BITS, 62
+
+
+def float_texts(F: np.ndarray) -> list[list[str]]:
+    r"""Rows of :func:`float_text` of every entry of a finite 2-D float64 array, the integer work in numpy.
+
+    Each :math:`x=m\,2^{e}` (``frexp``, :math:`\tfrac12\le|m|<1`) is the integer :math:`M=m\,2^{53}`
+    times :math:`2^{e-53}`, exactly; :math:`M` is divided by its largest power of two :math:`2^{z}` and the
+    text is :math:`M2^{-z}\cdot2^{e-53+z}` as ``p`` or ``p/q`` in lowest terms (the numerator is odd when
+    the denominator is not 1). Entries whose numerator or denominator leaves an int64 (tiny and huge
+    floats) take :func:`float_text`."""
+    m, e = np.frexp(F)
+    M = np.ldexp(m, _MANTISSA_BITS).astype(np.int64)  # exact: |m| 2^53 < 2^53 is an integer
+    E = e.astype(np.int64) - _MANTISSA_BITS
+    low = M & -M  # the lowest set bit (0 for x = 0)
+    z = np.where(M != 0, np.frexp(low.astype(np.float64))[1].astype(np.int64) - 1, 0)
+    M >>= z  # exact: M is divisible by 2^z
+    E += z
+    M[M == 0], E[M == 0] = 0, 0
+    fits = (E <= _MAX_LEFT) & (E >= -_MAX_RIGHT)
+    P = np.where(fits & (E > 0), M << np.clip(E, 0, _MAX_LEFT), M)
+    Qd = np.where(fits & (E < 0), np.int64(1) << np.clip(-E, 0, _MAX_RIGHT), 1)
+    texts = list(map("{}/{}".format, P.ravel().tolist(), Qd.ravel().tolist()))
+    whole = (Qd == 1).ravel()
+    if whole.any():  # integers are written without "/1"
+        for k, p in zip(np.flatnonzero(whole).tolist(), P.ravel()[whole].tolist()):
+            texts[k] = str(p)
+    if not fits.all():
+        flat = F.ravel().tolist()
+        for k in np.flatnonzero(~fits.ravel()).tolist():
+            texts[k] = float_text(flat[k])
+    c = F.shape[1]
+    return [texts[i * c:(i + 1) * c] for i in range(F.shape[0])]
+
+
 def float_image(Q: Any) -> np.ndarray | None:
     r"""The float64 matrix whose entries are exactly those of the large ``fmpq_mat`` ``Q`` (the exact
     form of float data), or None when ``Q`` is small or some entry is no float.
@@ -153,8 +193,8 @@ def float_image(Q: Any) -> np.ndarray | None:
     numerators = [int(x) for x in N.entries()]
     try:
         scaled = [float(n) for n in numerators]  # correctly rounded: exact iff n has at most 53 significant bits
-    except OverflowError:
-        return None
+    except OverflowError:  # entries too far apart for one scale (2^70 beside 2^-1074): entry by entry
+        return _entrywise_image(Q)
     if scaled != numerators:  # int == float compares exactly in Python
         return None
     with np.errstate(over="ignore", under="ignore"):
@@ -163,8 +203,24 @@ def float_image(Q: Any) -> np.ndarray | None:
     with np.errstate(over="ignore"):
         back = np.ldexp(F, d.bit_length() - 1)
     if not (np.all(np.isfinite(F)) and np.array_equal(back.ravel(), np.array(scaled, dtype=np.float64))):
-        return None
+        return _entrywise_image(Q)  # a subnormal entry under the common scale: entry by entry
     return F
+
+
+def _entrywise_image(Q: Any) -> np.ndarray | None:
+    """:func:`float_image` entry by entry: ``p/q`` (lowest terms) is a float iff the correctly rounded
+    quotient gives back exactly ``(p, q)`` as its ratio."""
+    out = []
+    for x in Q.entries():
+        p, q = int(x.p), int(x.q)
+        try:
+            f = p / q  # CPython: correctly rounded
+        except OverflowError:
+            return None
+        if f.as_integer_ratio() != (p, q):
+            return None
+        out.append(f)
+    return np.array(out, dtype=np.float64).reshape(Q.nrows(), Q.ncols())
 
 
 def keyed_data(data: Any) -> Any:

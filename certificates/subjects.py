@@ -29,9 +29,10 @@ from fractions import Fraction
 from typing import Any
 
 import flint
+import numpy as np
 
 from .core import encode
-from .forms import LARGE, Encoded, float_rows, float_text, ratio_rows_text, ratio_text
+from .forms import LARGE, Encoded, float_image, float_rows, float_text, ratio_rows_text, ratio_text
 
 __all__ = ["SubjectError", "evaluate", "matches", "exact_value", "canonical", "subject_digest"]
 
@@ -271,14 +272,58 @@ def _canonical_matrix(value: Any) -> list[list[str]] | None:
     return out  # type: ignore[return-value]
 
 
-def subject_digest(values: dict[str, Any]) -> str:
+def subject_digest(values: dict[str, Any], legacy: bool = False) -> str:
     """``sha256:<hex>`` of the canonical values of a certificate's subject fields (by field name): what
-    ties a certificate to the exact data it was made for, when the data themselves are not copied."""
+    ties a certificate to the exact data it was made for, when the data themselves are not copied.
+
+    A large matrix (at least :data:`~flowcert.certificates.forms.LARGE` entries) whose entries are all
+    exactly float64 numbers enters as ``{"float64": [rows, cols], "sha256": HEX}``, HEX the SHA-256 of
+    those floats' bytes (little-endian, row-major, ``-0.0`` as ``0.0``): the value determines its
+    floats and they determine it, and a d = 384 head's matrix is hashed in milliseconds instead of
+    being written as 147,456 ``"p/q"`` texts. Any other value enters as its canonical JSON text
+    (:func:`canonical`), as every value did before (``legacy``: that form for every value, the digest
+    of documents written before the float form existed)."""
     import hashlib
     import json
 
-    text = "{" + ",".join(f"{json.dumps(k)}:{_canonical_text(values[k])}" for k in sorted(values)) + "}"
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    def text(v: Any) -> str:
+        F = None if legacy else _float_form(v)
+        if F is None:
+            return _canonical_text(v)
+        data = np.ascontiguousarray(F + 0.0, dtype="<f8").tobytes()  # + 0.0: -0.0 is the rational 0
+        return json.dumps({"float64": list(F.shape), "sha256": hashlib.sha256(data).hexdigest()},
+                          separators=(",", ":"))
+
+    body = "{" + ",".join(f"{json.dumps(k)}:{text(values[k])}" for k in sorted(values)) + "}"
+    return "sha256:" + hashlib.sha256(body.encode()).hexdigest()
+
+
+def _float_form(value: Any) -> np.ndarray | None:
+    """The finite float64 matrix exactly equal to ``value``, when ``value`` is a matrix of at least
+    :data:`~flowcert.certificates.forms.LARGE` entries in any form (floats, ``"p/q"`` texts, an
+    :class:`~flowcert.certificates.forms.Encoded` that remembers its floats, an ``fmpq_mat``) whose
+    entries are all float64 numbers; None otherwise. The same exact value gives the same answer in
+    every form (:func:`~flowcert.certificates.forms.float_image` decides the general case)."""
+    F = getattr(value, "floats", None) if isinstance(value, Encoded) else None
+    if F is None and isinstance(value, np.ndarray) and value.dtype == np.float64 and value.ndim == 2:
+        F = value
+    if F is None and isinstance(value, list):
+        F = float_rows(value)
+    if F is None:
+        if isinstance(value, list):
+            rows = value if value and all(isinstance(r, list) for r in value) else [value]
+            if sum(len(r) for r in rows) < LARGE:
+                return None
+        elif not isinstance(value, flint.fmpq_mat):
+            return None
+        try:
+            v = exact_value(value)
+        except (ValueError, TypeError, ZeroDivisionError):
+            return None
+        F = float_image(v) if isinstance(v, flint.fmpq_mat) else None
+    if F is None or F.ndim != 2 or F.size < LARGE or not np.all(np.isfinite(F)):
+        return None
+    return F
 
 
 #: canonical JSON texts of recent large values, keyed by the SHA-256 of the value's own JSON text: a

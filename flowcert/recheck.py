@@ -419,7 +419,9 @@ def _certificate(out: DocumentCheck, path: str, cert: Any, proof: Any, resolve: 
         filled = [k for k in subject if k not in cert["data"]]
         if filled and "digest" not in cert:
             return refuse(f"the certificate names its subject {sorted(filled)} but carries no digest of it")
-        if "digest" in cert and cert["digest"] != subject_digest({k: data[k] for k in subject}):
+        named = {k: data[k] for k in subject}
+        if "digest" in cert and cert["digest"] != subject_digest(named) and \
+                cert["digest"] != subject_digest(named, legacy=True):  # a document written before the float form
             return refuse(f"subject {', '.join(subject[k] for k in sorted(subject))} is not the data this "
                           "certificate was made for (digest differs)")
     ok, why = explain({**cert, "data": data})

@@ -294,8 +294,9 @@ def _check_sup_bound(data: dict[str, Any]) -> bool:
 
         if not check_heads(data):
             return False
-        if {k: data[k] for k in ("constant", "M", "t") if k in data} in data["heads"]:
-            return True  # the top-level head is one of them, checked already
+        top = {k: data[k] for k in ("constant", "M", "t") if k in data}
+        if not top or top in data["heads"]:
+            return True  # every head is checked; a top-level head (older documents) is one of them
     if "constant" in data:
         return _check_constant_bound(data)
     t = sp.Symbol(data.get("t", "t"), real=True)

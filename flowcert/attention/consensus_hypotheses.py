@@ -315,13 +315,16 @@ def P_spd(s: Setting) -> core.HypothesisResult:
 
 
 def _with_heads(res: core.HypothesisResult, s: Setting, h: bd.Hypothesis) -> core.HypothesisResult:
-    """A ``sup_norm_bound`` result with every head's score matrix in its data (``heads``), bound to them."""
+    """A ``sup_norm_bound`` result with every head's score matrix in its data (``heads``), bound to them, in
+    place of the one head the bound was found on (a copy of one of them that nothing would bind: a MiniLM
+    head's ``Q``, ``K`` are 0.5 MB per certificate)."""
     from ..certificates.attention.head_bounds import head_data
 
     if res.certificate is None:
         return dataclasses.replace(res, name=h.name)
     c = res.certificate
-    c = dataclasses.replace(c, data={**c.data, "heads": [head_data(P) for P in s.P_data]})
+    own = {k: v for k, v in c.data.items() if k not in ("constant", "M", "t")}  # the largest head: one of the heads
+    c = dataclasses.replace(c, data={**own, "heads": [head_data(P) for P in s.P_data]})
     return h.result(res.status, c, res.margin, res.method, res.detail)
 
 
