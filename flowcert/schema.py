@@ -119,6 +119,9 @@ def _list_shape(raw: object, key: str, path: tuple[int, ...]) -> tuple[int, ...]
         return ()
     if not raw:
         return (0,)
+    rows = _matrix_rows(raw)
+    if rows is not None:  # a list of equal rows of scalars (a d = 384 matrix): no call per entry
+        return (len(raw), rows)
     subs = [_list_shape(item, key, path + (i,)) for i, item in enumerate(raw)]
     for i, sub in enumerate(subs):
         if sub != subs[0]:
@@ -129,6 +132,22 @@ def _list_shape(raw: object, key: str, path: tuple[int, ...]) -> tuple[int, ...]
                 f"{_fmt_shape(subs[0])}",
             )
     return (len(raw),) + subs[0]
+
+
+def _matrix_rows(raw: list[object] | tuple[object, ...]) -> int | None:
+    """The common length of the rows of ``raw`` when every row is a non-empty list or tuple of the same
+    length with no list or tuple in it (what :func:`_list_shape` would find, in C loops), else None."""
+    if not all(type(r) in (list, tuple) for r in raw):
+        return None
+    lengths = set(map(len, raw))
+    if len(lengths) != 1 or 0 in lengths:
+        return None
+    kinds: set[type] = set()
+    for r in raw:
+        kinds.update(map(type, r))  # type: ignore[call-overload]
+    if any(issubclass(k, (list, tuple)) for k in kinds):
+        return None
+    return lengths.pop()
 
 
 def _leaves(raw: object, shape: tuple[int, ...]) -> Iterator[tuple[tuple[int, ...], object]]:
