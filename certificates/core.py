@@ -53,7 +53,7 @@ from .forms import Encoded, content_memo, is_diagonal
 from .forms import coprime_fraction as _coprime_fraction
 from .forms import float_image as _float_image
 from .forms import float_text as _float_text
-from .forms import float_texts
+from .forms import float_texts, remember_image
 from .forms import keyed_data as _keyed_data
 
 Status = str  # "holds" | "fails" | "unknown" | "assumed" (stated by the user, never proved)
@@ -119,7 +119,10 @@ def qmat(M: Any) -> Any:
 
         if M.size < _QMAT_MEMO_MIN or M.dtype != np.float64:
             return build()
-        return flint.fmpq_mat(content_memo(_QMAT_MEMO, _QMAT_MEMO_MAX, M, build))  # a copy
+        hit = content_memo(_QMAT_MEMO, _QMAT_MEMO_MAX, M, build)
+        out = flint.fmpq_mat(hit)  # a copy; the memo's matrix is never handed out
+        remember_image(out, hit, M)  # its floats are M: float_image(out) is one comparison
+        return out
     if isinstance(M, (list, tuple)) and M and all(isinstance(r, (list, tuple)) for r in M):
         n = len(M[0])
         if any(len(r) != n for r in M):
@@ -311,8 +314,11 @@ def clear_memo() -> None:
 def clear_content_memos() -> None:
     """Forget the exact forms memoised by content (:func:`qmat`, :func:`encode`): a cold start for
     benchmarks. A sweep keeps them (bounded, content-keyed): heads of one model share A and Sigma0."""
+    from .forms import clear_images
+
     _QMAT_MEMO.clear()
     _ENCODE_MEMO.clear()
+    clear_images()
 
 
 def _feed(h: Any, obj: Any) -> None:

@@ -172,6 +172,32 @@ def float_texts(F: np.ndarray) -> list[list[str]]:
     return [texts[i * c:(i + 1) * c] for i in range(F.shape[0])]
 
 
+#: recent exact matrices made from floats, or found to be floats: ``id(Q) -> (private copy of Q, its
+#: floats)``. A hint only: :func:`float_image` returns the floats when ``Q`` equals the private copy
+#: exactly (one comparison in C), so a matrix changed in place, or another one at a re-used id, is
+#: never given floats it is not
+_IMAGES: OrderedDict[int, tuple[Any, np.ndarray]] = OrderedDict()
+_IMAGES_MAX = 8
+
+
+def remember_image(Q: Any, original: Any, F: np.ndarray) -> None:
+    """Note that the ``fmpq_mat`` ``Q`` was made equal to ``original`` (never handed out, never changed),
+    whose entries are exactly the floats ``F``: :func:`float_image` of ``Q`` is then a comparison."""
+    if Q.nrows() * Q.ncols() < LARGE:
+        return
+    F = np.array(F, dtype=np.float64)  # a private copy
+    F.flags.writeable = False
+    _IMAGES[id(Q)] = (original, F)
+    _IMAGES.move_to_end(id(Q))
+    while len(_IMAGES) > _IMAGES_MAX:
+        _IMAGES.popitem(last=False)
+
+
+def clear_images() -> None:
+    """Forget every remembered float image (:func:`remember_image`)."""
+    _IMAGES.clear()
+
+
 def float_image(Q: Any) -> np.ndarray | None:
     r"""The float64 matrix whose entries are exactly those of the large ``fmpq_mat`` ``Q`` (the exact
     form of float data), or None when ``Q`` is small or some entry is no float.
@@ -181,6 +207,19 @@ def float_image(Q: Any) -> np.ndarray | None:
     scaling by :math:`2^{-k}` is exact (checked by scaling back: a subnormal result would lose bits)."""
     if Q.nrows() * Q.ncols() < LARGE:
         return None
+    known = _IMAGES.get(id(Q))
+    if known is not None and known[0].nrows() == Q.nrows() and known[0].ncols() == Q.ncols() and known[0] == Q:
+        return known[1].copy()  # Q is exactly the matrix these floats are
+    F = _image(Q)
+    if F is not None:
+        import flint
+
+        remember_image(Q, flint.fmpq_mat(Q), F)
+    return F
+
+
+def _image(Q: Any) -> np.ndarray | None:
+    """:func:`float_image` without the memory of :func:`remember_image`."""
     for i in range(0, Q.nrows(), max(1, Q.nrows() // 8)):  # a quick look first: a product of floats fails here
         x = Q[i, (7 * i) % Q.ncols()]
         p, q = int(x.p), int(x.q)

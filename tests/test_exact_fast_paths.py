@@ -7,6 +7,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import flint
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -111,3 +112,15 @@ def test_asymmetric_pair_of_floats_is_the_exact_first_pair(seed: int, n: int, bu
     # the certificate made from the floats re-checks as the one made from the exact matrix
     cert_f, cert_q = predicates.definiteness_witness(F, strict=True), predicates.definiteness_witness(Q, strict=True)
     assert cert_f.data == cert_q.data and core.recheck(cert_f)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 6), st.data())
+def test_lemma23_refutation_rayleigh_without_the_gram_matrix(n: int, data) -> None:
+    """The lemma23 checker's ``||Bx||^2 / ||x||^2`` is the Rayleigh quotient of ``B^T B`` exactly."""
+    from flowcert.certificates import conditions
+
+    B = core.qmat(np.array(data.draw(st.lists(st.lists(st.floats(-1e3, 1e3), min_size=n, max_size=n),
+                                              min_size=n, max_size=n)), dtype=float).reshape(n, n))
+    x = [str(v) for v in data.draw(st.lists(st.integers(-2**30, 2**30), min_size=n, max_size=n).filter(any))]
+    assert conditions._gram_rayleigh(B, x) == conditions._rayleigh(B.transpose() * B, x)

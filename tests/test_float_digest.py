@@ -121,3 +121,24 @@ def _computed() -> set[str]:
     from flowcert.bindings import COMPUTED
 
     return set(COMPUTED)
+
+
+def test_a_remembered_float_image_is_never_given_to_a_changed_matrix() -> None:
+    """``qmat`` of floats remembers their image (``forms.remember_image``): a matrix changed in place
+    afterwards gets the image of what it now is, or none."""
+    F = _matrix(4)
+    Q = core.qmat(F)
+    assert np.array_equal(forms.float_image(Q), F)
+    Q[3, 3] = flint.fmpq(1, 3)  # no float
+    assert forms.float_image(Q) is None
+    Q[3, 3] = flint.fmpq(1, 4)
+    G = F.copy()
+    G[3, 3] = 0.25
+    assert np.array_equal(forms.float_image(Q), G)
+    S = core.qmat(np.round(F * 8) / 16) * 2  # exactly floats; found by the slow path, then remembered
+    got = forms.float_image(S)
+    assert got is not None and all(Fraction(g) == Fraction(int(S[i, j].p), int(S[i, j].q))
+                                   for i, row in enumerate(got.tolist()) for j, g in enumerate(row))
+    assert np.array_equal(forms.float_image(S), got)
+    S[0, 1] = flint.fmpq(1, 3)
+    assert forms.float_image(S) is None

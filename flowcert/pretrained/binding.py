@@ -28,12 +28,16 @@ layer and head and the document's digest. Then
   and nothing says they are the checkpoint's.
 
 A sweep line made from a checkpoint (``pretrained verify``: a ``provenance`` with ``checkpoint_sha256``)
-is a ``verify`` document re-checked by its system's rules (:func:`flowcert.recheck.recheck_document`);
-:func:`recheck_line` adds that its ``provenance`` is its document's, and that with ``--checkpoint`` the
-digest is the checkpoint's and the parameters that are exact slices of the weights (``Q``, ``K`` of an
-attention head) equal them. Its products (``B``, ``V = W_O W_V``) and prompt tokens are float64
-computations, not exact functions of the weights, so its certificates count **unbound** whenever the
-line names a checkpoint: they prove their claims about the document's parameters.
+is a ``verify`` document re-checked by its system's rules (:func:`flowcert.recheck.recheck_document`),
+its parameters read back from the export it references (``{"$ref": FILE, "sha256": HEX}``,
+:func:`flowcert.recheck.dereferenced`); :func:`recheck_line` adds that its ``provenance`` is its
+document's, and with ``--checkpoint`` that the digest is the checkpoint's, that the parameters that
+are exact slices of the weights (``Q``, ``K`` of an attention head) equal them, and that the whole
+export, recomputed from the weights by the same float64 program (:func:`flowcert.pretrained.command.exported`:
+``B``, ``V = W_O W_V``, the prompt's tokens), equals the document's parameters bit for bit. Then its
+certificates are **bound**: the parameters they are bound to are this checkpoint's export. Without
+``--checkpoint``, or where the recomputation differs by rounding only (another BLAS or torch build,
+:data:`REEXPORT_RTOL`), they count **unbound**: they prove their claims about the export's parameters.
 
 The trust boundary: a reader still trusts the paper's theorem, this catalogue's declaration of what each
 certificate decides, and the checkpoint folder given to ``--checkpoint`` (its digest is what the
