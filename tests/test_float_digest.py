@@ -142,3 +142,16 @@ def test_a_remembered_float_image_is_never_given_to_a_changed_matrix() -> None:
     assert np.array_equal(forms.float_image(S), got)
     S[0, 1] = flint.fmpq(1, 3)
     assert forms.float_image(S) is None
+
+
+def test_texts_of_an_exact_matrix_read_back_by_content() -> None:
+    """``encode`` of a large matrix that is no float matrix remembers its texts' matrix (by content): the
+    checker reading them back gets that matrix, and a changed copy of the texts gets its own."""
+    Q = flint.fmpq_mat(N, N, [flint.fmpq(i % 7 - 3, 3 + i % 5) for i in range(N * N)])
+    texts = core.encode(Q)
+    assert core.qmat(texts) == Q and core.qmat(json.loads(json.dumps(texts))) == Q
+    other = [list(r) for r in texts]
+    other[2][9] = "5/11"
+    R = flint.fmpq_mat(Q)
+    R[2, 9] = flint.fmpq(5, 11)
+    assert core.qmat(other) == R != Q
