@@ -5,7 +5,8 @@ folder laid out as installed, by the package-dir table of that revision's ``pypr
 document and re-checks it; this tree writes its document and re-checks it. Each ``flowcert recheck`` is a
 fresh process (imports included, bytecode cached, as a user runs it); old and new alternate ``--repeat`` times and the
 best of each is kept. Prints one JSON object: per document the seconds of each, the ratio new/old,
-whether it is within ``--limit`` (1.5), and the exit code and counts of each re-check.
+whether it is within ``--limit`` (1.5), and the exit code and counts of each re-check. Documents about a
+checkpoint's heads are re-checked with ``--checkpoint`` (the installed MiniLM weights).
 
     python benchmarks/recheck_examples.py                      # every document, best of 3, baseline 738cc72
     python benchmarks/recheck_examples.py --only attention_consensus_fig1 --repeat 5
@@ -39,7 +40,11 @@ DOCUMENTS: dict[str, list[str]] = {
     "equilibria_multistable_d3": ["equilibria", "attention", "--params", str(A / "multistable_d3.json")],
     "rnn_gru_small": ["verify", "rnn", "--params", str(R / "gru_small.json")],
     "pretrained_minilm_layer0": ["pretrained", "heads", "--model", "minilm", "--layer", "0"],
+    "pretrained_verify_minilm_L0H0": ["pretrained", "verify", "--system", "gaussian", "--model", "minilm", "--layers", "0",
+                                      "--heads", "0"],
 }
+#: documents about a checkpoint's heads, re-checked against its weights (``recheck --checkpoint DIR``)
+CHECKPOINT = ("pretrained_minilm_layer0", "pretrained_verify_minilm_L0H0")
 SMOKE = "gaussian_stable_2d_simulate"
 ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
 
@@ -102,11 +107,11 @@ def main() -> None:
     args = ap.parse_args()
     names = [SMOKE] if args.smoke else (args.only or list(DOCUMENTS))
     repeat = 1 if args.smoke else args.repeat
-    if "pretrained_minilm_layer0" in names:
-        from flowcert.pretrained import find_minilm
+    from flowcert.pretrained import find_minilm
 
-        if find_minilm() is None:
-            names.remove("pretrained_minilm_layer0")
+    minilm = find_minilm()
+    if minilm is None:
+        names = [n for n in names if n not in CHECKPOINT]
     result: dict = {"baseline": args.baseline, "repeat": repeat, "limit": args.limit, "seconds": "best of repeat, "
                     "fresh process each, bytecode cached", "documents": {}}
     with tempfile.TemporaryDirectory() as tmp:
@@ -134,7 +139,8 @@ def main() -> None:
             for _ in range(repeat):
                 for s in sides:
                     if s.name in docs:
-                        out, secs = s.run("recheck", str(docs[s.name]), "--json")
+                        extra = ["--checkpoint", str(minilm)] if name in CHECKPOINT else []
+                        out, secs = s.run("recheck", str(docs[s.name]), "--json", *extra)
                         best[s.name] = min(best[s.name], secs)
                         entry[s.name]["recheck"] = _counts(out)
             for side, secs in best.items():
