@@ -1,8 +1,8 @@
 """What keeps a real head's documents lean and fast without changing what they say (issue 36):
 
 * ``schema.nested_shape`` finds a matrix's shape without a call per entry, and still names a ragged one;
-* a ``sup_norm_bound`` certificate with every head's data carries no extra copy of the largest head,
-  and its checker still checks every head (a head over the bound is refused);
+* a ``sup_norm_bound`` certificate with every head's data needs no extra copy of the largest head (a
+  large head drops it), and its checker still checks every head (a head over the bound is refused);
 * the document of an exported head references its file instead of copying it.
 """
 

@@ -28,6 +28,7 @@ import sympy as sp
 from .. import bindings as bd
 from ..certificates import core
 from ..certificates.attention import consensus as cert
+from ..certificates.forms import LARGE
 from ..certificates.hypotheses import definite
 from ..certificates.predicates import predicate_certificate, predicate_value
 from ..papers.consensus import (ANTIPODE_FREE, BOUNDED, CAUSAL, CAUSAL_STABLE, ELLIPSOID, FULL, HEADS, HEMISPHERE,
@@ -315,16 +316,19 @@ def P_spd(s: Setting) -> core.HypothesisResult:
 
 
 def _with_heads(res: core.HypothesisResult, s: Setting, h: bd.Hypothesis) -> core.HypothesisResult:
-    """A ``sup_norm_bound`` result with every head's score matrix in its data (``heads``), bound to them, in
-    place of the one head the bound was found on (a copy of one of them that nothing would bind: a MiniLM
-    head's ``Q``, ``K`` are 0.5 MB per certificate)."""
+    """A ``sup_norm_bound`` result with every head's score matrix in its data (``heads``), bound to them. The
+    head the bound was found on, a copy of one of them that nothing binds, stays beside them only while
+    small (:math:`d^2<` :data:`~flowcert.certificates.forms.LARGE`; the example documents keep it): a
+    MiniLM head's ``Q``, ``K`` are 0.5 MB per certificate."""
     from ..certificates.attention.head_bounds import head_data
 
     if res.certificate is None:
         return dataclasses.replace(res, name=h.name)
     c = res.certificate
-    own = {k: v for k, v in c.data.items() if k not in ("constant", "M", "t")}  # the largest head: one of the heads
-    c = dataclasses.replace(c, data={**own, "heads": [head_data(P) for P in s.P_data]})
+    data = dict(c.data)
+    if s.d * s.d >= LARGE:  # the largest head is one of the heads: no second copy of a large one
+        data = {k: v for k, v in data.items() if k not in ("constant", "M", "t")}
+    c = dataclasses.replace(c, data={**data, "heads": [head_data(P) for P in s.P_data]})
     return h.result(res.status, c, res.margin, res.method, res.detail)
 
 
