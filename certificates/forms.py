@@ -155,7 +155,7 @@ def float_texts(F: np.ndarray) -> list[list[str]]:
     z = np.where(M != 0, np.frexp(low.astype(np.float64))[1].astype(np.int64) - 1, 0)
     M >>= z  # exact: M is divisible by 2^z
     E += z
-    M[M == 0], E[M == 0] = 0, 0
+    E[M == 0] = 0  # zero is "0", not 0/2^53
     fits = (E <= _MAX_LEFT) & (E >= -_MAX_RIGHT)
     P = np.where(fits & (E > 0), M << np.clip(E, 0, _MAX_LEFT), M)
     Qd = np.where(fits & (E < 0), np.int64(1) << np.clip(-E, 0, _MAX_RIGHT), 1)
@@ -208,7 +208,7 @@ def float_image(Q: Any) -> np.ndarray | None:
     if Q.nrows() * Q.ncols() < LARGE:
         return None
     known = _IMAGES.get(id(Q))
-    if known is not None and known[0].nrows() == Q.nrows() and known[0].ncols() == Q.ncols() and known[0] == Q:
+    if known is not None and known[0] == Q:  # exact, shapes included
         return known[1].copy()  # Q is exactly the matrix these floats are
     F = _image(Q)
     if F is not None:

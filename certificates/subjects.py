@@ -305,8 +305,8 @@ def _float_form(value: Any) -> np.ndarray | None:
     entries are all float64 numbers; None otherwise. The same exact value gives the same answer in
     every form (:func:`~flowcert.certificates.forms.float_image` decides the general case)."""
     F = getattr(value, "floats", None) if isinstance(value, Encoded) else None
-    if F is None and isinstance(value, np.ndarray) and value.dtype == np.float64 and value.ndim == 2:
-        F = value
+    if F is None and isinstance(value, np.ndarray) and value.dtype == np.float64 and value.ndim in (1, 2):
+        F = value.reshape(-1, 1) if value.ndim == 1 else value  # a vector is one column, as exact_value makes it
     if F is None and isinstance(value, list):
         F = float_rows(value)
     if F is None:

@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 __all__ = ["REF_KEY", "document", "emit", "finite", "json_default", "params_reference", "plain", "records",
-           "verify_document", "verify_summary"]
+           "understood_params", "verify_document", "verify_summary"]
 
 
 def document(system: str, params: Any, **rest: Any) -> dict[str, Any]:
@@ -168,6 +168,20 @@ def params_reference(params: Any) -> tuple[str, str] | None:
             and isinstance(params["sha256"], str):
         return params[REF_KEY], params["sha256"]
     return None
+
+
+def understood_params(system: str, raw: Any) -> dict[str, Any]:
+    """The ``params`` a ``verify`` document of the raw mapping ``raw`` carries: the system's validation of
+    it, as plain JSON (what ``recheck`` re-derives a referenced or recomputed parameter file into).
+
+    Raises
+    ------
+    ParamError
+        ``raw`` is not valid parameters of ``system``.
+    """
+    from .systems import get_system
+
+    return plain(get_system(system).load(raw, command="verify").to_json())
 
 
 def verify_document(system: str, path: Any, *, simulate: bool = False, seed: int | None = None,

@@ -646,10 +646,11 @@ def _sweep_record(rec: dict[str, Any], prefix: str, checkpoint: Any, origin: str
             first.refused.append((f"{prefix}.result.params", "-", f"references {ref[0]!r}, not the line's file "
                                                                    f"{rec.get('file')!r}"))
         result = dereferenced(result, f"{prefix}.result", origin, first)
-        out = recheck_document(result, prefix=f"{prefix}.result", checkpoint=checkpoint, origin=origin)
-        # a reference that could not be followed is met again inside: reported once
-        out.refused = list(dict.fromkeys(first.refused + out.refused))
-        out.unread = list(dict.fromkeys(first.unread + out.unread))
+        if params_reference(result.get("params")) is not None:  # not followed: nothing can be re-derived
+            out = _unfollowed(result, f"{prefix}.result", first)
+        else:
+            out = recheck_document(result, prefix=f"{prefix}.result", checkpoint=checkpoint, origin=origin)
+            out.refused[:0] = first.refused
     recheck_line({**rec, "result": result}, out, prefix, checkpoint)
     return out
 
@@ -664,11 +665,11 @@ def dereferenced(doc: dict[str, Any], prefix: str, origin: str | None, out: Docu
     inputs it does not carry: unchecked)."""
     import os
 
-    from .documents import params_reference, plain
+    from .documents import params_reference, plain, understood_params
     from .errors import ParamError
     from .files import load_file_sha256
     from .schema import PROVENANCE_KEY
-    from .systems import REGISTRY, get_system
+    from .systems import REGISTRY
 
     ref = params_reference(doc.get("params"))
     if ref is None:
@@ -694,7 +695,7 @@ def dereferenced(doc: dict[str, Any], prefix: str, origin: str | None, out: Docu
         out.refused.append((f"{prefix}.system", "-", f"{system!r} is not a system"))
         return doc
     try:
-        params = get_system(system).load(raw, command="verify").to_json()
+        params = understood_params(system, raw)
         prov = raw.get(PROVENANCE_KEY)
         if prov is not None:
             from .pretrained.provenance import check_provenance
@@ -705,4 +706,4 @@ def dereferenced(doc: dict[str, Any], prefix: str, origin: str | None, out: Docu
         return doc
     if plain({"p": prov})["p"] != doc.get(PROVENANCE_KEY):
         out.refused.append((f"{prefix}.{PROVENANCE_KEY}", "-", f"not the provenance of {found!r}"))
-    return {**doc, "params": plain({"p": params})["p"]}
+    return {**doc, "params": params}

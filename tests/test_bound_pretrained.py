@@ -298,6 +298,12 @@ def test_referenced_export_changed_or_missing(tiny_sweep, tmp_path):
     out = flowcert("recheck", str(_lines(tmp_path, [gone], "gone")), "--json")
     got = json.loads(out.stdout)
     assert out.returncode == 0 and got["unread"] and not got["rechecked"] and got["bound"] == 0
+    twin = tmp_path / "twin.json"  # the same bytes under another name: the digest matches, the name does not
+    twin.write_bytes(src.read_bytes())
+    renamed = copy.deepcopy(recs[0])
+    renamed["result"]["params"]["$ref"] = str(twin)
+    out = flowcert("recheck", str(_lines(tmp_path, [renamed], "renamed")), "--json")
+    assert out.returncode == 3 and [r["path"] for r in json.loads(out.stdout)["refused"]] == ["$.result.params"]
     other = copy.deepcopy(recs[0])
     other["result"]["params"]["$ref"] = recs[1]["file"]
     out = flowcert("recheck", str(_lines(tmp_path, [other], "other")), "--json")

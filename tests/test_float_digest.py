@@ -155,3 +155,12 @@ def test_texts_of_an_exact_matrix_read_back_by_content() -> None:
     R = flint.fmpq_mat(Q)
     R[2, 9] = flint.fmpq(5, 11)
     assert core.qmat(other) == R != Q
+
+
+def test_a_long_vector_has_one_digest_in_every_form() -> None:
+    """A vector is one column in every form (``exact_value``): a 1-D array, a flat list and a column list
+    of the same floats give the same digest, the float form's."""
+    v = np.random.default_rng(5).standard_normal(N * N)
+    column = v.reshape(-1, 1)
+    digests = {subjects.subject_digest({"M": x}) for x in (v, v.tolist(), column, column.tolist(), core.qmat(column))}
+    assert digests == {_by_definition(column)}

@@ -5,7 +5,8 @@ A ``sup_norm_bound`` certificate carries the head with the largest bound (``cons
 :mod:`flowcert.certificates.attention.bounds` writes it). With ``heads`` in its data, a list with one
 entry per head in the same form (:func:`head_data`), it claims the bound for every head; the largest head
 beside them is then optional (kept for small heads, dropped for large ones, and when present it must be
-one of ``heads``): the checker runs the bound check of :mod:`.bounds` on each entry, so no head is left out. The entries are what the loader makes of the document's heads (a constant head as its float
+one of ``heads``): the checker runs the bound check of :mod:`.bounds` on each entry, so no head is left
+out. The entries are what the loader makes of the document's heads (a constant head as its float
 data and :math:`\beta`, a time-varying one as exact rational SymPy text in ``t``): a document's recheck
 derives them from its own ``params`` and compares them field by field.
 """

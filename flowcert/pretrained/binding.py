@@ -373,9 +373,9 @@ def _reexported(doc: dict[str, Any], prov: dict[str, Any], result: Any, prefix: 
     Beyond it: refused, naming the first parameter that differs."""
     import numpy as np
 
-    from ..documents import params_reference, plain
+    from ..documents import params_reference, understood_params
     from ..errors import InputError
-    from ..systems import REGISTRY, get_system
+    from ..systems import REGISTRY
     from .command import exported
 
     params, system = doc.get("params"), prov.get("system")
@@ -383,7 +383,7 @@ def _reexported(doc: dict[str, Any], prov: dict[str, Any], result: Any, prefix: 
         return False  # a parameter file that could not be read (reported), or no system to export for
     try:
         raw = exported(ref.whole(), system, prov["layer"], prov["head"], prov)
-        again = plain({"p": get_system(system).load(raw, command="verify").to_json()})["p"]
+        again = understood_params(system, raw)
     except (InputError, KeyError, TypeError, ValueError) as exc:
         result.refused.append((f"{prefix}.provenance", "-", f"the head cannot be exported from --checkpoint: {exc}"))
         return False
