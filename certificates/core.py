@@ -53,10 +53,11 @@ from .forms import Encoded, content_memo, is_diagonal
 from .forms import coprime_fraction as _coprime_fraction
 from .forms import float_image as _float_image
 from .forms import float_text as _float_text
+from .fingerprint import digest
 from .forms import float_texts, remember_image
 from .forms import keyed_data as _keyed_data
 
-Status = str  # "holds" | "fails" | "unknown" | "assumed" (stated by the user, never proved)
+from .verdicts import Status, ordered, split  # noqa: E402 (Status: "holds" | "fails" | "unknown" | "assumed")
 
 
 def rational_matrix(M: Any) -> sp.Matrix:
@@ -324,48 +325,6 @@ def clear_content_memos() -> None:
     clear_images()
 
 
-def _feed(h: Any, obj: Any) -> None:
-    if isinstance(obj, np.ndarray):
-        a = np.ascontiguousarray(obj)
-        h.update(f"nd{a.dtype.str}{a.shape}".encode())
-        h.update(a.tobytes() if a.dtype != object else repr(a.tolist()).encode())
-    elif isinstance(obj, sp.MatrixBase):
-        h.update(f"sp{obj.shape}".encode())
-        h.update(repr([(e.p, e.q) if e.is_Rational else str(e) for e in obj]).encode())
-    elif isinstance(obj, flint.fmpq_mat):
-        F = _float_image(obj)
-        if F is not None:  # exactly these floats: their bytes name the matrix
-            h.update(f"fqf{obj.nrows()}x{obj.ncols()}".encode())
-            h.update(F.tobytes())
-        else:  # a common denominator and the integer numerators, as flint prints them (rows, in order)
-            N, D = obj.numer_denom()
-            h.update(f"fqn{obj.nrows()}x{obj.ncols()}/{D}:".encode())
-            h.update(N.str().encode())
-    elif isinstance(obj, (list, tuple)):
-        h.update(f"seq{len(obj)}(".encode())
-        for x in obj:
-            _feed(h, x)
-        h.update(b")")
-    elif isinstance(obj, dict):
-        h.update(b"{")
-        for k in sorted(obj, key=str):
-            _feed(h, k)
-            _feed(h, obj[k])
-        h.update(b"}")
-    elif isinstance(obj, (str, int, float, bool, Fraction, type(None), np.generic)):
-        h.update(f"{type(obj).__name__}:{obj!r};".encode())
-    else:
-        raise TypeError(f"no digest for {type(obj).__name__}")
-
-
-def digest(*objs: Any) -> str:
-    r"""SHA-256 of arrays, matrices, scalars and containers (exact: data, dtype and shape)."""
-    h = hashlib.sha256()
-    for o in objs:
-        _feed(h, o)
-    return h.hexdigest()
-
-
 def memoised(fn: Callable[..., T]) -> Callable[..., T]:
     r"""Build a hypothesis (or certificate) once per run for equal arguments.
 
@@ -391,16 +350,34 @@ def memoised(fn: Callable[..., T]) -> Callable[..., T]:
     return wrapper
 
 
+_CERTIFICATE_KEYS = ("kind", "claim", "checker", "data", "subject", "digest")
+
+
 @dataclass
 class Certificate:
-    """Data plus the claim it supports; :func:`recheck` decides it from the data alone.
+    """The evidence behind a ``holds`` or ``fails``: data plus the claim they support; :func:`recheck`
+    decides the claim from the data alone, without trusting the solver that produced them.
 
-    ``subject`` (optional) names what the data are in terms of the problem: data field -> an
-    expression over the document's inputs (:mod:`flowcert.certificates.subjects`), for example
-    ``{"M": "params.Sigma0"}``. In JSON such a field is the reference alone (:meth:`to_json`), with
-    ``digest``, the SHA-256 of the exact values it was made for; ``flowcert recheck`` re-derives the
-    fields from the document and refuses a digest that differs. Without a subject a certificate proves
-    its claim only for the data it carries.
+    Attributes
+    ----------
+    kind : str
+        The certificate kind (``psd``, ``pd``, ``lyapunov`` …; :data:`flowcert.certificates.kinds.KINDS`).
+    claim : str
+        What it proves, in words.
+    data : dict
+        Exact data (rationals as strings) the checker reads. A certificate read from a saved document
+        lacks its subject fields (the document names them instead; ``flowcert recheck`` fills them in).
+    checker : str
+        The independent algorithm that re-checks it (``exact-ldl``: exact rational LDLᵀ …).
+    subject : dict or None
+        What the data are in terms of the problem: data field -> an expression over the document's
+        inputs (:mod:`flowcert.certificates.subjects`), for example ``{"M": "params.Sigma0"}``. In JSON
+        such a field is the reference alone (:meth:`to_json`), with ``digest``, the SHA-256 of the exact
+        values it was made for; ``flowcert recheck`` re-derives the fields from the document and refuses
+        a digest that differs. Without a subject a certificate proves its claim only for the data it
+        carries.
+    digest : str or None
+        ``sha256:...`` of the subject fields' exact values (:func:`~flowcert.certificates.subjects.subject_digest`).
     """
 
     kind: str
@@ -408,25 +385,69 @@ class Certificate:
     data: dict[str, Any]
     checker: str = "exact-ldl"
     subject: dict[str, str] | None = None
-    #: ``sha256:...`` of the subject fields' exact values (:func:`~flowcert.certificates.subjects.subject_digest`)
     digest: str | None = None
+    #: keys of a saved record the type does not know, written back as they came
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _order: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object. A field named in ``subject`` is written once, as the subject (the document's
         parameter it equals), not copied into ``data``: ``flowcert recheck`` fills it in from the document."""
         if self.subject is None:
-            return {"kind": self.kind, "claim": self.claim, "checker": self.checker, "data": self.data}
-        data = {k: v for k, v in self.data.items() if k not in self.subject}
-        out = {"kind": self.kind, "claim": self.claim, "checker": self.checker, "data": data,
-               "subject": dict(self.subject)}
-        if self.digest is not None:
-            out["digest"] = self.digest
-        return out
+            out = {"kind": self.kind, "claim": self.claim, "checker": self.checker, "data": self.data}
+        else:
+            out = {"kind": self.kind, "claim": self.claim, "checker": self.checker,
+                   "data": {k: v for k, v in self.data.items() if k not in self.subject},
+                   "subject": dict(self.subject)}
+            if self.digest is not None:
+                out["digest"] = self.digest
+        order = self._order if self._order is None else (*self._order, *(k for k in out if k not in self._order))
+        return ordered(out, order, self.extra)  # a subject stamped after reading is written too
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> "Certificate":
+    def from_json(cls, obj: dict[str, Any]) -> Certificate:
+        """From a certificate record of a saved document (its key order and unknown keys kept).
+
+        Parameters
+        ----------
+        obj : dict
+            The record: ``kind``, ``claim`` and ``data`` are required; ``checker``, ``subject``,
+            ``digest`` optional.
+
+        Returns
+        -------
+        Certificate
+
+        Raises
+        ------
+        KeyError
+            A required key is missing.
+        """
+        extra, order = split(obj, _CERTIFICATE_KEYS if obj.get("subject") is not None else _CERTIFICATE_KEYS[:4])
         return cls(obj["kind"], obj["claim"], obj["data"], obj.get("checker", "exact-ldl"), obj.get("subject"),
-                   obj.get("digest"))
+                   obj.get("digest"), extra, order)
+
+    @classmethod
+    def of(cls, cert: Certificate, whole: bool = False) -> Certificate:
+        """``cert`` itself (the engine's certificate is the public one; kept for older callers).
+
+        Parameters
+        ----------
+        cert : Certificate
+        whole : bool, optional
+            Ignored (the record's writer decides what ``data`` keeps).
+
+        Returns
+        -------
+        Certificate
+            The same object.
+        """
+        return cert
+
+    def recheck(self) -> bool:
+        """Re-decide the claim from the data alone (True: accepted); a certificate read from a saved
+        document needs its subject fields filled in first (``flowcert recheck`` does)."""
+        return recheck(self)  # the checker reads data (subject fields included), never the JSON form
 
 
 # The checkers decide definiteness and inertia with :mod:`.second_opinion` (characteristic polynomial,
@@ -596,6 +617,11 @@ def recheck(obj: Certificate | dict[str, Any]) -> bool:
     Within one process each certificate is checked once (memoised by kind, claim, checker and
     a SHA-256 of the data); :func:`explain` gives the reason of a refusal.
 
+    Parameters
+    ----------
+    obj : Certificate or dict
+        The certificate, or its JSON object with its subject fields filled in.
+
     Returns
     -------
     bool
@@ -604,27 +630,91 @@ def recheck(obj: Certificate | dict[str, Any]) -> bool:
     return explain(obj)[0]
 
 
+_HYPOTHESIS_KEYS = ("name", "status", "margin", "method", "certificate", "detail")
+
+
 @dataclass
-class HypothesisResult:
-    """Verdict on one hypothesis: ``holds``, ``fails`` or ``unknown``, with its evidence."""
+class Hypothesis:
+    """One named hypothesis of a theorem, decided on the parameters, with its evidence.
+
+    Attributes
+    ----------
+    name : str
+        The hypothesis, as the theorem states it (``Sigma0 >= 0``).
+    status : Status
+        ``holds``, ``fails``, ``unknown`` or ``assumed`` (:class:`~flowcert.certificates.verdicts.Status`;
+        a plain word given here is made one).
+    margin : float or None
+        How far the checked quantity is from the boundary; intended sign: positive when it holds
+        (some entries still report the raw quantity; ``method`` says which).
+    method : str
+        How it was decided (``exact rational LDL``, ``cell definition``, ``assumed by the user`` …).
+    certificate : Certificate or None
+        The re-checkable evidence, where one exists.
+    detail : str
+        Why, in words (the reason of an ``unknown``, the witness of a ``fails``).
+    seconds : float
+        Time spent re-checking the certificate (not in the document).
+    """
 
     name: str
     status: Status
-    margin: float | None
-    method: str
+    margin: float | None = None
+    method: str = ""
     certificate: Certificate | None = None
     detail: str = ""
     seconds: float = field(default=0.0, compare=False)
+    #: keys of a saved record the type does not know, written back as they came
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _order: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, Status(value) if name == "status" else value)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "status": self.status,
-            "margin": self.margin,
-            "method": self.method,
-            "certificate": self.certificate.to_json() if self.certificate else None,
-            "detail": self.detail,
-        }
+        """The hypothesis record of the document."""
+        return ordered({"name": self.name, "status": self.status.value, "margin": self.margin,
+                        "method": self.method,
+                        "certificate": self.certificate.to_json() if self.certificate else None,
+                        "detail": self.detail}, self._order, self.extra)
+
+    @classmethod
+    def from_json(cls, rec: dict[str, Any]) -> Hypothesis:
+        """From a hypothesis record of a saved document (its key order and unknown keys kept).
+
+        Parameters
+        ----------
+        rec : dict
+            The record, as ``verify --json`` writes it.
+
+        Returns
+        -------
+        Hypothesis
+        """
+        extra, order = split(rec, _HYPOTHESIS_KEYS)
+        cert = rec.get("certificate")
+        return cls(rec.get("name", ""), rec.get("status", "unknown"), rec.get("margin"), rec.get("method", ""),
+                   None if cert is None else Certificate.from_json(cert), rec.get("detail", ""),
+                   extra=extra, _order=order)
+
+    @classmethod
+    def of(cls, h: Hypothesis) -> Hypothesis:
+        """``h`` itself (the engine's verdict is the public one; kept for older callers).
+
+        Parameters
+        ----------
+        h : Hypothesis
+
+        Returns
+        -------
+        Hypothesis
+            The same object.
+        """
+        return h
+
+
+#: The engine's former name of :class:`Hypothesis`.
+HypothesisResult = Hypothesis
 
 
 def certified(
@@ -641,61 +731,9 @@ def certified(
     return HypothesisResult(name, status, margin, method, cert, detail, secs)
 
 
-def _scientific(q: Fraction) -> str:
-    """``q`` in ``%.3e`` notation, also beyond the float range (a witness of huge entries)."""
-    try:
-        return f"{float(q):.3e}"
-    except OverflowError:
-        e = len(str(abs(q.numerator))) - len(str(q.denominator))
-        return f"{float(q / Fraction(10) ** e):.3f}e{e:+d}"
-
-
 def float_source(M: Any, sign: int = 1) -> np.ndarray | None:
     """``sign * M`` when ``M`` is a finite float64 matrix (then its exact forms are memoised by its bytes:
     :func:`encode`, :func:`qmat`), else None (negating floats is exact)."""
     if isinstance(M, np.ndarray) and M.dtype == np.float64 and M.ndim == 2 and np.all(np.isfinite(M)):
         return M if sign > 0 else -M
     return None
-
-
-def psd_hypothesis(name: str, M: Any, what: str) -> HypothesisResult:
-    r"""Exact verdict on :math:`M\succeq0` for given float data (exact rationals, no rounding); a ``fails``
-    carries a ``not_symmetric`` / ``not_psd`` witness certificate when one is found."""
-    from .predicates import definiteness_witness
-
-    Mq = qmat(M)
-    src = float_source(M)  # M as floats, when it is (its exact forms are memoised)
-    given = Mq if src is None else src
-    if not is_symmetric(Mq):
-        w = definiteness_witness(given, strict=False)
-        res = HypothesisResult(name, "fails", None, "exact symmetry", None, f"{what} is not symmetric")
-        return res if w is None else _with_witness(res, w)
-    F = _floats(Mq) if src is None else src
-    if F is None:
-        F = np.array([float(Fraction(int(e.p), int(e.q))) for e in Mq.entries()], dtype=float).reshape(Mq.nrows(), Mq.ncols())
-    margin = float(np.linalg.eigvalsh(F).min())
-    ok, w, method = definiteness(Mq, strict=False)
-    if ok:
-        cert = Certificate("psd", f"{what} is positive semidefinite", {"M": encode(given)})
-        return certified(name, "holds", cert, margin, method)
-    if ok is None:
-        return HypothesisResult(name, "unknown", margin, "size", None, method)
-    if w is None:
-        res = HypothesisResult(name, "fails", margin, method, None, f"{what} has a negative eigenvalue")
-        cert = definiteness_witness(given, strict=False)
-        return res if cert is None else _with_witness(res, cert)
-    wq = qmat([[x] for x in w])
-    value = (wq.transpose() * Mq * wq)[0, 0]
-    shown = [str(e) for e in w]
-    res = HypothesisResult(
-        name, "fails", margin, method, None,
-        f"witness v = {shown[:16]}{' ...' if len(shown) > 16 else ''} gives v^T M v = {_scientific(Fraction(int(value.p), int(value.q)))} < 0",
-    )
-    cert = definiteness_witness(given, strict=False, witness=w)
-    return res if cert is None else _with_witness(res, cert)
-
-
-def _with_witness(res: HypothesisResult, cert: Certificate) -> HypothesisResult:
-    """``res`` (a ``fails``) with its witness certificate, once the certificate re-checks."""
-    out = certified(res.name, "fails", cert, res.margin, res.method, res.detail)
-    return out if out.status == "fails" else res

@@ -103,7 +103,7 @@ def _refuted(name: str, cert: core.Certificate | None, margin: float | None, met
 @core.memoised
 def semidefinite(M: Any, name: str) -> core.HypothesisResult:
     """Exact verdict on :math:`M\\succeq0`."""
-    return core.psd_hypothesis(f"{name} >= 0", M, name)
+    return psd_hypothesis(f"{name} >= 0", M, name)
 
 
 @core.memoised
@@ -127,3 +127,55 @@ def upper_eigenvalue_bound(M: Any) -> Fraction | None:
     """A rational :math:`u` with :math:`uI-M\\succeq0` proved exactly (M symmetric)."""
     low = lower_eigenvalue_bound(-core.qmat(M))
     return None if low is None else -low
+
+
+def _scientific(q: Fraction) -> str:
+    """``q`` in ``%.3e`` notation, also beyond the float range (a witness of huge entries)."""
+    try:
+        return f"{float(q):.3e}"
+    except OverflowError:
+        e = len(str(abs(q.numerator))) - len(str(q.denominator))
+        return f"{float(q / Fraction(10) ** e):.3f}e{e:+d}"
+
+
+def psd_hypothesis(name: str, M: Any, what: str) -> core.HypothesisResult:
+    r"""Exact verdict on :math:`M\succeq0` for given float data (exact rationals, no rounding); a ``fails``
+    carries a ``not_symmetric`` / ``not_psd`` witness certificate when one is found."""
+    from .predicates import definiteness_witness
+
+    Mq = core.qmat(M)
+    src = core.float_source(M)  # M as floats, when it is (its exact forms are memoised)
+    given = Mq if src is None else src
+    if not core.is_symmetric(Mq):
+        w = definiteness_witness(given, strict=False)
+        res = core.HypothesisResult(name, "fails", None, "exact symmetry", None, f"{what} is not symmetric")
+        return res if w is None else _with_witness(res, w)
+    F = core._floats(Mq) if src is None else src
+    if F is None:
+        F = np.array([float(Fraction(int(e.p), int(e.q))) for e in Mq.entries()], dtype=float).reshape(Mq.nrows(), Mq.ncols())
+    margin = float(np.linalg.eigvalsh(F).min())
+    ok, w, method = core.definiteness(Mq, strict=False)
+    if ok:
+        cert = core.Certificate("psd", f"{what} is positive semidefinite", {"M": core.encode(given)})
+        return core.certified(name, "holds", cert, margin, method)
+    if ok is None:
+        return core.HypothesisResult(name, "unknown", margin, "size", None, method)
+    if w is None:
+        res = core.HypothesisResult(name, "fails", margin, method, None, f"{what} has a negative eigenvalue")
+        cert = definiteness_witness(given, strict=False)
+        return res if cert is None else _with_witness(res, cert)
+    wq = core.qmat([[x] for x in w])
+    value = (wq.transpose() * Mq * wq)[0, 0]
+    shown = [str(e) for e in w]
+    res = core.HypothesisResult(
+        name, "fails", margin, method, None,
+        f"witness v = {shown[:16]}{' ...' if len(shown) > 16 else ''} gives v^T M v = {_scientific(Fraction(int(value.p), int(value.q)))} < 0",
+    )
+    cert = definiteness_witness(given, strict=False, witness=w)
+    return res if cert is None else _with_witness(res, cert)
+
+
+def _with_witness(res: core.HypothesisResult, cert: core.Certificate) -> core.HypothesisResult:
+    """``res`` (a ``fails``) with its witness certificate, once the certificate re-checks."""
+    out = core.certified(res.name, "fails", cert, res.margin, res.method, res.detail)
+    return out if out.status == "fails" else res

@@ -240,6 +240,26 @@ def recheck_files(paths: Sequence[str], *, strict: bool = False, checkpoint: Any
     ``checkpoint``: the weights pretrained documents are re-derived from
     (:func:`flowcert.pretrained.binding.open_checkpoint`).
 
+    Parameters
+    ----------
+    paths : sequence of str
+        The files: ``verify`` / ``equilibria`` / ``kpflow analyze`` / ``pretrained`` documents, sweeps'
+        JSON lines, or bare certificates.
+    strict : bool, default False
+        Keyword-only. Unbound certificates (whose subject is not re-derived from the document's
+        parameters) and a ``holds`` resting on no bound certificate also make :attr:`Recheck.ok` false.
+    checkpoint : CheckpointRef, optional
+        Keyword-only. The checkpoint of ``--checkpoint DIR``, as
+        :func:`~flowcert.pretrained.binding.open_checkpoint` returns it; None: certificates about a
+        checkpoint's heads are not re-derived from its weights (counted as ``checkpoint_unbound``).
+
+    Returns
+    -------
+    Recheck
+        The totals over every file and document: certificates found, accepted and refused (with
+        where and why), counts by kind, bound and unbound certificates, and the claims left
+        unchecked or uncertified.
+
     Raises
     ------
     ParamError
@@ -451,9 +471,10 @@ def _computed(subject: Any) -> set[str]:
 
 
 def _applies(statuses: list[str]) -> bool | None:
-    if "fails" in statuses:
-        return False
-    return True if set(statuses) <= {"holds", "assumed"} else None  # assumed: stated by the user (params.assume)
+    """The document's ``applies`` that the statuses give (assumed: stated by the user, params.assume)."""
+    from .certificates.verdicts import Applies
+
+    return Applies.of(set(statuses)).json
 
 
 def _theorem(out: DocumentCheck, base: str, t: Any, entry: Any, resolve: Any, seen: set[str],

@@ -336,7 +336,7 @@ def _thm51_section(out: Path) -> tuple[list[str], str]:
            f"$\\theta=(0,-0.3,\\theta_3)$ with $\\theta_3^*={cat.THM51_ANGLES[2]!r}$ and $\\theta_3^*\\pm10^{{-3}}$; horizon {p.t_end:g}, {INTEGRATOR}.")
     lines = ["### Theorem 5.1's domain of attraction (correction)", "",
              "The initial tokens lie in $\\{y_j\\ne-y_1\\}$ and every hypothesis of Thm 5.1 holds "
-             f"(applies: **{res.applies}**), yet token 3 approaches $-y_1$: $|\\theta_3(30)-\\pi|$ = {_fmt(gaps[0.0], 3)} "
+             f"(applies: **{res.applies.json}**), yet token 3 approaches $-y_1$: $|\\theta_3(30)-\\pi|$ = {_fmt(gaps[0.0], 3)} "
              f"(neighbours: {_fmt(gaps[1e-3], 3)}, {_fmt(gaps[-1e-3], 3)}, leaving towards consensus on either side). "
              f"The catalogue's cross-check on this input is **{res.cross_check.status}** "
              f"({res.cross_check.details.get('reason', res.cross_check.details.get('criterion', ''))[:90]}…).", "",

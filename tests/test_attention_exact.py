@@ -57,7 +57,7 @@ def test_thm61_token_exactly_on_v_perp_fails_exactly():
     # (R, -R, 0) with the same float R: v^T y = 0 exactly, although the float inner product has no pad to decide it
     th, side = _thm61([[0.6, 0.8, 0], [R, -R, 0], [0, 0.6, 0.8]])
     assert side.status == "fails" and "exactly on v^perp" in side.detail and "[2]" in side.detail
-    assert th.applies is False
+    assert th.applies.json is False
 
 
 def test_thm61_strict_side_holds_with_the_right_limit():

@@ -86,7 +86,7 @@ def test_guarded_entry_fails_alone_as_unknown():
         return math.exp(1000.0)
 
     r = isolation.guarded("consensus:lemma-4.1", "Lemma 4.1", boom)
-    assert r.applies is None and r.cross_check.status == "skipped"
+    assert r.applies.json is None and r.cross_check.status == "skipped"
     assert "OverflowError" in r.hypotheses[0].detail and r.hypotheses[0].status == "unknown"
     ok = isolation.guarded("x:y-1", "Y", lambda: "value")
     assert ok == "value"
@@ -155,7 +155,7 @@ def test_multistability_entry_fails_alone(monkeypatch):
     assert set(th) == set(ms.THEOREM_IDS)
     bad = [i for i, t in th.items() if any(h.name == "evaluation" for h in t.hypotheses)]
     assert bad == ["multistability:thm-2"] and "ZeroDivisionError: planted" in th[bad[0]].prediction["error"]
-    assert th["multistability:lemma-10"].applies is True
+    assert th["multistability:lemma-10"].applies.json is True
 
 
 @pytest.mark.parametrize("raw", [

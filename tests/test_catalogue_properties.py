@@ -37,9 +37,9 @@ ALGEBRAIC = {"gaussian:lemma-2.3", "gaussian:prop-2.4", "gaussian:lemma-3.1", "g
 def check_satisfied(theorem_id: str, doc: dict) -> None:
     res, extra = gaussian_entry(theorem_id, doc)
     failing = [(h.name, h.detail) for h in res.hypotheses if h.status == "fails"]
-    assert res.applies is not False, f"{theorem_id}: a hypothesis true by construction was refuted: {failing}"
+    assert res.applies.json is not False, f"{theorem_id}: a hypothesis true by construction was refuted: {failing}"
     if theorem_id in ALGEBRAIC:
-        assert res.applies is True, [(h.name, h.status, h.detail) for h in res.hypotheses]
+        assert res.applies.json is True, [(h.name, h.status, h.detail) for h in res.hypotheses]
     if res.applies:
         assert res.cross_check.status != "disagrees", res.cross_check.to_json()
         assert extra is None or extra["ok"], extra
@@ -47,7 +47,7 @@ def check_satisfied(theorem_id: str, doc: dict) -> None:
 
 def check_violated(theorem_id: str, doc: dict) -> None:
     res, _ = gaussian_entry(theorem_id, doc, simulate=False)
-    assert res.applies is not True, [(h.name, h.status) for h in res.hypotheses]
+    assert res.applies.json is not True, [(h.name, h.status) for h in res.hypotheses]
 
 
 def _params(ids, costly):
@@ -93,7 +93,7 @@ NON_GENERIC_4_11_2 = {"A": [[0.25]], "B": [[-0.25]], "V": [[1.0]], "b": [0.0], "
 
 def test_regression_thm_4_11_2_non_generic_mean():
     res, _ = gaussian_entry("gaussian:thm-4.11.2", NON_GENERIC_4_11_2)
-    assert res.applies is True
+    assert res.applies.json is True
     assert res.cross_check.status == "agrees", res.cross_check.to_json()
     (used,) = res.cross_check.details["mu0_used"]
     assert used != 0.0 and abs(used) <= 1e-3  # a generic start next to the given one
@@ -116,7 +116,7 @@ HEAVY_TAILED_2_1 = {
                                         "(Monte Carlo; the outcome depends on the sample)")
 def test_regression_prop_2_1_heavy_tailed_weights():
     res, _ = gaussian_entry("gaussian:prop-2.1", HEAVY_TAILED_2_1)
-    assert res.applies is True
+    assert res.applies.json is True
     assert res.cross_check.status != "disagrees", res.cross_check.to_json()
 
 
@@ -221,7 +221,7 @@ ILL_CONDITIONED_3_1 = {
 @pytest.mark.slow  # about 7 s
 def test_regression_lemma_3_1_ill_conditioned_transport():
     res, _ = gaussian_entry("gaussian:lemma-3.1", ILL_CONDITIONED_3_1)
-    assert res.applies is True
+    assert res.applies.json is True
     details = res.cross_check.details
     assert res.cross_check.status == "agrees", res.cross_check.to_json()
     assert "singular to working precision" in details["truncated"] and details["max_cond_Psi"] <= 1e12

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from exact_helpers import exact_pd, exact_psd, q, qmat
 from flowcert.certificates import core
 from flowcert.certificates import gaussian as cg
+from flowcert.certificates.hypotheses import psd_hypothesis
 from flowcert.numeric import gaussian as ng
 from flowcert.gaussian.params import parse_gaussian
 
@@ -406,13 +407,13 @@ def test_pd_certificate_means_positive_definite():
 
 
 def test_psd_exact_boundary_cases():
-    ok = core.psd_hypothesis("M >= 0", np.diag([1.0, 0.0]), "M")
+    ok = psd_hypothesis("M >= 0", np.diag([1.0, 0.0]), "M")
     assert ok.status == "holds" and core.recheck(ok.certificate.to_json())
-    assert core.psd_hypothesis("M >= 0", np.diag([1.0, 5e-324]), "M").status == "holds"
+    assert psd_hypothesis("M >= 0", np.diag([1.0, 5e-324]), "M").status == "holds"
     for tiny in (-1e-300, -5e-324):
-        res = core.psd_hypothesis("M >= 0", np.diag([1.0, tiny]), "M")
+        res = psd_hypothesis("M >= 0", np.diag([1.0, tiny]), "M")
         assert res.status == "fails", tiny
-    assert core.psd_hypothesis("M >= 0", np.array([[1.0, 0.1], [0.0, 1.0]]), "M").status == "fails"
+    assert psd_hypothesis("M >= 0", np.array([[1.0, 0.1], [0.0, 1.0]]), "M").status == "fails"
 
 
 def _witness_check(res, Mq: sp.Matrix) -> None:
@@ -424,7 +425,7 @@ def _witness_check(res, Mq: sp.Matrix) -> None:
 
 
 def _agree_with_exact(M: np.ndarray) -> bool:
-    res = core.psd_hypothesis("M >= 0", M, "M")
+    res = psd_hypothesis("M >= 0", M, "M")
     Mq = qmat(M)
     truth = exact_psd(Mq)
     assert res.status == ("holds" if truth else "fails")

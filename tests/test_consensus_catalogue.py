@@ -54,7 +54,7 @@ def test_all_ids_reported(fig1):
 
 def test_section_3_on_E_P(fig1):
     for k in ("consensus:lemma-3.1", "consensus:thm-3.1", "consensus:thm-3.2"):
-        assert fig1[k].applies is True, k
+        assert fig1[k].applies.json is True, k
         assert fig1[k].cross_check.status == "agrees", (k, fig1[k].cross_check.details)
     d = fig1["consensus:thm-3.2"].cross_check.details
     assert d["V_P"]["largest_increase"] <= 1e-8 * d["V_P"]["scale"]
@@ -66,13 +66,13 @@ def test_section_3_on_E_P(fig1):
 def test_thm_3_2_needs_W_equal_P():
     p = parse({"P": np.diag([3.0, 1.0, 0.2]).tolist(), "V": np.eye(3).tolist(), "normalization": "sqrt", "n": 5})
     r = _by_id(cat.theorems(p, simulate=False))["consensus:thm-3.2"]
-    assert r.applies is False
+    assert r.applies.json is False
     assert any(h.status == "fails" and "E_P" in h.name for h in r.hypotheses)
 
 
 def test_hemisphere_witness_in_json(fig3):
     r = fig3["consensus:thm-4.1"]
-    assert r.applies is True and r.cross_check.status == "agrees", r.cross_check.details
+    assert r.applies.json is True and r.cross_check.status == "agrees", r.cross_check.details
     hemi = next(h for h in r.hypotheses if h.name.startswith("open hemisphere"))
     assert core.recheck(hemi.certificate)
     X0 = load(DATA / "consensus_fig3.json").X0
@@ -87,7 +87,7 @@ def test_hemisphere_witness_in_json(fig3):
 
 def test_thm_6_1_limit_is_top_eigenvector(fig4):
     r = fig4["consensus:thm-6.1"]
-    assert r.applies is True and r.cross_check.status == "agrees", r.cross_check.details
+    assert r.applies.json is True and r.cross_check.status == "agrees", r.cross_check.details
     U = np.array(load(DATA / "consensus_fig4.json").V, float)
     w, Q = np.linalg.eigh(U)
     v = Q[:, -1]
@@ -104,7 +104,7 @@ def test_thm_6_1_limit_is_top_eigenvector(fig4):
 def test_causal_token_one_fixed():
     res = _by_id(cat.theorems(load(DATA / "consensus_fig5_reduced.json"), simulate=True, seed=0))
     r = res["consensus:thm-5.1"]
-    assert r.applies is True and r.cross_check.status == "agrees", r.cross_check.details
+    assert r.applies.json is True and r.cross_check.status == "agrees", r.cross_check.details
     assert r.cross_check.details["token_1_motion"] <= 1e-14  # round-off of the retraction only
     assert res["consensus:lemma-5.1"].cross_check.status == "agrees"
     assert r.correction and "l >= 3" in r.correction
@@ -113,14 +113,14 @@ def test_causal_token_one_fixed():
 def test_tetrahedron_is_stable_non_consensus():
     res = _by_id(cat.theorems(load(DATA / "consensus_tetrahedron.json"), simulate=True, seed=0))
     r = res["consensus:thm-4.1"]
-    assert r.applies is False
+    assert r.applies.json is False
     hemi = next(h for h in r.hypotheses if h.name.startswith("open hemisphere"))
     assert hemi.status == "fails" and core.recheck(hemi.certificate)
     assert r.prediction["consensus_predicted"] is False
     assert r.prediction["equilibrium"]["stability"]["status"] == "holds"
     assert r.cross_check.status == "agrees", r.cross_check.details
     assert r.cross_check.details["limit_class"] == "non_consensus"
-    assert res["consensus:thm-3.2"].applies is False  # P = -2 I is not positive definite
+    assert res["consensus:thm-3.2"].applies.json is False  # P = -2 I is not positive definite
 
 
 def test_tetrahedron_below_threshold_not_claimed_stable():
@@ -158,7 +158,7 @@ def test_theorem_5_1_domain_correction():
     p = load(DATA / "consensus_thm51_counterexample.json")
     results, run = cat.theorems_with_run(p, simulate=True, seed=0)
     r = _by_id(results)["consensus:thm-5.1"]
-    assert r.applies is True and "too strong" in r.prediction["domain"]
+    assert r.applies.json is True and "too strong" in r.prediction["domain"]
     y1, y3 = run.X[-1, 0], run.X[-1, 2]
     assert y1 @ y3 < -1 + 1e-9  # within 1e-4 rad of the antipode at t = 30
     assert r.cross_check.status != "agrees"

@@ -164,7 +164,7 @@ def test_rotation_with_detectable_weight_converges_to_zero():
 def test_eigenvalues_summing_to_zero_decide_thm_4_1():
     """A = diag(1, -1), V = -I, B = I: Thm 4.1 with k = 1 gives diag(1, 0) (A_a = 1, B11 = -2: P11 = 1)."""
     by_id, reg = _regime(_p(np.diag([1.0, -1.0]), np.eye(2), -np.eye(2)))
-    assert by_id["gaussian:thm-4.1"].applies is True
+    assert by_id["gaussian:thm-4.1"].applies.json is True
     assert reg["Sigma"] == "converges_singular"
     np.testing.assert_allclose(reg["Sigma_inf"], np.diag([1.0, 0.0]), atol=1e-12)
 

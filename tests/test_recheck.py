@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 from flowcert.certificates import core, kinds
+from flowcert.certificates.hypotheses import psd_hypothesis
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIRS = ("flowcert", "certificates", "numeric", "gpu", "reports", "symbolic")
@@ -150,7 +151,7 @@ def build_real_certificates() -> dict[str, dict]:
         out.setdefault(c["kind"], c)
 
     S = np.array([[2.0, 0.5], [0.5, 1.0]])
-    add(core.psd_hypothesis("S_psd", S, "S"))
+    add(psd_hypothesis("S_psd", S, "S"))
     add(hypotheses.definite(S, "S_pd", 1))
     add(core.inertia_certificate(S, "S"))
     J_unstable = np.array([[0.5, 1.0], [0.0, -1.0]])
@@ -224,7 +225,7 @@ def build_real_certificates() -> dict[str, dict]:
 
     add(predicates.predicate_certificate("scalar_identity", True, None, M=core.encode(2 * np.eye(2))))
     add(hypotheses.definite(np.diag([1.0, -1.0]), "D", 1))  # not_pd
-    add(core.psd_hypothesis("D >= 0", np.diag([1.0, -1.0]), "D"))  # not_psd
+    add(psd_hypothesis("D >= 0", np.diag([1.0, -1.0]), "D"))  # not_psd
     add(hypotheses.definite(np.array([[1.0, 2.0], [0.0, 1.0]]), "N", 1))  # not_symmetric
     add(identities.identity_certificate("gaussian:moment_closure"))
     add(conditions.lemma23_certificate(np.eye(2), np.eye(2), None, None))  # 8 ||I|| 1 > 1: refuted
@@ -249,7 +250,8 @@ def test_a_real_certificate_of_every_kind_rechecks_in_a_fresh_process(real, tmp_
     # nothing but the certificates package was loaded before the re-checks, and no solver after
     assert set(got["preloaded"]) <= {"flowcert", "flowcert.certificates", "flowcert.certificates.core",
                                      "flowcert.certificates.exact", "flowcert.certificates.kinds",
-                                     "flowcert.certificates.forms",
+                                     "flowcert.certificates.forms", "flowcert.certificates.fingerprint",
+                                     "flowcert.certificates.verdicts",
                                      "flowcert.certificates.rounding", "flowcert.certificates.documents",
                                      "flowcert.certificates.rationals", "flowcert.certificates.pivot"}
     assert got["listed"] == sorted(kinds.KINDS)

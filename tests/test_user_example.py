@@ -26,7 +26,7 @@ def test_my_blow_up_reading(params):
 
     p = parse_gaussian(params)
     result = asymptotics.thm_4_8(p, 1)
-    assert result.applies is True
+    assert result.applies.json is True
     T = result.prediction["blowup_time_upper_bound"]
     run = ng.integrate_moments(ng.constant(p.A, p.B, p.V, p.b), p.mu0, p.Sigma0, 1.1 * T)
     assert run.blowup_time is not None and run.blowup_time <= T * (1 + 1e-6)

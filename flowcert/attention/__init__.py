@@ -24,8 +24,8 @@ Public API
 ``verify(p, simulate=False, seed=None)``
     -> a :class:`flowcert.result.Result` (as :func:`flowcert.verify`; dict access to the former
     document works for one release). ``verify_document`` is the ``verify`` JSON document; ``theorems`` collects ``theorems(p, simulate=, seed=)`` of
-    every module named in :data:`CATALOGUES` that exists (``flowcert.attention.multistability``,
-    ``flowcert.attention.consensus``); each returns a list of
+    the two catalogues, :mod:`flowcert.attention.multistability` and :mod:`flowcert.attention.consensus`
+    (:data:`CATALOGUES`, imported by name, not looked up); each returns a list of
     :class:`~flowcert.catalogue.TheoremResult`. With ``simulate`` the document also has
     ``simulation`` (one run, :func:`simulate`; ``limit_class`` from the multistability classifier
     once the run has settled, ``agrees`` from its certified verdict, else None — a catalogue
@@ -43,7 +43,6 @@ The system's :class:`flowcert.system.System` object, listed in :mod:`flowcert.sy
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Callable
 
 import numpy as np
@@ -247,7 +246,35 @@ def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None
 
 def verify(p: Any, simulate: bool = False, seed: int | None = None, *, checks: Any = None) -> Any:
     """Every theorem of both papers on ``p`` (parameters, a mapping or a path): :func:`flowcert.verify`
-    for ``"attention"``; returns a :class:`~flowcert.result.Result`."""
+    for ``"attention"``; returns a :class:`~flowcert.result.Result`.
+
+    Parameters
+    ----------
+    p : AttentionParams, mapping or path
+        The parameters: a validated :class:`~flowcert.attention.params.AttentionParams`, a mapping
+        with the parameter file's keys (numpy arrays, torch tensors, nested lists or numbers), or the
+        path of a parameter file.
+    simulate : bool, default False
+        Cross-validate the predictions by simulation (``--simulate``): the catalogues'
+        cross-checks and the ``simulation`` record.
+    seed : int, optional
+        Seed of the random draws (``--seed``); None: the parameter file's ``seed``.
+    checks : str or list of str, optional
+        Keyword-only. The cross-checks to run with ``simulate=True``, among
+        ``flowcert.get_system("attention").checks``; None: the system's default set.
+
+    Returns
+    -------
+    Result
+        The theorems of the multistability and consensus catalogues by id, ``.status`` and, with
+        ``simulate``, ``.simulation``; ``.to_json()`` is the CLI's ``--json`` document.
+
+    Raises
+    ------
+    flowcert.errors.InputError
+        Bad parameters (:class:`~flowcert.errors.ParamError` names the key), a bad keyword value
+        (``simulate`` not a bool, a negative ``seed``) or an unknown cross-check name. A ``ValueError``.
+    """
     from ..api import verify as verify_any
 
     return verify_any("attention", p, simulate=simulate, seed=seed, checks=checks)
@@ -277,22 +304,17 @@ def verify_results(p: AttentionParams, simulate: bool = False, seed: int | None 
     seed = p.seed if seed is None else seed
     simulate = simulate or checks is not None
     wanted = {"checks": checks} if checks is not None else {}
-    theorems = []
+    from . import consensus, multistability  # the catalogues (CATALOGUES), in their order
+
+    theorems = multistability.theorems(p, simulate=simulate, seed=seed, **wanted)
     reused: dict[str, Any] | None = None
-    for name in CATALOGUES:
-        try:
-            module = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-            continue
-        if simulate and p.time_varying and reused is None and hasattr(module, "theorems_with_run"):
-            results, run = module.theorems_with_run(p, simulate=True, seed=seed, **wanted)
-            if run is not None:
-                reused = _simulation_from_run(p, module, run, results, seed)
-            theorems += results
-            continue
-        theorems += module.theorems(p, simulate=simulate, seed=seed, **wanted)
+    if simulate and p.time_varying:  # the consensus catalogue's run also serves as the simulation
+        results, run = consensus.theorems_with_run(p, simulate=True, seed=seed, **wanted)
+        if run is not None:
+            reused = _simulation_from_run(p, consensus, run, results, seed)
+        theorems += results
+    else:
+        theorems += consensus.theorems(p, simulate=simulate, seed=seed, **wanted)
     doc = document("attention", p.to_json(), seed=seed, theorems=theorems)
     if simulate and checks is not None and "simulation" not in checks and reused is None:
         why = "not requested: the cross-check 'simulation' runs with simulate=True (checks=['simulation'], or --checks simulation)"

@@ -120,6 +120,22 @@ def _failed(run: Run) -> CrossCheck | None:
     return None
 
 
+def _cross_checked(r: TheoremResult, simulate_: bool, check: Callable[[], CrossCheck], run: Run | None = None, *,
+                   needs_run: bool = True, ready: bool = True, why: str = "hypotheses not certified") -> TheoremResult:
+    """``r`` with its cross-check when one was asked for (``simulate_``): skipped with ``why`` when the
+    theorem does not apply, the run it needs is missing or the setting is not ``ready`` for it; skipped
+    with the failure of a failed run; else ``check()``."""
+    if not simulate_:
+        return r
+    if not r.applies or (needs_run and run is None) or not ready:
+        r.cross_check = CrossCheck("skipped", {"reason": why})
+    elif needs_run and (f := _failed(run)) is not None:
+        r.cross_check = f
+    else:
+        r.cross_check = check()
+    return r
+
+
 def consensus_limit(s: Setting, run: Run) -> dict[str, Any]:
     """Classify the end of a run: ``consensus`` once settled with spread below
     :data:`CONSENSUS_SPREAD` and the transverse linearisation at consensus certified; otherwise
@@ -184,12 +200,8 @@ SOURCE = "003_951a97dfacf88740.txt"
 def lemma_3_1(s: Setting, simulate_: bool) -> TheoremResult:
     hyps = [P_spd(s), constant_P(s)]
     r = LEMMA_3_1.result(hyps, {"projection": "X_i -> (I - y_i y_i^T P) X_i", "metric": "sum_i Z_i X_i^T P Y_i, Z_i = sqrt(n+1) sum_j exp(y_i^T P y_j)"})
-    if simulate_:
-        if r.applies is not True:
-            r.cross_check = CrossCheck("skipped", {"reason": "P is not certified symmetric positive definite"})
-        else:
-            r.cross_check = _projection_check(s)
-    return r
+    return _cross_checked(r, simulate_, lambda: _projection_check(s), needs_run=False,
+                          why="P is not certified symmetric positive definite")
 
 
 def _projection_check(s: Setting) -> CrossCheck:
@@ -216,12 +228,7 @@ def thm_3_1(s: Setting, simulate_: bool) -> TheoremResult:
     hyps = [P_spd(s), constant_P(s), single_head(s), value_identity(s), full_attention(s),
             proofs_hypothesis("gradient identity dV/dy_k = -Z_k P X_k proved")]
     r = THM_3_1.result(hyps, {"V_P": "-1/2 sum_ij exp(y_i^T P y_j)", "gradient": "grad V_P = -(right-hand side of (8))"})
-    if simulate_:
-        if r.applies is not True:
-            r.cross_check = CrossCheck("skipped", {"reason": "hypotheses not certified"})
-        else:
-            r.cross_check = _gradient_check(s)
-    return r
+    return _cross_checked(r, simulate_, lambda: _gradient_check(s), needs_run=False)
 
 
 def _gradient_check(s: Setting) -> CrossCheck:
@@ -253,22 +260,19 @@ def thm_3_2(s: Setting, simulate_: bool, run: Run | None) -> TheoremResult:
             "V_P_lower_bound": float(sym.V_P_lower_bound(s.ell)),
             "V_P_minimum_iff_consensus": True}
     r = THM_3_2.result(hyps, pred)
-    if simulate_:
-        if r.applies is not True or run is None:
-            r.cross_check = CrossCheck("skipped", {"reason": "hypotheses not certified"})
-        elif (f := _failed(run)) is not None:
-            r.cross_check = f
-        else:
-            P = np.asarray(s.P[0], float)
-            Vs = num.V_P(run.X, P)
-            ly = _lyapunov(Vs)
-            lim = consensus_limit(s, run)
-            checks = ly["non_increasing"] and Vs.min() >= pred["V_P_lower_bound"] - 1e-9 * abs(pred["V_P_lower_bound"])
-            settled = lim["limit_class"] != "not_settled"
-            r.cross_check = _verdict(checks, settled, settled,
-                                       {"V_P": ly, "V_P_initial": float(Vs[0]), "V_P_final": float(Vs[-1]), **lim, **run.summary(),
-                                        "criterion": "V_P never increases beyond round-off, stays above -l^2 e/2, and the run settles"})
-    return r
+    return _cross_checked(r, simulate_, lambda: _thm_3_2_check(s, run, pred), run)
+
+
+def _thm_3_2_check(s: Setting, run: Run, pred: dict[str, Any]) -> CrossCheck:
+    P = np.asarray(s.P[0], float)
+    Vs = num.V_P(run.X, P)
+    ly = _lyapunov(Vs)
+    lim = consensus_limit(s, run)
+    checks = ly["non_increasing"] and Vs.min() >= pred["V_P_lower_bound"] - 1e-9 * abs(pred["V_P_lower_bound"])
+    settled = lim["limit_class"] != "not_settled"
+    return _verdict(checks, settled, settled,
+                    {"V_P": ly, "V_P_initial": float(Vs[0]), "V_P_final": float(Vs[-1]), **lim, **run.summary(),
+                     "criterion": "V_P never increases beyond round-off, stays above -l^2 e/2, and the run settles"})
 
 
 # §4: hemisphere
@@ -292,30 +296,27 @@ def lemma_4_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hy
         if c1.c2_reason:
             pred["c2_paper_reason"] = f"not representable as a float64: {c1.c2_reason}; see log_c2_paper"
     r = LEMMA_4_1.result(hyps, pred)
-    if simulate_:
-        if r.applies is not True or run is None:
-            r.cross_check = CrossCheck("skipped", {"reason": "no proven bound on P(t)"})
-        elif (f := _failed(run)) is not None:
-            r.cross_check = f
-        else:
-            lo, hi = math.inf, -math.inf
-            idx = np.linspace(0, run.t.size - 1, min(run.t.size, 301)).astype(int)
-            for eta in range(s.h):
-                # a constant head: every sample at once, through its factors (rank d_h)
-                ops = [(idx, s.score_operator(eta, 0.0))] if s.P_constant else \
-                      [(k, s.P_at(eta, float(run.t[k]))) for k in idx]
-                for k, P in ops:
-                    L = num.log_attention_weights(run.X[k], P, causal=s.p.causal, row_sum=s.row_sum)
-                    vals = L[..., np.tril(np.ones(L.shape[-2:], bool))] if s.p.causal else L
-                    lo, hi = min(lo, float(vals.min())), max(hi, float(vals.max()))
-            # compared in log space: c1 and the smallest alpha may be below the smallest float64
-            lc1 = pred["log_c1"]
-            ok = (lc1 is None or lo >= lc1 - 1e-12 * max(1.0, abs(lc1))) and hi <= math.log(pred["c2_sharp"]) + 1e-12
-            r.cross_check = CrossCheck("agrees" if ok else "disagrees",
-                                       {"min_alpha": math.exp(lo), "max_alpha": math.exp(hi), "log_min_alpha": lo, "log_max_alpha": hi,
-                                        "samples": int(idx.size), "c1": pred["c1"], "log_c1": lc1, "c2_sharp": pred["c2_sharp"],
-                                        "criterion": "c1 <= alpha_ij <= row sum at every sampled time"})
-    return r
+    return _cross_checked(r, simulate_, lambda: _lemma_4_1_check(s, run, pred), run, why="no proven bound on P(t)")
+
+
+def _lemma_4_1_check(s: Setting, run: Run, pred: dict[str, Any]) -> CrossCheck:
+    lo, hi = math.inf, -math.inf
+    idx = np.linspace(0, run.t.size - 1, min(run.t.size, 301)).astype(int)
+    for eta in range(s.h):
+        # a constant head: every sample at once, through its factors (rank d_h)
+        ops = [(idx, s.score_operator(eta, 0.0))] if s.P_constant else \
+              [(k, s.P_at(eta, float(run.t[k]))) for k in idx]
+        for k, P in ops:
+            L = num.log_attention_weights(run.X[k], P, causal=s.p.causal, row_sum=s.row_sum)
+            vals = L[..., np.tril(np.ones(L.shape[-2:], bool))] if s.p.causal else L
+            lo, hi = min(lo, float(vals.min())), max(hi, float(vals.max()))
+    # compared in log space: c1 and the smallest alpha may be below the smallest float64
+    lc1 = pred["log_c1"]
+    ok = (lc1 is None or lo >= lc1 - 1e-12 * max(1.0, abs(lc1))) and hi <= math.log(pred["c2_sharp"]) + 1e-12
+    return CrossCheck("agrees" if ok else "disagrees",
+                      {"min_alpha": math.exp(lo), "max_alpha": math.exp(hi), "log_min_alpha": lo, "log_max_alpha": hi,
+                       "samples": int(idx.size), "c1": pred["c1"], "log_c1": lc1, "c2_sharp": pred["c2_sharp"],
+                       "criterion": "c1 <= alpha_ij <= row sum at every sampled time"})
 
 
 def lemma_4_2(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None],
@@ -326,23 +327,20 @@ def lemma_4_2(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hy
     pred = {"f_i_bounded": True, "f_i_uniformly_continuous": True,
             "v": v.tolist(), "sup_f_bound": 2 * s.h * s.row_sum * K * float(np.linalg.norm(v)) * max(1.0, K)}
     r = LEMMA_4_2.result(hyps, pred)
-    if simulate_:
-        if r.applies is not True or run is None:
-            r.cross_check = CrossCheck("skipped", {"reason": "hypotheses not certified"})
-        elif (f := _failed(run)) is not None:
-            r.cross_check = f
-        else:
-            from . import field
+    return _cross_checked(r, simulate_, lambda: _lemma_4_2_check(s, run, pred, v), run)
 
-            F = field(s.p)
-            vals = np.array([F(float(tk), Xk) @ v for tk, Xk in zip(run.t, run.X)])
-            sup = float(np.abs(vals).max())
-            lip = float((np.abs(np.diff(vals, axis=0)) / np.diff(run.t)[:, None]).max())
-            ok = sup <= pred["sup_f_bound"] * (1 + 1e-9) and math.isfinite(lip)
-            r.cross_check = CrossCheck("agrees" if ok else "disagrees",
-                                       {"sup_f": sup, "bound": pred["sup_f_bound"], "max_difference_quotient": lip,
-                                        "criterion": "sup |f_i| below 2 h c K |v| max(1,K) and finite difference quotients"})
-    return r
+
+def _lemma_4_2_check(s: Setting, run: Run, pred: dict[str, Any], v: np.ndarray) -> CrossCheck:
+    from . import field
+
+    F = field(s.p)
+    vals = np.array([F(float(tk), Xk) @ v for tk, Xk in zip(run.t, run.X)])
+    sup = float(np.abs(vals).max())
+    lip = float((np.abs(np.diff(vals, axis=0)) / np.diff(run.t)[:, None]).max())
+    ok = sup <= pred["sup_f_bound"] * (1 + 1e-9) and math.isfinite(lip)
+    return CrossCheck("agrees" if ok else "disagrees",
+                      {"sup_f": sup, "bound": pred["sup_f_bound"], "max_difference_quotient": lip,
+                       "criterion": "sup |f_i| below 2 h c K |v| max(1,K) and finite difference quotients"})
 
 
 def thm_4_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None],
@@ -353,14 +351,14 @@ def thm_4_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hypo
                             "hemisphere_invariant": True, "V_max_non_increasing": True,
                             "limit": "consensus set attractive (spread -> 0); which point is not predicted"}
     r = THM_4_1.result(hyps, pred)
-    if r.applies is not True:
+    if not r.applies:
         r.prediction = {**pred, **non_consensus_prediction(s, hemi)}
     if simulate_:
         if run is None:
             r.cross_check = CrossCheck("skipped", {"reason": "no run"})
         elif (f := _failed(run)) is not None:
             r.cross_check = f
-        elif r.applies is not True:
+        elif not r.applies:
             r.cross_check = non_consensus_check(s, run, r.prediction)
         else:
             from . import field
@@ -446,21 +444,19 @@ def lemma_5_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hy
             proofs_hypothesis("adot = alpha (1 - a^2), V = (a-1)^2(a+2)/3, Vdot = -alpha (1-a^2)^2 proved")]
     r = LEMMA_5_1.result(hyps, {"applied_to": "token 2 of the causal model (driven by the fixed token 1)",
                              "a2_limit": 1.0 if s.ell >= 2 else None, "V_token2_non_increasing": True})
-    if simulate_:
-        if r.applies is not True or run is None or s.ell < 2:
-            r.cross_check = CrossCheck("skipped", {"reason": "hypotheses not certified or fewer than 2 tokens"})
-        elif (f := _failed(run)) is not None:
-            r.cross_check = f
-        else:
-            y0 = run.X[0, 0]
-            V2 = num.V_causal(run.X[:, 1], y0)
-            ly = _lyapunov(V2)
-            a_end = float(run.X[-1, 1] @ y0)
-            reached = a_end > 1 - 1e-6 or float(run.X[0, 1] @ y0) <= -1 + 1e-12
-            r.cross_check = _verdict(ly["non_increasing"], reached, run.speed <= SETTLED_SPEED,
-                                       {"V_token2": ly, "a2_initial": float(run.X[0, 1] @ y0), "a2_final": a_end,
-                                        "criterion": "V(a_2) never increases beyond round-off and a_2 -> 1 (unless a_2(0) = -1)"})
-    return r
+    return _cross_checked(r, simulate_, lambda: _lemma_5_1_check(s, run), run, ready=s.ell >= 2,
+                          why="hypotheses not certified or fewer than 2 tokens")
+
+
+def _lemma_5_1_check(s: Setting, run: Run) -> CrossCheck:
+    y0 = run.X[0, 0]
+    V2 = num.V_causal(run.X[:, 1], y0)
+    ly = _lyapunov(V2)
+    a_end = float(run.X[-1, 1] @ y0)
+    reached = a_end > 1 - 1e-6 or float(run.X[0, 1] @ y0) <= -1 + 1e-12
+    return _verdict(ly["non_increasing"], reached, run.speed <= SETTLED_SPEED,
+                    {"V_token2": ly, "a2_initial": float(run.X[0, 1] @ y0), "a2_final": a_end,
+                     "criterion": "V(a_2) never increases beyond round-off and a_2 -> 1 (unless a_2(0) = -1)"})
 
 
 def thm_5_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None]) -> TheoremResult:
@@ -472,20 +468,17 @@ def thm_5_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hypo
             "domain": "all of {y_j != -y_1}" if s.ell <= 2 else "locally asymptotically stable; convergence from almost every initial condition "
                       "(the paper's domain {y_j != -y_1} is too strong for l >= 3)"}
     r = THM_5_1.result(hyps, pred)
-    if simulate_:
-        if r.applies is not True or run is None:
-            r.cross_check = CrossCheck("skipped", {"reason": "hypotheses not certified"})
-        elif (f := _failed(run)) is not None:
-            r.cross_check = f
-        else:
-            moved = float(np.abs(run.X[:, 0] - run.X[0, 0]).max())
-            err = float(np.linalg.norm(run.X[-1] - run.X[0, 0], axis=1).max())
-            lim = consensus_limit(s, run)
-            r.cross_check = _verdict(moved <= 1e-12, lim["limit_class"] == "consensus" and err < 1e-4,
-                                     lim["limit_class"] != "not_settled",
-                                       {"token_1_motion": moved, "max_distance_to_y1_0": err, **lim, **run.summary(),
-                                        "criterion": "token 1 moves at most 1e-12, limit classified consensus at y_1(0)"})
-    return r
+    return _cross_checked(r, simulate_, lambda: _thm_5_1_check(s, run), run)
+
+
+def _thm_5_1_check(s: Setting, run: Run) -> CrossCheck:
+    moved = float(np.abs(run.X[:, 0] - run.X[0, 0]).max())
+    err = float(np.linalg.norm(run.X[-1] - run.X[0, 0], axis=1).max())
+    lim = consensus_limit(s, run)
+    return _verdict(moved <= 1e-12, lim["limit_class"] == "consensus" and err < 1e-4,
+                    lim["limit_class"] != "not_settled",
+                    {"token_1_motion": moved, "max_distance_to_y1_0": err, **lim, **run.summary(),
+                     "criterion": "token 1 moves at most 1e-12, limit classified consensus at y_1(0)"})
 
 
 # §6: causal, symmetric U
@@ -562,23 +555,21 @@ def lemma_6_1(s: Setting, simulate_: bool, run: Run | None, top: tuple[core.Hypo
                             "v": None if te is None else te.v.tolist(), "lambda": None if te is None else te.lam,
                             "invariant": "the great sphere v^T y = 0 is invariant (correction)"}
     r = LEMMA_6_1.result(hyps, pred)
-    if simulate_:
-        if r.applies is not True or run is None or not s.p.causal:
-            r.cross_check = CrossCheck("skipped", {"reason": "hypotheses not certified or attention not causal (token 1 is not autonomous)"})
-        elif (f := _failed(run)) is not None:
-            r.cross_check = f
-        else:
-            U = np.asarray(s.U[0], float)
-            ref = num.oja_token(run.X[0, 0], U, run.t, s.row_sum)
-            err = float(np.abs(ref - run.X[:, 0]).max())
-            b = run.X[:, 0] @ te.v
-            sgn = 1.0 if b[0] >= 0 else -1.0
-            ly = _lyapunov(num.V_plus(run.X[:, 0], sgn * te.v))
-            ok = err < 1e-6 and ly["non_increasing"]
-            r.cross_check = CrossCheck("agrees" if ok else "disagrees",
-                                       {"closed_form_error": err, "V_plus_token1": ly, "b_final": float(b[-1]),
-                                        "criterion": "token 1 follows exp(c U t) y0 / |.| within 1e-6 and 1 - s v^T y_1 never increases"})
-    return r
+    return _cross_checked(r, simulate_, lambda: _lemma_6_1_check(s, run, te), run, ready=s.p.causal,
+                          why="hypotheses not certified or attention not causal (token 1 is not autonomous)")
+
+
+def _lemma_6_1_check(s: Setting, run: Run, te: cert.TopEigen) -> CrossCheck:
+    U = np.asarray(s.U[0], float)
+    ref = num.oja_token(run.X[0, 0], U, run.t, s.row_sum)
+    err = float(np.abs(ref - run.X[:, 0]).max())
+    b = run.X[:, 0] @ te.v
+    sgn = 1.0 if b[0] >= 0 else -1.0
+    ly = _lyapunov(num.V_plus(run.X[:, 0], sgn * te.v))
+    ok = err < 1e-6 and ly["non_increasing"]
+    return CrossCheck("agrees" if ok else "disagrees",
+                      {"closed_form_error": err, "V_plus_token1": ly, "b_final": float(b[-1]),
+                       "criterion": "token 1 follows exp(c U t) y0 / |.| within 1e-6 and 1 - s v^T y_1 never increases"})
 
 
 def thm_6_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None],
@@ -597,22 +588,18 @@ def thm_6_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hypo
                             "transverse_eigenvalues": None if te is None else
                             sorted({float((m - i * lam) / i * s.row_sum) for i in range(1, s.ell + 1) for m in mus})}
     r = THM_6_1.result(hyps, pred)
-    if simulate_:
-        if r.applies is not True or run is None:
-            r.cross_check = CrossCheck("skipped", {"reason": "hypotheses not certified"})
-        elif (f := _failed(run)) is not None:
-            r.cross_check = f
-        else:
-            target = sign * te.v
-            err = float(np.linalg.norm(run.X[-1] - target, axis=1).max())
-            ly1 = _lyapunov(num.V_plus(run.X[:, 0], target))
-            r.cross_check = _verdict(ly1["non_increasing"], err < 1e-4 and run.speed <= SETTLED_SPEED, run.speed <= SETTLED_SPEED,
-                                       {"max_distance_to_limit": err, "V_plus_token1": ly1,
-                                        "V_plus_token2_largest_increase": num.largest_increase(num.V_plus(run.X[:, 1], target)) if s.ell > 1 else None,
-                                        "E_signed_final": float(num.signed_measure(run.X[-1])), **run.summary(),
-                                        "criterion": "settled with every token within 1e-4 of s v (the exponentially stable equilibrium certified above), "
-                                                     "V_+ of token 1 non-increasing (later tokens may increase transiently)"})
-    return r
+    return _cross_checked(r, simulate_, lambda: _thm_6_1_check(s, run, sign * te.v), run)
+
+
+def _thm_6_1_check(s: Setting, run: Run, target: np.ndarray) -> CrossCheck:
+    err = float(np.linalg.norm(run.X[-1] - target, axis=1).max())
+    ly1 = _lyapunov(num.V_plus(run.X[:, 0], target))
+    return _verdict(ly1["non_increasing"], err < 1e-4 and run.speed <= SETTLED_SPEED, run.speed <= SETTLED_SPEED,
+                    {"max_distance_to_limit": err, "V_plus_token1": ly1,
+                     "V_plus_token2_largest_increase": num.largest_increase(num.V_plus(run.X[:, 1], target)) if s.ell > 1 else None,
+                     "E_signed_final": float(num.signed_measure(run.X[-1])), **run.summary(),
+                     "criterion": "settled with every token within 1e-4 of s v (the exponentially stable equilibrium certified above), "
+                                  "V_+ of token 1 non-increasing (later tokens may increase transiently)"})
 
 
 # the catalogue

@@ -22,6 +22,7 @@ import sympy as sp
 from .. import bindings as bd
 from ..certificates import core
 from ..certificates.attention import multistability as cm
+from ..certificates.hypotheses import psd_hypothesis
 from ..certificates.predicates import definiteness_witness, predicate_certificate
 from ..errors import InputError
 from ..numeric.attention import multistability as nm
@@ -160,7 +161,7 @@ def _assumption1(D: Data, need_positive: bool = True) -> list[core.HypothesisRes
             out.append(bound(LAMBDA_POSITIVE, "holds", _positive_top_cert(D), float(lo), "exact eigen-enclosure",
                              f"lambda_1 >= {float(lo):.6g}"))
         elif hi <= 0:
-            psd = core.psd_hypothesis("-V >= 0", -core.qmat(D.Vq), "-V")
+            psd = psd_hypothesis("-V >= 0", -core.qmat(D.Vq), "-V")
             out.append(bound(LAMBDA_POSITIVE, "fails", psd.certificate if psd.status == "holds" else None, float(hi),
                              "exact eigen-enclosure", f"lambda_1 <= {float(hi):.6g}"))
         else:

@@ -397,8 +397,8 @@ def verify_run(p: GaussianParams, simulate: bool = False, seed: int = 0,
     decides is ``unknown``. ``simulate=True`` runs :data:`DEFAULT_CHECKS`; ``checks`` names the
     cross-checks to run (``GaussianSystem.checks``) and implies ``simulate``."""
     chosen = frozenset(checks) if checks is not None else (DEFAULT_CHECKS if simulate else frozenset())
-    with np.errstate(all="ignore"), warnings.catch_warnings(), asked(chosen), \
-            command_budget(VERIFY_SECONDS, "verify gaussian"):
+    with (np.errstate(all="ignore"), warnings.catch_warnings(), asked(chosen),
+          command_budget(VERIFY_SECONDS, "verify gaussian")):
         warnings.simplefilter("ignore", RuntimeWarning)
         return _verify(p, simulate or checks is not None, seed)
 

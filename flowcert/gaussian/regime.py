@@ -277,7 +277,7 @@ def consistency(doc: dict[str, Any]) -> dict[str, Any]:
     """
     reg = doc.get("regime") or {}
     th = {t["id"]: t for t in doc.get("theorems", []) if isinstance(t, dict)}
-    th.update((t.id, {"applies": t.applies, "prediction": t.prediction})
+    th.update((t.id, {"applies": t.applies.json, "prediction": t.prediction})
               for t in doc.get("theorems", []) if not isinstance(t, dict))
     conflicts: list[str] = []
     checked: list[str] = []
