@@ -111,12 +111,8 @@ def cmd_simulate(args: argparse.Namespace) -> None:
 
 
 def cmd_equilibria(args: argparse.Namespace) -> None:
-    equilibria = capability(args.system, "equilibria")
-    doc = equilibria(_load(args.system, args.params), cap=args.cap, file=args.params)
-    lines = [f"{len(doc['equilibria'])} equilibria; skipped: {doc['skipped']}"]
-    for e in doc["equilibria"]:
-        lines.append(f"  {'/'.join(e['class']):<22} k={e['eigvec_index']}  stable={e['stable']}  {e.get('label', '')}")
-    _emit(doc, args.json, "\n".join(lines) + "\n")
+    doc, text = capability(args.system, "equilibria")(_load(args.system, args.params), cap=args.cap, file=args.params)
+    _emit(doc, args.json, text)
 
 
 def cmd_codegen(args: argparse.Namespace) -> None:
@@ -133,10 +129,7 @@ def cmd_codegen(args: argparse.Namespace) -> None:
 
 def cmd_reach(args: argparse.Namespace) -> None:
     reach = capability(args.system, "reach", f"system '{args.system}' has no reachability construction")
-    doc = reach(args.params, args.target, args.T, args.out)
-    err = doc["terminal_error"]
-    summary = (f"Theorem 3.3 controls over [0, {args.T}] (rank {doc['rank']}): terminal error "
-               f"mu {err['mu']}, Sigma {err['Sigma']} (relative {err['Sigma_relative']})\n")
+    doc, summary = reach(args.params, args.target, args.T, args.out)
     _emit(doc, True, summary) if args.json else sys.stdout.write(summary)
 
 
@@ -176,30 +169,10 @@ def cmd_report(args: argparse.Namespace) -> None:
 
 def cmd_kpflow(args: argparse.Namespace) -> None:
     """``flowcert kpflow analyze``: KPFlow identities, effective ranks and theorems (rnn system)."""
-    if args.consensus is not None:
-        from .gpu.rnn.consensus import parse_keep  # imports torch: only when asked
-
-        try:
-            parse_keep(args.consensus)
-        except ValueError as err:
-            raise InputError(f"--consensus: {err}") from None
-    if args.probes < 2:
-        raise InputError(f"--probes: must be at least 2, got {args.probes}")
-    doc = capability("rnn", "kpflow")(get_system("rnn").load(args.params), mode=args.mode, consensus=args.consensus,
-                                      probes=args.probes, consensus_op=args.consensus_op)
-    ident, ranks = doc["identities"], doc["effective_rank"]
-    lines = [f"flowcert {doc['flowcert']} — kpflow analyze ({doc['params']['cell']})"]
-    for r in ident["prop1"]["fd"]:
-        lines.append(f"prop1  eta {r['eta']:.3g}  residual {r['residual']:.3e}  order {r.get('observed_order')}")
-    lines.append(f"adjoint P {ident['adjoint']['P']:.2e}  inverse {ident['inverse']['residual']:.2e}  "
-                 f"ntk {ident['ntk']['residual']:.2e}")
-    lines.append("effective rank: " + ", ".join(f"{k} {ranks[k]['value']}" for k in ("K", "P", "PKP")))
-    lines += [f"{t['id']:<16} applies={t['applies']!s:<5} cross_check={t['cross_check']['status']}" for t in doc["theorems"]]
-    if "consensus" in doc:
-        c = doc["consensus"]
-        top = ", ".join(f"{v:.4g}" + (f" ± {e:.2g}" if e else "") for v, e in zip(c["eigenvalues"][:4], c["stderr"] or [None] * 4))
-        lines.append(f"consensus {c['operator']} keep {c['keep']}: {top} ({'exact' if c['exact'] else str(c['probes']) + ' probes'})")
-    _emit(doc, args.json, "\n".join(lines) + "\n")
+    doc, text = capability("rnn", "kpflow")(get_system("rnn").load(args.params), mode=args.mode,
+                                            consensus=args.consensus, probes=args.probes,
+                                            consensus_op=args.consensus_op)
+    _emit(doc, args.json, text)
 
 
 def cmd_graph(args: argparse.Namespace) -> None:

@@ -88,14 +88,42 @@ def _theorem_row(t: Any, notes_on: bool = True) -> str:
 
 def table_html(theorems: Any, notes_on: bool = True) -> str:
     """The ``<table>`` of verdicts, one row per theorem (hypotheses folded; ``notes_on``: with each
-    hypothesis' margin, method and reason)."""
+    hypothesis' margin, method and reason).
+
+    Parameters
+    ----------
+    theorems : iterable of Theorem
+        The theorems to show, in order (``result.theorems.values()``).
+    notes_on : bool, default True
+        Whether each hypothesis carries its notes (margin, method, the reason of one that does not
+        hold, the certificate's kind); off, only its status and name are shown.
+
+    Returns
+    -------
+    str
+        One ``<table>`` element (well-formed XML, every text escaped), one row per theorem: id and
+        label, verdict, cross-check, and the hypotheses in a ``<details>`` element.
+    """
     head = "".join(f"<th>{c}</th>" for c in ("theorem", "verdict", "cross-check", "hypotheses"))
     body = "".join(_theorem_row(t, notes_on) for t in theorems)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def extras(result: Any) -> list[str]:
-    """One line each for the regime and the simulation, where the result has them."""
+    """One line each for the regime and the simulation, where the result has them.
+
+    Parameters
+    ----------
+    result : Result
+        The result shown (a :class:`~flowcert.result.Result`); its ``regime`` and ``simulation`` are read.
+
+    Returns
+    -------
+    list of str
+        Plain-text lines (not escaped): ``regime: ...`` (Sigma, mu, basis and reason) when there is a
+        regime, ``simulation: ...`` (end time, blow-up time, agreement, or why it was skipped) when
+        there is a simulation; empty when there is neither.
+    """
     out = []
     if result.regime is not None:
         r = result.regime
@@ -114,7 +142,21 @@ def extras(result: Any) -> list[str]:
 
 
 def result_html(result: Any) -> str:
-    """The Jupyter rendering of a :class:`~flowcert.result.Result` (well-formed XML)."""
+    """The Jupyter rendering of a :class:`~flowcert.result.Result` (well-formed XML).
+
+    Parameters
+    ----------
+    result : Result
+        The result to render.
+
+    Returns
+    -------
+    str
+        A ``<div class="flowcert-result">`` with its style, a header line (system, status, the counts
+        of verdicts and cross-checks), the table of :func:`table_html` and a list of the
+        :func:`extras` and of the papers cited. Past :data:`PAGE_BUDGET` bytes the table is rebuilt
+        without the per-hypothesis notes, and a line says where to find them.
+    """
     e = html.escape
     c = result.counts()
     head = (f"<p><strong>flowcert verify {e(result.system)}</strong> {_word(result.status.value)} "
@@ -133,7 +175,20 @@ def result_html(result: Any) -> str:
 
 
 def result_markdown(result: Any) -> str:
-    """A Markdown rendering: one row per theorem, the hypotheses counted and the deciding one named."""
+    """A Markdown rendering: one row per theorem, the hypotheses counted and the deciding one named.
+
+    Parameters
+    ----------
+    result : Result
+        The result to render (a :class:`~flowcert.result.Result`).
+
+    Returns
+    -------
+    str
+        A bold header line (system and status), a table with columns theorem, verdict, cross-check
+        and hypotheses (``|`` escaped, whitespace collapsed), then the :func:`extras` as a bullet
+        list; ends with a newline.
+    """
 
     def md(text: Any) -> str:
         return " ".join(str(text).split()).replace("|", "\\|")

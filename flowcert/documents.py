@@ -15,16 +15,21 @@ import math
 import sys
 from typing import Any
 
-__all__ = ["REF_KEY", "document", "emit", "finite", "json_default", "params_reference", "plain", "records",
+__all__ = ["REF_KEY", "document", "emit", "header", "finite", "json_default", "params_reference", "plain", "records",
            "understood_params", "verify_document", "verify_summary"]
 
 
-def document(system: str, params: Any, **rest: Any) -> dict[str, Any]:
-    """A document's header, the same for every command: ``{"flowcert": version, "system", "params", ...}``
-    (``params`` as understood, after validation), then the command's own keys in order."""
+def header(system: str) -> dict[str, Any]:
+    """The first two keys of every document: ``{"flowcert": version, "system": system}``."""
     from . import __version__
 
-    return {"flowcert": __version__, "system": system, "params": params, **rest}
+    return {"flowcert": __version__, "system": system}
+
+
+def document(system: str, params: Any, **rest: Any) -> dict[str, Any]:
+    """A document: :func:`header`, ``params`` as understood (after validation), then the command's own
+    keys in order."""
+    return {**header(system), "params": params, **rest}
 
 
 def finite(obj: Any) -> Any:

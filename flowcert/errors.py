@@ -95,7 +95,19 @@ class ParamError(InputError, ValueError):
         return (_rebuild_param_error, (self.key, self.problem, self.file, self.names_key))
 
     def with_file(self, file: str) -> ParamError:
-        """Return a copy of this error that also names ``file``."""
+        """Return a copy of this error that also names ``file``.
+
+        Parameters
+        ----------
+        file : str
+            The file the parameters came from (replaces any file already named).
+
+        Returns
+        -------
+        ParamError
+            A new :class:`ParamError` with the same ``key``, ``problem`` and ``names_key``, whose
+            message reads ``params: file 'F': ...``; this error is left unchanged.
+        """
         return ParamError(self.key, self.problem, file=file, names_key=self.names_key)
 
 

@@ -51,6 +51,9 @@ class System(Protocol):
         Modules a sweep imports once before forking its workers.
     single_head : bool
         The system models one attention head (``pretrained export`` then needs ``--head``).
+    from_tokens : bool
+        The system's state is a set of tokens, so a pretrained head's export starts from a prompt's
+        hidden states (``X0``, :func:`flowcert.pretrained.model.tokens_entering`).
     checks : Mapping[str, str]
         The cross-checks the system can run with ``simulate=True``, name -> what it compares: the
         names ``flowcert.verify(..., checks=[...])`` and ``verify --checks`` accept.
@@ -66,17 +69,21 @@ class System(Protocol):
 
     * ``simulate(p, options: SimulateOptions) -> (document, text)``;
     * ``codegen(backend, p=None) -> str``: source of the kernels generated from the symbolic model;
-    * ``equilibria(p, cap=None, *, file=None) -> document``;
-    * ``reach(params, target, T, out) -> document``;
+    * ``equilibria(p, cap=None, *, file=None) -> (document, text)``;
+    * ``reach(params, target, T, out) -> (document, text)``;
     * ``design(spec) -> (document, text)``: an inverse design from a specification file;
     * ``export(checkpoint, layer, head) -> mapping``: a pretrained head as this system's parameters;
-    * ``kpflow(p, *, mode, consensus, probes, consensus_op) -> document``.
+    * ``kpflow(p, *, mode, consensus, probes, consensus_op) -> (document, text)``.
+
+    A capability the command line prints returns its document and the text shown without ``--json``,
+    so no system's keys are read in :mod:`flowcert.cli`.
     """
 
     name: str
     params_type: type
     warm_modules: tuple[str, ...]
     single_head: bool
+    from_tokens: bool
     checks: Mapping[str, str]
 
     def load(self, params: Any, *, command: str | None = None) -> Any:

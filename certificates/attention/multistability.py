@@ -150,10 +150,6 @@ def _iv_hi(q: Fraction) -> Any:
     return (iv.mpf(q.numerator) / iv.mpf(q.denominator)).b
 
 
-def _iv(q: Fraction) -> Any:
-    return iv.mpf(q.numerator) / iv.mpf(q.denominator)
-
-
 def eigen_enclosure(V: Any, U: list[list[Fraction]] | None = None) -> Enclosure:
     """Enclosures of the eigenvalues of rational symmetric ``V`` from approximate eigenvectors
     ``U`` (columns; default: numpy's, rationalised), exact arithmetic."""

@@ -1,5 +1,5 @@
-r"""Parameter files of the ``attention`` system (DESIGN.md, "Command line"): one model for the
-multistability and consensus papers.
+r"""Parameter files of the ``attention`` system (docs/design.md, "The command line and JSON contract"): one
+model for the multistability and consensus papers.
 
 Schema (``d`` from the value matrix; ``n`` from ``X0`` or ``n``)::
 
@@ -300,15 +300,6 @@ class AttentionParams:
 # ---------------------------------------------------------------------------------------
 # validation
 # ---------------------------------------------------------------------------------------
-
-
-def _shape_of(raw: object) -> tuple[int, ...] | None:
-    from ..schema import nested_shape
-
-    try:
-        return nested_shape(raw, "?")
-    except ParamError:
-        return None
 
 
 def _head(raw: Mapping[str, object], where: str, d: int | None, variant: str) -> Head:

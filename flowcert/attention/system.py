@@ -27,6 +27,7 @@ class AttentionSystem(SystemBase):
     params_type = AttentionParams
     warm_modules = ("flowcert.attention", "sympy")
     single_head = False
+    from_tokens = True
     #: cross-checks of ``simulate=True`` (names of ``checks=``; all run by default)
     checks = {"simulation": "one run from X0: its limit class against the certified equilibria",
               "consensus_run": "the run behind the consensus paper's cross-checks (Thm 3.2, Lemmas 4.1, 4.2, "
@@ -63,9 +64,10 @@ class AttentionSystem(SystemBase):
         doc = verify_results(p, simulate=simulate, seed=seed, checks=checks)
         return doc, doc.get("simulation")
 
-    def equilibria(self, p: AttentionParams, cap: int | None = None, *, file: Any = None) -> dict[str, Any]:
+    def equilibria(self, p: AttentionParams, cap: int | None = None, *, file: Any = None) -> tuple[dict[str, Any], str]:
         """The ``equilibria attention`` document (:func:`flowcert.attention.equilibria`), after the
-        ``equilibria:*`` limits (``file``: the parameter file their messages name)."""
+        ``equilibria:*`` limits (``file``: the parameter file their messages name), and its text (one
+        line per equilibrium)."""
         from ..limits import check_limit
         from . import equilibria
         from .enumeration import DEFAULT_CAP
@@ -76,7 +78,11 @@ class AttentionSystem(SystemBase):
         size = DEFAULT_CAP if cap is None else cap
         check_limit("equilibria:cap*n*d", size * p.n * p.d, "--cap", file=file,
                     what=f"cap * n * d ({size} * {p.n} * {p.d}), the size of the listing")
-        return equilibria(p, cap=cap)
+        doc = equilibria(p, cap=cap)
+        lines = [f"{len(doc['equilibria'])} equilibria; skipped: {doc['skipped']}"]
+        lines += [f"  {'/'.join(e['class']):<22} k={e['eigvec_index']}  stable={e['stable']}  {e.get('label', '')}"
+                  for e in doc["equilibria"]]
+        return doc, "\n".join(lines) + "\n"
 
     def export(self, checkpoint: Any, layer: int, head: int | None = None) -> dict[str, Any]:
         """``pretrained export --system attention``: the heads of ``layer`` (or one) as an attention

@@ -33,7 +33,36 @@ from .catalogue import (
 
 def verify(p: Any, simulate: bool = False, seed: int = 0, *, checks: Any = None) -> Any:
     """Every gaussian catalogue theorem on ``p`` (a ``GaussianParams``, a mapping or a path):
-    :func:`flowcert.verify` for ``"gaussian"``; returns a :class:`~flowcert.result.Result`."""
+    :func:`flowcert.verify` for ``"gaussian"``; returns a :class:`~flowcert.result.Result`.
+
+    Parameters
+    ----------
+    p : GaussianParams, mapping or path
+        The parameters of eq. (7): a validated ``GaussianParams``, a mapping with the parameter
+        file's keys (``A``, ``B``, ``V``, ``b``, ``mu0``, ``Sigma0``, ...; numpy arrays, torch tensors,
+        nested lists or numbers), or the path of a parameter file (JSON or ``.npz``).
+    simulate : bool, default False
+        Cross-validate the predictions by simulation (``--simulate``).
+    seed : int, default 0
+        Seed of the random draws of the cross-checks (``--seed``); a non-negative integer.
+    checks : str or list of str, optional
+        Keyword-only. The cross-checks to run with ``simulate=True``, among
+        ``flowcert.get_system("gaussian").checks`` (``moments``, ``particles``, ``relu``,
+        ``transport``, ``reach``, ``perturbation``); None: the system's default set.
+
+    Returns
+    -------
+    Result
+        ``.theorems`` by id (Prop. 2.1, Lemma 2.3, Prop. 2.4, Lemma 3.1, Thm 3.3, ...), ``.status``,
+        ``.regime`` and, with ``simulate``, ``.simulation``; ``.to_json()`` is the CLI's ``--json``
+        document.
+
+    Raises
+    ------
+    flowcert.errors.InputError
+        Bad parameters (:class:`~flowcert.errors.ParamError` names the key), a bad keyword value
+        (``simulate`` not a bool, a negative ``seed``) or an unknown cross-check name. A ``ValueError``.
+    """
     from ..api import verify as verify_any
 
     return verify_any("gaussian", p, simulate=simulate, seed=seed, checks=checks)

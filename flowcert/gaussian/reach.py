@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from .. import __version__
+from ..documents import header
 from ..arrays import as_matrix, as_vector
 from ..files import load_file
 from ..outputs import check_file, replacing, write_text
@@ -198,8 +198,7 @@ def _document(result: Any, T: float, written: str | None, params: GaussianParams
     err = result.terminal_error()
     ok = result.status == "ok"
     return {
-        "flowcert": __version__,
-        "system": "gaussian",
+        **header("gaussian"),
         "T": T,
         "rank": result.rank,
         "terminal_error": {

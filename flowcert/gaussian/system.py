@@ -29,6 +29,7 @@ class GaussianSystem(SystemBase):
     params_type = GaussianParams
     warm_modules = ("flowcert.gaussian", "flowcert.numeric.gaussian", "sympy")
     single_head = True
+    from_tokens = False
     #: cross-checks of ``simulate=True`` (names of ``checks=``; the default set is every one but ``particles``:
     #: :data:`flowcert.gaussian.catalogue.DEFAULT_CHECKS`)
     checks = {"moments": "one run of the moment equation (7): Table 1's regime and limits against it",
@@ -160,11 +161,15 @@ class GaussianSystem(SystemBase):
         header = {"numpy": "import numpy as np\n\n\n", "torch": "import torch\n\n\n", "c": ""}[backend]
         return header + "\n\n".join(printer.print(prog) for prog in programs)
 
-    def reach(self, params: str, target: str, T: float, out: str | None = None) -> dict[str, Any]:
-        """``reach gaussian``: Theorem 3.3's controls steering ``(mu0, Sigma0)`` to ``target`` in time ``T``."""
+    def reach(self, params: str, target: str, T: float, out: str | None = None) -> tuple[dict[str, Any], str]:
+        """``reach gaussian``: Theorem 3.3's controls steering ``(mu0, Sigma0)`` to ``target`` in time ``T``;
+        the document and its one line of text (rank and terminal errors)."""
         from .reach import run
 
-        return run(params, target, T, out)
+        doc = run(params, target, T, out)
+        err = doc["terminal_error"]
+        return doc, (f"Theorem 3.3 controls over [0, {T}] (rank {doc['rank']}): terminal error "
+                     f"mu {err['mu']}, Sigma {err['Sigma']} (relative {err['Sigma_relative']})\n")
 
 def _ensemble(p: GaussianParams, options: SimulateOptions) -> dict[str, Any] | None:
     """``--samples N [--device cpu|cuda] [--seed S]``: the batched torch ensemble, or None."""

@@ -564,6 +564,29 @@ def from_state_dict(state_dict: Mapping[str, Any], config: Any, name: str = "sta
     GPT-2's ``Conv1D`` weights are stored (in, out) with a fused ``c_attn``; they are transposed and
     split as for a file (:func:`from_tensors`). The ``bert.`` / ``transformer.`` prefixes of the
     task models (``BertForMaskedLM``, ``GPT2LMHeadModel``) are recognised.
+
+    Parameters
+    ----------
+    state_dict : mapping
+        Tensor name (Hugging Face naming) -> torch tensor or array; floating tensors are read as
+        float64 on access (float16, bfloat16 and float32 embed exactly).
+    config : mapping, transformers config or path
+        The model's config: a mapping, a ``transformers`` config object (its ``to_dict()``) or the
+        path of a ``config.json``; required (the number of heads cannot be read from the weights).
+    name : str, default "state_dict"
+        Shown as the checkpoint's path, ``<name>``.
+
+    Returns
+    -------
+    Checkpoint
+        Architecture, sizes and float64 weights in the ``nn.Linear`` convention; its ``path`` is
+        ``<name>`` and its ``sha256`` None.
+
+    Raises
+    ------
+    ParamError
+        No ``config``, a ``config`` or ``state_dict`` of the wrong type, a missing or invalid
+        config key, or a missing, misshaped, non-floating or non-finite tensor; the message names it.
     """
     cfg = _config_dict(config)
     if not isinstance(state_dict, Mapping):
@@ -573,7 +596,26 @@ def from_state_dict(state_dict: Mapping[str, Any], config: Any, name: str = "sta
 
 def from_model(model: Any) -> Checkpoint:
     """A :class:`Checkpoint` from a loaded ``transformers`` model (``BertModel``, ``GPT2Model``, their
-    task heads …): its config and state dict, read in the model's own precision and widened to float64."""
+    task heads …): its config and state dict, read in the model's own precision and widened to float64.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        Any object with a ``config`` and a ``state_dict()`` (BERT- or GPT-2-style).
+
+    Returns
+    -------
+    Checkpoint
+        As :func:`from_state_dict`; its ``path`` is the model's ``name_or_path`` when that is a local
+        folder or a hub id in the local cache (so the tokenizer is found there), else
+        ``<ClassName>``.
+
+    Raises
+    ------
+    ParamError
+        ``model`` has no ``config`` or no ``state_dict``, or its config or weights are not a
+        supported BERT / GPT-2 checkpoint (see :func:`from_state_dict`).
+    """
     config = getattr(model, "config", None)
     if config is None or not hasattr(model, "state_dict"):
         raise bad(f"model: expected a transformers PreTrainedModel, got {type(model).__name__}")
@@ -598,6 +640,12 @@ def load_model(model: Any, config: Any = None) -> Checkpoint:
         (``HF_HUB_CACHE`` / ``HF_HOME``; never the network).
     config : optional
         The config of a state dict (a mapping, a transformers config or a ``config.json`` path).
+
+    Returns
+    -------
+    Checkpoint
+        ``model`` itself when it is one; else the checkpoint read by :func:`from_state_dict`,
+        :func:`load_checkpoint` (a folder, ``"minilm"``, a cached hub id) or :func:`from_model`.
 
     Raises
     ------

@@ -18,8 +18,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .. import __version__
-from ..documents import document
+from ..documents import document, header
 from ..systems import names
 
 __all__ = ["run"]
@@ -68,7 +67,7 @@ def _export(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     raw = capability(args.system, "export")(ck, args.layer, args.head)  # the system's declared export
     prov = record(ck, _given(args), args.layer, args.head, args.system)
     path = heads.write_params(raw, args.out, provenance=prov)
-    doc = {"flowcert": __version__, "system": args.system, "provenance": prov,
+    doc = {**header(args.system), "provenance": prov,
            "params": {"model": ck.summary(), "layer": args.layer, "head": args.head, "file": str(path)}}
     return doc, f"wrote {path}\n"
 
@@ -112,15 +111,9 @@ def prompt_tokens(ckpt: Any, layer: int, prompt: str, ids: list[int] | None = No
     """The prompt's hidden states entering ``layer`` (embeddings, then layers ``0..layer-1``), rows
     scaled to unit norm: the tokens on the sphere that the attention system starts from (``ids``:
     the prompt's token ids when already known)."""
-    import numpy as np
+    from .model import Transformer, tokens_entering
 
-    from .model import Transformer
-
-    m = Transformer(ckpt)
-    ids = m.tokenize(prompt) if ids is None else ids
-    X = m.run(m.embed(ids), layers=range(layer)) if layer else m.embed(ids)
-    X = np.asarray(X.numpy(), dtype=float)
-    return X / np.linalg.norm(X, axis=1, keepdims=True)
+    return tokens_entering(ckpt, layer, Transformer(ckpt).tokenize(prompt) if ids is None else ids)
 
 
 def _exports_wanted(ckpt: Any, system: str, layers: list[int], heads: list[int], prompt: str,
@@ -130,7 +123,7 @@ def _exports_wanted(ckpt: Any, system: str, layers: list[int], heads: list[int],
     from .model import Transformer
     from .provenance import record
 
-    tokens = None if get_system(system).single_head else Transformer(ckpt).tokenize(prompt)
+    tokens = Transformer(ckpt).tokenize(prompt) if get_system(system).from_tokens else None
     text = None if tokens is None else prompt
     return {(la, h): record(ckpt, model, la, h, system, text, tokens) for la in layers for h in heads}
 
@@ -187,7 +180,7 @@ def exported(ckpt: Any, system: str, layer: int, head: int, prov: dict[str, Any]
     from ..systems import capability, get_system
 
     raw = capability(system, "export")(ckpt, layer, head)
-    if not get_system(system).single_head:  # the token systems start from the prompt's tokens
+    if get_system(system).from_tokens:  # the token systems start from the prompt's tokens
         X0 = {} if X0 is None else X0
         if layer not in X0:
             X0[layer] = prompt_tokens(ckpt, layer, prov["prompt"], prov["tokens"])
@@ -454,7 +447,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     x.add_argument("--full", action="store_true", help="the long version (minutes)")
     x.add_argument("--seed", type=seed_arg, default=0)
     v = act.add_parser("verify", help="export and verify every selected head (a sweep: one JSON line per head)")
-    v.add_argument("--system", choices=("gaussian", "attention"), required=True)
+    v.add_argument("--system", choices=names("export"), required=True)
     v.add_argument("--layers", type=int, nargs="+", default=None, metavar="L", help="default: every layer")
     v.add_argument("--heads", type=int, nargs="+", default=None, metavar="H", help="default: every head")
     v.add_argument("--jobs", type=int, default=None, metavar="N", help="N local processes")

@@ -47,7 +47,24 @@ def _torch() -> Any:
 
 
 def sliced_w2(X: np.ndarray, Y: np.ndarray, thetas: np.ndarray) -> float:
-    """Sliced 2-Wasserstein distance of two equal-size samples (rows) along unit directions ``thetas`` (L, d)."""
+    r"""Sliced 2-Wasserstein distance of two equal-size samples (rows) along unit directions ``thetas`` (L, d).
+
+    Parameters
+    ----------
+    X : numpy.ndarray
+        The first sample, shape (n, d), one point per row.
+    Y : numpy.ndarray
+        The second sample, same shape as ``X``.
+    thetas : numpy.ndarray
+        The directions :math:`\theta_l`, shape (L, d), rows of unit norm.
+
+    Returns
+    -------
+    float
+        :math:`\mathrm{SW}_2(X,Y)`: the root mean square, over the L directions and the n ranks, of the
+        difference of the sorted projections :math:`\theta_l^\top X_{(i)}-\theta_l^\top Y_{(i)}`
+        (not rescaled).
+    """
     px, py = np.sort(X @ thetas.T, axis=0), np.sort(Y @ thetas.T, axis=0)
     return float(np.sqrt(np.mean((px - py) ** 2)))
 
@@ -75,7 +92,42 @@ def _model(model: Any) -> Any:
 
 def gaussianity(model: Any, *, quick: bool = True, seed: int = 0, n: int | None = None, batches: int | None = None,
                 n_proj: int = 128, calib: int | None = None) -> dict[str, Any]:
-    """Experiment 1 (gaussian §5.2). Returns per-layer statistics, thresholds and the protocol."""
+    r"""Experiment 1 (gaussian §5.2). Returns per-layer statistics, thresholds and the protocol.
+
+    Parameters
+    ----------
+    model : Transformer, Checkpoint or path
+        A :class:`~flowcert.pretrained.model.Transformer` (used as it is), a
+        :class:`~flowcert.pretrained.checkpoint.Checkpoint`, or a folder (or cached hub id) read by
+        :func:`~flowcert.pretrained.checkpoint.load_checkpoint`.
+    quick : bool, default True
+        Small defaults for ``n``, ``batches`` and ``calib`` (512, 2, 4) instead of the paper-size ones
+        (4096, 10, 20).
+    seed : int, default 0
+        Seed of every draw (input tokens, directions, Gaussian samples).
+    n : int, optional
+        Tokens per batch, drawn from :math:`\mathcal N(0,I_d)`; None: by ``quick``.
+    batches : int, optional
+        Independent batches of tokens; None: by ``quick``.
+    n_proj : int, default 128
+        Number of random unit directions of the sliced distance.
+    calib : int, optional
+        Calibration draws per batch and layer of the Monte Carlo null; None: by ``quick``.
+
+    Returns
+    -------
+    dict
+        Per layer ``0 .. L`` (0: the input tokens): ``statistic_mean``, ``statistic_q10``,
+        ``statistic_q90`` (over batches) of :math:`\mathrm{SW}_2/\sqrt{\operatorname{tr}\hat\Sigma/d}`,
+        ``threshold`` (largest null value over batches and calibration draws), ``null_mean``,
+        ``exceeds`` (True where every batch's statistic is above the threshold),
+        ``excess_kurtosis_mean`` (of the standardised projections), with ``layers`` and ``protocol``.
+
+    Raises
+    ------
+    ParamError
+        ``model`` is a folder that :func:`~flowcert.pretrained.checkpoint.load_checkpoint` refuses.
+    """
     torch = _torch()
     m = _model(model)
     d, L = m.ckpt.d, m.ckpt.n_layers
@@ -120,7 +172,40 @@ def covariance_growth(model: Any, *, quick: bool = True, seed: int = 0, n: int |
     v = 1/2 (the residual map's mean factor 1 -+ v must stay inside (-1, 1) for the opposing case).
     Attention-only runs also carry the Gaussian mean-field prediction
     :math:`\Sigma^+=(I+V\Sigma B)\Sigma(I+V\Sigma B)^\top` (note 000 §1.4, discrete residual layer)
-    iterated from the empirical :math:`\hat\Sigma_0`."""
+    iterated from the empirical :math:`\hat\Sigma_0`.
+
+    Parameters
+    ----------
+    model : Transformer, Checkpoint or path
+        A :class:`~flowcert.pretrained.model.Transformer` (used as it is), a
+        :class:`~flowcert.pretrained.checkpoint.Checkpoint`, or a folder (or cached hub id) read by
+        :func:`~flowcert.pretrained.checkpoint.load_checkpoint`.
+    quick : bool, default True
+        Default ``n`` 512 instead of 4096.
+    seed : int, default 0
+        Seed of the input tokens :math:`X_0\sim\mathcal N(0,I_d)`.
+    n : int, optional
+        Number of tokens; None: by ``quick``.
+    passes : int, default 2
+        Passes through the block stack (``passes * L`` blocks in all).
+    v : float, optional
+        Size of :math:`V=\mp vI`; None: 1/2.
+    b : float, optional
+        :math:`B=bI`; None: 1/d.
+
+    Returns
+    -------
+    dict
+        ``runs``: four runs (``signs`` ``opposing`` / ``positive`` times ``ffn`` True / False), each with
+        ``trace_cov`` and ``mean_norm`` (the norm of the empirical mean) after every block, from the
+        input on (``inf`` once the tokens are no longer finite), and for ``ffn=False`` the mean-field
+        ``trace_cov_meanfield``; ``protocol``: the settings.
+
+    Raises
+    ------
+    ParamError
+        ``model`` is a folder that :func:`~flowcert.pretrained.checkpoint.load_checkpoint` refuses.
+    """
     torch = _torch()
     m = _model(model)
     d, L = m.ckpt.d, m.ckpt.n_layers
@@ -185,7 +270,25 @@ def _iterate(m: Any, X: Any, passes: int, ffn: bool) -> tuple[list[float], list[
 
 
 def gpt2_random(seed: int = 0, d: int = 128, n_heads: int = 4, n_layers: int = 12) -> Any:
-    """The GPT-2-shaped causal model with seeded random initialisation (GPT-2 small has d=768, 12 heads)."""
+    """The GPT-2-shaped causal model with seeded random initialisation (GPT-2 small has d=768, 12 heads).
+
+    Parameters
+    ----------
+    seed : int, default 0
+        Seed of the weights (:func:`flowcert.pretrained.synthetic.random_checkpoint`).
+    d : int, default 128
+        Hidden size; the feed-forward width is ``4 * d``.
+    n_heads : int, default 4
+        Attention heads per block (must divide ``d``).
+    n_layers : int, default 12
+        Number of blocks.
+
+    Returns
+    -------
+    Transformer
+        A :class:`~flowcert.pretrained.model.Transformer` of an in-memory GPT-2 checkpoint
+        (vocabulary 30522, 512 positions, Hugging Face initialisation with ``initializer_range`` 0.02).
+    """
     from .model import Transformer
     from .synthetic import random_checkpoint
 
@@ -195,7 +298,41 @@ def gpt2_random(seed: int = 0, d: int = 128, n_heads: int = 4, n_layers: int = 1
 
 def consensus(model: Any, *, quick: bool = True, seed: int = 0, passes: int | None = None,
               gpt2_passes: int | None = None, prompts: tuple[str, ...] = PROMPTS) -> dict[str, Any]:
-    """Experiment 3 (consensus §7.5) on ``model`` (pretrained, with tokenizer) and on the random GPT-2."""
+    r"""Experiment 3 (consensus §7.5) on ``model`` (pretrained, with tokenizer) and on the random GPT-2.
+
+    Parameters
+    ----------
+    model : Transformer, Checkpoint or path
+        Its folder must hold ``tokenizer.json``.
+        A :class:`~flowcert.pretrained.model.Transformer` (used as it is), a
+        :class:`~flowcert.pretrained.checkpoint.Checkpoint`, or a folder (or cached hub id) read by
+        :func:`~flowcert.pretrained.checkpoint.load_checkpoint`.
+    quick : bool, default True
+        Small defaults for ``passes`` and ``gpt2_passes`` (15, 100) instead of the paper-size ones
+        (300, 2000).
+    seed : int, default 0
+        Seed of the random GPT-2 (:func:`gpt2_random`).
+    passes : int, optional
+        Passes of the whole stack for ``model``; None: by ``quick``.
+    gpt2_passes : int, optional
+        Passes for the random GPT-2; None: by ``quick``.
+    prompts : tuple of str, default PROMPTS
+        The texts, each run with and without feed-forward blocks; the random GPT-2 gets the same
+        token ids modulo its vocabulary.
+
+    Returns
+    -------
+    dict
+        ``pretrained`` and ``gpt2_random``, each with the model's summary, its number of passes and
+        ``runs``: per prompt and ``ffn``, ``E`` and ``mean_cos`` before the first pass and after each
+        one, and ``final_fraction_opposite_y1`` (tokens with :math:`\cos(y_1,y_i)<0` at the end);
+        ``protocol``: the definitions.
+
+    Raises
+    ------
+    ParamError
+        ``model`` cannot be loaded, or its folder has no ``tokenizer.json``.
+    """
     _torch()
     m = _model(model)
     passes = passes or (15 if quick else 300)
@@ -225,7 +362,23 @@ def consensus(model: Any, *, quick: bool = True, seed: int = 0, passes: int | No
 
 
 def summary(name: str, res: dict[str, Any]) -> str:
-    """A few text lines per experiment (CLI output)."""
+    """A few text lines per experiment (CLI output).
+
+    Parameters
+    ----------
+    name : str
+        ``"gaussianity"`` (:func:`gaussianity`), ``"covariance"`` (:func:`covariance_growth`); any
+        other name reads ``res`` as a :func:`consensus` result.
+    res : dict
+        The experiment's result.
+
+    Returns
+    -------
+    str
+        One line per layer (gaussianity: statistic, threshold, verdict), per run (covariance: the
+        trace after every block) or per prompt and model (consensus: first and last ``E`` and mean
+        cosine); ends with a newline.
+    """
     if name == "gaussianity":
         rows = [f"layer {l}: SW2/scale {s:.4f}  threshold {t:.4f}  {'NON-GAUSSIAN' if e else 'within'}"
                 for l, s, t, e in zip(res["layers"], res["statistic_mean"], res["threshold"], res["exceeds"])]

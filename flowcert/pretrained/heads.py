@@ -83,7 +83,24 @@ class Head:
 
     def factors(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         r"""The exact factors :math:`(A, B)` of :math:`P = Q^\top K` (``"P"``) or :math:`U = W_OW_V` (``"U"``),
-        :math:`N = AB`, that the certificates of :mod:`flowcert.certificates.lowrank` slice."""
+        :math:`N = AB`, that the certificates of :mod:`flowcert.certificates.lowrank` slice.
+
+        Parameters
+        ----------
+        name : str
+            ``"P"`` or ``"U"``.
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            ``(Q.T, K)`` for ``"P"`` (shapes (d, d_h), (d_h, d)); ``(O, V)`` for ``"U"`` (the same
+            shapes). The stored arrays themselves, not copies; :math:`1/\sqrt{d_h}` is not applied.
+
+        Raises
+        ------
+        KeyError
+            Any other ``name``.
+        """
         if name == "P":
             return self.Q.T, self.K
         if name == "U":
@@ -99,7 +116,20 @@ class Head:
         return _sorted(np.linalg.eigvals(self.V @ self.O))
 
     def eig_sym(self, which: str) -> np.ndarray:
-        """Nonzero-part spectrum (descending) of the symmetric part of M or U (see module docstring)."""
+        r"""Nonzero-part spectrum (descending) of the symmetric part of M or U (see module docstring).
+
+        Parameters
+        ----------
+        which : str
+            ``"M"`` for :math:`\tfrac12(M+M^\top)`; any other value for :math:`\tfrac12(U+U^\top)`.
+
+        Returns
+        -------
+        numpy.ndarray
+            The :math:`2d_h` real eigenvalues of :math:`RJR^\top s/2`, where :math:`[A\ B^\top]=ZR` is the
+            thin QR of the factors (:meth:`factors`) and :math:`s` is :math:`1/\sqrt{d_h}` for M, 1 for
+            U, in descending order; the other eigenvalues of the d x d symmetric part are 0.
+        """
         if which == "M":
             left, right, s = self.Q.T, self.K, self.beta
         else:
@@ -118,7 +148,22 @@ def _sorted(ev: np.ndarray) -> np.ndarray:
 
 def head_at(ckpt: Checkpoint, layer: int, head: int) -> Head:
     """Head ``head`` of block ``layer``: row block ``head`` of ``Wq, Wk, Wv`` (and of the biases), column
-    block ``head`` of ``Wo`` (each block ``d_head`` wide; the caller checks the indices)."""
+    block ``head`` of ``Wo`` (each block ``d_head`` wide; the caller checks the indices).
+
+    Parameters
+    ----------
+    ckpt : Checkpoint
+        The loaded checkpoint.
+    layer : int
+        The block, ``0 <= layer < n_layers`` (not checked).
+    head : int
+        The head, ``0 <= head < n_heads`` (not checked).
+
+    Returns
+    -------
+    Head
+        Copies of the head's ``Q, K, V`` (d_h x d), ``O`` (d x d_h) and biases ``bq, bk, bv``.
+    """
     lw, dh = ckpt.layers[layer], ckpt.d_head
     r = slice(head * dh, (head + 1) * dh)
     return Head(layer, head, lw.Wq[r].copy(), lw.Wk[r].copy(), lw.Wv[r].copy(), lw.Wo[:, r].copy(),
@@ -126,7 +171,18 @@ def head_at(ckpt: Checkpoint, layer: int, head: int) -> Head:
 
 
 def extract_heads(ckpt: Checkpoint) -> list[Head]:
-    """All heads, layer-major (72 for MiniLM: 6 layers x 12 heads)."""
+    """All heads, layer-major (72 for MiniLM: 6 layers x 12 heads).
+
+    Parameters
+    ----------
+    ckpt : Checkpoint
+        The loaded checkpoint.
+
+    Returns
+    -------
+    list of Head
+        :func:`head_at` of every block and head, ordered by layer, then head.
+    """
     return [head_at(ckpt, li, h) for li in range(len(ckpt.layers)) for h in range(ckpt.n_heads)]
 
 
@@ -141,7 +197,29 @@ def _pick(ckpt: Checkpoint, layer: int, head: int | None) -> list[Head]:
 
 def gaussian_params(ckpt: Checkpoint, layer: int, head: int) -> dict[str, Any]:
     """A ``gaussian`` parameter mapping for one head (attention only: A = 0, b = 0;
-    B = K^T Q / sqrt(d_h), V = W_O W_V; mu0 = 0, Sigma0 = I), validated by ``parse_gaussian``."""
+    B = K^T Q / sqrt(d_h), V = W_O W_V; mu0 = 0, Sigma0 = I), validated by ``parse_gaussian``.
+
+    Parameters
+    ----------
+    ckpt : Checkpoint
+        The loaded checkpoint.
+    layer : int
+        The block, ``0 <= layer < n_layers``.
+    head : int
+        The head, ``0 <= head < n_heads``.
+
+    Returns
+    -------
+    dict
+        ``A``, ``B``, ``V``, ``b``, ``mu0``, ``Sigma0`` as float64 numpy arrays (d x d or d), ready for
+        :func:`flowcert.verify` with ``"gaussian"`` or :func:`write_params`.
+
+    Raises
+    ------
+    ParamError
+        ``layer`` outside ``0 .. n_layers - 1`` or ``head`` outside ``0 .. n_heads - 1`` (named as
+        ``--layer`` / ``--head``).
+    """
     from ..gaussian.params import parse_gaussian
 
     h = _pick(ckpt, layer, head)[0]
@@ -152,9 +230,33 @@ def gaussian_params(ckpt: Checkpoint, layer: int, head: int) -> dict[str, Any]:
 
 
 def attention_params(ckpt: Checkpoint, layer: int, head: int | None = None) -> dict[str, Any]:
-    """An ``attention`` parameter mapping (DESIGN.md keys): ``heads: [{Q, K, V}]`` with Q, K the
+    """An ``attention`` parameter mapping (docs/design.md keys): ``heads: [{Q, K, V}]`` with Q, K the
     raw (d_h x d) projections, V the value–output map W_O W_V (d x d), ``beta = 1/sqrt(d_h)``,
-    ``causal`` for GPT-2, ``normalization: "unit"`` (rows of the attention matrix sum to 1)."""
+    ``causal`` for GPT-2, ``normalization: "unit"`` (rows of the attention matrix sum to 1).
+
+    Parameters
+    ----------
+    ckpt : Checkpoint
+        The loaded checkpoint.
+    layer : int
+        The block, ``0 <= layer < n_layers``.
+    head : int, optional
+        The head, ``0 <= head < n_heads``; None: every head of the block, in order (a multi-head
+        system).
+
+    Returns
+    -------
+    dict
+        ``heads`` (a list of ``{"Q", "K", "V"}`` as nested lists), ``beta``, ``causal`` and
+        ``normalization``: JSON-ready, for :func:`flowcert.verify` with ``"attention"`` or
+        :func:`write_params`.
+
+    Raises
+    ------
+    ParamError
+        ``layer`` outside ``0 .. n_layers - 1`` or ``head`` outside ``0 .. n_heads - 1`` (named as
+        ``--layer`` / ``--head``).
+    """
     hs = _pick(ckpt, layer, head)
     return {"heads": [{"Q": h.Q.tolist(), "K": h.K.tolist(), "V": h.U.tolist()} for h in hs],
             "beta": hs[0].beta, "causal": ckpt.causal, "normalization": "unit"}
@@ -162,7 +264,32 @@ def attention_params(ckpt: Checkpoint, layer: int, head: int | None = None) -> d
 
 def write_params(raw: dict[str, Any], path: str | Path, provenance: dict[str, Any] | None = None) -> Path:
     """Write a parameter mapping as ``.json`` (nested lists) or ``.npz`` (flat arrays only), with its
-    ``provenance`` (:mod:`flowcert.pretrained.provenance`) as the first key (``.npz``: a JSON string)."""
+    ``provenance`` (:mod:`flowcert.pretrained.provenance`) as the first key (``.npz``: a JSON string).
+
+    Parameters
+    ----------
+    raw : dict
+        The parameter mapping (:func:`gaussian_params` or :func:`attention_params`); numpy arrays are
+        written as nested lists in ``.json``.
+    path : str or pathlib.Path
+        The output file; its suffix, ``.json`` or ``.npz``, chooses the format. Written to a temporary
+        file beside it and renamed onto it (never through a link).
+    provenance : dict, optional
+        The provenance record, stored under its key before the parameters; None: none.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    ParamError
+        A suffix other than ``.json`` / ``.npz``, ``.npz`` for a mapping with ``heads`` (not flat
+        arrays), or a folder that does not exist or cannot be written in (named as ``--out``).
+    flowcert.errors.OutputError
+        An OS error while the file is written.
+    """
     from ..outputs import replacing, write_text
     from .provenance import KEY
 

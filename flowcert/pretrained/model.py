@@ -107,8 +107,22 @@ class Transformer:
         return y.reshape(*y.shape[:-1], h, dh).transpose(-2, -3)
 
     def attention_probs(self, X: Any, layer: int) -> Any:
-        """The attention matrices :math:`A^h` of block ``layer`` on its attention input ``X``
-        (after LN_1 for GPT-2): shape (..., h, n, n), rows sum to 1."""
+        r"""The attention matrices :math:`A^h` of block ``layer`` on its attention input ``X``
+        (after LN_1 for GPT-2): shape (..., h, n, n), rows sum to 1.
+
+        Parameters
+        ----------
+        X : torch.Tensor
+            The attention sub-layer's input, shape (..., n, d), in the model's ``dtype``.
+        layer : int
+            The block, ``0 <= layer < n_layers``.
+
+        Returns
+        -------
+        torch.Tensor
+            :math:`A^h=\operatorname{softmax}_j\big(q^h_i\cdot k^h_j/\sqrt{d_h}\big)`, shape (..., h, n, n),
+            with the causal mask (zeros above the diagonal) for GPT-2.
+        """
         import torch
 
         W = self.layers[layer]
@@ -122,8 +136,25 @@ class Transformer:
         return torch.softmax(s, dim=-1)
 
     def attention(self, X: Any, layer: int, attn: Any = None) -> Any:
-        """Multi-head attention output on its input ``X``; ``attn`` prescribes :math:`A^h`
-        (shape (h, n, n) or (n, n), broadcast over heads)."""
+        r"""Multi-head attention output on its input ``X``; ``attn`` prescribes :math:`A^h`
+        (shape (h, n, n) or (n, n), broadcast over heads).
+
+        Parameters
+        ----------
+        X : torch.Tensor
+            The attention sub-layer's input, shape (..., n, d).
+        layer : int
+            The block, ``0 <= layer < n_layers``.
+        attn : torch.Tensor, optional
+            Prescribed attention matrices (converted to the model's ``dtype``); None: the block's own,
+            :meth:`attention_probs`.
+
+        Returns
+        -------
+        torch.Tensor
+            :math:`\sum_h A^h (XW_V^{h\top}+b_V^h) W_O^{h\top} + b_O`, shape (..., n, d) (no skip
+            connection, no LayerNorm).
+        """
         W = self.layers[layer]
         A = self.attention_probs(X, layer) if attn is None else attn.to(self.dtype)
         v = self._split(X @ W["Wv"].T + W["bv"])
@@ -132,13 +163,52 @@ class Transformer:
         return z @ W["Wo"].T + W["bo"]
 
     def feed_forward(self, X: Any, layer: int) -> Any:
-        r""":math:`W_2\,\mathrm{act}(W_1X+b_1)+b_2` (no skip, no LN)."""
+        r""":math:`W_2\,\mathrm{act}(W_1X+b_1)+b_2` (no skip, no LN).
+
+        Parameters
+        ----------
+        X : torch.Tensor
+            The feed-forward sub-layer's input, shape (..., n, d).
+        layer : int
+            The block, ``0 <= layer < n_layers``.
+
+        Returns
+        -------
+        torch.Tensor
+            Shape (..., n, d); ``act`` is the checkpoint's activation (``gelu``, ``gelu_new`` = tanh
+            approximation, or ``relu``).
+        """
         W = self.layers[layer]
         return self._act(X @ W["W1"].T + W["b1"]) @ W["W2"].T + W["b2"]
 
     def block(self, X: Any, layer: int, *, ffn: bool = True, layernorm: bool = True, attn: Any = None,
               mixer: Callable[[Any], Any] | None = None) -> Any:
-        """One block (see the module docstring for the switches)."""
+        r"""One block (see the module docstring for the switches).
+
+        Parameters
+        ----------
+        X : torch.Tensor
+            The block's input, shape (..., n, d).
+        layer : int
+            The block, ``0 <= layer < n_layers``.
+        ffn : bool, default True
+            Keep the feed-forward sub-block; False drops it with its skip connection and its LayerNorm.
+        layernorm : bool, default True
+            Keep the LayerNorms; False replaces each by the identity.
+        attn : torch.Tensor, optional
+            Prescribed attention matrices :math:`A^h` (see :meth:`attention`).
+        mixer : callable, optional
+            ``Y -> output`` replacing the whole attention sub-layer (``attn`` is then unused); the skip
+            connection and the LayerNorms stay.
+
+        Returns
+        -------
+        torch.Tensor
+            The block's output, shape (..., n, d): post-LN for BERT,
+            :math:`\mathrm{LN}_2(H+\mathrm{FF}(H))` with :math:`H=\mathrm{LN}_1(X+\mathrm{mix}(X))`;
+            pre-LN for GPT-2, :math:`H+\mathrm{FF}(\mathrm{LN}_2H)` with
+            :math:`H=X+\mathrm{mix}(\mathrm{LN}_1X)`.
+        """
         W = self.layers[layer]
         ln1, ln2 = (W["ln1_w"], W["ln1_b"]), (W["ln2_w"], W["ln2_b"])
         mix = mixer if mixer is not None else (lambda Y: self.attention(Y, layer, attn))
@@ -155,7 +225,28 @@ class Transformer:
     def run(self, X: Any, layers: Sequence[int] | None = None, *, repeat: int = 1, ffn: bool = True,
             layernorm: bool = True, callback: Callable[[int, Any], None] | None = None) -> Any:
         """Apply ``layers`` (default all, in order) ``repeat`` times; ``callback(pass, X)`` after
-        each pass. No final LayerNorm (see :meth:`final`)."""
+        each pass. No final LayerNorm (see :meth:`final`).
+
+        Parameters
+        ----------
+        X : torch.Tensor
+            The input hidden states, shape (..., n, d) (e.g. :meth:`embed`).
+        layers : sequence of int, optional
+            The blocks applied in each pass, in order; None: all of them.
+        repeat : int, default 1
+            Number of passes; the output of a pass is the next pass's input.
+        ffn : bool, default True
+            Keep the feed-forward sub-blocks (see :meth:`block`).
+        layernorm : bool, default True
+            Keep the LayerNorms (see :meth:`block`).
+        callback : callable, optional
+            Called as ``callback(pass, X)`` after each pass, ``pass`` counted from 1.
+
+        Returns
+        -------
+        torch.Tensor
+            The hidden states after the last pass, shape (..., n, d); computed without gradients.
+        """
         import torch
 
         layers = range(self.ckpt.n_layers) if layers is None else layers
@@ -168,14 +259,45 @@ class Transformer:
         return X
 
     def final(self, X: Any, layernorm: bool = True) -> Any:
-        """GPT-2's ``ln_f`` (identity for BERT)."""
+        """GPT-2's ``ln_f`` (identity for BERT).
+
+        Parameters
+        ----------
+        X : torch.Tensor
+            Hidden states, shape (..., n, d).
+        layernorm : bool, default True
+            False: the identity also for GPT-2 (``layernorm=False`` of :meth:`block`).
+
+        Returns
+        -------
+        torch.Tensor
+            ``ln_f(X)`` for GPT-2; ``X`` itself for BERT.
+        """
         if self.ckpt.kind == "gpt2":
             return self._ln(X, self.lnf, layernorm)
         return X
 
     # ---------------------------------------------------------------- tokens
     def embed(self, ids: Sequence[int], token_type: Sequence[int] | None = None) -> Any:
-        """Input embeddings of token ids (BERT: word + position + type, then LN; GPT-2: wte + wpe)."""
+        """Input embeddings of token ids (BERT: word + position + type, then LN; GPT-2: wte + wpe).
+
+        Parameters
+        ----------
+        ids : sequence of int
+            Token ids, each in ``0 .. vocab_size - 1``; at most ``max_positions`` of them.
+        token_type : sequence of int, optional
+            BERT's token type ids (default all 0); ignored for GPT-2.
+
+        Returns
+        -------
+        torch.Tensor
+            Shape (n, d), in the model's ``dtype``; positions ``0 .. n-1``.
+
+        Raises
+        ------
+        ParamError
+            No ids, an id outside the vocabulary, or more ids than positions.
+        """
         import torch
 
         from .checkpoint import bad
@@ -195,18 +317,56 @@ class Transformer:
         return X
 
     def tokenize(self, text: str) -> list[int]:
-        """Token ids from the checkpoint's ``tokenizer.json``."""
+        """Token ids from the checkpoint's ``tokenizer.json``.
+
+        Parameters
+        ----------
+        text : str
+            The text to encode (no padding, no truncation; special tokens as the tokenizer adds them).
+
+        Returns
+        -------
+        list of int
+            The token ids, ready for :meth:`embed`.
+
+        Raises
+        ------
+        ParamError
+            The checkpoint's folder has no readable ``tokenizer.json`` (read once, then cached).
+        """
         if self._tokenizer is None:
             self._tokenizer = load_tokenizer(self.ckpt.path)
         return list(self._tokenizer.encode(text).ids)
 
     def hidden_states(self, text: str) -> Any:
-        """Last hidden states of one text (BERT: the encoder output; GPT-2: after ``ln_f``)."""
+        """Last hidden states of one text (BERT: the encoder output; GPT-2: after ``ln_f``).
+
+        Parameters
+        ----------
+        text : str
+            The text, tokenized by :meth:`tokenize`.
+
+        Returns
+        -------
+        torch.Tensor
+            Shape (n, d): :meth:`final` of :meth:`run` (all blocks, one pass) of :meth:`embed`.
+        """
         X = self.run(self.embed(self.tokenize(text)))
         return self.final(X)
 
     def sentence_embedding(self, text: str) -> np.ndarray:
-        """Mean-pooled, L2-normalised embedding (sentence-transformers' MiniLM recipe)."""
+        """Mean-pooled, L2-normalised embedding (sentence-transformers' MiniLM recipe).
+
+        Parameters
+        ----------
+        text : str
+            The text to embed.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape (d,), unit Euclidean norm: the mean over tokens of :meth:`hidden_states`, normalised.
+        """
         H = self.hidden_states(text)
         m = H.mean(dim=0)
         return (m / m.norm()).numpy()

@@ -22,17 +22,40 @@ from typing import Any
 
 from ..errors import InputError, python_terms
 from ..result import Result
+from ..systems import capability, get_system, names
 
 __all__ = ["PretrainedResult", "load", "verify"]
 
-#: Systems a head can be checked as.
-SYSTEMS = ("gaussian", "attention")
+#: Systems a head can be checked as: those that declare ``export`` (:data:`flowcert.systems.REGISTRY`).
+SYSTEMS = names("export")
 
 
 @python_terms
 def load(model: Any, *, config: Any = None) -> Any:
     """The model as a :class:`~flowcert.pretrained.checkpoint.Checkpoint` (see
-    :func:`~flowcert.pretrained.checkpoint.load_model` for the forms accepted)."""
+    :func:`~flowcert.pretrained.checkpoint.load_model` for the forms accepted).
+
+    Parameters
+    ----------
+    model : Checkpoint, transformers.PreTrainedModel, mapping, path or str
+        A loaded checkpoint, a model instance (BERT or GPT-2 architecture), a state dict (with
+        ``config``), a local folder, ``"minilm"``, or a hub id in the local Hugging Face cache
+        (never downloaded).
+    config : optional
+        Keyword-only. The config of a state dict (a mapping, a ``transformers`` config or a
+        ``config.json`` path); only with a state dict.
+
+    Returns
+    -------
+    Checkpoint
+        Architecture, sizes and float64 weights (the exact stored values).
+
+    Raises
+    ------
+    flowcert.errors.InputError
+        A :class:`~flowcert.errors.ParamError` naming what is missing or wrong (``model: ...``,
+        ``config: ...``, ``config.json: ...``), in Python terms (no command-line flag).
+    """
     from .checkpoint import load_model
 
     return load_model(model, config)
@@ -81,7 +104,20 @@ class PretrainedResult:
 
     def summary_table(self, grouped: bool = False) -> str:
         """The per-head Markdown table of ``pretrained verify --summary`` (``grouped``: heads with the
-        same regime, theorems and deciding hypothesis share a row)."""
+        same regime, theorems and deciding hypothesis share a row).
+
+        Parameters
+        ----------
+        grouped : bool, default False
+            One row per group of heads that share regime, theorems that apply and deciding
+            hypothesis (with their count and seconds, median and max) instead of one row per head.
+
+        Returns
+        -------
+        str
+            The Markdown table: per head (sorted by layer, then head), its regime, the theorems that
+            apply, the deciding hypothesis (the first one not applying) and its seconds.
+        """
         from .command import compact_record, grouped_table, summary_table
 
         recs = [compact_record(r) for r in self.records()]
@@ -168,7 +204,6 @@ def verify(model: Any, *, system: str = "gaussian", layers: Any = None, heads: A
     """
     from ..api import _flag
     from ..progress import bar
-    from . import heads as exports
     from .checkpoint import load_model
     from .command import DEFAULT_PROMPT
     from .model import Transformer, tokens_entering
@@ -184,9 +219,7 @@ def verify(model: Any, *, system: str = "gaussian", layers: Any = None, heads: A
     layer_ids = _indices(layers, "layers", ck.n_layers)
     head_ids = _indices(heads, "heads", ck.n_heads)
     ids: list[int] | None = None
-    from ..systems import get_system
-
-    if not get_system(system).single_head:  # the token systems (attention) start from a prompt's tokens
+    if get_system(system).from_tokens:  # the token systems (attention) start from a prompt's tokens
         if tokens is not None:
             ids = _indices(tokens, "tokens", ck.vocab_size)
             if not ids:
@@ -196,7 +229,7 @@ def verify(model: Any, *, system: str = "gaussian", layers: Any = None, heads: A
                              "pass tokens=[ids]")
         else:
             ids = Transformer(ck).tokenize(prompt if prompt is not None else DEFAULT_PROMPT)
-    export = {"gaussian": exports.gaussian_params, "attention": exports.attention_params}[system]
+    export = capability(system, "export")  # the system's declared export
     results: dict[tuple[int, int], Result] = {}
     seconds: dict[tuple[int, int], float] = {}
     X0: dict[int, Any] = {}

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import __version__
+from ..documents import header
 from ..catalogue import CrossCheck, TheoremResult, hypothesis_record
 from ..certificates import core
 from ..gpu.rnn.work import THM2_BYTES  # trials of the Theorem 2 checks (torch-free module)
@@ -362,9 +362,49 @@ def _exact_rows(A: np.ndarray) -> list[list[str]]:
 
 def analyze(p: RNNParams, *, mode: str = "stored", exact_max: int = EXACT_MAX, consensus: str | None = None,
             probes: int = 64, consensus_op: str = "PKP", typed: bool = False) -> dict[str, Any]:
-    """The ``kpflow analyze`` document (see docs/design.md, "The command line and JSON contract"); a
+    r"""The ``kpflow analyze`` document (see docs/design.md, "The command line and JSON contract"); a
     request whose predicted cost exceeds the limits (:func:`flowcert.limits.check_kpflow_cost`) is
-    refused before anything is built. ``typed``: as :func:`analyze_model`."""
+    refused before anything is built. ``typed``: as :func:`analyze_model`.
+
+    Parameters
+    ----------
+    p : RNNParams
+        Validated rnn parameters (:func:`flowcert.rnn.params.load_rnn` / ``parse_rnn``): the cell,
+        the sizes B, T, H, I, the task and the seed; the model is built from them (:func:`build_model`).
+    mode : {"stored", "recompute"}, default "stored"
+        How :math:`\mathcal P` gets its Jacobians: stored along the trajectory, or recomputed by
+        jvp / vjp (``--mode``).
+    exact_max : int, default EXACT_MAX
+        Largest B*T*H with dense references (SVD of the effective ranks, partial traces of Thm 1,
+        :math:`\|\mathcal P\|_2`); above it the ranks come from randomized sketches and the dense
+        checks are skipped.
+    consensus : str, optional
+        Kept axes of a consensus spectrum (true partial trace over the others), e.g. ``"T"``,
+        ``"H"``, ``"B"``, ``"TH"`` (``--consensus``); None: no consensus spectrum.
+    probes : int, default 64
+        Rademacher probes of the consensus estimator.
+    consensus_op : {"PKP", "PP", "K"}, default "PKP"
+        Operator of the consensus spectrum: :math:`\mathcal P\mathcal K\mathcal P^*`,
+        :math:`\mathcal P\mathcal P^*` or :math:`\mathcal K`.
+    typed : bool, default False
+        ``theorems`` holds :class:`~flowcert.catalogue.TheoremResult` objects instead of their JSON
+        records.
+
+    Returns
+    -------
+    dict
+        The document: the header (version, ``system: "rnn"``), ``params``, ``identities`` (Prop. 1
+        and Cor. 1 finite differences, exact residuals, operator identities), ``effective_rank`` of
+        K, P and PKP*, ``certificates``, ``theorems``, ``operator_mode``, ``protocol``, and with
+        ``consensus`` the ``consensus`` spectrum.
+
+    Raises
+    ------
+    flowcert.errors.InputError
+        The predicted cost exceeds ``rnn:B*T*H``, ``rnn:cpu_seconds`` or ``rnn:bytes`` of
+        :data:`flowcert.limits.LIMITS` (naming ``B`` or ``--consensus``), or the trajectory is not
+        finite (diverged: lower g or dt).
+    """
     import torch
 
     torch.set_num_threads(1)
@@ -399,7 +439,7 @@ def analyze_model(m: dict[str, Any], params: dict[str, Any], *, mode: str = "sto
     smooth = smooth if smooth is not None else smoothness(m)
     theorems = [prop_1(ident, smooth=smooth), prop_1(ident, "cor1", smooth=smooth), thm_1(m, exact_max), th2]
     doc = {
-        "flowcert": __version__, "system": "rnn", "params": params,
+        **header("rnn"), "params": params,
         "identities": {
             "prop1": {"name": "prop1", "statement": ident["statement"], "fd": ident["fd"],
                       "exact_jvp_residual": ident["prop1_jvp"], "gradient_residual": ident["gradient"],

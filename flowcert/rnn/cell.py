@@ -125,11 +125,37 @@ def cell_params(cell: Any, inputs: Any, *, h0: Any = None, targets: Any = None, 
                 dtype: Any = None) -> CellParams:
     """Validate a cell and its inputs (see :func:`analyze_cell` for the parameters).
 
+    Parameters
+    ----------
+    cell : torch.nn.Module
+        Called as ``cell(x_t, h) -> h_next`` on a batch; a deep copy converted to ``dtype`` is kept and
+        called once to check the signature (the user's module is left untouched).
+    inputs : array or Tensor
+        [B, T, I] with B, T, I >= 1, finite real numbers (numpy, torch tensor or nested lists).
+    h0 : array or Tensor, optional
+        Keyword-only. The initial state [B, H]; default zeros, with H from ``cell.hidden_size``, else
+        the one state size among those its parameters suggest for which the cell returns [B, H].
+    targets : array or Tensor, optional
+        Keyword-only. [B, T, O] targets of the readout loss; None: random later (seeded).
+    assume : str or list of str, optional
+        Keyword-only. Hypotheses stated instead of checked, among
+        :data:`flowcert.rnn.smooth.ASSUMPTIONS` (``"smooth"``).
+    dtype : torch.dtype, optional
+        Keyword-only. A floating dtype for the copy of the cell and the tensors; None: ``torch.float64``.
+
+    Returns
+    -------
+    CellParams
+        The copied module, ``x`` [B, T, I], ``z0`` [B, H], ``targets`` (or None), the assumptions and
+        the cell's class name.
+
     Raises
     ------
     flowcert.errors.InputError
         Not a module, inputs missing or of the wrong shape, an ``h0`` or ``targets`` that does not fit,
-        an unknown assumption, or a cell whose output is not a [B, H] tensor; one line naming the key.
+        an unknown assumption, a ``dtype`` that is not a floating torch dtype, a state size that
+        cannot be told (pass ``h0``), or a cell whose call fails or whose output is not a [B, H]
+        tensor; one line naming the key.
     """
     import torch
 

@@ -48,7 +48,25 @@ MAX_SIZE = int(LIMITS["rnn:B*T*H"])  # a ceiling; below it the cost model decide
 
 
 def as_positive_int(raw: object, key: str) -> int:
-    """A positive integer (JSON integer or numpy integer; booleans and floats are refused)."""
+    """A positive integer (JSON integer or numpy integer; booleans and floats are refused).
+
+    Parameters
+    ----------
+    raw : object
+        The raw value read from the file or mapping.
+    key : str
+        The parameter's key, named in the error.
+
+    Returns
+    -------
+    int
+        ``raw`` as a Python ``int``, at least 1.
+
+    Raises
+    ------
+    ParamError
+        ``raw`` is a boolean, not an integer (``3.0`` included), or less than 1.
+    """
     if isinstance(raw, (bool, np.bool_)) or not isinstance(raw, (int, np.integer)):
         raise ParamError(key, f"must be a positive integer, got {raw!r}")
     if int(raw) < 1:
@@ -182,12 +200,49 @@ class RNNParams:
 
 
 def parse_rnn(raw: Mapping[str, object]) -> RNNParams:
-    """Validate a raw mapping as ``rnn`` parameters (raises :class:`ParamError`)."""
+    """Validate a raw mapping as ``rnn`` parameters (raises :class:`ParamError`).
+
+    Parameters
+    ----------
+    raw : mapping
+        Key -> raw value, with the keys of the schema (module docstring): ``cell``, ``B``, ``T``,
+        ``H``, ``I`` required; ``dt``, ``seed``, ``g``, ``weights``, ``A``, ``task``, ``bias``,
+        ``noise`` optional.
+
+    Returns
+    -------
+    RNNParams
+        The validated parameters, defaults filled in.
+
+    Raises
+    ------
+    ParamError
+        A missing, unknown or malformed key, a value outside :data:`flowcert.limits.LIMITS` (sizes,
+        gain, weight magnitudes, the predicted cost of the analysis), or an option the cell or task
+        does not take; the message names the key.
+    """
     return RNNParams(**validate(raw, RNN_SCHEMA))  # type: ignore[arg-type]
 
 
 def load_rnn(path: str | os.PathLike[str]) -> RNNParams:
-    """Read and validate an ``rnn`` parameter file."""
+    """Read and validate an ``rnn`` parameter file.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A ``.json`` file holding an object, or a ``.npz`` archive (:func:`flowcert.files.load_file`).
+
+    Returns
+    -------
+    RNNParams
+        The validated parameters (:func:`parse_rnn`).
+
+    Raises
+    ------
+    ParamError
+        The file cannot be read or parsed, or its contents are not valid ``rnn`` parameters (as
+        :func:`parse_rnn`, with the file named in the message).
+    """
     raw = load_file(path)
     try:
         return parse_rnn(raw)

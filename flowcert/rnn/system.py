@@ -31,6 +31,7 @@ class RNNSystem(SystemBase):
     params_type = RNNParams
     warm_modules = ("flowcert.rnn.analyze", "flowcert.rnn.params")
     single_head = False
+    from_tokens = False
     #: the cross-checks (names of ``checks=``): cheap at these sizes, they always run
     checks = {"finite_differences": "Prop. 1 and Cor. 1: plain GD steps against -eta P K P* Err, observed order 1",
               "identities": "adjoint, inverse and NTK identities of the operators; Thm 2's U V U^-1 and Volterra "
@@ -76,10 +77,44 @@ class RNNSystem(SystemBase):
         return analyze(p, mode=mode, typed=True, **consensus), None
 
     def kpflow(self, p: Any, *, mode: str = "stored", consensus: str | None = None, probes: int = 64,
-               consensus_op: str = "PKP") -> dict[str, Any]:
+               consensus_op: str = "PKP") -> tuple[dict[str, Any], str]:
         """``kpflow analyze``: the document of :meth:`verify` (theorem records) with the consensus
-        spectrum where asked (``--consensus``, ``--probes``, ``--consensus-op``)."""
-        return self.verify(p, mode=mode, consensus=consensus, probes=probes, consensus_op=consensus_op)
+        spectrum where asked (``--consensus``, ``--probes``, ``--consensus-op``), and its text.
+
+        Raises
+        ------
+        flowcert.errors.InputError
+            ``--consensus`` is not a keep specification, or ``--probes`` is below 2.
+        """
+        if consensus is not None:
+            from ..gpu.rnn.consensus import parse_keep  # imports torch: only when asked
+
+            try:
+                parse_keep(consensus)
+            except ValueError as err:
+                raise InputError(f"--consensus: {err}") from None
+        if probes < 2:
+            raise InputError(f"--probes: must be at least 2, got {probes}")
+        doc = self.verify(p, mode=mode, consensus=consensus, probes=probes, consensus_op=consensus_op)
+        return doc, _kpflow_text(doc)
+
+
+def _kpflow_text(doc: dict[str, Any]) -> str:
+    """The lines ``kpflow analyze`` prints without ``--json``: the identities' residuals, the effective
+    ranks, one line per theorem and the consensus spectrum."""
+    ident, ranks = doc["identities"], doc["effective_rank"]
+    lines = [f"flowcert {doc['flowcert']} — kpflow analyze ({doc['params']['cell']})"]
+    for r in ident["prop1"]["fd"]:
+        lines.append(f"prop1  eta {r['eta']:.3g}  residual {r['residual']:.3e}  order {r.get('observed_order')}")
+    lines.append(f"adjoint P {ident['adjoint']['P']:.2e}  inverse {ident['inverse']['residual']:.2e}  "
+                 f"ntk {ident['ntk']['residual']:.2e}")
+    lines.append("effective rank: " + ", ".join(f"{k} {ranks[k]['value']}" for k in ("K", "P", "PKP")))
+    lines += [f"{t['id']:<16} applies={t['applies']!s:<5} cross_check={t['cross_check']['status']}" for t in doc["theorems"]]
+    if "consensus" in doc:
+        c = doc["consensus"]
+        top = ", ".join(f"{v:.4g}" + (f" ± {e:.2g}" if e else "") for v, e in zip(c["eigenvalues"][:4], c["stderr"] or [None] * 4))
+        lines.append(f"consensus {c['operator']} keep {c['keep']}: {top} ({'exact' if c['exact'] else str(c['probes']) + ' probes'})")
+    return "\n".join(lines) + "\n"
 
 
 #: The registry's object for this system (:data:`flowcert.systems.REGISTRY`).

@@ -117,16 +117,6 @@ def regular_tetrahedron() -> Array:
     return np.array([[1, 1, 1], [1, -1, -1], [-1, 1, -1], [-1, -1, 1]], float) / np.sqrt(3.0)
 
 
-def rotation_generators(X: Array) -> Array:
-    r"""Tangent vectors :math:`(\omega\times y_i)_i` of the rotation orbit at ``X`` (3-D only): shape (3, ℓ·3)."""
-    X = np.asarray(X, float)
-    out = []
-    for k in range(3):
-        w = np.eye(3)[k]
-        out.append(np.cross(w, X).ravel())
-    return np.array(out)
-
-
 def tangent_basis(X: Array, W: Array | None = None) -> Array:
     r"""Orthonormal basis (columns) of :math:`\prod_iT_{y_i}\mathcal E_W=\{\delta_i: y_i^\top W\delta_i=0\}`."""
     X = np.asarray(X, float)
@@ -153,21 +143,6 @@ def numerical_jacobian(f, X: Array, h: float = 1e-6) -> Array:
         e[k] = h
         J[:, k] = (f((X.ravel() + e).reshape(X.shape)) - f((X.ravel() - e).reshape(X.shape))).ravel() / (2 * h)
     return J
-
-
-def quotient_matrix(J: Array, T: Array, S: Array | None = None) -> Array:
-    r"""Matrix of ``J`` on the complement of the symmetry directions ``S`` inside the tangent space ``T``.
-
-    With :math:`Q=[S_o\ C]` orthonormal (:math:`S_o` spanning ``S``, :math:`C` its complement in
-    ``T``) and :math:`JS_o\approx0`, :math:`Q^\top JQ` is block upper triangular and the remaining
-    spectrum is that of :math:`C^\top JC`."""
-    if S is None or len(S) == 0:
-        return T.T @ J @ T
-    So, _ = np.linalg.qr(S.T)
-    Pc = T - So @ (So.T @ T)
-    U, s, _ = np.linalg.svd(Pc, full_matrices=False)
-    C = U[:, s > 1e-8]
-    return C.T @ J @ C
 
 
 Score = Array | tuple[Array, Array]

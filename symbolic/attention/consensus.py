@@ -254,23 +254,9 @@ def lemma_5_1_proofs(dim: int = 3) -> tuple[Proof, ...]:
     return tuple(out)
 
 
-def iss_bound_5_1(c1: sp.Expr, c2: sp.Expr, h: int, i: int) -> sp.Expr:
-    r"""ISS estimate for token :math:`i` (from the proofs above, :math:`|V'|\le1`, :math:`|y^0-a_iy_i|\le1`):
-    :math:`\dot V\le-c_1h(i-1)V'(a_i)^2+c_2h\,(i-2)\max_j|e_j|`. :math:`V'(a)^2=(1-a^2)^2` vanishes at
-    :math:`a=-1` too, so the estimate is an ISS-Lyapunov bound only away from :math:`-y^0`
-    (the correction to the claimed domain :math:`\mathcal D^1_\ell`)."""
-    e = sp.Symbol("e_max", nonnegative=True)
-    return -c1 * h * (i - 1) * (a_sym**2 - 1) ** 2 + c2 * h * max(i - 2, 0) * e
-
-
 # ---------------------------------------------------------------------------------------------
 # Lemma 6.1 / Theorem 6.1: causal attention with symmetric U
 # ---------------------------------------------------------------------------------------------
-
-
-def V_6(b: sp.Expr) -> sp.Expr:
-    r""":math:`V_+(b)=1-b`, :math:`b=v^\top y`."""
-    return 1 - b
 
 
 @lru_cache(maxsize=None)

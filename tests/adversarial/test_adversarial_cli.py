@@ -1,4 +1,4 @@
-"""The CLI contract on adversarial files, as a subprocess (DESIGN.md, "Command line").
+"""The CLI contract on adversarial files, as a subprocess (docs/design.md, "The command line and JSON contract").
 
 * Bad input (NaN, inf, asymmetric or indefinite Sigma0, bad shapes, ...): exit code 2, nothing on
   stdout, exactly one line on stderr that names the key, no traceback.
