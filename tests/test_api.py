@@ -130,6 +130,8 @@ def test_registry_is_complete():
         assert isinstance(s.params_type, type) and s.warm_modules
         for command, method in (("equilibria", "equilibria"), ("reach", "reach")):
             assert (command in entry.commands) == callable(getattr(s, method, None)), (name, command)
+        # a token system's parameters start from tokens (X0): the pretrained export then reads a prompt
+        assert isinstance(s.from_tokens, bool) and s.from_tokens == ("X0" in s.params_type.__dataclass_fields__)
     parser = cli.build_parser()
     sub = next(a for a in parser._actions if a.dest == "command").choices
     for command in ("verify", "simulate", "equilibria", "codegen"):

@@ -162,3 +162,39 @@ def test_theorem_5_1_domain_correction():
     y1, y3 = run.X[-1, 0], run.X[-1, 2]
     assert y1 @ y3 < -1 + 1e-9  # within 1e-4 rad of the antipode at t = 30
     assert r.cross_check.status != "agrees"
+
+
+class _Run:
+    def __init__(self, ok: bool) -> None:
+        self.ok, self.message = ok, "step size underflow"
+
+    def summary(self) -> dict:
+        return {"integrator": "x"}
+
+
+@pytest.mark.parametrize("simulate, statuses, run, ready, expected", [
+    (False, ("holds",), _Run(True), True, "not requested"),      # not asked: the default record stays
+    (True, ("fails",), _Run(True), True, "why"),                  # does not apply
+    (True, ("holds",), None, True, "why"),                        # no run
+    (True, ("holds",), _Run(True), False, "why"),                 # the setting is not ready (e.g. one token)
+    (True, ("holds",), _Run(False), True, "failed run: step size underflow"),
+    (True, ("holds",), _Run(True), True, "checked"),
+])
+def test_cross_checked_skips_for_each_reason_and_checks_otherwise(simulate, statuses, run, ready, expected):
+    """The consensus catalogue's one rule for a cross-check: skipped (with its reason) unless it was asked
+    for, the theorem applies, its run exists and succeeded and the setting is ready; else the check runs."""
+    from flowcert.attention.consensus import _cross_checked
+    from flowcert.catalogue import CrossCheck, Theorem
+    from flowcert.certificates.core import Hypothesis
+
+    calls = []
+
+    def check() -> CrossCheck:
+        calls.append(1)
+        return CrossCheck("agrees", {"reason": "checked"})
+
+    r = Theorem("consensus:thm-3.2", "Theorem 3.2", "", [Hypothesis(f"h{i}", s) for i, s in enumerate(statuses)])
+    out = _cross_checked(r, simulate, check, run, ready=ready, why="why")
+    assert out is r and out.cross_check.details["reason"] == expected
+    assert calls == ([1] if expected == "checked" else [])
+    assert out.cross_check.status == ("agrees" if expected == "checked" else "skipped")

@@ -160,3 +160,75 @@ def test_simulation_exposes_the_run_as_arrays():
     assert np.allclose((ref.mu[-1] - mu) / h, (A + V + V @ S @ B) @ mu, atol=5e-3)
     rec = Simulation.from_run({"t_end": 5.0, "t_reached": 4.0, "X_final": [[1.0, 0.0], [0.0, 1.0]], "agrees": None})
     assert rec.t.tolist() == [4.0] and rec.states["X"].shape == (1, 2, 2) and rec.sol is None
+
+
+# --- one family (issue 34): the engine's objects are the public ones --------------------------------------------
+
+
+def test_verify_returns_the_engines_own_objects():
+    """The public names are the engine's classes, and flowcert.verify hands out the very objects the
+    catalogue made (no second family rebuilt from them)."""
+    from flowcert import catalogue, result
+    from flowcert.certificates import core
+
+    assert result.Theorem is catalogue.Theorem is catalogue.TheoremResult
+    assert result.Hypothesis is core.Hypothesis is core.HypothesisResult
+    assert result.Certificate is core.Certificate and result.CrossCheck is catalogue.CrossCheck
+    res = flowcert.verify("gaussian", DATA / "gaussian_stable_2d.json")
+    t = res.theorems["gaussian:prop-2.1"]
+    assert type(t) is catalogue.Theorem and result.Theorem.of(t) is t
+    assert all(type(h) is core.Hypothesis and isinstance(h.status, Status) for h in t.hypotheses)
+    certs = [h.certificate for t in res.theorems.values() for h in t.hypotheses if h.certificate is not None]
+    assert certs and all(type(c) is core.Certificate for c in certs)
+    # the certificate's data are whole (subject fields included), so it re-checks from the object itself
+    bound = [c for c in certs if c.subject]
+    assert bound and all(set(c.subject) <= set(c.data) for c in bound) and all(c.recheck() for c in bound)
+
+
+def test_statuses_are_verdict_words_and_a_bad_word_is_refused():
+    from flowcert.catalogue import CrossCheck
+    from flowcert.certificates.core import Hypothesis
+
+    h = Hypothesis("h", "holds")
+    assert h.status is Status.HOLDS and h.to_json()["status"] == "holds" and type(h.to_json()["status"]) is str
+    h.status = "fails"  # an assignment is made a word too
+    assert h.status is Status.FAILS
+    with pytest.raises(ValueError):
+        Hypothesis("h", "maybe")
+    c = CrossCheck("agrees", {})
+    assert c.status is CheckStatus.AGREES and c.to_json() == {"status": "agrees", "details": {}}
+    with pytest.raises(ValueError):
+        CrossCheck("perhaps")
+
+
+@pytest.mark.parametrize("statuses, expected", [
+    (set(), Applies.YES), ({"holds"}, Applies.YES), ({"holds", "assumed"}, Applies.YES),
+    ({"holds", "unknown"}, Applies.UNDECIDED), ({"unknown", "fails"}, Applies.NO), ({"assumed", "fails"}, Applies.NO),
+])
+def test_applies_follows_the_statuses(statuses, expected):
+    """Applies.of is the rule of the papers' theorems: one failing hypothesis makes it inapplicable,
+    all holding (or assumed) make it apply; recheck re-derives applies with the same rule."""
+    from flowcert.catalogue import Theorem
+    from flowcert.certificates.core import Hypothesis
+    from flowcert.recheck import _applies
+
+    assert Applies.of(statuses) is expected
+    t = Theorem("gaussian:prop-2.1", "P", "", [Hypothesis(f"h{i}", s) for i, s in enumerate(sorted(statuses))])
+    assert t.applies is expected and t.to_json()["applies"] is expected.json
+    assert _applies(sorted(statuses)) is expected.json
+
+
+def test_a_subject_stamped_after_reading_is_written():
+    """A certificate read from a saved record (no subject) and then bound (subject and digest added,
+    as the equilibria listing does) writes its subject and digest, after the record's own keys."""
+    import dataclasses
+
+    from flowcert.certificates.core import Certificate
+
+    rec = {"kind": "psd", "claim": "V >= 0", "checker": "exact-ldl", "data": {"M": [["1"]], "t": "2"}, "note": 1}
+    c = Certificate.from_json(rec)
+    assert c.to_json() == rec and list(c.to_json()) == list(rec)
+    bound = dataclasses.replace(c, subject={"M": "params.V"}, digest="sha256:00")
+    out = bound.to_json()
+    assert list(out) == ["kind", "claim", "checker", "data", "note", "subject", "digest"]
+    assert out["data"] == {"t": "2"} and out["subject"] == {"M": "params.V"} and out["digest"] == "sha256:00"
