@@ -56,8 +56,7 @@ from .forms import float_text as _float_text
 from .fingerprint import digest
 from .forms import float_texts, remember_image
 from .forms import keyed_data as _keyed_data
-
-from .verdicts import Status, ordered, split  # noqa: E402 (Status: "holds" | "fails" | "unknown" | "assumed")
+from .verdicts import Itself, Status, ordered, split
 
 
 def rational_matrix(M: Any) -> sp.Matrix:
@@ -354,7 +353,7 @@ _CERTIFICATE_KEYS = ("kind", "claim", "checker", "data", "subject", "digest")
 
 
 @dataclass
-class Certificate:
+class Certificate(Itself):
     """The evidence behind a ``holds`` or ``fails``: data plus the claim they support; :func:`recheck`
     decides the claim from the data alone, without trusting the solver that produced them.
 
@@ -426,23 +425,6 @@ class Certificate:
         extra, order = split(obj, _CERTIFICATE_KEYS if obj.get("subject") is not None else _CERTIFICATE_KEYS[:4])
         return cls(obj["kind"], obj["claim"], obj["data"], obj.get("checker", "exact-ldl"), obj.get("subject"),
                    obj.get("digest"), extra, order)
-
-    @classmethod
-    def of(cls, cert: Certificate, whole: bool = False) -> Certificate:
-        """``cert`` itself (the engine's certificate is the public one; kept for older callers).
-
-        Parameters
-        ----------
-        cert : Certificate
-        whole : bool, optional
-            Ignored (the record's writer decides what ``data`` keeps).
-
-        Returns
-        -------
-        Certificate
-            The same object.
-        """
-        return cert
 
     def recheck(self) -> bool:
         """Re-decide the claim from the data alone (True: accepted); a certificate read from a saved
@@ -634,7 +616,7 @@ _HYPOTHESIS_KEYS = ("name", "status", "margin", "method", "certificate", "detail
 
 
 @dataclass
-class Hypothesis:
+class Hypothesis(Itself):
     """One named hypothesis of a theorem, decided on the parameters, with its evidence.
 
     Attributes
@@ -697,20 +679,6 @@ class Hypothesis:
                    None if cert is None else Certificate.from_json(cert), rec.get("detail", ""),
                    extra=extra, _order=order)
 
-    @classmethod
-    def of(cls, h: Hypothesis) -> Hypothesis:
-        """``h`` itself (the engine's verdict is the public one; kept for older callers).
-
-        Parameters
-        ----------
-        h : Hypothesis
-
-        Returns
-        -------
-        Hypothesis
-            The same object.
-        """
-        return h
 
 
 #: The engine's former name of :class:`Hypothesis`.

@@ -19,7 +19,7 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["Applies", "CheckStatus", "Status", "Verdict", "ordered", "split"]
+__all__ = ["Applies", "CheckStatus", "Itself", "Status", "Verdict", "ordered", "split"]
 
 
 class _Word(str, Enum):
@@ -144,3 +144,27 @@ def ordered(parts: Mapping[str, Any], order: tuple[str, ...] | None,
 def split(rec: Mapping[str, Any], known: tuple[str, ...]) -> tuple[dict[str, Any], tuple[str, ...]]:
     """The keys of a saved record outside ``known`` (kept as they are) and the record's key order."""
     return {k: v for k, v in rec.items() if k not in known}, tuple(rec)
+
+
+class Itself:
+    """A record whose engine object is the public one: :meth:`of` returns its argument."""
+
+    @classmethod
+    def of(cls, obj: Any, *args: Any, **kwargs: Any) -> Any:
+        """``obj`` itself: the engine's object is the public one (kept for callers of the former
+        constructors ``Theorem.of``, ``Hypothesis.of``, ``Certificate.of`` and ``CrossCheck.of``).
+
+        Parameters
+        ----------
+        obj : object
+            The engine's record.
+        *args, **kwargs
+            Ignored (the former constructors' options).
+
+        Returns
+        -------
+        object
+            ``obj``.
+        """
+        return obj
+

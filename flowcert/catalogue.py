@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .certificates.core import Hypothesis, HypothesisResult
-from .certificates.verdicts import Applies, CheckStatus, Status, ordered, split
+from .certificates.verdicts import Applies, CheckStatus, Itself, Status, ordered, split
 from .graph import rests_on
 from .papers import PAPERS as _PAPERS
 from .papers import Paper
@@ -45,7 +45,7 @@ def hypothesis_record(h: HypothesisResult) -> dict[str, Any]:
 
 
 @dataclass
-class CrossCheck:
+class CrossCheck(Itself):
     """A theorem's prediction tested by simulation.
 
     Attributes
@@ -82,20 +82,6 @@ class CrossCheck:
         rec = rec or {}
         return cls(rec.get("status", "skipped"), rec.get("details"))
 
-    @classmethod
-    def of(cls, check: CrossCheck) -> CrossCheck:
-        """``check`` itself (kept for older callers).
-
-        Parameters
-        ----------
-        check : CrossCheck
-
-        Returns
-        -------
-        CrossCheck
-            The same object.
-        """
-        return check
 
 
 _THEOREM_KEYS = ("id", "source", "statement", "correction", "applies", "hypotheses", "prediction", "cross_check",
@@ -104,7 +90,7 @@ _DERIVED = object()  # a theorem's applies / rests_on / source: derived, not rea
 
 
 @dataclass
-class Theorem:
+class Theorem(Itself):
     """One catalogue theorem decided on the parameters: the engine's record and the public result are
     this one object (:func:`flowcert.verify` returns them; JSON is written only at the edge, by
     :meth:`to_json`).
@@ -242,20 +228,6 @@ class Theorem:
                    [Hypothesis.from_json(h) for h in rec.get("hypotheses", ())], rec.get("prediction"),
                    CrossCheck.from_json(rec.get("cross_check")), rec.get("correction"), extra, order, saved)
 
-    @classmethod
-    def of(cls, result: Theorem) -> Theorem:
-        """``result`` itself (the engine's record is the public theorem; kept for older callers).
-
-        Parameters
-        ----------
-        result : Theorem
-
-        Returns
-        -------
-        Theorem
-            The same object.
-        """
-        return result
 
 
 #: The engine's former name of :class:`Theorem`.
