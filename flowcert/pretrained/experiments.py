@@ -177,9 +177,7 @@ def covariance_growth(model: Any, *, quick: bool = True, seed: int = 0, n: int |
     Parameters
     ----------
     model : Transformer, Checkpoint or path
-        A :class:`~flowcert.pretrained.model.Transformer` (used as it is), a
-        :class:`~flowcert.pretrained.checkpoint.Checkpoint`, or a folder (or cached hub id) read by
-        :func:`~flowcert.pretrained.checkpoint.load_checkpoint`.
+        As for :func:`gaussianity`.
     quick : bool, default True
         Default ``n`` 512 instead of 4096.
     seed : int, default 0

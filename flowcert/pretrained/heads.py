@@ -230,16 +230,15 @@ def gaussian_params(ckpt: Checkpoint, layer: int, head: int) -> dict[str, Any]:
 
 
 def attention_params(ckpt: Checkpoint, layer: int, head: int | None = None) -> dict[str, Any]:
-    """An ``attention`` parameter mapping (docs/design.md keys): ``heads: [{Q, K, V}]`` with Q, K the
-    raw (d_h x d) projections, V the value–output map W_O W_V (d x d), ``beta = 1/sqrt(d_h)``,
-    ``causal`` for GPT-2, ``normalization: "unit"`` (rows of the attention matrix sum to 1).
+    """An ``attention`` parameter mapping (the keys of :mod:`flowcert.attention.params`):
+    ``heads: [{Q, K, V}]`` with Q, K the raw (d_h x d) projections, V the value–output map W_O W_V
+    (d x d), ``beta = 1/sqrt(d_h)``, ``causal`` for GPT-2, ``normalization: "unit"`` (rows of the
+    attention matrix sum to 1).
 
     Parameters
     ----------
-    ckpt : Checkpoint
-        The loaded checkpoint.
-    layer : int
-        The block, ``0 <= layer < n_layers``.
+    ckpt, layer : Checkpoint, int
+        As for :func:`gaussian_params`.
     head : int, optional
         The head, ``0 <= head < n_heads``; None: every head of the block, in order (a multi-head
         system).
