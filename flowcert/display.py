@@ -124,21 +124,12 @@ def extras(result: Any) -> list[str]:
         regime, ``simulation: ...`` (end time, blow-up time, agreement, or why it was skipped) when
         there is a simulation; empty when there is neither.
     """
-    out = []
-    if result.regime is not None:
-        r = result.regime
-        out.append(f"regime: Sigma {r.get('Sigma')}, mu {r.get('mu')} (basis: {r.get('basis')})"
-                   + (f"; {r['reason']}" if r.get("reason") else ""))
-    sim = result.simulation
-    if sim is not None:
-        rec = sim.record
-        if rec.get("skipped"):
-            out.append(f"simulation: {rec['skipped']}")
-        else:
-            end = sim.t[-1] if sim.t is not None and len(sim.t) else rec.get("t_end")
-            out.append(f"simulation: t_end {end:.4g}, blow-up {rec.get('blowup_time')}, agrees {rec.get('agrees')}"
-                       if isinstance(end, float) else f"simulation: agrees {rec.get('agrees')}")
-    return out
+    from .systems import REGISTRY, get_system
+
+    parts = {k: v for k, v in (("regime", result.regime),
+                               ("simulation", None if result.simulation is None else result.simulation.record))
+             if v is not None}
+    return get_system(result.system).summary_lines(parts, detail=True) if result.system in REGISTRY else []
 
 
 def result_html(result: Any) -> str:

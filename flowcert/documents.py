@@ -156,9 +156,8 @@ def verify_summary(doc: dict[str, Any]) -> str:
         lines.append(f"{th['id']:<24} applies={th['applies']!s:<5} cross_check={th['cross_check']['status']}")
         for h in th["hypotheses"]:
             lines.append(f"    {h['status']:<8} {h['name']}  ({h['method']})")
-    own = getattr(get_system(doc["system"]), "summary_lines", None) if doc["system"] in REGISTRY else None
-    if own is not None:
-        lines += own(doc)
+    if doc["system"] in REGISTRY:
+        lines += get_system(doc["system"]).summary_lines(doc)
     return "\n".join(lines) + "\n"
 
 

@@ -121,6 +121,31 @@ class SystemBase:
                    checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:
         raise NotImplementedError
 
+    @staticmethod
+    def summary_lines(doc: Mapping[str, Any], detail: bool = False) -> list[str]:
+        """The text lines of the system's own parts of a ``verify`` document, after the theorems: here
+        the ``simulation`` record where there is one (a system with more parts extends it).
+
+        Parameters
+        ----------
+        doc : Mapping
+            The document, or a mapping with only its own parts (``regime``, ``simulation`` …).
+        detail : bool, optional
+            Add the reasons (the notebook display shows them; the command line's text does not).
+
+        Returns
+        -------
+        list of str
+        """
+        s = doc.get("simulation")
+        if s is None:
+            return []
+        if s.get("skipped"):
+            return [f"simulation: {s['skipped']}"]
+        if not isinstance(s.get("t_end"), (int, float)):  # a record with no end time
+            return [f"simulation: agrees {s.get('agrees')}"]
+        return [f"simulation: t_end {s['t_end']:.4g}, blow-up {s.get('blowup_time')}, agrees {s.get('agrees')}"]
+
 
 def _intake(value: Any, key: str) -> Any:
     """Python values as the ``.npz`` reader gives them, in nested mappings and lists too (``heads``):

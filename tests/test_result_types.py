@@ -232,3 +232,17 @@ def test_a_subject_stamped_after_reading_is_written():
     out = bound.to_json()
     assert list(out) == ["kind", "claim", "checker", "data", "note", "subject", "digest"]
     assert out["data"] == {"t": "2"} and out["subject"] == {"M": "params.V"} and out["digest"] == "sha256:00"
+
+
+def test_the_display_and_the_text_share_the_systems_lines():
+    """The notebook's extra lines are the system's own summary lines (with the reasons), the command
+    line's text the same lines without them: no system's keys are read in shared code."""
+    from flowcert.display import extras
+    from flowcert.documents import verify_summary
+
+    res = flowcert.verify("gaussian", DATA / "gaussian_time_varying.json")
+    reason = res.regime["reason"]
+    assert extras(res) == [f"regime: Sigma unknown, mu unknown (basis: simulation); {reason}"]
+    text = verify_summary(res.to_json())
+    assert "regime: Sigma unknown, mu unknown (basis: simulation)\n" in text and reason not in text
+    assert extras(flowcert.verify("rnn", DATA / "rnn" / "rnn_tanh_small.json")) == []

@@ -42,17 +42,6 @@ class AttentionSystem(SystemBase):
         """Validated parameters (path, mapping or :class:`AttentionParams`)."""
         return load_any(params, AttentionParams, parse_attention, load_attention)
 
-    @staticmethod
-    def summary_lines(doc: dict[str, Any]) -> list[str]:
-        """The text lines of this system's own parts of a ``verify`` document (after the theorems):
-        the run from X0 (its ``blowup_time`` is always null: the sphere is compact)."""
-        lines = []
-        if "simulation" in doc:
-            s = doc["simulation"]
-            lines.append(f"simulation: {s['skipped']}" if s.get("skipped") else
-                         f"simulation: t_end {s['t_end']:.4g}, blow-up {s['blowup_time']}, agrees {s['agrees']}")
-        return lines
-
     def verify_run(self, p: AttentionParams, *, simulate: bool = False, seed: int | None = None,
                    checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:
         """The ``verify attention`` document (typed theorems: :func:`flowcert.attention.verify_results`)

@@ -51,18 +51,15 @@ class GaussianSystem(SystemBase):
         return p
 
     @staticmethod
-    def summary_lines(doc: dict[str, Any]) -> list[str]:
+    def summary_lines(doc: dict[str, Any], detail: bool = False) -> list[str]:
         """The text lines of this system's own parts of a ``verify`` document (after the theorems):
-        the Table 1 regime and the run of eq. (7)."""
+        the Table 1 regime (``detail``: with its reason) and the run of eq. (7)."""
         lines = []
         if "regime" in doc:
             r = doc["regime"]
-            lines.append(f"regime: Sigma {r['Sigma']}, mu {r['mu']} (basis: {r['basis']})")
-        if "simulation" in doc:
-            s = doc["simulation"]
-            lines.append(f"simulation: {s['skipped']}" if s.get("skipped") else
-                         f"simulation: t_end {s['t_end']:.4g}, blow-up {s['blowup_time']}, agrees {s['agrees']}")
-        return lines
+            lines.append(f"regime: Sigma {r['Sigma']}, mu {r['mu']} (basis: {r['basis']})"
+                         + (f"; {r['reason']}" if detail and r.get("reason") else ""))
+        return lines + SystemBase.summary_lines(doc, detail)
 
     def verify_run(self, p: GaussianParams, *, simulate: bool = False, seed: int | None = None,
                    checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:
