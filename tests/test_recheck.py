@@ -58,7 +58,7 @@ def fresh_explain(tmp_path: Path, certs: dict[str, dict]) -> dict:
 # ---------------------------------------------------------------------------------------------
 
 LITERAL = re.compile(r'(?<![A-Za-z_])Certificate\(\s*"([A-Za-z0-9_]+)"')
-ANY = re.compile(r'(?<![A-Za-z_])Certificate\(\s*(\S)')
+ANY = re.compile(r'(?<![A-Za-z_])(?<!class )Certificate\(\s*(\S)')  # a call, not the class statement
 KEYWORD = re.compile(r'\b(?:stable_kind|unstable_kind)\s*(?::\s*str\s*)?=\s*"([A-Za-z0-9_]+)"')
 REGISTER = re.compile(r'^\s*(?:core\.)?register\(', re.M)
 
