@@ -680,7 +680,6 @@ class Hypothesis(Itself):
                    extra=extra, _order=order)
 
 
-
 #: The engine's former name of :class:`Hypothesis`.
 HypothesisResult = Hypothesis
 

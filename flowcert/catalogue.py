@@ -83,10 +83,8 @@ class CrossCheck(Itself):
         return cls(rec.get("status", "skipped"), rec.get("details"))
 
 
-
 _THEOREM_KEYS = ("id", "source", "statement", "correction", "applies", "hypotheses", "prediction", "cross_check",
                  "rests_on")
-_DERIVED = object()  # a theorem's applies / rests_on / source: derived, not read from a saved record
 
 
 @dataclass
@@ -227,7 +225,6 @@ class Theorem(Itself):
         return cls(rec["id"], label, rec.get("statement", ""),
                    [Hypothesis.from_json(h) for h in rec.get("hypotheses", ())], rec.get("prediction"),
                    CrossCheck.from_json(rec.get("cross_check")), rec.get("correction"), extra, order, saved)
-
 
 
 #: The engine's former name of :class:`Theorem`.
