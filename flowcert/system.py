@@ -122,6 +122,26 @@ class SystemBase:
         raise NotImplementedError
 
     @staticmethod
+    def weight_slices(params: Mapping[str, Any], head: Any) -> list[tuple[str, Any, Any]]:
+        """The parameters of a pretrained head's export that are exact slices of its weights, as
+        ``(path under params, the value given, the weights)``: ``recheck --checkpoint`` compares them
+        entry by entry. None here: a system whose export is made of float products (gaussian's
+        B = KᵀQ/√d_h, V = W_O W_V) has no exact slice; a system that has some declares them.
+
+        Parameters
+        ----------
+        params : Mapping
+            The document's parameters.
+        head : flowcert.pretrained.heads.Head
+            The head of the checkpoint the line names.
+
+        Returns
+        -------
+        list of (str, object, numpy.ndarray)
+        """
+        return []
+
+    @staticmethod
     def summary_lines(doc: Mapping[str, Any], detail: bool = False) -> list[str]:
         """The text lines of the system's own parts of a ``verify`` document, after the theorems: here
         the ``simulation`` record where there is one (a system with more parts extends it).

@@ -219,3 +219,20 @@ def test_progress_bars_draw_only_when_asked_or_on_a_terminal():
     for status in ("ok", "bad_input"):
         bar.update({"status": status})
     assert "2/2" in tty.getvalue() and "1 failed" in tty.getvalue()
+
+
+def test_systems_declare_the_exact_weight_slices_of_their_export():
+    """recheck --checkpoint compares entry by entry what a system declares to be exact slices of a head's
+    weights: attention's one-head Q and K (raw projections); gaussian's B and V are float products, so none;
+    a document with other than one head gives nothing to match (None), which the comparison refuses."""
+    import numpy as np
+
+    class Head:
+        Q, K = np.ones((2, 3)), np.zeros((2, 3))
+
+    att = get_system("attention").weight_slices({"heads": [{"Q": 1, "K": 2, "V": 3}]}, Head)
+    assert [(p, g) for p, g, _ in att] == [("heads[0].Q", 1), ("heads[0].K", 2)]
+    assert att[0][2] is Head.Q and att[1][2] is Head.K
+    assert [g for _, g, _ in get_system("attention").weight_slices({"heads": [{}, {}]}, Head)] == [None, None]
+    assert get_system("gaussian").weight_slices({"B": 1, "V": 2}, Head) == []
+    assert get_system("rnn").weight_slices({}, Head) == []

@@ -11,6 +11,7 @@ delegate to :mod:`flowcert.attention` (the report section and figures: :mod:`flo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InputError
@@ -41,6 +42,14 @@ class AttentionSystem(SystemBase):
     def load(self, params: Any, *, command: str | None = None) -> AttentionParams:
         """Validated parameters (path, mapping or :class:`AttentionParams`)."""
         return load_any(params, AttentionParams, parse_attention, load_attention)
+
+    @staticmethod
+    def weight_slices(params: Mapping[str, Any], head: Any) -> list[tuple[str, Any, Any]]:
+        """The export's ``Q`` and ``K`` of its one head: the raw projections, exact slices of the weights
+        (:func:`flowcert.pretrained.heads.attention_params`); ``V = W_O W_V`` is a float product."""
+        heads = params.get("heads")
+        got = heads[0] if isinstance(heads, list) and len(heads) == 1 and isinstance(heads[0], Mapping) else {}
+        return [(f"heads[0].{key}", got.get(key), W) for key, W in (("Q", head.Q), ("K", head.K))]
 
     def verify_run(self, p: AttentionParams, *, simulate: bool = False, seed: int | None = None,
                    checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:

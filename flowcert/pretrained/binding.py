@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import OptionError, ParamError
+from ..systems import REGISTRY, get_system
 from .checkpoint import Checkpoint
 
 __all__ = ["CheckpointRef", "open_checkpoint", "recheck_heads", "recheck_line"]
@@ -340,7 +341,8 @@ def recheck_line(rec: dict[str, Any], result: Any, prefix: str, checkpoint: Chec
 
 def _exact_slices(rec: dict[str, Any], doc: dict[str, Any], prov: dict[str, Any], result: Any, prefix: str,
                   ck: Checkpoint) -> None:
-    """Refuse a line whose parameters that are exact slices of the weights (attention ``Q``, ``K``) differ."""
+    """Refuse a line whose parameters that are exact slices of the weights differ from them (the slices its
+    system declares: :meth:`flowcert.system.SystemBase.weight_slices`; attention ``Q``, ``K``)."""
     from ..certificates.subjects import exact_value, matches
     from .heads import head_at
 
@@ -348,15 +350,15 @@ def _exact_slices(rec: dict[str, Any], doc: dict[str, Any], prov: dict[str, Any]
     if not (_int(layer) and _int(head) and 0 <= layer < ck.n_layers and 0 <= head < ck.n_heads):
         result.refused.append((f"{prefix}.provenance", "-", f"layer {layer!r} head {head!r} is not a head of --checkpoint"))
         return
-    h = head_at(ck, layer, head)
     params = doc.get("params") if isinstance(doc.get("params"), dict) else {}
-    if prov.get("system") == "attention":
-        heads = params.get("heads")
-        got = heads[0] if isinstance(heads, list) and len(heads) == 1 and isinstance(heads[0], dict) else {}
-        for key, W in (("Q", h.Q), ("K", h.K)):
-            if not matches(exact_value(W), got.get(key)):
-                result.refused.append((f"{prefix}.result.params.heads[0].{key}", "-",
-                                       f"not the {key} of layer {layer} head {head} of --checkpoint"))
+    system = prov.get("system")
+    known = isinstance(system, str) and system in REGISTRY
+    slices = get_system(system).weight_slices(params, head_at(ck, layer, head)) if known else []
+    for path, got, W in slices:  # the parameters the system declares to be exact slices of the weights
+        if not matches(exact_value(W), got):
+            key = path.rsplit(".", 1)[-1]
+            result.refused.append((f"{prefix}.result.params.{path}", "-",
+                                   f"not the {key} of layer {layer} head {head} of --checkpoint"))
 
 
 #: largest relative difference between a line's parameters and their re-export that is taken for the
@@ -375,11 +377,11 @@ def _reexported(doc: dict[str, Any], prov: dict[str, Any], result: Any, prefix: 
 
     from ..documents import params_reference, understood_params
     from ..errors import InputError
-    from ..systems import REGISTRY
     from .command import exported
 
     params, system = doc.get("params"), prov.get("system")
-    if not isinstance(params, dict) or params_reference(params) is not None or system not in REGISTRY:
+    if not isinstance(params, dict) or params_reference(params) is not None or not isinstance(system, str) \
+            or system not in REGISTRY:
         return False  # a parameter file that could not be read (reported), or no system to export for
     try:
         raw = exported(ref.whole(), system, prov["layer"], prov["head"], prov)
