@@ -48,20 +48,13 @@ from typing import Any
 
 import numpy as np
 
-from .catalogue import CrossCheck
-from .catalogue import Theorem as _Theorem
-from .certificates.core import Certificate
-from .certificates.core import Hypothesis as _Hypothesis
+from .catalogue import CrossCheck, Theorem
+from .certificates.core import Certificate, Hypothesis
 from .certificates.verdicts import Applies, CheckStatus, Status, Verdict, ordered
 from .papers import PAPERS, Paper
 
 __all__ = ["Applies", "CheckStatus", "Certificate", "CrossCheck", "Hypothesis", "PAPERS", "Paper", "Result",
            "Simulation", "Status", "Theorem", "Verdict"]
-
-
-#: The engine's objects are the public ones: one family, from the catalogue's evaluation to the edge.
-Theorem = _Theorem
-Hypothesis = _Hypothesis
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import InputError, python_terms
 from ..result import Result
-from ..systems import capability, get_system, names
+from ..systems import get_system, names
 
 __all__ = ["PretrainedResult", "load", "verify"]
 
@@ -205,8 +205,8 @@ def verify(model: Any, *, system: str = "gaussian", layers: Any = None, heads: A
     from ..api import _flag
     from ..progress import bar
     from .checkpoint import load_model
-    from .command import DEFAULT_PROMPT
-    from .model import Transformer, tokens_entering
+    from .command import DEFAULT_PROMPT, exported
+    from .model import Transformer
 
     if system not in SYSTEMS:
         raise InputError(f"system: a head is checked as one of {', '.join(SYSTEMS)}, got {system!r}")
@@ -229,7 +229,7 @@ def verify(model: Any, *, system: str = "gaussian", layers: Any = None, heads: A
                              "pass tokens=[ids]")
         else:
             ids = Transformer(ck).tokenize(prompt if prompt is not None else DEFAULT_PROMPT)
-    export = capability(system, "export")  # the system's declared export
+    tokens_of = {"prompt": None, "tokens": ids}  # the prompt's token ids, as a provenance names them
     results: dict[tuple[int, int], Result] = {}
     seconds: dict[tuple[int, int], float] = {}
     X0: dict[int, Any] = {}
@@ -239,11 +239,7 @@ def verify(model: Any, *, system: str = "gaussian", layers: Any = None, heads: A
         for layer in layer_ids:
             for head in head_ids:
                 t0 = time.process_time()
-                raw = export(ck, layer, head)
-                if ids is not None:
-                    if layer not in X0:
-                        X0[layer] = tokens_entering(ck, layer, ids)
-                    raw.update(X0=X0[layer], n=int(X0[layer].shape[0]))
+                raw = exported(ck, system, layer, head, tokens_of, X0)  # the CLI's export, the same values
                 results[(layer, head)] = verify_one(system, raw, simulate=simulate, seed=seed)
                 seconds[(layer, head)] = time.process_time() - t0
                 b.update(1)
