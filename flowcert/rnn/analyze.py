@@ -154,7 +154,9 @@ def smoothness(m: dict[str, Any]) -> core.HypothesisResult:
 
 def prop_1(ident: dict[str, Any], which: str = "prop1", smooth: core.HypothesisResult | None = None) -> TheoremResult:
     rows = ident["fd"]
-    ok, why = _fd_agrees(rows if which == "prop1" else [{**r, "residual": r["cor1_residual"]} for r in rows])
+    ok, why = _fd_agrees(rows if which == "prop1" else [
+        {**r, "residual": r["cor1_residual"], "roundoff_floor": r.get("cor1_roundoff_floor", r["roundoff_floor"])}
+        for r in rows])
     tol = _exact_tolerance(ident)
     exact_ok = ident["prop1_jvp"] <= tol and ident["gradient"] <= tol
     if not exact_ok:
@@ -170,12 +172,15 @@ def prop_1(ident: dict[str, Any], which: str = "prop1", smooth: core.HypothesisR
         return cat.PROP_1.result(
             hyps, {"dz_ds_norm": ident["flow_norm"], "normalisation": "L = (1/B) sum_{b,t} l, K = (1/B) G G^T, P* = P^T"},
             CrossCheck(status, {"fd": rows, "exact_jvp_residual": ident["prop1_jvp"], "gradient_residual": ident["gradient"],
-                                "tolerance": tol, "rounding": ident.get("rounding"), "why": why}))
+                                "tolerance": tol, "rounding": ident.get("rounding"), "reference": ident.get("reference"),
+                                "why": why}))
     hyps.append(_protocol(cat.READOUT, "readout", "analysis protocol"))
     return cat.COR_1.result(
         hyps, {"operator": "Theta = W_out P K P* W_out^T, PSD"},
-        CrossCheck(status, {"fd": [{"eta": r["eta"], "residual": r["cor1_residual"]} for r in rows], "tolerance": tol,
-                            "why": why}))
+        CrossCheck(status, {"fd": [{"eta": r["eta"], "residual": r["cor1_residual"],
+                                    **({"roundoff_floor": r["cor1_roundoff_floor"]} if "cor1_roundoff_floor" in r else {})}
+                                   for r in rows], "exact_jvp_residual": ident.get("cor1_jvp"), "tolerance": tol,
+                            "reference": ident.get("reference"), "why": why}))
 
 
 def thm_1(m: dict[str, Any], exact_max: int = EXACT_MAX) -> TheoremResult:
@@ -443,7 +448,7 @@ def analyze_model(m: dict[str, Any], params: dict[str, Any], *, mode: str = "sto
         "identities": {
             "prop1": {"name": "prop1", "statement": ident["statement"], "fd": ident["fd"],
                       "exact_jvp_residual": ident["prop1_jvp"], "gradient_residual": ident["gradient"],
-                      "rounding": ident["rounding"]},
+                      "rounding": ident["rounding"], "reference": ident["reference"]},
             "cor1": {"name": "cor1", "fd": [{"eta": r["eta"], "residual": r["cor1_residual"]} for r in ident["fd"]]},
             **ops,
         },

@@ -378,6 +378,13 @@ class ModuleCell:
     def neurons(self) -> int:
         return self.H
 
+    def to(self, dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> "ModuleCell":
+        """The same step map with a private copy of the module in ``dtype`` / on ``device`` (float32 → float64
+        is exact: the copy computes the same function, with less rounding)."""
+        import copy
+
+        return ModuleCell(copy.deepcopy(self.module).to(device=device, dtype=dtype), self.H, self.I)
+
     def parameters(self) -> Params:
         """θ: the module's parameters that require grad, detached."""
         return {k: v.detach() for k, v in self.module.named_parameters() if v.requires_grad}

@@ -281,7 +281,10 @@ class Trajectory:
         import dataclasses
 
         cv = lambda v: v.to(device=device, dtype=dtype if v.is_floating_point() else None)  # noqa: E731
-        cell = self.cell if self.cell.A is None else dataclasses.replace(self.cell, A=cv(self.cell.A))
+        if hasattr(self.cell, "module"):  # a user's module: its buffers and constants follow too
+            cell = self.cell.to(dtype=dtype, device=device)
+        else:
+            cell = self.cell if self.cell.A is None else dataclasses.replace(self.cell, A=cv(self.cell.A))
         return Trajectory.run(cell, {k: cv(v) for k, v in self.theta.items()}, cv(self.x), cv(self.h0))
 
     @property
