@@ -215,15 +215,20 @@ RNN_COST_MARGIN = 1.25
 def kpflow_cost(B: int, T: int, H: int, I: int, cell: str, *, mode: str = "stored", consensus: str | None = None,
                 probes: int = 64, op: str = "PKP", exact_max: int = 1200) -> dict[str, float]:
     """Predicted CPU seconds and peak bytes of ``kpflow analyze`` (:func:`flowcert.gpu.rnn.work.analysis_work`
-    counts times :data:`RNN_UNIT_SECONDS`), before the margin."""
+    counts times :data:`RNN_UNIT_SECONDS`; the consensus stage by its own measured model,
+    :func:`flowcert.gpu.rnn.work.consensus_plan`, whose prediction the document records), before the margin."""
     from .gpu.rnn.work import analysis_work
 
     w = analysis_work(B, T, H, I, cell, mode=mode, consensus=consensus, probes=probes, op=op, exact_max=exact_max)
     u = RNN_UNIT_SECONDS
     seconds = u["start"][1]
+    cons = w.get("consensus_counts") or {}
     for k, count in w["counts"].items():
         a, b = u[k]
+        count = count - cons.get(k, 0.0)  # the consensus stage is priced by its own measured model below
         seconds += count * (a * w["sizes"][k] + b * (1 if k == "lmi" else w["steps"][k]))
+    if w.get("consensus") is not None:
+        seconds += w["consensus"]["predicted_cpu_s"]
     peak = RNN_BASE_BYTES + w["persistent_bytes"] + max(w["bytes"].values())
     return {"cpu_seconds": seconds, "bytes": float(peak)}
 

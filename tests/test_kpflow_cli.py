@@ -104,7 +104,7 @@ def test_theorem2_singular_jacobians(tmp_path, capsys):
 
 def test_consensus_flag(tmp_path, capsys):
     """--consensus T adds the consensus key: exact when the traced size <= probes (compared with the
-    dense partial trace), an estimate with standard errors otherwise; bad axes exit 2."""
+    dense partial trace), and exact too whenever the exact path is cheap (whatever the probes); bad axes exit 2."""
     import torch
 
     from flowcert.cli import main
@@ -127,7 +127,9 @@ def test_consensus_flag(tmp_path, capsys):
     assert main(["kpflow", "analyze", "--params", str(f), "--json", "--consensus", "T", "--probes", "6",
                  "--consensus-op", "PP"]) == 0
     c = json.loads(capsys.readouterr().out)["consensus"]
-    assert not c["exact"] and c["probes"] == 6 and all(s > 0 for s in c["stderr"]) and c["operator"] == "PP*"
+    # 6 probes < |S| = 12, but the exact path's 60 applications are cheap in absolute terms: taken, and said
+    assert c["exact"] and c["path"] == "exact" and "cheap" in c["path_reason"] and c["operator"] == "PP*"
+    assert c["trusted"] and c["predicted_cpu_s"] > 0 and c["cpu_s"] > 0
     for bad, key in ((["--consensus", "X"], "--consensus"), (["--consensus", "BTH"], "--consensus"),
                      (["--consensus", "T", "--probes", "1"], "--probes")):
         assert main(["kpflow", "analyze", "--params", str(f), *bad]) == 2

@@ -68,7 +68,8 @@ def sketch_applications(l: int, r: int) -> int:
 
 def default_exact(nk: int, ns: int, probes: int) -> bool:
     r"""The exact path (basis of the traced axes, :math:`|S|\cdot|K|` adjoint applications) is taken when
-    :math:`|S|\le m` and it costs at most :data:`EXACT_FACTOR` times the m probes' applications."""
+    :math:`|S|\le m` and it costs at most :data:`EXACT_FACTOR` times the m probes' applications (the rule
+    of a bare operator; :func:`consensus_plan` adds the absolute one of a KPFlow operator)."""
     return ns <= probes and ns * nk <= EXACT_FACTOR * probes
 
 
@@ -95,7 +96,8 @@ def analysis_work(B: int, T: int, H: int, I: int, cell: str, *, mode: str = "sto
     """Counts of every primitive of ``kpflow analyze`` (module docstring) and its arrays' bytes.
 
     Returns ``{"counts": {primitive: applications}, "sizes": {primitive: multiply-adds of one}, "bytes":
-    {stage: bytes held at its peak, beyond the interpreter}, "persistent_bytes"}``.
+    {stage: bytes held at its peak, beyond the interpreter}, "persistent_bytes", "consensus": the
+    :func:`consensus_plan` (None without one), "consensus_counts": the part of ``counts`` it accounts for}``.
     """
     N, n, w, d = B * T, B * T * H, gates(cell), H + I + 1
     item = 8
@@ -142,6 +144,8 @@ def analysis_work(B: int, T: int, H: int, I: int, cell: str, *, mode: str = "sto
     per_vector = item * (8 * w * n + 2 * dim)  # one vector through G or G^T (ParameterJacobian._chunk)
     stage = {"effective_rank": sketch_bytes, "thm_2": 4 * bc * T * H * H * item + (0 if J_bytes else bc * T * H * H * item),
              "parameter_batches": min(BATCH_BYTES, per_vector * vectors)}
+    plan: dict[str, Any] | None = None
+    consensus_counts: dict[str, float] = {}
     if consensus is not None:
         keep = [a for a in AXES if a in consensus]
         dims = {"B": B, "T": T, "H": H}
@@ -153,16 +157,22 @@ def analysis_work(B: int, T: int, H: int, I: int, cell: str, *, mode: str = "sto
         Cp = {"PKP": (1, 1), "K": (0, 1), "PP": (1, 0)}[op]  # (P, G) applications in one C or C^T
         moments = 2 * nk * nk * 8
         adjoint_batch = min(BUDGET_BYTES, nk * COPIES * n * item) + nk * cdim * item  # C^T on |K| vectors, and Y
-        if default_exact(nk, ns, probes):
+        plan = consensus_plan(B, T, H, I, cell, consensus, probes, op=op, mode=mode)
+        if plan["exact"]:
             apps = ns * nk
             cons_bytes = adjoint_batch + moments
+            flops = 0.0
         else:
             apps = probes
-            c["flops"] += probes * float(nk) * nk * ns  # tr_S(v v^T) per probe
-            kept = probes * nk * nk if nk * nk * probes <= KEEP_PER_PROBE else 0
+            flops = probes * float(nk) * nk * ns  # tr_S(v v^T) per probe
+            kept = jackknife_groups(probes, nk) * nk * nk
             cons_bytes = max(min(BUDGET_BYTES, probes * (cdim + 6 * n) * item), adjoint_batch) + moments + 8 * kept
         apps += nk  # the block sum: C^T on e_k (x) 1
+        c["flops"] += flops
         add(P=Cp[0] * apps, G=Cp[1] * apps)
+        # the stage is priced by its own measured model (consensus_plan); these counts are what kpflow_cost
+        # takes back out of the generic one
+        consensus_counts = {Pk: Cp[0] * apps, Gk: Cp[1] * apps, "flops": flops}
         stage["consensus"] = cons_bytes + min(BATCH_BYTES, per_vector * nk)
     sizes = {"P": 2.0 * N * H * H, "P_recompute": 2.0 * N * H * d * w, "G": 2.0 * N * H * d * w,
              "G_autograd": 2.0 * N * H * d * w, "cell": 2.0 * N * H * d * w, "qr": float(H) ** 3, "dense": 1.0, "flops": 1.0,
@@ -172,4 +182,168 @@ def analysis_work(B: int, T: int, H: int, I: int, cell: str, *, mode: str = "sto
     # them), one call of G, one batched step per B factorisations
     steps = {"P": T / BATCH, "P_recompute": T / BATCH, "P_single": T, "P_recompute_single": T, "cell": T,
              "G": 1, "G_autograd": 1, "qr": 1 / B, "dense": 0, "flops": 0, "lmi": 0}
-    return {"counts": c, "sizes": sizes, "steps": steps, "bytes": stage, "persistent_bytes": persistent}
+    return {"counts": c, "sizes": sizes, "steps": steps, "bytes": stage, "persistent_bytes": persistent,
+            "consensus": plan, "consensus_counts": consensus_counts}
+
+
+# ---------------------------------------------------------------------------------------
+# the consensus stage (issue 46): its own batches, counts and measured unit costs
+# ---------------------------------------------------------------------------------------
+
+#: The exact path of a consensus spectrum is taken whenever its predicted CPU seconds are at most this,
+#: however few probes were asked for: it has no sampling error and costs about as much as a second.
+EXACT_SECONDS = 1.5
+#: Jackknife groups kept at most (per-probe matrices when m is at most this, else means of about m/g probes).
+JACKKNIFE_GROUPS = 64
+#: Fewer probes than this: the spectrum's intervals are reported with ``trusted: false``.
+TRUST_MIN_PROBES = 8
+
+#: CPU seconds per unit of each primitive of the consensus stage (:func:`consensus_work`), one thread,
+#: fitted by ``python benchmarks/kpflow_consensus_coverage.py --calibrate`` (non-negative least squares on
+#: relative error over 30 measured stages; the shared 2-core development machine, 2026-11-29, load 1-2):
+#: ``P_madd``/``P_step``: multiply-adds and batched steps of P, P* with stored Jacobians (``Pr_*``:
+#: recomputed); ``G_madd``/``G_call``: the closed-form G, G^T and its calls (one per chunk of vectors);
+#: ``Ga_vec``: one autograd G or G^T of one vector (the other cells); ``vec``: entries of the probe and
+#: basis vectors written and permuted; ``flops``: multiply-adds of the per-probe and Gram products;
+#: ``eig``: :math:`|K|^3` of one symmetric eigendecomposition; ``call``: the stage's fixed cost.
+CONSENSUS_UNIT_SECONDS: dict[str, float] = {
+    "P_madd": 1.0e-10, "P_step": 1.0e-5, "Pr_madd": 2.8e-10, "Pr_step": 2.2e-4,
+    "G_madd": 7.7e-11, "G_call": 3.5e-4, "Ga_vec": 5e-4, "vec": 3e-9, "flops": 4e-10, "eig": 3e-9,
+    "call": 2e-3,
+}
+
+
+def traced_batching(n: int, nk: int, item: int = 8, budget: int = BUDGET_BYTES) -> tuple[int, int]:
+    r"""Batches of the vectors :math:`e_k\otimes z` (exact path, traced-axes probes, block sum):
+    ``(chunk, group)``: kept indices per batch and probes (rows z) per batch; all :math:`|K|` at once with
+    as many rows as fit in ``budget`` (:data:`COPIES` copies), else one row at a time in chunks of kept indices."""
+    vec = n * item
+    chunk = max(1, min(nk, budget // (COPIES * vec)))
+    group = max(1, budget // (COPIES * vec * nk)) if chunk == nk else 1
+    return chunk, group
+
+
+def factor_batching(dim: int, n: int, nk: int, m: int, item: int = 8, budget: int = BUDGET_BYTES) -> int:
+    r"""Probes per batch of the factor-domain estimator: :math:`\omega`, :math:`C\omega` and its transients, M."""
+    per = item * (dim + 6 * n) + 8 * nk * nk
+    return max(1, min(m, budget // per))
+
+
+def jackknife_groups(m: int, nk: int, keep_per_probe: int = KEEP_PER_PROBE, cap: int = JACKKNIFE_GROUPS) -> int:
+    r"""Groups g of the delete-a-group jackknife: :math:`\min(m,\text{cap},\lfloor\text{keep}/|K|^2\rfloor)`;
+    0 (no eigenvalue error bars) when that is below 2."""
+    g = min(m, cap, keep_per_probe // max(1, nk * nk))
+    return g if g >= 2 else 0
+
+
+def _sizes(total: int, per: int) -> list[int]:
+    """``total`` split into batches of at most ``per``."""
+    return [min(per, total - a) for a in range(0, total, per)]
+
+
+def consensus_work(B: int, T: int, H: int, I: int, cell: str, keep: str, probes: int, *, op: str = "PKP",
+                   mode: str = "stored", exact: bool = False, estimator: str = "factor", top: int = 20,
+                   item: int = 8, budget: int = BUDGET_BYTES, dim: int | None = None) -> dict[str, float]:
+    r"""Amounts of the primitives of :data:`CONSENSUS_UNIT_SECONDS` in one consensus stage
+    (:func:`flowcert.gpu.rnn.consensus.consensus`): the exact path (:math:`|S|\,|K|` vectors through
+    :math:`C^\top`) or the m probes (through C, ``estimator="factor"``, or :math:`m|K|` through :math:`C^\top`),
+    the block sum (:math:`|K|` vectors through :math:`C^\top`), the eigendecompositions (the estimate, the
+    block sum and the g jackknife groups), batched as :mod:`.consensus` batches them. ``dim``: the length of θ
+    when the cell's own count differs (a user's cell)."""
+    N, n, w, d = B * T, B * T * H, gates(cell), H + I + 1
+    dims = {"B": B, "T": T, "H": H}
+    nk = 1
+    for a in AXES:
+        if a in keep:
+            nk *= dims[a]
+    ns = n // nk
+    dim = n if op == "PP" else (parameter_count(cell, H, I) if dim is None else dim)
+    usesP, usesG = op in ("PP", "PKP"), op in ("K", "PKP")
+    gchunk = max(1, BATCH_BYTES // (item * (8 * w * n + 2 * dim)))  # ParameterJacobian._chunk
+    f = {k: 0.0 for k in CONSENSUS_UNIT_SECONDS}
+    pre = "P" if mode == "stored" else "Pr"
+
+    def through(batch: int) -> None:  # one batched application of C or C^T to `batch` vectors
+        if usesP:
+            f[pre + "_madd"] += batch * (2.0 * N * H * H if mode == "stored" else 2.0 * N * H * d * w)
+            f[pre + "_step"] += T
+        if usesG:
+            if cell in CLOSED_G:
+                f["G_madd"] += batch * 2.0 * N * H * d * w
+                f["G_call"] += -(-batch // gchunk)
+            else:
+                f["Ga_vec"] += batch
+
+    def traced(rows: int, nkeep: int) -> None:  # the vectors e_k (x) z for `rows` rows z, through C^T, then Y Y^T
+        chunk, group = traced_batching(n, nkeep, item, budget)
+        if chunk == nkeep:
+            for p in _sizes(rows, group):
+                through(p * nkeep)
+        else:
+            for _ in range(rows):
+                for c in _sizes(nkeep, chunk):
+                    through(c)
+        f["vec"] += 2.0 * rows * nkeep * n
+        f["flops"] += float(rows) * nkeep * nkeep * dim
+
+    g = 0
+    if exact:
+        traced(ns, nk)
+    elif estimator == "traced":
+        traced(probes, nk)
+        g = jackknife_groups(probes, nk)
+    else:
+        for p in _sizes(probes, factor_batching(dim, n, nk, probes, item, budget)):
+            through(p)
+        f["vec"] += 2.0 * probes * (dim + n)
+        f["flops"] += float(probes) * nk * nk * ns
+        g = jackknife_groups(probes, nk)
+    chunk, _ = traced_batching(n, nk, item, budget)  # the block sum: e_k (x) 1, then Y Y^T
+    for c in _sizes(nk, chunk):
+        through(c)
+    f["vec"] += 2.0 * nk * n
+    f["flops"] += float(nk) * nk * dim + float(g) * nk * nk * min(top, nk)
+    f["eig"] += (2 + g) * float(nk) ** 3
+    f["call"] += 1
+    return f
+
+
+def consensus_seconds(work: dict[str, float]) -> float:
+    """Predicted CPU seconds of one consensus stage from its :func:`consensus_work`."""
+    return sum(CONSENSUS_UNIT_SECONDS[k] * v for k, v in work.items())
+
+
+def consensus_plan(B: int, T: int, H: int, I: int, cell: str, keep: str, probes: int, *, op: str = "PKP",
+                   mode: str = "stored", estimator: str = "factor", exact: bool | None = None,
+                   top: int = 20, dim: int | None = None) -> dict[str, Any]:
+    r"""Which path a consensus stage takes, and its predicted CPU seconds.
+
+    The exact path is taken when asked (``exact=True``), or by default when its predicted CPU seconds are at
+    most :data:`EXACT_SECONDS` (cheap in absolute terms, whatever m), or under the rule of
+    :func:`default_exact` (:math:`|S|\le m` and at most :data:`EXACT_FACTOR` times the probes'
+    applications). Returns ``exact``, ``reason``, ``predicted_cpu_s`` (of the path taken),
+    ``exact_cpu_s``, ``estimate_cpu_s``, ``work`` (the counts of the path taken)."""
+    dims = {"B": B, "T": T, "H": H}
+    nk = 1
+    for a in AXES:
+        if a in keep:
+            nk *= dims[a]
+    ns = B * T * H // nk
+    we = consensus_work(B, T, H, I, cell, keep, probes, op=op, mode=mode, exact=True, top=top, dim=dim)
+    wp = consensus_work(B, T, H, I, cell, keep, probes, op=op, mode=mode, exact=False, estimator=estimator, top=top,
+                        dim=dim)
+    te, tp = consensus_seconds(we), consensus_seconds(wp)
+    if exact is not None:
+        take, why = bool(exact), ("exact path asked for" if exact else "estimator asked for (exact=False)")
+    elif te <= EXACT_SECONDS:
+        take, why = True, (f"exact path: its {ns * nk} applications (|S| = {ns} basis vectors x |K| = {nk}) are "
+                           f"predicted to take {te:.2g} CPU s <= {EXACT_SECONDS:g} s, cheap whatever the {probes} "
+                           f"probes asked for")
+    elif default_exact(nk, ns, probes):
+        take, why = True, (f"exact path: |S| = {ns} <= {probes} probes and its {ns * nk} applications are at most "
+                           f"{EXACT_FACTOR} x the probes'")
+    else:
+        take, why = False, (f"estimator: the exact path's {ns * nk} applications are predicted to take {te:.2g} CPU s "
+                            f"> {EXACT_SECONDS:g} s; {probes} probes take {tp:.2g} s")
+    return {"exact": take, "reason": why, "predicted_cpu_s": te if take else tp, "exact_cpu_s": te,
+            "estimate_cpu_s": tp, "work": we if take else wp}
