@@ -44,7 +44,9 @@ def check_doc(doc):
     assert 0.85 < orders[-1] < 1.15
     th = {t["id"]: t for t in doc["theorems"]}
     assert th["kpflow:prop-1"]["cross_check"]["status"] == "agrees"
-    assert th["kpflow:thm-1"]["cross_check"]["status"] == "skipped"
+    # Thm 1's structure is read from the module (issue 46): its general bound rank K_j <= n_j rank F_j is checked
+    assert th["kpflow:thm-1"]["hypotheses"][-1]["status"] == "holds"  # the structure, read
+    assert th["kpflow:thm-1"]["cross_check"]["status"] == "agrees"
     json.dumps(doc.to_json())
 
 
@@ -100,7 +102,8 @@ def test_bad_calls():
         flowcert.verify("rnn", {"cell": "gru", "B": 2, "T": 3, "H": 2, "I": 2}, inputs=torch.zeros(2, 3, 2))
     with pytest.raises(InputError, match="^assume: unknown assumption 'convex'"):
         flowcert.verify("rnn", torch.nn.GRUCell(2, 3), inputs=torch.zeros(2, 4, 2), assume=["convex"])
-    with pytest.raises(InputError, match=r"torch.cat\(\[h, c\], -1\)"):  # a cell returning a tuple
+    with pytest.raises(InputError, match=r"in the form it takes, a tensor of shape \[2, 3\]; got a tuple of 2 .*"
+                                         r"pass h0 as a tuple"):  # a cell taking a tensor and returning a tuple
         flowcert.verify("rnn", TupleCell(), inputs=torch.zeros(2, 4, 2), h0=torch.zeros(2, 3))
 
 
@@ -153,7 +156,10 @@ def test_prop1_cor1_thm2_decided_on_torch_cells(make, I):
     for i in ("kpflow:prop-1", "kpflow:cor-1", "kpflow:thm-2"):
         assert th[i].applies is Applies.YES, (i, th[i].summary())
         assert th[i].cross_check.status is CheckStatus.AGREES, (i, th[i].cross_check.details)
-    assert th["kpflow:thm-1"].applies is Applies.UNDECIDED  # a module's inner features are unknown
+    # Thm 1 decided (issue 46): the structure is read (torch's cells; LSTMState from its torch.fx graph), and
+    # D f^outer is not constant (tanh/sigmoid), so the printed part (3) does not apply
+    assert th["kpflow:thm-1"].applies is Applies.NO
+    assert th["kpflow:thm-1"].cross_check.status is CheckStatus.AGREES
     assert res.params_json["H"] == 4 and res.run.Z.shape == (2, 5, 4)
 
 

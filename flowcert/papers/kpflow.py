@@ -88,8 +88,9 @@ ONCE = bd.predicate("each W_j used once per evaluation of f", "one_of", CELL, li
 GRAM_PSD = Hypothesis("K = (1/B) G G^T is positive semidefinite", (
     Proof("symbolic_identity", {}, HOLDS, {"identity": "kpflow:gram_psd"}),))
 OUTER_CONSTANT = bd.predicate("outer Jacobian D f^outer constant", "one_of", CELL, literal=list(CONSTANT_OUTER))
-#: a user's module: its inner features are not known (always unknown)
-STRUCTURE = Hypothesis("f = f^outer(W_j f_j^inner): structure of the cell known")
+#: a user's module: its inner features read from torch's cells or its torch.fx graph (flowcert.rnn.structure), a
+#: structural reading without a bound certificate, or unknown with the reason
+STRUCTURE = Hypothesis("f = f^outer(W_j f_j^inner): structure of the cell known", certifiable_holds=False)
 INVERTIBLE = Hypothesis("every A_t invertible", (
     Proof("predicate", {"jacobians": JACOBIANS}, bd.by_value, {"predicate": "invertible_all"}),))
 #: records of the document's top-level ``certificates`` list (not hypotheses of an entry)
@@ -143,7 +144,8 @@ bd.COMPUTED.update({JACOBIANS, STATE_MATRIX, RELU_STATES})
 # Document-level rules of a ``kpflow analyze`` / ``verify rnn`` document
 # ---------------------------------------------------------------------------------------------
 
-_THM1_FORMS = ([ONCE.name, GRAM_PSD.name, OUTER_CONSTANT.name], [STRUCTURE.name])
+_THM1_FORMS = ([ONCE.name, GRAM_PSD.name, OUTER_CONSTANT.name], [STRUCTURE.name],
+               [GRAM_PSD.name, OUTER_CONSTANT.name, STRUCTURE.name])
 
 
 def check(doc: dict[str, Any]) -> list[tuple[str, str]]:
@@ -168,8 +170,9 @@ def check(doc: dict[str, Any]) -> list[tuple[str, str]]:
         if isinstance(t, dict) and t.get("id") == THM_1.id and isinstance(t.get("hypotheses"), list):
             names = [h.get("name") for h in t["hypotheses"] if isinstance(h, dict)]
             if names not in _THM1_FORMS and not set(names) <= bd.ENGINE_HYPOTHESES:
-                out.append((f"$.theorems[{i}].hypotheses", f"{THM_1.id} reports {_THM1_FORMS[0]} (a built-in cell) "
-                                                           f"or {_THM1_FORMS[1]} (a module)"))
+                out.append((f"$.theorems[{i}].hypotheses", f"{THM_1.id} reports {_THM1_FORMS[0]} (a built-in cell), "
+                                                           f"{_THM1_FORMS[2]} (a module whose structure is read) "
+                                                           f"or {_THM1_FORMS[1]} (a module whose structure is unknown)"))
     records = doc.get("certificates")
     if records is None and not theorems:
         return out

@@ -193,32 +193,45 @@ def thm_1(m: dict[str, Any], exact_max: int = EXACT_MAX) -> TheoremResult:
     tr = m["tr"]
     cell = m["cell"]
     B, T, H = tr.shape
-    if getattr(cell, "kind", "module") == "module":
-        return cat.THM_1.result([core.HypothesisResult(cat.STRUCTURE.name, "unknown", None, "user module", None,
-                                                       "the inner features F_j of a user's module are not known")],
-                                {}, CrossCheck("skipped", {"reason": "user module: inner features F_j unknown"}))
     from ..certificates.identities import identity_certificate
 
-    const = cell.constant_outer()
-    hyps = [_cell_predicate(cat.ONCE, cell.kind, cat.CELLS, "cell definition"),
-            cat.GRAM_PSD.result("holds", identity_certificate("kpflow:gram_psd"), None,
-                                "Gram form (semidefinite, not definite as printed)"),
-            _cell_predicate(cat.OUTER_CONSTANT, cell.kind, cat.CONSTANT_OUTER, "symbolic cell structure",
-                            "f = f^outer(W_j f_j^inner) with f^outer affine" if const
-                            else "f^outer contains tanh/sigmoid of W_j f_j^inner: its Jacobian depends on the state")]
+    gram = cat.GRAM_PSD.result("holds", identity_certificate("kpflow:gram_psd"), None,
+                               "Gram form (semidefinite, not definite as printed)")
+    if getattr(cell, "kind", "module") == "module":
+        from .structure import structure_of
+
+        st = structure_of(cell.module, cell.parts)
+        if isinstance(st, str):
+            why = f"{st}; Thm 1 is decided once each weight's inner feature is known"
+            return cat.THM_1.result([core.HypothesisResult(cat.STRUCTURE.name, "unknown", None,
+                                                           "torch.fx graph of the cell (flowcert.rnn.structure)", None, why)],
+                                    {}, CrossCheck("skipped", {"reason": f"inner features F_j unknown: {why}"}))
+        const = bool(st.constant_outer)
+        outer = core.HypothesisResult(cat.OUTER_CONSTANT.name, {True: "holds", False: "fails", None: "unknown"}[st.constant_outer],
+                                      None, "structure of the cell (flowcert.rnn.structure)", None, st.outer_why)
+        hyps = [gram, outer, core.HypothesisResult(cat.STRUCTURE.name, "holds", None, st.how, None,
+                                                   "f = f^outer(W_j f_j^inner), each W_j used once: " + ", ".join(st.rows))]
+        features, rows = st.features, st.rows
+    else:
+        const = cell.constant_outer()
+        hyps = [_cell_predicate(cat.ONCE, cell.kind, cat.CELLS, "cell definition"), gram,
+                _cell_predicate(cat.OUTER_CONSTANT, cell.kind, cat.CONSTANT_OUTER, "symbolic cell structure",
+                                "f = f^outer(W_j f_j^inner) with f^outer affine" if const
+                                else "f^outer contains tanh/sigmoid of W_j f_j^inner: its Jacobian depends on the state")]
+        from ..symbolic.rnn import param_shapes
+
+        features = lambda z, x: cell.features(tr.theta, z, x)  # noqa: E731
+        rows = {k: v[0] for k, v in param_shapes(cell.kind, cell.H, cell.I, cell.bias).items()}
     if tr.Z.numel() > exact_max:
         return cat.THM_1.result(hyps, {}, CrossCheck("skipped", {"reason": f"B*T*H = {tr.Z.numel()} > {exact_max}: dense partial traces too costly"}))
-    feats = cell.features(tr.theta, tr.Zprev.reshape(B * T, H), tr.x.reshape(B * T, -1))
-    from ..symbolic.rnn import param_shapes
-
-    shapes = param_shapes(cell.kind, cell.H, cell.I, cell.bias)
+    feats = features(tr.Zprev.reshape(B * T, H), tr.x.reshape(B * T, -1))
     per, all_ok, paper_ok = {}, True, True
     for name, F in feats.items():
         Kj = parameter_operator(tr, only=[name]).dense()
         rF, gapF = numerical_rank(F)
         rK, gapK = numerical_rank(Kj)
         rC, gapC = numerical_rank(partial_trace_dense(Kj, (B, T, H), ["H"]))
-        n_j = shapes[name][0]
+        n_j = rows[name]
         full_bound = rK <= n_j * rF
         hidden = rC == rF if const else rC <= rF
         all_ok &= full_bound and (hidden or not const)

@@ -1,8 +1,9 @@
 r"""Your own recurrent cell through the KPFlow catalogue: ``flowcert.verify("rnn", cell, inputs=x)``.
 
 A cell is any ``torch.nn.Module`` called as ``cell(x_t, h) -> h_next`` on a batch (the signature of
-``torch.nn.RNNCell`` and ``GRUCell``); a cell with two state tensors, such as an LSTM's
-:math:`(h, c)`, is wrapped so its state is one tensor :math:`z=[h; c]`. The trajectory
+``torch.nn.RNNCell`` and ``GRUCell``); a cell whose state is a tuple, such as ``torch.nn.LSTMCell``'s
+:math:`(h, c)`, takes and returns the tuple and is run on the one state :math:`z=[h; c]` (split before each
+call, concatenated after; the readout reads h). The trajectory
 :math:`z_t=F(z_{t-1},x_t;\theta)`, :math:`t=1..T`, is run from :math:`z_0` (``h0``, default zeros)
 with θ the parameters of the cell that require grad, and the document is the one of
 ``flowcert kpflow analyze`` (:func:`flowcert.rnn.analyze.analyze_model`): Prop. 1, Cor. 1, Thm 1, Thm 2.
@@ -64,6 +65,8 @@ class CellParams:
     targets: Any
     assume: frozenset[str]
     name: str
+    #: sizes of the state's parts for a cell that takes and returns a tuple (LSTMCell: (H, H)); () for one tensor
+    parts: tuple[int, ...] = ()
 
     @property
     def shape(self) -> tuple[int, int, int, int]:
@@ -92,6 +95,55 @@ def _tensor(value: Any, key: str, ndim: int, what: str, dtype: Any) -> Any:
     if not np.isfinite(arr).all():
         raise ParamError(key, "has non-finite entries")
     return torch.as_tensor(np.asarray(arr, dtype=np.float64)).to(dtype)
+
+
+def _returns_state(module: Any, x0: Any, state: Any) -> bool:
+    """Whether ``module(x0, state)`` runs and returns a state of the same structure and shapes."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            out = module(x0, state) if state is not None else module(x0)
+    except Exception:  # noqa: BLE001 - a state the cell does not take
+        return False
+    if isinstance(state, torch.Tensor):
+        return isinstance(out, torch.Tensor) and out.shape == state.shape
+    return (isinstance(out, (tuple, list)) and len(out) == len(state)
+            and all(isinstance(o, torch.Tensor) and o.shape == s.shape for o, s in zip(out, state)))
+
+
+def _state_layout(module: Any, x0: Any) -> tuple[int, tuple[int, ...]]:
+    """(H, parts): one state tensor [B, H] (parts ``()``), or a tuple state such as an LSTM's (h, c), found from
+    ``hidden_size`` (a tensor of that size, else two of it) or from a call without a state."""
+    import torch
+
+    H = getattr(module, "hidden_size", None)
+    zeros = lambda n: torch.zeros(x0.shape[0], n, dtype=x0.dtype)  # noqa: E731
+    if isinstance(H, int) and not isinstance(H, bool) and H > 0:
+        if not _returns_state(module, x0, zeros(H)) and _returns_state(module, x0, (zeros(H), zeros(H))):
+            return 2 * H, (H, H)
+        return H, ()
+    try:
+        return _state_size(module, x0), ()
+    except InputError:
+        try:
+            with torch.no_grad():
+                out = module(x0)
+        except Exception:  # noqa: BLE001 - the cell needs a state: the probing error stands
+            out = None
+        if (isinstance(out, (tuple, list)) and len(out) > 1 and all(isinstance(o, torch.Tensor) and o.dim() == 2 for o in out)
+                and _returns_state(module, x0, tuple(zeros(o.shape[1]) for o in out))):
+            parts = tuple(int(o.shape[1]) for o in out)
+            return sum(parts), parts
+        raise
+
+
+def _is_tuple_state(h0: Any) -> bool:
+    """``h0`` given as a tuple or list of [B, H_i] arrays (an LSTM's (h0, c0)), not as one nested list."""
+    import numpy as np
+
+    return isinstance(h0, (tuple, list)) and len(h0) > 1 and all(
+        not isinstance(h, (list, tuple)) and np.ndim(h) == 2 for h in h0)
 
 
 def _state_size(module: Any, x0: Any) -> int:
@@ -177,8 +229,16 @@ def cell_params(cell: Any, inputs: Any, *, h0: Any = None, targets: Any = None, 
     if min(B, T, I) < 1:
         raise ParamError("inputs", f"expected shape [B, T, I] with B, T, I >= 1, got {tuple(x.shape)}")
     mod = copy.deepcopy(cell).to(dt)
+    parts: tuple[int, ...] = ()
     if h0 is None:
-        z0 = torch.zeros(B, _state_size(mod, x[:, 0]), dtype=dt)
+        H, parts = _state_layout(mod, x[:, 0])
+        z0 = torch.zeros(B, H, dtype=dt)
+    elif _is_tuple_state(h0):
+        zs = [_tensor(h, f"h0[{i}]", 2, f"[B, H_{i}] with B = {B}", dt) for i, h in enumerate(h0)]
+        for i, z in enumerate(zs):
+            if z.shape[0] != B:
+                raise ParamError(f"h0[{i}]", f"expected shape [B, H_{i}] with B = {B}, got {tuple(z.shape)}")
+        parts, z0 = tuple(int(z.shape[1]) for z in zs), torch.cat(zs, -1)
     else:
         z0 = _tensor(h0, "h0", 2, f"[B, H] with B = {B}", dt)
         if z0.shape[0] != B:
@@ -188,18 +248,22 @@ def cell_params(cell: Any, inputs: Any, *, h0: Any = None, targets: Any = None, 
         y = _tensor(targets, "targets", 3, f"[B, T, O] with B, T = {B}, {T}", dt)
         if tuple(y.shape[:2]) != (B, T):
             raise ParamError("targets", f"expected shape [B, T, O] with B, T = {B}, {T}, got {tuple(y.shape)}")
+    state = tuple(z0.split(list(parts), -1)) if parts else z0
+    shown = [[B, n] for n in parts] if parts else list(z0.shape)
     with torch.no_grad():
         try:
-            out = mod(x[:, 0], z0)
+            out = mod(x[:, 0], state)
         except Exception as exc:  # noqa: BLE001 - the user's cell refuses the call: bad input, said plainly
-            raise InputError(f"params: cell(x_t, h) fails with x_t [{B}, {I}] and h {list(z0.shape)} "
+            raise InputError(f"params: cell(x_t, h) fails with x_t [{B}, {I}] and h {shown} "
                              f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]})") from None
-    if not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(z0.shape):
-        got = type(out).__name__ if not isinstance(out, torch.Tensor) else f"shape {tuple(out.shape)}"
-        raise InputError(f"params: cell(x_t, h) must return the next state, a tensor of shape {list(z0.shape)}; got "
-                         f"{got} (a cell with two states, like LSTMCell's (h, c), is wrapped so its state is "
-                         "torch.cat([h, c], -1))")
-    return CellParams(mod, x, z0, y, frozenset(names), type(cell).__name__)
+    if not _returns_state(mod, x[:, 0], state):
+        got = (f"a {type(out).__name__} of {len(out)}" if isinstance(out, (tuple, list)) else
+               type(out).__name__ if not isinstance(out, torch.Tensor) else f"shape {tuple(out.shape)}")
+        want = f"a tuple of tensors of shapes {shown}" if parts else f"a tensor of shape {shown}"
+        raise InputError(f"params: cell(x_t, h) must return the next state in the form it takes, {want}; got {got} "
+                         "(a cell whose state is a tuple, like LSTMCell's (h, c), takes and returns the tuple: "
+                         "pass h0 as a tuple of [B, H_i] arrays)")
+    return CellParams(mod, x, z0, y, frozenset(names), type(cell).__name__, parts)
 
 
 def verify_cell(p: CellParams, *, seed: int = 0, mode: str = "stored", consensus: str | None = None,
@@ -216,11 +280,13 @@ def verify_cell(p: CellParams, *, seed: int = 0, mode: str = "stored", consensus
     torch.set_num_threads(1)
     B, T, H, I = p.shape
     dt = p.x.dtype
-    mc = ModuleCell(p.module, H, I)
+    mc = ModuleCell(p.module, H, I, p.parts)
     theta = mc.parameters()
     gen = torch.Generator().manual_seed(int(seed))
     y = (torch.randn(B, T, 3, generator=gen, dtype=torch.float64).to(dt) if p.targets is None else p.targets)
     W_out = (torch.randn(y.shape[-1], H, generator=gen, dtype=torch.float64) / math.sqrt(H)).to(dt)
+    if p.parts:  # a tuple state (h, c, ...): the readout reads its first part, h
+        W_out[:, p.parts[0]:] = 0.0
     b_out = torch.zeros(y.shape[-1], dtype=dt)
     with torch.no_grad():
         tr = Trajectory.run(mc, theta, p.x, p.z0)
@@ -231,6 +297,8 @@ def verify_cell(p: CellParams, *, seed: int = 0, mode: str = "stored", consensus
     params = {"cell": "module", "module": p.name, "B": B, "T": T, "H": H, "I": I, "seed": seed,
               "parameters": {k: list(v.shape) for k, v in theta.items()},
               "targets": "given" if p.targets is not None else "random", "dtype": str(dt).replace("torch.", "")}
+    if p.parts:
+        params["state_parts"] = list(p.parts)
     if p.assume:
         params["assume"] = sorted(p.assume)
     doc = analyze_model(m, params, mode=mode, exact_max=EXACT_MAX if exact_max is None else exact_max, seed=seed,
@@ -252,8 +320,10 @@ def analyze_cell(cell: Any, inputs: Any, *, h0: Any = None, targets: Any = None,
         ``dtype``); θ = its parameters that require grad.
     inputs : array or Tensor
         [B, T, I] (numpy of any real dtype, or a torch tensor on any device).
-    h0 : array or Tensor, optional
-        [B, H]; default zeros, H from ``cell.hidden_size``, else found by probing the cell.
+    h0 : array or Tensor or tuple of them, optional
+        [B, H]; or a tuple of [B, H_i] arrays for a cell whose state is a tuple (``(h0, c0)`` of an
+        LSTM); default zeros, H from ``cell.hidden_size`` (an ``LSTMCell``: (H, H)), else found by
+        probing the cell.
     targets : array or Tensor, optional
         [B, T, O] for the readout loss :math:`\tfrac12\|W_{out}z+b_{out}-y^*\|^2`; default random
         (O = 3). W_out is random :math:`\mathcal N(0,1/H)`, b_out = 0 (both seeded by ``seed``).
@@ -270,9 +340,10 @@ def analyze_cell(cell: Any, inputs: Any, *, h0: Any = None, targets: Any = None,
     Returns
     -------
     Result
-        The theorems Prop. 1, Cor. 1 (decided once the cell is known smooth), Thm 1 (needs the
-        cell's inner structure: undecided for a module), Thm 2 (decided when every Jacobian is
-        exactly checked invertible: B·T ≤ 64 and H ≤ 8); ``sections`` holds the identities and
+        The theorems Prop. 1, Cor. 1 (decided once the cell is known smooth), Thm 1 (decided when
+        the cell's structure is read: torch's RNN, GRU and LSTM cells, or a torch.fx graph whose
+        weights are each used once by a linear map, :mod:`flowcert.rnn.structure`), Thm 2 (decided
+        when every Jacobian is exactly checked invertible: B·T ≤ 64 and H ≤ 8); ``sections`` holds the identities and
         effective ranks; ``run`` the trajectory. ``to_json()`` is the ``kpflow analyze --json``
         document. Dict access (the former return type) works for one release.
 

@@ -371,8 +371,11 @@ class ModuleCell:
     bias = False
     noisy = False
 
-    def __init__(self, module: torch.nn.Module, H: int, I: int) -> None:
+    def __init__(self, module: torch.nn.Module, H: int, I: int, parts: tuple[int, ...] = ()) -> None:
         self.module, self.H, self.I = module, int(H), int(I)
+        #: sizes of the state's parts when the cell takes and returns a tuple (an LSTM's (h, c)); the state is
+        #: then z = [h; c], split before each call and concatenated after
+        self.parts = tuple(int(p) for p in parts)
 
     @property
     def neurons(self) -> int:
@@ -383,15 +386,19 @@ class ModuleCell:
         is exact: the copy computes the same function, with less rounding)."""
         import copy
 
-        return ModuleCell(copy.deepcopy(self.module).to(device=device, dtype=dtype), self.H, self.I)
+        return ModuleCell(copy.deepcopy(self.module).to(device=device, dtype=dtype), self.H, self.I, self.parts)
 
     def parameters(self) -> Params:
         """θ: the module's parameters that require grad, detached."""
         return {k: v.detach() for k, v in self.module.named_parameters() if v.requires_grad}
 
     def step(self, theta: Params, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """:math:`F(z, x;\\theta)` = ``module(x, z)`` with the parameters replaced by ``theta``."""
-        return torch.func.functional_call(self.module, theta, (x, z))
+        """:math:`F(z, x;\\theta)` = ``module(x, z)`` with the parameters replaced by ``theta`` (a tuple state:
+        ``torch.cat(module(x, z.split(parts)), -1)``)."""
+        if not self.parts:
+            return torch.func.functional_call(self.module, theta, (x, z))
+        out = torch.func.functional_call(self.module, theta, (x, tuple(z.split(list(self.parts), -1))))
+        return torch.cat(list(out), -1)
 
     def constant_outer(self) -> bool:
         return False
