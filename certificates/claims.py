@@ -117,6 +117,12 @@ CLAIMS: dict[str, Callable[[dict[str, Any], dict[str, str]], str]] = {
     # rnn system (certificates/rnn.py)
     "contraction": lambda d, w: (f"A_t^T X A_t <= rho^2 X with X >= I for all {len(d['jacobians'])} matrices A_t of "
                                  f"{w['jacobians']}, rho^2 = {d['rho2']}, lambda_max(X) <= {d['kappa_upper']}"),
+    "contraction_float": lambda d, w: (
+        f"A_t^T X A_t <= rho^2 X with X >= I for all {int(d['jacobians']['shape'][0])} float64 matrices A_t of "
+        f"{w['jacobians']}, rho^2 = {d['rho2']}, lambda_max(X) <= {d['kappa_upper']} (rigorous binary64 error bounds)"),
+    "invertible_float": lambda d, w: (
+        f"every one of the {int(d['jacobians']['shape'][0])} float64 matrices A_t of {w['jacobians']} is nonsingular "
+        "(verified inverse, rigorous binary64 error bounds)"),
     "bounded_real": lambda d, w: (f"||P_T||_2 <= gamma for every horizon T, gamma^2 = {d['gamma2']}, for the "
                                   f"linear recurrence with state matrix {w['A']}"),
     "tetrahedron_spectrum_sign": lambda d, w: (

@@ -73,6 +73,9 @@ KINDS: dict[str, str] = {
     # rnn system, KPFlow operators (certificates/rnn.py)
     "bounded_real": "rnn:_check_bounded_real",
     "contraction": "rnn:_check_contraction",
+    # rnn system at real size: rigorous floating-point bounds on a referenced Jacobian stack (certificates/rnn_float.py)
+    "invertible_float": "rnn_float:_check_invertible_float",
+    "contraction_float": "rnn_float:_check_contraction_float",
     # products of stored low-rank weight factors, pretrained heads (certificates/lowrank.py)
     "entry_asymmetry": "lowrank:_check_asymmetry",
     "minor_not_psd": "lowrank:_check_minors",

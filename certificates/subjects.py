@@ -357,6 +357,10 @@ def near(value: Any, field: Any, rel: Fraction = Fraction(1, 2**30)) -> bool:
     the Jacobians along a trajectory) is the re-derived ``value`` up to rounding noise: same shape, and
     every entry :math:`|c-v|\le\tau\max(1,|v|)`, :math:`\tau=` ``rel``, in exact rationals. This only ties
     the copy to its subject; what the certificate proves is checked on ``value`` itself."""
+    if isinstance(value, dict) and "sha256" in value:  # a float64 stack by reference (rnn_float): its fingerprint
+        from .rnn_float import ties
+
+        return isinstance(field, dict) and ties(value, field)
     def flat(x: Any) -> tuple[list[int], list[Fraction]] | None:
         if isinstance(x, flint.fmpq_mat):
             x = [[str(x[i, j]) for j in range(x.ncols())] for i in range(x.nrows())]

@@ -45,6 +45,12 @@ print(json.dumps({"preloaded": preloaded, "listed": listed, "verdicts": verdicts
 
 
 def fresh_explain(tmp_path: Path, certs: dict[str, dict]) -> dict:
+    from flowcert.certificates import rnn_float
+
+    for c in certs.values():  # a float64 Jacobian stack by reference: its side file beside the certificates
+        ref = c.get("data", {}).get("jacobians") if isinstance(c.get("data"), dict) else None
+        if isinstance(ref, dict) and ref.get("sha256") in rnn_float._STORE:
+            rnn_float.save_stack(ref, str(tmp_path))
     path = tmp_path / "certs.json"
     path.write_text(json.dumps(certs))
     proc = subprocess.run([sys.executable, "-c", FRESH, str(path)], cwd=tmp_path, env=ENV,
@@ -206,6 +212,12 @@ def build_real_certificates() -> dict[str, dict]:
     # rnn
     add(crnn.bounded_real_bound(np.array([[0.5, 0.1], [0.0, 0.4]])))
     add(crnn.contraction_rate([np.array([[0.5, 0.1], [0.0, 0.4]]), np.array([[0.3, -0.2], [0.1, 0.5]])]))
+    # rnn at real size: rigorous float bounds on a stack named by its digest (a side file in a fresh process)
+    from flowcert.certificates import rnn_float as rf
+
+    stack = np.stack([np.array([[0.5, 0.1], [0.0, 0.4]]), np.array([[0.3, -0.2], [0.1, 0.5]])])
+    add(rf.invertible_float(stack))
+    add(rf.contraction_rate_float(stack))
 
     # products of low-rank factors (pretrained heads): N = A B = [[1, -1], [2, -2]]
     A, B = np.array([[1.0], [2.0]]), np.array([[1.0, -1.0]])
@@ -301,7 +313,7 @@ def tamper(kind: str, cert: dict) -> tuple[dict, str]:
         assert Fraction(d["V"][0][1]) != 0
         d["V"][0][1] = _neg(d["V"][0][1])
         return c, "V is no longer symmetric (V_01 = -V_10 != 0)"
-    if kind == "contraction":
+    if kind in ("contraction", "contraction_float"):
         assert Fraction(d["rho2"]) > 0
         d["rho2"] = _neg(d["rho2"])
         return c, "A^T X A >= 0 > -rho^2 X for X > 0: no Jacobian satisfies A^T X A <= -rho^2 X"
@@ -314,7 +326,7 @@ def tamper(kind: str, cert: dict) -> tuple[dict, str]:
 #: system -> kinds tampered (gaussian, attention: both papers, rnn, low-rank products of pretrained heads)
 TAMPERED = {"gaussian": ("psd", "pd", "pd_equilibrium"),
             "attention": ("sup_norm_bound", "symmetric_eigen_enclosure", "attention_bipartite_spectrum"),
-            "rnn": ("contraction",), "pretrained": ("entry_asymmetry",)}
+            "rnn": ("contraction", "contraction_float"), "pretrained": ("entry_asymmetry",)}
 
 
 def test_a_tampered_rational_is_refused_in_a_fresh_process(real, tmp_path):

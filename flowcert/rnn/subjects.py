@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-__all__ = ["jacobians_of", "state_matrix_of", "relu_states_of"]
+__all__ = ["jacobians_of", "jacobian_stack_of", "state_matrix_of", "relu_states_of"]
 
 _CACHE: dict[str, Any] = {}
 
@@ -117,6 +117,50 @@ def jacobians_of(doc: Mapping[str, Any]) -> list[list[list[str]]]:
         The document's ``params`` do not load.
     """
     return [_exact(A) for A in _model(doc)["jacobians"]]
+
+
+def jacobian_stack_of(doc: Mapping[str, Any]) -> dict[str, Any]:
+    r"""The same Jacobians at any size, as the reference of one float64 stack ``[B*T, H, H]`` (trial-major)
+    put in the store of :mod:`flowcert.certificates.rnn_float` (``{"sha256", "shape", "dtype",
+    "fingerprint"}``): what the real-size certificates (``invertible_float``, ``contraction_float``)
+    speak of. Recomputed on each call (no cache: a stack of the peer's size is 419 MB; the store keeps
+    the last few by digest).
+
+    Raises
+    ------
+    KeyError
+        The document is of a user's module.
+    flowcert.certificates.subjects.SubjectError
+        The document's ``params`` do not load, or their trajectory cannot be computed or is not finite.
+    """
+    import numpy as np
+
+    from ..certificates import rnn_float
+    from ..certificates.subjects import SubjectError
+
+    p = _params(doc)
+    import torch
+
+    from .analyze import build_model
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        from ..gpu.rnn.operators import state_jacobians
+
+        m = build_model(p)
+        B, T, H = m["tr"].shape
+        J = state_jacobians(m["tr"]).reshape(B * T, H, H)
+        del m
+    except Exception as exc:  # noqa: BLE001 - a document's params that do not run: refused, with the reason
+        raise SubjectError(f"the trajectory of the document's params cannot be computed ({type(exc).__name__}: "
+                           f"{' '.join(str(exc).split())[:160]})") from None
+    finally:
+        torch.set_num_threads(threads)
+    A = rnn_float.as_stack(J)
+    if not np.isfinite(A).all():
+        raise SubjectError("the Jacobians of the document's params are not finite (diverged)")
+    return rnn_float.register_stack(A)
 
 
 def relu_states_of(doc: Mapping[str, Any]) -> list[list[str]]:
