@@ -24,7 +24,10 @@ its records with ``ENTRY.result(...)`` / ``HYPOTHESIS.result(...)``. Subjects:
   Jacobians :math:`A_{b,t}` along the trajectory (``derived.jacobians``) and the linear cell's state
   matrix (``derived.state_matrix``), re-derived from ``params`` by :mod:`flowcert.rnn.subjects`; the
   certificates about them (``invertible_all``, ``contraction``, ``bounded_real``) are checked on the
-  re-derived values.
+  re-derived values; above the exact budget (:data:`MAX_STEPS`, :data:`MAX_H`) the same Jacobians are one
+  float64 stack named by its digest (``derived.jacobian_stack``), and ``invertible_float`` /
+  ``contraction_float`` decide them with rigorous floating-point bounds
+  (:mod:`flowcert.certificates.rnn_float`).
 
 The document's top-level ``certificates`` list (the contraction and bounded-real records) and the
 Thm 2 predictions computed from them are checked by :func:`check`.
@@ -52,6 +55,9 @@ PROTOCOL = {"descent": "plain_gd", "readout": "linear_frozen_half_squared"}
 MAX_STEPS, MAX_H = 64, 8
 
 JACOBIANS = "derived.jacobians"
+#: the same Jacobians above the exact budget, as one float64 stack [B*T, H, H] named by a digest reference
+#: (certificates ``invertible_float`` / ``contraction_float``: rigorous float bounds, flowcert.certificates.rnn_float)
+JACOBIAN_STACK = "derived.jacobian_stack"
 #: the ReLU cell's states met by a Jacobian after the first step, z_{b,t-1} for t >= 2 (rows b (T-1) + t - 2)
 RELU_STATES = "derived.relu_states"
 STATE_MATRIX = "derived.state_matrix"
@@ -92,9 +98,12 @@ OUTER_CONSTANT = bd.predicate("outer Jacobian D f^outer constant", "one_of", CEL
 #: structural reading without a bound certificate, or unknown with the reason
 STRUCTURE = Hypothesis("f = f^outer(W_j f_j^inner): structure of the cell known", certifiable_holds=False)
 INVERTIBLE = Hypothesis("every A_t invertible", (
-    Proof("predicate", {"jacobians": JACOBIANS}, bd.by_value, {"predicate": "invertible_all"}),))
+    Proof("predicate", {"jacobians": JACOBIANS}, bd.by_value, {"predicate": "invertible_all"}),
+    Proof("invertible_float", {"jacobians": JACOBIAN_STACK}, HOLDS, {"value": True})))
 #: records of the document's top-level ``certificates`` list (not hypotheses of an entry)
-CONTRACTION = Hypothesis("common quadratic Lyapunov contraction", (Proof("contraction", {"jacobians": JACOBIANS}, HOLDS),))
+CONTRACTION = Hypothesis("common quadratic Lyapunov contraction", (Proof("contraction", {"jacobians": JACOBIANS}, HOLDS),
+                                                                  Proof("contraction_float", {"jacobians": JACOBIAN_STACK},
+                                                                        HOLDS)))
 BOUNDED_REAL = Hypothesis("||P|| <= gamma (bounded-real lemma)", (Proof("bounded_real", {"A": STATE_MATRIX}, HOLDS),))
 RECORDS = {h.name: h for h in (CONTRACTION, BOUNDED_REAL)}
 
@@ -137,8 +146,9 @@ def _derived(name: str) -> Callable[[Any], Any]:
 
 
 bd.DERIVED.setdefault("rnn", {}).update({JACOBIANS: _derived("jacobians_of"), STATE_MATRIX: _derived("state_matrix_of"),
-                                         RELU_STATES: _derived("relu_states_of")})
-bd.COMPUTED.update({JACOBIANS, STATE_MATRIX, RELU_STATES})
+                                         RELU_STATES: _derived("relu_states_of"),
+                                         JACOBIAN_STACK: _derived("jacobian_stack_of")})
+bd.COMPUTED.update({JACOBIANS, STATE_MATRIX, RELU_STATES, JACOBIAN_STACK})
 
 # ---------------------------------------------------------------------------------------------
 # Document-level rules of a ``kpflow analyze`` / ``verify rnn`` document

@@ -267,6 +267,13 @@ def thm_2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[Theor
     block-diagonal over trials), against the rounding bound of :func:`~flowcert.gpu.rnn.spectra.uvu_rounding_bound`
     in the dtype in use; where that bound is as large as the result (U_t too ill-conditioned, e.g. a
     contracting run whose products U_t lose rank numerically), the comparison is skipped, not failed.
+
+    "every A_t invertible" and the CQLF contraction speak of every A_t of the run. Up to
+    ``cat.MAX_STEPS`` / ``cat.MAX_H`` they are decided in exact rationals (each A_t in the certificate);
+    above, when the float64 stack fits :data:`FLOAT_STACK_BYTES`, by rigorous binary64 error bounds on
+    the stack named by its SHA-256 (:mod:`flowcert.certificates.rnn_float`: verified inverse, X from a
+    Lyapunov solve or I with a shifted-Cholesky check); else ``unknown``. The path taken and its limits
+    are ``cross_check.details.jacobian_checks``.
     """
     import torch
 
@@ -305,10 +312,18 @@ def thm_2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[Theor
         inv = _predicate(cat.INVERTIBLE, "invertible_all", PREDICATES["invertible_all"][0]({"jacobians": Js}),
                          {"jacobians": cat.JACOBIANS} if bindable else None, "exact rational determinant of each A_t",
                          f"{len(Js)} Jacobians; max cond {cond:.3g}", float(smin.min()), jacobians=Js)
-    else:
+    stack = None if exact_size else _float_stack(tr, P)  # above the exact budget: rigorous float bounds
+    if stack is not None:
+        from ..certificates import rnn_float
+
+        ref = rnn_float.register_stack(stack)
+        inv = rnn_float.invertible_float(stack, ref)
+        inv = cat.INVERTIBLE.bind(inv) if bindable else inv
+    elif not exact_size:
         inv = core.HypothesisResult("every A_t invertible", "unknown", float(smin.min()), "float SVD (not rigorous)", None,
                                     f"smallest singular value {float(smin.min()):.3g}, max cond {cond:.3g}{where}; "
-                                    "exact check only for B*T <= 64, H <= 8")
+                                    f"exact check only for B*T <= {cat.MAX_STEPS}, H <= {cat.MAX_H}; the Jacobian stack "
+                                    f"({B * T * H * H * 8} bytes) exceeds FLOAT_STACK_BYTES = {FLOAT_STACK_BYTES}")
     gen = torch.Generator().manual_seed(7)
     q = torch.randn(tr.shape, generator=gen, dtype=torch.float64).to(dtype=tr.dtype, device=tr.device)
     res_uvu: float | None = None
@@ -349,8 +364,13 @@ def thm_2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[Theor
     # tolerances of the float comparisons below, from the dtype in use
     lam_tol = max(1e-12, 64 * H * eps)
     norm_tol = max(1e-9, 64 * T * H * eps)
-    if exact_size:
-        hyp, info = crnn.contraction_rate(list(Jc.reshape(-1, H, H).cpu().numpy()))
+    details["jacobian_checks"] = _decision_path(exact_size, stack is not None, B * T, H)
+    if exact_size or stack is not None:
+        if exact_size:
+            hyp, info = crnn.contraction_rate(list(Jc.reshape(-1, H, H).cpu().numpy()))
+        else:
+            hyp, info = rnn_float.contraction_rate_float(stack, ref)
+            del stack
         certs.append(hypothesis_record(cat.CONTRACTION.bind(hyp) if bindable else hyp))
         if info is not None:
             bound = crnn.propagation_bound(info["rho"], info["kappa"], T)
@@ -358,7 +378,7 @@ def thm_2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[Theor
             pred["certified_P_norm_bound"] = bound
             details["qr_exponent_below_certified_bound"] = bool(lams[0] <= info["lyapunov_upper"] + lam_tol)
             ok = ok and details["qr_exponent_below_certified_bound"] and (P_norm is None or P_norm <= bound * (1 + norm_tol))
-        if getattr(cell, "kind", None) == "linear":
+        if getattr(cell, "kind", None) == "linear" and exact_size:
             hyp2, gamma = crnn.bounded_real_bound(cell.A.cpu().numpy())
             certs.append(hypothesis_record(cat.BOUNDED_REAL.bind(hyp2)))
             if gamma is not None:
@@ -366,9 +386,47 @@ def thm_2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[Theor
                 ok = ok and (P_norm is None or P_norm <= gamma * (1 + norm_tol))
     else:
         certs.append(core.HypothesisResult("common quadratic Lyapunov contraction", "unknown", None, "CQLF LMI", None,
-                                           "exact re-check budget: H <= 8 and B*T <= 64").to_json())
+                                           f"exact re-check budget: H <= {cat.MAX_H} and B*T <= {cat.MAX_STEPS}; the "
+                                           f"float stack exceeds FLOAT_STACK_BYTES = {FLOAT_STACK_BYTES}").to_json())
     th = cat.THM_2.result([inv], pred, CrossCheck("agrees" if ok else "disagrees", details))
     return th, certs
+
+
+#: above the exact budget, the Jacobians are checked with rigorous float bounds when their float64 stack
+#: [B*T, H, H] fits this many bytes (the peer's GRU, B*T = 3,200, H = 128: 419 MB)
+FLOAT_STACK_BYTES = 2**30
+
+
+def _float_stack(tr: Any, P: Any) -> Any:
+    """Every A_t of the run as one float64 array [B*T, H, H] (trial-major), or None above
+    :data:`FLOAT_STACK_BYTES`; the stored Jacobians when P has them (no copy in float64)."""
+    from ..certificates.rnn_float import as_stack
+    from ..gpu.rnn.operators import state_jacobians
+
+    B, T, H = tr.shape
+    if B * T * H * H * 8 > FLOAT_STACK_BYTES:
+        return None
+    return as_stack(P.J if P.J is not None else state_jacobians(tr))
+
+
+def _decision_path(exact: bool, rigorous: bool, steps: int, H: int) -> dict[str, Any]:
+    """Which path decided "every A_t invertible" and the contraction (Thm 2 details), and its limits."""
+    if exact:
+        return {"path": "exact_rational", "jacobians": steps, "H": H,
+                "limits": f"B*T <= {cat.MAX_STEPS} and H <= {cat.MAX_H}: every A_t as exact rationals in the certificate; "
+                          "determinants and LDL^T pivots in rational arithmetic"}
+    if rigorous:
+        return {"path": "rigorous_float", "jacobians": steps, "H": H,
+                "limits": "binary64 a-posteriori bounds (flowcert.certificates.rnn_float): gamma_n |A||B| for products, "
+                          "verified inverse ||I - R A_t||_inf < 1, shifted Cholesky of rho^2 X - A_t^T X A_t; the subject "
+                          "is the float64 Jacobians as computed (their forming error is not bounded; the proved "
+                          "sigma_min and robust radius say how far the claims extend); the stack is named by its "
+                          "SHA-256, re-derived from params by recheck (built-in cells) or read from memory / a side "
+                          "file jacobians-<sha256>.npy (a user's module); X comes from a Lyapunov solve of the mean "
+                          "Jacobian or is I: a failed check is unknown, never a weaker holds; IEEE round-to-nearest, "
+                          "no fast matrix multiplication assumed"}
+    return {"path": "none", "jacobians": steps, "H": H,
+            "limits": f"above the exact budget and the float stack exceeds {FLOAT_STACK_BYTES} bytes: not decided"}
 
 
 def _exact_rows(A: np.ndarray) -> list[list[str]]:
