@@ -200,16 +200,19 @@ TRUST_MIN_PROBES = 8
 
 #: CPU seconds per unit of each primitive of the consensus stage (:func:`consensus_work`), one thread,
 #: fitted by ``python benchmarks/kpflow_consensus_coverage.py --calibrate`` (non-negative least squares on
-#: relative error over 30 measured stages; the shared 2-core development machine, 2026-11-29, load 1-2):
+#: relative error over the 28 measured stages of its ``COST_CASES``; the shared 2-core development machine,
+#: 2026-11-29, load 1-2). A zero is a term the fit found no weight for beside the others (P's multiply-adds
+#: travel with its steps and the layouts at these sizes); ``Ga_vec`` (no closed-form G) is not fitted.
 #: ``P_madd``/``P_step``: multiply-adds and batched steps of P, P* with stored Jacobians (``Pr_*``:
 #: recomputed); ``G_madd``/``G_call``: the closed-form G, G^T and its calls (one per chunk of vectors);
+#: ``G_elem``: entries of the gates' elementwise passes of the closed forms; ``G_out``: entries of the flat parameter vectors G reads or G^T writes (memory-bound copies);
 #: ``Ga_vec``: one autograd G or G^T of one vector (the other cells); ``vec``: entries of the probe and
-#: basis vectors written and permuted; ``flops``: multiply-adds of the per-probe and Gram products;
+#: basis vectors written and permuted (``vec_big``: in batches above :data:`CACHE_BYTES`); ``flops``: multiply-adds of the per-probe and Gram products;
 #: ``eig``: :math:`|K|^3` of one symmetric eigendecomposition; ``call``: the stage's fixed cost.
 CONSENSUS_UNIT_SECONDS: dict[str, float] = {
-    "P_madd": 1.0e-10, "P_step": 1.0e-5, "Pr_madd": 2.8e-10, "Pr_step": 2.2e-4,
-    "G_madd": 7.7e-11, "G_call": 3.5e-4, "Ga_vec": 5e-4, "vec": 3e-9, "flops": 4e-10, "eig": 3e-9,
-    "call": 2e-3,
+    "P_madd": 0.0, "P_step": 3.34e-5, "Pr_madd": 0.0, "Pr_step": 8.69e-4,
+    "G_madd": 4.8e-11, "G_call": 2.82e-4, "G_elem": 1.32e-8, "G_out": 1.34e-8, "Ga_vec": 5e-4,
+    "vec": 0.0, "vec_big": 4.58e-9, "flops": 9.26e-11, "eig": 2.62e-10, "call": 0.0,
 }
 
 
@@ -234,6 +237,15 @@ def jackknife_groups(m: int, nk: int, keep_per_probe: int = KEEP_PER_PROBE, cap:
     0 (no eigenvalue error bars) when that is below 2."""
     g = min(m, cap, keep_per_probe // max(1, nk * nk))
     return g if g >= 2 else 0
+
+
+#: Batches of vectors above this many bytes are permuted out of cache (``vec_big``: several times dearer per entry).
+CACHE_BYTES = 4 * 2**20
+
+
+def _vec(nbytes: float) -> str:
+    """The ``vec`` primitive of a batch of ``nbytes``: in cache or not."""
+    return "vec_big" if nbytes > CACHE_BYTES else "vec"
 
 
 def _sizes(total: int, per: int) -> list[int]:
@@ -264,11 +276,14 @@ def consensus_work(B: int, T: int, H: int, I: int, cell: str, keep: str, probes:
     pre = "P" if mode == "stored" else "Pr"
 
     def through(batch: int) -> None:  # one batched application of C or C^T to `batch` vectors
+        f[_vec(batch * n * item)] += 2.0 * batch * n  # its layouts: [n, B, T, H] <-> the time-major rows
         if usesP:
             f[pre + "_madd"] += batch * (2.0 * N * H * H if mode == "stored" else 2.0 * N * H * d * w)
             f[pre + "_step"] += T
         if usesG:
+            f["G_out"] += batch * float(dim)  # the flat parameter vectors in or out, copied per parameter
             if cell in CLOSED_G:
+                f["G_elem"] += batch * float(n) * w  # the gates' elementwise passes over [B T, batch, w H]
                 f["G_madd"] += batch * 2.0 * N * H * d * w
                 f["G_call"] += -(-batch // gchunk)
             else:
@@ -283,7 +298,7 @@ def consensus_work(B: int, T: int, H: int, I: int, cell: str, keep: str, probes:
             for _ in range(rows):
                 for c in _sizes(nkeep, chunk):
                     through(c)
-        f["vec"] += 2.0 * rows * nkeep * n
+        f[_vec(min(rows, group) * min(nkeep, chunk) * n * item)] += 2.0 * rows * nkeep * n
         f["flops"] += float(rows) * nkeep * nkeep * dim
 
     g = 0
@@ -295,13 +310,13 @@ def consensus_work(B: int, T: int, H: int, I: int, cell: str, keep: str, probes:
     else:
         for p in _sizes(probes, factor_batching(dim, n, nk, probes, item, budget)):
             through(p)
-        f["vec"] += 2.0 * probes * (dim + n)
+        f[_vec(factor_batching(dim, n, nk, probes, item, budget) * (dim + n) * item)] += 2.0 * probes * (dim + n)
         f["flops"] += float(probes) * nk * nk * ns
         g = jackknife_groups(probes, nk)
     chunk, _ = traced_batching(n, nk, item, budget)  # the block sum: e_k (x) 1, then Y Y^T
     for c in _sizes(nk, chunk):
         through(c)
-    f["vec"] += 2.0 * nk * n
+    f[_vec(min(nk, chunk) * n * item)] += 2.0 * nk * n
     f["flops"] += float(nk) * nk * dim + float(g) * nk * nk * min(top, nk)
     f["eig"] += (2 + g) * float(nk) ** 3
     f["call"] += 1
