@@ -78,8 +78,30 @@ def _is_flowcert_json(obj: Any) -> bool:
     return isinstance(obj, dict) and ("flowcert" in obj or SWEEP_RECORD_KEYS <= obj.keys() or is_certificate(obj))
 
 
+#: longest float literal read (a float64 needs at most 24 characters; a 300-digit literal is no float flowcert wrote)
+MAX_FLOAT_CHARS = 40
+
+
+class _BadLiteral(ValueError):
+    """A JSON literal flowcert never writes: NaN, Infinity, or an overlong float."""
+
+
+def _json_constant(name: str) -> Any:
+    raise _BadLiteral(f"the literal {name} (JSON has no non-finite numbers; flowcert writes null)")
+
+
+def _json_float(text: str) -> float:
+    if len(text) > MAX_FLOAT_CHARS:
+        raise _BadLiteral(f"a float literal of {len(text)} characters (at most {MAX_FLOAT_CHARS})")
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise _BadLiteral(f"the float literal {text[:20]} overflows float64")
+    return value
+
+
 def _parse(text: str) -> Any:
-    return json.loads(text, object_pairs_hook=_no_duplicates, parse_int=_json_int)
+    return json.loads(text, object_pairs_hook=_no_duplicates, parse_int=_json_int, parse_float=_json_float,
+                      parse_constant=_json_constant)
 
 
 def _problem(exc: Exception) -> str:
@@ -89,10 +111,12 @@ def _problem(exc: Exception) -> str:
         return f"duplicate key {exc.args[0]!r}"
     if isinstance(exc, _LongInteger):
         return f"a JSON integer has {exc.args[0]} digits (at most {MAX_JSON_DIGITS})"
+    if isinstance(exc, _BadLiteral):
+        return f"not a flowcert document: {exc.args[0]}"
     return "not valid JSON (nested too deeply)"
 
 
-_PARSE_ERRORS = (json.JSONDecodeError, _DuplicateKey, _LongInteger, RecursionError)
+_PARSE_ERRORS = (json.JSONDecodeError, _DuplicateKey, _LongInteger, _BadLiteral, RecursionError)
 
 
 def read_documents(path: str | os.PathLike[str]) -> list[tuple[int | None, Any]]:
@@ -354,6 +378,10 @@ class DocumentCheck:
     checkpoint_unbound: list[str] = field(default_factory=list)
     #: ``path: reason`` of a parameter reference whose file could not be read (missing, unreadable)
     unread: list[str] = field(default_factory=list)
+    #: whether the document's derived fields were re-derived from its parameters (:mod:`flowcert.rederive`)
+    rederived: bool = False
+    #: records (simulations, cross-checks) checked for type and range only, not re-run
+    records_not_rerun: int = 0
 
     @property
     def rechecked(self) -> bool:
@@ -600,6 +628,13 @@ def recheck_document(doc: Any, *, prefix: str = "$", checkpoint: Any = None, ori
     if params_reference(doc.get("params")) is not None:  # a reference not followed: nothing can be re-derived
         return _unfollowed(doc, prefix, out)
     system = doc.get("system")
+    from .bindings import DOCUMENT_CHECKERS
+    from .systems import REGISTRY
+
+    if "flowcert" in doc and not (isinstance(system, str) and (system in REGISTRY or system in DOCUMENT_CHECKERS)):
+        out.refused.append((f"{prefix}.system", "-", f"{system!r} is not a system of flowcert "
+                                                     f"({', '.join([*REGISTRY, *DOCUMENT_CHECKERS])})"))
+        system = None  # its certificates are still checked, each on its own
     checker = _document_checker(system)
     if checker is not None:
         return checker(doc, prefix, checkpoint)
@@ -622,6 +657,12 @@ def recheck_document(doc: Any, *, prefix: str = "$", checkpoint: Any = None, ori
     if isinstance(system, str) and system in EXTRA_CHECKS:
         for path, reason in EXTRA_CHECKS[system](doc):
             out.refused.append((f"{prefix}{path[1:]}" if path.startswith("$") else path, "-", reason))
+    from .rederive import rederivable, rederive
+
+    if rederivable(doc):  # the second guarantee: the document is what flowcert computes on its parameters
+        found, out.records_not_rerun = rederive(doc, prefix)
+        out.refused += [(path, "derived", reason) for path, reason in found]
+        out.rederived = True
     return out
 
 

@@ -394,8 +394,8 @@ def test_recheck_says_why(real, tmp_path, capsys):
     assert main(["recheck", str(path), "--json"]) == 3
     out = json.loads(capsys.readouterr().out)
     reasons = {r["path"]: r["reason"] for r in out["refused"]}
-    assert sorted(reasons) == ["$.theorems[0].hypotheses[0].certificate", "$.theorems[0].hypotheses[1].certificate",
-                               '$["weird key"][1].certificate']
+    assert sorted(reasons) == sorted(['$["weird key"][1].certificate', "$.system",  # a document of no system (issue 44)
+                                      "$.theorems[0].hypotheses[0].certificate", "$.theorems[0].hypotheses[1].certificate"])
     assert reasons["$.theorems[0].hypotheses[0].certificate"] == "unknown kind 'made_up'"
     assert "missing entry 'M'" in reasons["$.theorems[0].hypotheses[1].certificate"]
     assert reasons['$["weird key"][1].certificate'].startswith("malformed certificate: keys")
@@ -407,7 +407,7 @@ def test_recheck_document_without_certificates_is_fine(tmp_path, capsys):
     from flowcert.cli import main
 
     path = tmp_path / "doc.json"
-    path.write_text(json.dumps({"flowcert": "0", "theorems": []}))
+    path.write_text(json.dumps({"flowcert": "0", "system": "rnn", "theorems": []}))
     assert main(["recheck", str(path), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["certificates"], out["accepted"], out["refused"], out["by_kind"]) == (0, 0, [], {})

@@ -42,6 +42,28 @@ from ..numeric.gaussian import riccati
 from .params import GaussianParams
 
 ZERO_TOL = 1e-9
+#: a computed equilibrium is PD when its smallest eigenvalue exceeds this many units of rounding of its largest
+PD_ULPS = 64.0
+
+
+def run_scale(Sigma0: np.ndarray) -> float:
+    """The run's own scale, :math:`\max|\Sigma_0|` (1 when :math:`\Sigma_0=0`, whose run stays at 0)."""
+    s = float(np.abs(Sigma0).max()) if Sigma0.size else 0.0
+    return s if s > 0 else 1.0
+
+
+def equilibrium_class(S: np.ndarray, scale: float) -> tuple[np.ndarray, str]:
+    r"""A computed equilibrium and its class, by scale-free criteria (issue 44, item 6): ``zero`` when
+    :math:`\max|S|\le10^{-9}s` with s the run's scale (:func:`run_scale`; S is then snapped to 0), ``pd`` when
+    :math:`\lambda_{\min}(S)>64\,d\,\epsilon\,\lambda_{\max}(S)` (above the rounding of a Newton solve),
+    else ``singular``. An exact rescaling :math:`\Sigma\to\Sigma/k` (with :math:`B\to kB`) keeps the class.
+    A class read off a run: a record, not a proof."""
+    if np.abs(S).max() <= ZERO_TOL * scale:
+        return np.zeros_like(S), "zero"
+    w = np.linalg.eigvalsh(0.5 * (S + S.T))
+    top = float(np.abs(w).max())
+    return S, ("pd" if w.min() > PD_ULPS * S.shape[0] * np.finfo(float).eps * top else "singular")
+
 
 class Equilibrium:
     """The long-time limit of the simulation, polished by Newton (None if there is none).
@@ -72,7 +94,7 @@ class Equilibrium:
     def _settle(self, extend: bool) -> None:
         p, S_end = self._p, self._S_end
         assert S_end is not None
-        scale = 1.0 + np.abs(p.Sigma0).max()
+        scale = run_scale(p.Sigma0)
         c = ng.constant(p.A, p.B, p.V, np.zeros(p.d))
         limit = min(self.BUDGET * max(p.t_end, 1e-300), self.MAX_T)
         while True:
@@ -90,12 +112,7 @@ class Equilibrium:
                 return
             S_end, self.horizon = more.Sigma[-1], nxt
             self._S_end = S_end
-        if np.abs(S).max() <= ZERO_TOL * scale:
-            S = np.zeros_like(S)
-        w = np.linalg.eigvalsh(S)
-        tol = 1e-8 * max(1.0, float(np.abs(w).max()))
-        self.S = S
-        self.kind = "zero" if not S.any() else ("pd" if w.min() > tol else "singular")
+        self.S, self.kind = equilibrium_class(S, scale)
 
 
 EXTEND_EVALUATIONS = 100_000  # field evaluations per horizon extension

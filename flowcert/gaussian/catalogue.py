@@ -387,7 +387,7 @@ def verify(p: GaussianParams, simulate: bool = False, seed: int = 0,
 
 
 def verify_run(p: GaussianParams, simulate: bool = False, seed: int = 0,
-               checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:
+               checks: frozenset[str] | None = None, *, recorded: ng.MomentSolution | None = None) -> tuple[dict[str, Any], Any]:
     """:func:`verify` with typed ``theorems`` (:class:`~flowcert.catalogue.TheoremResult`), and the run
     of eq. (7) behind the regime and ``simulation`` (a
     :class:`~flowcert.numeric.gaussian.moments.MomentSolution`; status ``skipped`` when no run was asked
@@ -395,12 +395,30 @@ def verify_run(p: GaussianParams, simulate: bool = False, seed: int = 0,
 
     ``simulate=False`` integrates nothing: every cross-check is skipped and a regime that no theorem
     decides is ``unknown``. ``simulate=True`` runs :data:`DEFAULT_CHECKS`; ``checks`` names the
-    cross-checks to run (``GaussianSystem.checks``) and implies ``simulate``."""
+    cross-checks to run (``GaussianSystem.checks``) and implies ``simulate``. ``recorded``: a run of eq. (7)
+    as a document recorded it (:func:`recorded_run`), used instead of integrating: what ``recheck``
+    re-derives a simulated document's regime and Table 1 from (:mod:`flowcert.rederive`)."""
     chosen = frozenset(checks) if checks is not None else (DEFAULT_CHECKS if simulate else frozenset())
     with (np.errstate(all="ignore"), warnings.catch_warnings(), asked(chosen),
           command_budget(VERIFY_SECONDS, "verify gaussian")):
         warnings.simplefilter("ignore", RuntimeWarning)
-        return _verify(p, simulate or checks is not None, seed)
+        return _verify(p, simulate or checks is not None, seed, recorded)
+
+
+def recorded_run(p: GaussianParams, sim: dict[str, Any]) -> ng.MomentSolution:
+    """The run of eq. (7) a ``simulation`` record describes: from :math:`(\mu_0,\Sigma_0)` at t = 0 to its
+    final state at ``t_end`` (its status: ``blowup`` with a blow-up time, ``ok`` with a final state, else
+    ``failed``)."""
+    mu_f, S_f = sim.get("mu_final"), sim.get("Sigma_final")
+    if S_f is None or mu_f is None:
+        return ng.MomentSolution(np.zeros(1), np.asarray(p.mu0, float)[None], np.asarray(p.Sigma0, float)[None],
+                                 "failed", None, str(sim.get("integrator_message") or sim.get("skipped") or ""))
+    t_end = float(sim["t_end"])
+    status = "blowup" if sim.get("blowup_time") is not None else "ok"
+    return ng.MomentSolution(np.array([0.0, t_end]), np.array([np.asarray(p.mu0, float), np.asarray(mu_f, float)]),
+                             np.array([np.asarray(p.Sigma0, float), np.asarray(S_f, float)]), status,
+                             sim.get("blowup_time"), str(sim.get("integrator_message") or ""), str(sim.get("method") or ""),
+                             sim.get("manifold_drift"), sim.get("mean_escape_time"))
 
 
 def not_run(p: GaussianParams, why: str) -> ng.MomentSolution:
@@ -445,10 +463,13 @@ def _share(fraction: float | None = None, keep: float = 0.0) -> float | None:
     return fraction * left if fraction is not None else left - keep
 
 
-def _verify(p: GaussianParams, simulate: bool, seed: int) -> tuple[dict[str, Any], Any]:
+def _verify(p: GaussianParams, simulate: bool, seed: int,
+            recorded: ng.MomentSolution | None = None) -> tuple[dict[str, Any], Any]:
     low = low_rank(p)
     integrate_skip = stage_skip_reason("gaussian:integrate", p.d, low_rank=low)
-    if not wants("moments"):
+    if recorded is not None:
+        sol = recorded
+    elif not wants("moments"):
         sol = not_run(p, "no run of eq. (7) was asked for (simulate=False, or checks without 'moments')")
     else:
         with command_budget(_share(RUN_SHARE), "the run of eq. (7)"):

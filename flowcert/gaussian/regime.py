@@ -188,8 +188,9 @@ def regime(p: GaussianParams, sol: ng.MomentSolution, eq: Any, by_id: dict[str, 
         out["equilibrium"] = stamp_result(stab, {"A": "params.A", "B": "params.B", "V": "params.V"}).to_json()
         if stab.status == "holds":
             out.update(Sigma=f"converges_{eq.kind}", Sigma_inf=eq.S.tolist(), argument=(
-                f"run settled by t = {eq.horizon:.6g}; Newton from its end + certified exponential stability of the "
-                "linearisation on Sym(d) (stable_equilibrium certificate)"))
+                f"observed: the run settled by t = {eq.horizon:.6g} and Newton from its end found an equilibrium whose "
+                "linearisation on Sym(d) is certified exponentially stable (stable_equilibrium certificate); that the "
+                "solution converges to it, and its class (relative to the run's scale), are read off the run, not proved"))
             out = mean_limit(p, sol, eq.S, out)
             if proved_bounded:
                 out["bounded_by"] = proved_bounded

@@ -1,0 +1,249 @@
+r"""Re-derivation of a ``verify`` document (issue 44, item 3): the document is what flowcert computes on its
+own parameters, or it is refused.
+
+Every field of a document is one of three classes (:func:`field_class`, stated in docs/cli.md):
+
+* **derived**: a deterministic function of the parameters and the catalogue (statements,
+  corrections, sources, hypothesis names, statuses, margins, methods, details, ``applies``,
+  predictions, a regime on a certified basis, the consistency pass). ``recheck`` re-derives it with
+  the same engine as ``verify`` (without simulation) from the document's own ``params``, read by the
+  same reader as ``verify`` (whatever ``verify`` refuses, ``recheck`` refuses), and compares:
+  words, strings, booleans, integers and nulls must be equal; a float :math:`a` against the
+  re-derived :math:`b` must satisfy
+
+  .. math:: |a-b|\le 10^{-6}\max(|a|,|b|)\quad\text{or}\quad|a-b|\le 64\,\epsilon\,s,
+
+  with :math:`\epsilon=2^{-52}` and :math:`s` the largest magnitude of the array the value sits in
+  (both parts scale-free: an exact rescaling of the parameters rescales the tolerance with it).
+  Keys, list lengths and the order of records must be the re-derived ones: a removed, added,
+  duplicated or reordered theorem or hypothesis is refused.
+* **certified**: a certificate's ``data`` and ``digest``, checked by the certificate's independent
+  checker from its subject (:mod:`flowcert.recheck`); its ``kind``, ``claim``, ``checker`` and
+  ``subject`` are derived.
+* **record**: the output of a numerical run: ``simulation``, each theorem's ``cross_check``, the
+  version string. Checked for type and range (a cross-check's ``status`` is a verdict word, its
+  ``details`` an object); ``recheck`` counts them as not re-run.
+
+The gaussian ``regime`` and Table 1 are derived too. A document that ran eq. (7) is re-derived with
+the run replaced by what its ``simulation`` record says of it (from :math:`(\mu_0,\Sigma_0)` to the
+recorded final state, :func:`flowcert.gaussian.catalogue.recorded_run`): the equilibrium Newton finds
+from there, its certificate, the regime's class and limits and every Table 1 verdict must be the
+re-derived ones. The record itself is trusted only as a record (``recheck --rerun`` would re-run it).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+__all__ = ["FLOAT_RTOL", "FLOAT_ULPS", "field_class", "rederive", "rederivable"]
+
+#: relative tolerance of a derived float
+FLOAT_RTOL = 1e-6
+#: absolute part, in units of the largest magnitude of the containing array (times 2^-52)
+FLOAT_ULPS = 64.0
+_EPS = 2.0 ** -52
+
+#: verify documents re-derived here (a system's own command documents are not verify documents)
+SYSTEMS = ("gaussian", "attention")
+#: top-level keys of other commands' documents: a document with one of them is not a verify document
+COMMAND_KEYS = frozenset({"equilibria", "reach", "design", "experiment", "heads", "identities", "sweep"})
+CROSS_CHECK_WORDS = ("agrees", "disagrees", "skipped")
+
+_RECORD = [re.compile(p) for p in (r"^\$\.flowcert$", r"^\$\.simulation$", r"^\$\.theorems\[\d+\]\.cross_check$")]
+_CERTIFIED = re.compile(r"\.certificate\.(data|digest)$")
+
+
+def field_class(path: str) -> str:
+    """``"record"``, ``"certified"`` or ``"derived"`` for a JSON path of a verify document (module docstring)."""
+    if any(p.search(path) for p in _RECORD):
+        return "record"
+    if _CERTIFIED.search(path):
+        return "certified"
+    return "derived"
+
+
+def rederivable(doc: Any) -> bool:
+    """Whether ``doc`` is a ``verify`` document of a system re-derived here."""
+    return isinstance(doc, dict) and doc.get("system") in SYSTEMS and not (COMMAND_KEYS & doc.keys())
+
+
+#: keys of a document's ``params`` that the reader derives (not inputs it takes)
+UNDERSTOOD_ONLY = {"attention": frozenset({"d"})}
+
+
+def reader_input(system: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The input ``verify``'s reader takes for a document's ``params`` as understood: the keys it derives and
+    the absent optional ones (null) left out. Re-read, it must give the document's ``params`` back."""
+    drop = UNDERSTOOD_ONLY.get(system, frozenset())
+    return {k: v for k, v in params.items() if v is not None and k not in drop}
+
+
+def rederive(doc: dict[str, Any], prefix: str = "$") -> tuple[list[tuple[str, str]], int]:
+    """Refusals ``(JSON path, reason)`` of ``doc`` against its re-derivation, and the number of records not re-run.
+
+    Parameters
+    ----------
+    doc : dict
+        A ``verify`` document (:func:`rederivable`), its parameters dereferenced.
+    prefix : str
+        The document's JSON path (a sweep line's ``$.result``).
+
+    Returns
+    -------
+    (list of (str, str), int)
+    """
+    from .documents import plain, verify_document
+    from .errors import InputError
+
+    out: list[tuple[str, str]] = []
+    params = doc.get("params")
+    if not isinstance(params, dict):
+        return [(f"{prefix}.params", "a verify document carries its parameters, an object")], 0
+    simulated = "simulation" in doc
+    if simulated and not isinstance(doc["simulation"], dict):
+        return [(f"{prefix}.simulation", "a record of the run: an object")], 1
+    try:
+        fresh = _fresh(doc["system"], reader_input(doc["system"], params), doc.get("simulation"))
+    except InputError as exc:  # the reader of verify refuses them: so does recheck
+        return [(f"{prefix}.params", f"parameters verify refuses: {exc}")], 0
+    except (ArithmeticError, ValueError, TypeError, KeyError) as exc:
+        return [(f"{prefix}.params", f"cannot be re-derived from these parameters ({type(exc).__name__}: {exc})")], 0
+    records = 0
+    keys, want = list(doc), list(fresh) + (["simulation"] if simulated else [])
+    if set(keys) != set(want):
+        extra, missing = sorted(set(keys) - set(want)), sorted(set(want) - set(keys))
+        out.append((prefix, f"keys {extra} not in the re-derived document" if extra else f"keys {missing} missing"))
+    for key in fresh:
+        if key not in doc:
+            continue
+        path = f"{prefix}.{key}"
+        if key == "consistency":
+            out += _consistency(doc, path)
+        else:
+            records += _compare(doc[key], fresh[key], path, out, prefix)
+    if simulated:
+        out += _run_record(doc["simulation"], params, f"{prefix}.simulation")
+    return out, records + simulated
+
+
+def _run_record(sim: dict[str, Any], params: dict[str, Any], path: str) -> list[tuple[str, str]]:
+    """A run record's type and range: a run that neither blew up nor stopped ends at the parameters' ``t_end``,
+    a blow-up time lies in (0, t_end]."""
+    t_end, T = sim.get("t_end"), params.get("t_end")
+    if sim.get("skipped") is not None or t_end is None:
+        return []
+    if not isinstance(t_end, (int, float)) or isinstance(t_end, bool) or not (0 < t_end <= (T or 0)):
+        return [(f"{path}.t_end", f"a run ends in (0, t_end = {T}]")]
+    blow = sim.get("blowup_time")
+    if blow is not None and blow != t_end:
+        return [(f"{path}.blowup_time", "a run that blew up ends at its blow-up time")]
+    if blow is None and sim.get("Sigma_final") is not None and t_end != T and "successfully" in str(sim.get("integrator_message")):
+        return [(f"{path}.t_end", f"a run that reached its end ends at t_end = {T}")]
+    return []
+
+
+def _fresh(system: str, raw: dict[str, Any], sim: dict[str, Any] | None) -> dict[str, Any]:
+    """The document ``verify`` writes for ``raw`` without simulating; for a gaussian document that ran one, its
+    regime and Table 1 from the run as the ``simulation`` record has it (:func:`~flowcert.gaussian.catalogue.recorded_run`)."""
+    from .documents import plain, records, verify_document
+
+    if system != "gaussian" or sim is None or sim.get("skipped") is not None:
+        return plain(verify_document(system, raw, simulate=False))
+    from .gaussian import catalogue
+    from .systems import get_system
+
+    p = get_system("gaussian").load(raw, command="verify")
+    doc = records(catalogue.verify_run(p, simulate=False, recorded=catalogue.recorded_run(p, sim))[0])
+    return plain(doc)
+
+
+def _compare(a: Any, b: Any, path: str, out: list[tuple[str, str]], prefix: str, scale: float | None = None) -> int:
+    """Compare a document's value ``a`` with the re-derived ``b``; returns the records met (not compared)."""
+    cls = field_class("$" + path[len(prefix):])
+    if cls == "record":
+        _record(a, path, out)
+        return 1
+    if cls == "certified":
+        return 0
+    if isinstance(b, dict):
+        if not isinstance(a, dict):
+            out.append((path, f"expected an object, got {_shown(a)}"))
+            return 0
+        if list(a) != list(b):
+            extra, missing = sorted(set(a) - set(b)), sorted(set(b) - set(a))
+            why = (f"keys {extra} not in the re-derived record" if extra else
+                   f"keys {missing} missing" if missing else "keys out of the re-derived order")
+            out.append((path, why))
+        return sum(_compare(a[k], b[k], f"{path}.{k}", out, prefix, scale) for k in b if k in a)
+    if isinstance(b, list):
+        if not isinstance(a, list) or len(a) != len(b):
+            out.append((path, f"expected a list of {len(b)}, got {_shown(a)}"))
+            return 0
+        s = _magnitude(b)
+        return sum(_compare(x, y, f"{path}[{i}]", out, prefix, s) for i, (x, y) in enumerate(zip(a, b)))
+    if not _equal(a, b, scale):
+        out.append((path, f"{_shown(a)} is not the re-derived {_shown(b)}"))
+    return 0
+
+
+def _equal(a: Any, b: Any, scale: float | None) -> bool:
+    if isinstance(b, bool) or isinstance(a, bool) or b is None or a is None or isinstance(b, str):
+        return type(a) is type(b) and a == b
+    if isinstance(b, (int, float)) and isinstance(a, (int, float)):
+        if isinstance(b, int) and isinstance(a, int):
+            return a == b
+        if not (math.isfinite(a) and math.isfinite(b)):
+            return False
+        d = abs(a - b)
+        return d <= FLOAT_RTOL * max(abs(a), abs(b)) or (scale is not None and d <= FLOAT_ULPS * _EPS * scale)
+    return a == b
+
+
+def _magnitude(v: Any) -> float:
+    """The largest magnitude of the numbers in a (nested) list."""
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return 0.0
+    if isinstance(v, (int, float)):
+        return abs(float(v)) if math.isfinite(v) else 0.0
+    if isinstance(v, list):
+        return max((_magnitude(x) for x in v), default=0.0)
+    return 0.0
+
+
+def _record(a: Any, path: str, out: list[tuple[str, str]]) -> None:
+    """A record's type and range."""
+    if path.endswith(".cross_check"):
+        if not isinstance(a, dict) or a.get("status") not in CROSS_CHECK_WORDS or not isinstance(a.get("details"), dict):
+            out.append((path, f"a cross-check record: status one of {list(CROSS_CHECK_WORDS)}, details an object"))
+    elif path.endswith(".flowcert") and not isinstance(a, str):
+        out.append((path, "the version string"))
+
+
+def _shown(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# ---------------------------------------------------------------------------------------------
+# gaussian: the consistency pass
+# ---------------------------------------------------------------------------------------------
+
+
+def _consistency(doc: dict[str, Any], path: str) -> list[tuple[str, str]]:
+    """The consistency pass re-run on the document's own claims (it only reads them)."""
+    import copy
+
+    from .gaussian.regime import consistency
+
+    mine = copy.deepcopy({k: doc[k] for k in ("regime", "theorems", "simulation") if k in doc})
+    try:
+        want = consistency(mine)
+    except (AttributeError, TypeError, KeyError, ValueError, IndexError):  # claims of the wrong shape
+        return [(path, "the consistency pass cannot read the document's claims (malformed regime or theorems)")]
+    out: list[tuple[str, str]] = []
+    _compare(doc.get("consistency"), want, path, out, "$")
+    return out
+
+

@@ -1,0 +1,224 @@
+"""Re-derivation (issue 44): a verify document is what flowcert computes on its own parameters, or recheck refuses
+it. Each forgery class of the issue, made on a real document, is refused with its JSON path; the untouched
+documents re-check; exact rescalings keep a regime read off a run; a bounded mutation study finds no accepted
+mutation of a derived field."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from flowcert.documents import plain, verify_document
+from flowcert.recheck import recheck_document
+from flowcert.rederive import field_class
+
+DATA = Path(__file__).parent / "data"
+
+
+def gaussian_doc(params: dict, simulate: bool = False) -> dict:
+    return plain(verify_document("gaussian", params, simulate=simulate))
+
+
+def load(name: str) -> dict:
+    return json.loads((DATA / name).read_text())
+
+
+@pytest.fixture(scope="module")
+def docs() -> dict[str, dict]:
+    return {
+        "stable": gaussian_doc(load("gaussian_stable_2d.json")),
+        "stable_sim": gaussian_doc(load("gaussian_stable_2d.json"), simulate=True),
+        "bistable_sim": gaussian_doc(load("cli/gaussian_bistable_pd_2d.json"), simulate=True),
+        "blowup": gaussian_doc(load("cli/gaussian_blowup_2d.json")),
+        "erratum": gaussian_doc({"A": [[1.0, 4.0], [0.0, 1.0]], "B": [[1.0, 0.0], [0.0, 1.0]],
+                                 "V": [[-1.0, 0.0], [0.0, -1.0]], "b": [0.0, 0.0], "mu0": [1.0, 1.0],
+                                 "Sigma0": [[1.0, 0.0], [0.0, 1.0]]}),
+        "attention": plain(verify_document("attention", load("attention/multistable_d3.json"))),
+    }
+
+
+def refused(doc: dict) -> list[str]:
+    return [p for p, _, _ in recheck_document(json.loads(json.dumps(doc, allow_nan=False))).refused]
+
+
+def theorem(doc: dict, tid: str) -> dict:
+    return next(t for t in doc["theorems"] if t["id"] == tid)
+
+
+def test_untouched_documents_recheck(docs):
+    for name, doc in docs.items():
+        out = recheck_document(doc)
+        assert not out.refused, (name, out.refused)
+        assert out.rederived
+    assert recheck_document(docs["stable_sim"]).records_not_rerun > 0
+
+
+def forge(doc: dict, edit) -> dict:
+    d = copy.deepcopy(doc)
+    edit(d)
+    return d
+
+
+def test_regime_forgeries_are_refused(docs):
+    # no simulation ran: the regime is the re-derived "unknown", not a limit written in
+    fake = forge(docs["stable"], lambda d: d["regime"].update(Sigma="converges_pd", Sigma_inf=[[7.0, 0.0], [0.0, 7.0]]))
+    assert "$.regime.Sigma" in refused(fake) and "$.regime.Sigma_inf" in refused(fake)
+    # the certified blow-up bound (Thm 4.8) moved
+    fake = forge(docs["blowup"], lambda d: d["regime"].update(blowup_time_upper_bound=0.001))
+    assert set(refused(fake)) == {"$.regime.blowup_time_upper_bound"}
+    # after a run: the limit, the mean and the class are those of the certified equilibrium
+    fake = forge(docs["bistable_sim"], lambda d: d["regime"].update(mu_inf=[0.3, 1.0]))
+    assert "$.regime.mu_inf[0]" in refused(fake)
+    fake = forge(docs["bistable_sim"], lambda d: d["regime"].update(mu="diverges"))
+    assert "$.regime.mu" in refused(fake)
+    fake = forge(docs["bistable_sim"], lambda d: d["regime"].update(Sigma="converges_singular"))
+    assert "$.regime.Sigma" in refused(fake)
+
+
+def test_status_and_structure_forgeries_are_refused(docs):
+    doc = docs["stable"]
+    i, t = next((i, t) for i, t in enumerate(doc["theorems"]) if any(h["status"] == "fails" for h in t["hypotheses"]))
+    failing = [j for j, h in enumerate(t["hypotheses"]) if h["status"] == "fails"]
+
+    def drop_failing(d):
+        th = d["theorems"][i]
+        th["hypotheses"] = [h for j, h in enumerate(th["hypotheses"]) if j not in failing]
+        th["applies"] = True
+
+    assert any(p.startswith(f"$.theorems[{i}]") for p in refused(forge(doc, drop_failing)))
+
+    def assumed(d):
+        for h in d["theorems"][i]["hypotheses"]:
+            if h["status"] == "fails":
+                h["status"] = "assumed"
+        d["params"]["assume"] = ["smooth"]
+
+    assert refused(forge(doc, assumed))
+    holds = next((k, j) for k, th in enumerate(doc["theorems"]) for j, h in enumerate(th["hypotheses"])
+                 if h["status"] == "holds")
+    assert refused(forge(doc, lambda d: d["theorems"][holds[0]]["hypotheses"][holds[1]].update(status="fails")))
+    for edit in (lambda d: d["theorems"][0].update(statement="x = y"),
+                 lambda d: next(t for t in d["theorems"] if t["correction"] is not None).update(correction=None),
+                 lambda d: d["theorems"].append(copy.deepcopy(d["theorems"][0])),
+                 lambda d: d["theorems"].pop(3),
+                 lambda d: d["theorems"].reverse(),
+                 lambda d: d.update(theorems={t["id"]: t for t in d["theorems"]})):
+        assert refused(forge(doc, edit))
+
+
+def test_stale_predictions_and_refused_parameters(docs):
+    doc = docs["stable"]
+    assert refused(forge(doc, lambda d: d["params"].update(mu0=[-x for x in d["params"]["mu0"]])))
+    for bad in (-1.0, None, 0.0):
+        assert any(p.startswith("$.params") for p in refused(forge(doc, lambda d: d["params"].update(t_end=bad))))
+    assert "$.params" in refused(forge(doc, lambda d: d["params"]["A"][0].__setitem__(0, None)))
+    att = docs["attention"]
+    other = "ellipsoid" if att["params"]["normalization"] != "ellipsoid" else "sphere"
+    assert refused(forge(att, lambda d: d["params"].update(normalization=other)))
+    assert refused(forge(att, lambda d: d["params"].update(d=4)))
+
+
+@pytest.mark.parametrize("text", ['{"flowcert": "0.1.0", "system": "gaussian", "x": NaN}',
+                                  '{"flowcert": "0.1.0", "system": "gaussian", "x": Infinity}',
+                                  '{"flowcert": "0.1.0", "system": "gaussian", "x": 0.' + "1" * 300 + '}'])
+def test_literals_flowcert_never_writes_are_refused(tmp_path, text):
+    from flowcert.errors import ParamError
+    from flowcert.recheck import read_documents
+
+    f = tmp_path / "doc.json"
+    f.write_text(text)
+    with pytest.raises(ParamError, match="not a flowcert document"):
+        read_documents(f)
+
+
+def test_system_must_be_flowcerts_and_match_the_parameters(docs):
+    assert "$.system" in refused(forge(docs["stable"], lambda d: d.update(system="gaussianx")))
+    assert refused(forge(docs["stable"], lambda d: d.update(system="attention")))
+    assert refused(forge(docs["stable"], lambda d: d.pop("params")))
+
+
+def scaled(params: dict, k: float) -> dict:
+    """Sigma -> Sigma / k with B -> k B maps solutions of eq. (7) to solutions (mu unchanged)."""
+    return {**params, "B": (k * np.array(params["B"])).tolist(), "Sigma0": (np.array(params["Sigma0"]) / k).tolist()}
+
+
+@pytest.mark.parametrize("k", [2.0 ** -33, 2.0 ** 20])
+def test_a_regime_read_off_a_run_is_scale_free(k):
+    """Exact rescalings (powers of 2) of the bistable case keep its simulation-based class, converges_pd, and map
+    its limit to the limit / k; every document re-checks."""
+    base = load("cli/gaussian_bistable_pd_2d.json")
+    d1, dk = gaussian_doc(base, simulate=True), gaussian_doc(scaled(base, k), simulate=True)
+    assert d1["regime"]["Sigma"] == dk["regime"]["Sigma"] == "converges_pd"
+    assert np.allclose(np.array(dk["regime"]["Sigma_inf"]) * k, d1["regime"]["Sigma_inf"], rtol=1e-8, atol=0)
+    assert "observed" in dk["regime"]["argument"] and "not proved" in dk["regime"]["argument"]
+    assert not recheck_document(dk).refused
+
+
+def test_field_classes():
+    assert field_class("$.simulation") == field_class("$.theorems[3].cross_check") == "record"
+    assert field_class("$.theorems[0].hypotheses[1].certificate.data") == "certified"
+    assert field_class("$.regime.mu_inf") == field_class("$.theorems[2].prediction") == "derived"
+
+
+def leaves(o, p=()):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            yield from leaves(v, p + (k,))
+    elif isinstance(o, list):
+        for i, v in enumerate(o):
+            yield from leaves(v, p + (i,))
+    else:
+        yield p, o
+
+
+def path_text(p) -> str:
+    return "$" + "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in p)
+
+
+def mutated(v):
+    if isinstance(v, bool):
+        return not v
+    if isinstance(v, (int, float)):
+        return v * 1.5 + 0.25
+    if isinstance(v, str):
+        return v + "x"
+    return 0.5
+
+
+@pytest.mark.parametrize("name", ["stable", "stable_sim", "blowup", "erratum", "attention"])
+def test_mutation_study_accepts_no_false_derived_field(docs, name):
+    """Every mutated leaf of a derived field, in a bounded seeded sample, is refused or leaves the document equal to
+    its re-derivation; records (runs, cross-checks) and certificate data are the checkers' and the --rerun's."""
+    doc = docs[name]
+    rng = random.Random(44)
+    cands = [(p, v) for p, v in leaves(doc) if field_class(path_text(p)) == "derived"
+             and not any(field_class(path_text(p[:i])) != "derived" for i in range(1, len(p)))]
+    accepted = []
+    for p, v in rng.sample(cands, min(40, len(cands))):
+        d = copy.deepcopy(doc)
+        node = d
+        for k in p[:-1]:
+            node = node[k]
+        node[p[-1]] = mutated(v)
+        if p[:2] == ("params", "t_end") and "simulation" not in doc:
+            continue  # t_end enters only a run: a document without one is re-derived equal (harmless)
+        if not refused(d):
+            accepted.append(path_text(p))
+    assert not accepted, accepted
+
+
+def test_recheck_in_a_fresh_process_refuses_a_forged_regime(docs, tmp_path):
+    fake = forge(docs["blowup"], lambda d: d["regime"].update(blowup_time_upper_bound=0.001))
+    f = tmp_path / "forged.json"
+    f.write_text(json.dumps(fake))
+    proc = subprocess.run([sys.executable, "-m", "flowcert", "recheck", str(f), "--json"], capture_output=True, text=True)
+    assert proc.returncode == 3, proc.stderr
+    out = json.loads(proc.stdout)
+    assert {r["path"] for r in out["refused"]} == {"$.regime.blowup_time_upper_bound"}
