@@ -45,38 +45,45 @@ FLOAT_RTOL = 1e-6
 FLOAT_ULPS = 64.0
 _EPS = 2.0 ** -52
 
-#: verify documents re-derived here (a system's own command documents are not verify documents)
-SYSTEMS = ("gaussian", "attention")
 #: top-level keys of other commands' documents: a document with one of them is not a verify document
-COMMAND_KEYS = frozenset({"equilibria", "reach", "design", "experiment", "heads", "identities", "sweep"})
+COMMAND_KEYS = frozenset({"equilibria", "reach", "design", "experiment", "heads", "sweep"})
 CROSS_CHECK_WORDS = ("agrees", "disagrees", "skipped")
 
-_RECORD = [re.compile(p) for p in (r"^\$\.flowcert$", r"^\$\.simulation$", r"^\$\.theorems\[\d+\]\.cross_check$")]
-_CERTIFIED = re.compile(r"\.certificate\.(data|digest)$")
+_RECORD = (r"^\$\.flowcert$", r"^\$\.simulation$", r"^\$\.theorems\[\d+\]\.cross_check$")
+_CERTIFIED = (r"\.certificate\.(data|digest)$",)
 
 
-def field_class(path: str) -> str:
-    """``"record"``, ``"certified"`` or ``"derived"`` for a JSON path of a verify document (module docstring)."""
-    if any(p.search(path) for p in _RECORD):
+def _system(name: Any) -> Any:
+    from .systems import REGISTRY, get_system
+
+    return get_system(name) if isinstance(name, str) and name in REGISTRY else None
+
+
+def field_class(path: str, system: str | None = None) -> str:
+    """``"record"``, ``"certified"`` or ``"derived"`` for a JSON path of a verify document of ``system``
+    (module docstring; a system adds its own records and certified parts, :class:`flowcert.system.SystemBase`)."""
+    sysobj = _system(system)
+    records = _RECORD + (sysobj.record_paths if sysobj is not None else ())
+    certified = _CERTIFIED + (sysobj.certified_paths if sysobj is not None else ())
+    if any(re.search(p, path) for p in records):
         return "record"
-    if _CERTIFIED.search(path):
+    if any(re.search(p, path) for p in certified):
         return "certified"
     return "derived"
 
 
 def rederivable(doc: Any) -> bool:
-    """Whether ``doc`` is a ``verify`` document of a system re-derived here."""
-    return isinstance(doc, dict) and doc.get("system") in SYSTEMS and not (COMMAND_KEYS & doc.keys())
-
-
-#: keys of a document's ``params`` that the reader derives (not inputs it takes)
-UNDERSTOOD_ONLY = {"attention": frozenset({"d"})}
+    """Whether ``doc`` is a ``verify`` document that its system can re-derive from its parameters."""
+    if not isinstance(doc, dict) or COMMAND_KEYS & doc.keys():
+        return False
+    sysobj = _system(doc.get("system"))
+    return sysobj is not None and sysobj.rederivable(doc)
 
 
 def reader_input(system: str, params: dict[str, Any]) -> dict[str, Any]:
     """The input ``verify``'s reader takes for a document's ``params`` as understood: the keys it derives and
     the absent optional ones (null) left out. Re-read, it must give the document's ``params`` back."""
-    drop = UNDERSTOOD_ONLY.get(system, frozenset())
+    drop = _system(system).understood_only
     return {k: v for k, v in params.items() if v is not None and k not in drop}
 
 
@@ -94,7 +101,6 @@ def rederive(doc: dict[str, Any], prefix: str = "$") -> tuple[list[tuple[str, st
     -------
     (list of (str, str), int)
     """
-    from .documents import plain, verify_document
     from .errors import InputError
 
     out: list[tuple[str, str]] = []
@@ -104,14 +110,15 @@ def rederive(doc: dict[str, Any], prefix: str = "$") -> tuple[list[tuple[str, st
     simulated = "simulation" in doc
     if simulated and not isinstance(doc["simulation"], dict):
         return [(f"{prefix}.simulation", "a record of the run: an object")], 1
+    sysobj = _system(doc["system"])
     try:
-        fresh = _fresh(doc["system"], reader_input(doc["system"], params), doc.get("simulation"))
+        fresh = sysobj.rederived(reader_input(doc["system"], params), doc)
     except InputError as exc:  # the reader of verify refuses them: so does recheck
         return [(f"{prefix}.params", f"parameters verify refuses: {exc}")], 0
     except (ArithmeticError, ValueError, TypeError, KeyError) as exc:
         return [(f"{prefix}.params", f"cannot be re-derived from these parameters ({type(exc).__name__}: {exc})")], 0
     records = 0
-    keys, want = list(doc), list(fresh) + (["simulation"] if simulated else [])
+    keys, want = list(doc), list(fresh) + [k for k in sysobj.optional_records if k in doc and k not in fresh]
     if set(keys) != set(want):
         extra, missing = sorted(set(keys) - set(want)), sorted(set(want) - set(keys))
         out.append((prefix, f"keys {extra} not in the re-derived document" if extra else f"keys {missing} missing"))
@@ -119,49 +126,23 @@ def rederive(doc: dict[str, Any], prefix: str = "$") -> tuple[list[tuple[str, st
         if key not in doc:
             continue
         path = f"{prefix}.{key}"
-        if key == "consistency":
-            out += _consistency(doc, path)
+        if key in sysobj.claims_parts:  # a pass over the document's own claims: re-run on them
+            try:
+                want = sysobj.part_from_claims(key, doc)
+            except (AttributeError, TypeError, KeyError, ValueError, IndexError):  # claims of the wrong shape
+                out.append((path, "cannot be re-derived from the document's claims (a malformed part)"))
+                continue
+            _compare(doc[key], want, path, out, prefix, system=doc["system"])
         else:
-            records += _compare(doc[key], fresh[key], path, out, prefix)
-    if simulated:
-        out += _run_record(doc["simulation"], params, f"{prefix}.simulation")
+            records += _compare(doc[key], fresh[key], path, out, prefix, system=doc["system"])
+    out += [(f"{prefix}{p[1:]}", why) for p, why in sysobj.check_records(doc)]
     return out, records + simulated
 
 
-def _run_record(sim: dict[str, Any], params: dict[str, Any], path: str) -> list[tuple[str, str]]:
-    """A run record's type and range: a run that neither blew up nor stopped ends at the parameters' ``t_end``,
-    a blow-up time lies in (0, t_end]."""
-    t_end, T = sim.get("t_end"), params.get("t_end")
-    if sim.get("skipped") is not None or t_end is None:
-        return []
-    if not isinstance(t_end, (int, float)) or isinstance(t_end, bool) or not (0 < t_end <= (T or 0)):
-        return [(f"{path}.t_end", f"a run ends in (0, t_end = {T}]")]
-    blow = sim.get("blowup_time")
-    if blow is not None and blow != t_end:
-        return [(f"{path}.blowup_time", "a run that blew up ends at its blow-up time")]
-    if blow is None and sim.get("Sigma_final") is not None and t_end != T and "successfully" in str(sim.get("integrator_message")):
-        return [(f"{path}.t_end", f"a run that reached its end ends at t_end = {T}")]
-    return []
-
-
-def _fresh(system: str, raw: dict[str, Any], sim: dict[str, Any] | None) -> dict[str, Any]:
-    """The document ``verify`` writes for ``raw`` without simulating; for a gaussian document that ran one, its
-    regime and Table 1 from the run as the ``simulation`` record has it (:func:`~flowcert.gaussian.catalogue.recorded_run`)."""
-    from .documents import plain, records, verify_document
-
-    if system != "gaussian" or sim is None or sim.get("skipped") is not None:
-        return plain(verify_document(system, raw, simulate=False))
-    from .gaussian import catalogue
-    from .systems import get_system
-
-    p = get_system("gaussian").load(raw, command="verify")
-    doc = records(catalogue.verify_run(p, simulate=False, recorded=catalogue.recorded_run(p, sim))[0])
-    return plain(doc)
-
-
-def _compare(a: Any, b: Any, path: str, out: list[tuple[str, str]], prefix: str, scale: float | None = None) -> int:
+def _compare(a: Any, b: Any, path: str, out: list[tuple[str, str]], prefix: str, scale: float | None = None,
+             system: str | None = None) -> int:
     """Compare a document's value ``a`` with the re-derived ``b``; returns the records met (not compared)."""
-    cls = field_class("$" + path[len(prefix):])
+    cls = field_class("$" + path[len(prefix):], system)
     if cls == "record":
         _record(a, path, out)
         return 1
@@ -176,13 +157,13 @@ def _compare(a: Any, b: Any, path: str, out: list[tuple[str, str]], prefix: str,
             why = (f"keys {extra} not in the re-derived record" if extra else
                    f"keys {missing} missing" if missing else "keys out of the re-derived order")
             out.append((path, why))
-        return sum(_compare(a[k], b[k], f"{path}.{k}", out, prefix, scale) for k in b if k in a)
+        return sum(_compare(a[k], b[k], f"{path}.{k}", out, prefix, scale, system) for k in b if k in a)
     if isinstance(b, list):
         if not isinstance(a, list) or len(a) != len(b):
             out.append((path, f"expected a list of {len(b)}, got {_shown(a)}"))
             return 0
         s = _magnitude(b)
-        return sum(_compare(x, y, f"{path}[{i}]", out, prefix, s) for i, (x, y) in enumerate(zip(a, b)))
+        return sum(_compare(x, y, f"{path}[{i}]", out, prefix, s, system) for i, (x, y) in enumerate(zip(a, b)))
     if not _equal(a, b, scale):
         out.append((path, f"{_shown(a)} is not the re-derived {_shown(b)}"))
     return 0
@@ -224,26 +205,3 @@ def _record(a: Any, path: str, out: list[tuple[str, str]]) -> None:
 def _shown(v: Any) -> str:
     text = repr(v)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-# ---------------------------------------------------------------------------------------------
-# gaussian: the consistency pass
-# ---------------------------------------------------------------------------------------------
-
-
-def _consistency(doc: dict[str, Any], path: str) -> list[tuple[str, str]]:
-    """The consistency pass re-run on the document's own claims (it only reads them)."""
-    import copy
-
-    from .gaussian.regime import consistency
-
-    mine = copy.deepcopy({k: doc[k] for k in ("regime", "theorems", "simulation") if k in doc})
-    try:
-        want = consistency(mine)
-    except (AttributeError, TypeError, KeyError, ValueError, IndexError):  # claims of the wrong shape
-        return [(path, "the consistency pass cannot read the document's claims (malformed regime or theorems)")]
-    out: list[tuple[str, str]] = []
-    _compare(doc.get("consistency"), want, path, out, "$")
-    return out
-
-

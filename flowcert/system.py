@@ -121,6 +121,38 @@ class SystemBase:
                    checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:
         raise NotImplementedError
 
+    #: JSON paths (regular expressions over ``$…``) of a verify document that are records of a numerical run,
+    #: beside the simulation and the cross-checks (:mod:`flowcert.rederive`)
+    record_paths: tuple[str, ...] = ()
+    #: paths that certificates and their checkers vouch for (beside every certificate's data and digest)
+    certified_paths: tuple[str, ...] = ()
+    #: keys of ``params`` as understood that the reader derives instead of taking
+    understood_only: frozenset[str] = frozenset()
+    #: top-level keys a verify document may carry beyond the re-derived ones: records of what was asked
+    optional_records: frozenset[str] = frozenset({"simulation"})
+
+    #: top-level parts re-derived from the document's own claims (a consistency pass over them), not from params
+    claims_parts: frozenset[str] = frozenset()
+
+    def part_from_claims(self, key: str, doc: Mapping[str, Any]) -> Any:
+        """The part ``key`` of :attr:`claims_parts` as the pass makes it from ``doc``'s claims."""
+        raise KeyError(key)
+
+    def check_records(self, doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """Refusals ``(JSON path, reason)`` of the document's records by type and range (none here)."""
+        return []
+
+    def rederivable(self, doc: Mapping[str, Any]) -> bool:
+        """Whether a verify document of this system can be re-derived from its ``params`` alone."""
+        return True
+
+    def rederived(self, raw: dict[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:
+        """The document ``verify`` writes for the reader input ``raw`` without simulating (plain JSON): what
+        ``recheck`` compares ``doc`` with. A system whose document depends on a run overrides this."""
+        from .documents import plain, verify_document
+
+        return plain(verify_document(self.name, raw, simulate=False))
+
     @staticmethod
     def weight_slices(params: Mapping[str, Any], head: Any) -> list[tuple[str, Any, Any]]:
         """The parameters of a pretrained head's export that are exact slices of its weights, as

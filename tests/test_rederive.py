@@ -142,6 +142,7 @@ def test_system_must_be_flowcerts_and_match_the_parameters(docs):
     assert "$.system" in refused(forge(docs["stable"], lambda d: d.update(system="gaussianx")))
     assert refused(forge(docs["stable"], lambda d: d.update(system="attention")))
     assert refused(forge(docs["stable"], lambda d: d.pop("params")))
+    assert "$.system" in refused(forge(docs["stable"], lambda d: d.update(system="pretrained")))
 
 
 def scaled(params: dict, k: float) -> dict:
@@ -222,3 +223,20 @@ def test_recheck_in_a_fresh_process_refuses_a_forged_regime(docs, tmp_path):
     assert proc.returncode == 3, proc.stderr
     out = json.loads(proc.stdout)
     assert {r["path"] for r in out["refused"]} == {"$.regime.blowup_time_upper_bound"}
+
+
+def test_rnn_documents_are_rederived():
+    """``verify rnn`` of a parameter file: re-derived in its operator mode (identities, ranks, numerical predictions
+    and consensus are records); a changed parameter, status or reordered theorem is refused. A user's module
+    cannot be re-derived (its weights are not in the document) and is said not to be."""
+    doc = plain(verify_document("rnn", load("rnn/gru_small.json")))
+    out = recheck_document(doc)
+    assert not out.refused and out.rederived
+    assert refused(forge(doc, lambda d: d["params"].update(g=0.9)))
+    assert refused(forge(doc, lambda d: d["theorems"][3]["hypotheses"][0].update(status="fails")))
+    assert refused(forge(doc, lambda d: d["theorems"].reverse()))
+    assert refused(forge(doc, lambda d: d.update(operator_mode="recompute"))) == []  # the same verdicts either way
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    res = __import__("flowcert").verify("rnn", torch.nn.RNNCell(2, 3).double(), inputs=torch.randn(2, 3, 2, dtype=torch.float64))
+    assert not recheck_document(res.to_json()).rederived

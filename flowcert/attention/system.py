@@ -25,6 +25,7 @@ class AttentionSystem(SystemBase):
     """Self-attention (and the Oja variants) on the sphere or an ellipsoid (see :class:`flowcert.system.System`)."""
 
     name = "attention"
+    understood_only = frozenset({"d"})
     params_type = AttentionParams
     warm_modules = ("flowcert.attention", "sympy")
     single_head = False

@@ -13,7 +13,7 @@ torch ensemble, :mod:`.ensemble`) and the generated moment and linearisation ker
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from ..errors import InputError
 from ..system import SimulateOptions, SystemBase, load_any
@@ -168,6 +168,51 @@ class GaussianSystem(SystemBase):
         return doc, (f"Theorem 3.3 controls over [0, {T}] (rank {doc['rank']}): terminal error "
                      f"mu {err['mu']}, Sigma {err['Sigma']} (relative {err['Sigma_relative']})\n")
 
+    def rederived(self, raw: dict[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:
+        """Without a run; for a document that ran eq. (7), its regime and Table 1 from the run as its
+        ``simulation`` record has it (:func:`~flowcert.gaussian.catalogue.recorded_run`)."""
+        from ..documents import plain, records
+        from . import catalogue
+
+        sim = doc.get("simulation")
+        if not isinstance(sim, dict) or sim.get("skipped") is not None:
+            return super().rederived(raw, doc)
+        p = self.load(raw, command="verify")
+        return plain(records(catalogue.verify_run(p, simulate=False, recorded=catalogue.recorded_run(p, sim))[0]))
+
+    claims_parts = frozenset({"consistency"})
+
+    def part_from_claims(self, key: str, doc: Mapping[str, Any]) -> Any:
+        """``consistency``: the pass of :func:`flowcert.gaussian.regime.consistency` re-run on the document's claims."""
+        import copy
+
+        from .regime import consistency
+
+        if key != "consistency":
+            raise KeyError(key)
+        return consistency(copy.deepcopy({k: doc[k] for k in ("regime", "theorems", "simulation") if k in doc}))
+
+    def check_records(self, doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """The run record: it ends in (0, t_end]; a run that blew up ends at its blow-up time; one that reached
+        its end ends at ``params.t_end``."""
+        sim, params = doc.get("simulation"), doc.get("params")
+        if not isinstance(sim, Mapping) or not isinstance(params, Mapping) or sim.get("skipped") is not None:
+            return []
+        t_end, T = sim.get("t_end"), params.get("t_end")
+        if t_end is None:
+            return []
+        if not isinstance(t_end, (int, float)) or isinstance(t_end, bool) or not isinstance(T, (int, float)) \
+                or not 0 < t_end <= T:
+            return [("$.simulation.t_end", f"a run ends in (0, t_end = {T}]")]
+        blow = sim.get("blowup_time")
+        if blow is not None and blow != t_end:
+            return [("$.simulation.blowup_time", "a run that blew up ends at its blow-up time")]
+        if blow is None and sim.get("Sigma_final") is not None and t_end != T \
+                and "successfully" in str(sim.get("integrator_message")):
+            return [("$.simulation.t_end", f"a run that reached its end ends at t_end = {T}")]
+        return []
+
+
 def _ensemble(p: GaussianParams, options: SimulateOptions) -> dict[str, Any] | None:
     """``--samples N [--device cpu|cuda] [--seed S]``: the batched torch ensemble, or None."""
     if options.samples is None:
@@ -195,4 +240,6 @@ def _ensemble(p: GaussianParams, options: SimulateOptions) -> dict[str, Any] | N
 
 
 #: The registry's object for this system (:data:`flowcert.systems.REGISTRY`).
+
+
 SYSTEM = GaussianSystem()

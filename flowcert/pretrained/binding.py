@@ -298,6 +298,9 @@ def recheck_heads(doc: dict[str, Any], prefix: str = "$", checkpoint: Checkpoint
             ref = None
         elif causal != checkpoint.ckpt.causal:
             out.refused.append((f"{prefix}.params.model.causal", "-", f"--checkpoint is {'' if checkpoint.ckpt.causal else 'not '}causal"))
+    if not isinstance(heads, list) and "experiment" not in doc:  # issue 44: no re-routing of another document
+        out.refused.append((f"{prefix}.system", "-", "a pretrained document lists its heads (heads) or an experiment; "
+                                                      "this one does not: its system is not 'pretrained'"))
     state = _Heads(out, sha, ref, causal)
     if isinstance(heads, list):
         if heads and not isinstance(causal, bool):

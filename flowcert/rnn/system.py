@@ -15,7 +15,7 @@ generated inside :mod:`flowcert.gpu.rnn`), so it declares none and has no stub.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from ..errors import InputError
 from ..system import SystemBase, load_any
@@ -98,6 +98,27 @@ class RNNSystem(SystemBase):
         doc = self.verify(p, mode=mode, consensus=consensus, probes=probes, consensus_op=consensus_op)
         return doc, _kpflow_text(doc)
 
+    #: numerical runs: the identities' residuals, the effective ranks (SVDs, sketches), the consensus estimate and
+    #: the theorems' numerical predictions (QR Lyapunov exponents, numerical ranks)
+    record_paths = (r"^\$\.identities$", r"^\$\.effective_rank$", r"^\$\.consensus$",
+                    r"^\$\.theorems\[\d+\]\.prediction$")
+    #: the top-level contraction / bounded-real records (their checkers and flowcert.papers.kpflow.check)
+    certified_paths = (r"^\$\.certificates$",)
+    optional_records = frozenset({"consensus"})
+
+    def rederivable(self, doc: Mapping[str, Any]) -> bool:
+        """A parameter file's document; a user's module's weights are not in the document."""
+        params = doc.get("params")
+        return not (isinstance(params, Mapping) and params.get("cell") == "module")
+
+    def rederived(self, raw: dict[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:
+        """In the operator mode the document names, without a consensus spectrum (a record)."""
+        from ..documents import plain
+        from .analyze import analyze
+
+        mode = doc.get("operator_mode") if doc.get("operator_mode") in ("stored", "recompute") else "stored"
+        return plain(analyze(self.load(raw, command="verify"), mode=mode))
+
 
 def _kpflow_text(doc: dict[str, Any]) -> str:
     """The lines ``kpflow analyze`` prints without ``--json``: the identities' residuals, the effective
@@ -118,4 +139,6 @@ def _kpflow_text(doc: dict[str, Any]) -> str:
 
 
 #: The registry's object for this system (:data:`flowcert.systems.REGISTRY`).
+
+
 SYSTEM = RNNSystem()
