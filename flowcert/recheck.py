@@ -293,7 +293,10 @@ def recheck_files(paths: Sequence[str], *, strict: bool = False, checkpoint: Any
     out = Recheck(files=[str(p) for p in paths], strict=strict)
     if checkpoint is not None:
         out.checkpoint = {"directory": str(checkpoint.directory), "sha256": str(checkpoint.sha256)}
+    from .sweeplines import duplicate_refusals
+
     for p, docs in loaded:
+        out.refused += [Refusal(str(p), n, path, "-", why) for n, path, why in duplicate_refusals(docs)]
         for line, doc in docs:
             where = f"{p}:{line}" if line is not None else str(p)
             dc = recheck_document(doc, checkpoint=checkpoint, origin=str(p))
@@ -714,6 +717,11 @@ def _sweep_record(rec: dict[str, Any], prefix: str, checkpoint: Any, origin: str
             out = recheck_document(result, prefix=f"{prefix}.result", checkpoint=checkpoint, origin=origin)
             out.refused[:0] = first.refused
     recheck_line({**rec, "result": result}, out, prefix, checkpoint)
+    from .sweeplines import line_refusals
+
+    refusals, unread = line_refusals(rec, prefix, origin)
+    out.refused += [(path, "-", why) for path, why in refusals]
+    out.unread += unread
     return out
 
 

@@ -66,8 +66,17 @@ def resumed_records(resume: str, keep: Callable[[dict[str, Any]], Any] = lambda 
 
 
 def done_files(resume: str) -> set[str]:
-    """Files already reported in a previous sweep's JSON lines (:func:`resumed_records`)."""
-    return set(resumed_records(resume, lambda rec: rec["file"]))
+    """Files already reported in a previous sweep's JSON lines (:func:`resumed_records`) whose line re-checks:
+    its words agree, it names the digest its file has now, and its document is what flowcert derives from
+    that file (:mod:`flowcert.sweeplines`, :func:`flowcert.recheck.recheck_document`); a forged or stale line
+    is run again."""
+    from .recheck import recheck_document
+
+    def trusted(rec: dict[str, Any]) -> str | None:
+        check = recheck_document(rec, origin=resume)
+        return rec["file"] if not check.refused and not check.unread else None
+
+    return {f for f in resumed_records(resume, trusted) if f is not None}
 
 
 def check_jobs(jobs: int) -> None:
@@ -93,8 +102,10 @@ def verify_file(system: str, path: str, simulate: bool = False, index: int = 0,
 
     core.clear_memo()  # memoisation is per parameter set: bounded memory in long-lived workers
     t0 = time.perf_counter()
+    from .sweeplines import file_digest
+
     rec: dict[str, Any] = {"file": path, "index": index, "status": "ok", "exit_code": 0, "result": None, "error": None,
-                           "provenance": None}
+                           "provenance": None, "sha256": file_digest(path)}
     try:
         rec["result"] = plain(verify_document(system, path, simulate=simulate, reference=reference))
         rec["provenance"] = rec["result"].get("provenance")
