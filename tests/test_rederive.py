@@ -240,3 +240,24 @@ def test_rnn_documents_are_rederived():
     torch.manual_seed(0)
     res = __import__("flowcert").verify("rnn", torch.nn.RNNCell(2, 3).double(), inputs=torch.randn(2, 3, 2, dtype=torch.float64))
     assert not recheck_document(res.to_json()).rederived
+
+
+def test_one_table1_entry_never_takes_the_others_down(monkeypatch):
+    """Issue 44, item 7: a Table 1 entry that raises is undecided alone, with the reason; the others and the regime
+    are decided as without it."""
+    from flowcert.gaussian import asymptotics
+
+    params = load("cli/gaussian_blowup_2d.json")
+    before = gaussian_doc(params)
+
+    def broken(*a, **k):
+        raise np.linalg.LinAlgError("a singular matrix in one entry")
+
+    monkeypatch.setattr(asymptotics, "thm_4_7_1", broken)
+    after = gaussian_doc(params)
+    for t0, t1 in zip(before["theorems"], after["theorems"]):
+        if t0["id"] == "gaussian:thm-4.7.1":
+            assert t1["applies"] is None and "LinAlgError" in json.dumps(t1)
+        else:
+            assert t1 == t0, t0["id"]
+    assert after["regime"] == before["regime"]
