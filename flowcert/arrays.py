@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from .errors import PrecisionWarning
+from .errors import PrecisionWarning, note_precision, precision_message
 from .expressions import _symbolic_leaf
 from .schema import ParamError, Value, _check_shape, _leaves, _number, check_finite, nested_shape
 
@@ -49,10 +49,9 @@ def _user_stacklevel() -> int:
 
 
 def _note_precision(key: str, dtype: str, exact: bool) -> None:
-    how = ("widened exactly; the values keep " + dtype + " precision" if exact
-           else "rounded to the nearest float64")
-    warnings.warn(f"{key}: {dtype} values converted to float64 ({how})", PrecisionWarning,
-                  stacklevel=_user_stacklevel())
+    """One note for the call in progress (:class:`~flowcert.errors.precision_notes`), or a warning now."""
+    if not note_precision(key, dtype, exact):
+        warnings.warn(precision_message([(key, dtype, exact)]), PrecisionWarning, stacklevel=_user_stacklevel())
 
 
 def to_numpy(value: Any, key: str) -> Any:

@@ -24,7 +24,7 @@ from .documents import finite as _finite  # noqa: F401  (kept for callers of the
 from .documents import json_default as _json_default  # noqa: F401
 from .documents import verify_document
 from .documents import verify_summary as _summary
-from .errors import EXIT_IO, InputError, OutputError, ParamError
+from .errors import EXIT_IO, InputError, OutputError, ParamError, precision_notes
 from .options import device_arg, one_line, positive_int_arg, seed_arg
 from .systems import capability, get_system, names
 
@@ -413,7 +413,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with warnings.catch_warnings(record=True) as caught:
             try:
-                rc = args.func(args)
+                with precision_notes():  # one PrecisionWarning for the command, none when it fails
+                    rc = args.func(args)
                 sys.stdout.flush()
             except (ParamError, InputError) as exc:
                 sys.stderr.write(f"flowcert: error: {one_line(str(exc))}\n")

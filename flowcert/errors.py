@@ -11,13 +11,16 @@ The same checks serve the command line and Python, and the command line names it
 the library's entry points (:func:`flowcert.verify`, :mod:`flowcert.pretrained`,
 :func:`flowcert.rnn.analyze_cell`) raise their errors through it, so a Python user never reads a
 flag. :class:`PrecisionWarning` is the note given when an array arrives in another floating-point
-format than float64 (a float32 tensor, a float16 array) and is converted.
+format than float64 (a float32 tensor, a float16 array) and is converted: one warning per call of an
+entry point, naming every key converted, and none when the call then raises (:class:`precision_notes`).
 """
 
 from __future__ import annotations
 
 import functools
 import re
+import warnings
+from contextvars import ContextVar
 from typing import Any, Callable, TypeVar
 
 __all__ = ["InputError", "OptionError", "ParamError", "PrecisionWarning", "python_terms", "OutputError", "EXIT_IO"]
@@ -158,6 +161,88 @@ def as_python_error(err: InputError) -> InputError:
     return InputError(new)
 
 
+#: The precision notes of the call in progress (:class:`precision_notes`), or None outside one.
+_NOTES: ContextVar[list[tuple[str, str, bool]] | None] = ContextVar("flowcert_precision_notes", default=None)
+
+
+def precision_message(notes: list[tuple[str, str, bool]]) -> str:
+    """The text of one :class:`PrecisionWarning` for ``notes`` (``(key, dtype, exact)``), keys grouped by
+    format: ``A, B: float32 values converted to float64 (widened exactly; ...)``.
+
+    Parameters
+    ----------
+    notes : list of (str, str, bool)
+        The key, the format it came in, and whether float64 holds it exactly.
+
+    Returns
+    -------
+    str
+    """
+    groups: dict[tuple[str, bool], list[str]] = {}
+    for key, dtype, exact in notes:
+        keys = groups.setdefault((dtype, exact), [])
+        if key not in keys:
+            keys.append(key)
+    return "; ".join(
+        f"{', '.join(keys)}: {dtype} values converted to float64 ("
+        + (f"widened exactly; the values keep {dtype} precision" if exact else "rounded to the nearest float64") + ")"
+        for (dtype, exact), keys in groups.items())
+
+
+def note_precision(key: str, dtype: str, exact: bool) -> bool:
+    """Add a precision note to the call in progress; False when no call collects them (warn at once).
+
+    Parameters
+    ----------
+    key : str
+        The parameter converted.
+    dtype : str
+        The format it came in (``float32``).
+    exact : bool
+        Whether float64 holds its values exactly.
+
+    Returns
+    -------
+    bool
+        True when the note was collected (one :class:`PrecisionWarning` at the end of the call).
+    """
+    notes = _NOTES.get()
+    if notes is None:
+        return False
+    notes.append((key, dtype, exact))
+    return True
+
+
+class precision_notes:
+    """Collect the precision notes of one call: one :class:`PrecisionWarning` for all its keys when the
+    call returns, none when it raises (the error is the answer). Nested uses join the outermost.
+
+    Parameters
+    ----------
+    stacklevel : int
+        ``stacklevel`` of the warning as seen from the ``with`` statement's frame (2: its caller).
+    """
+
+    def __init__(self, stacklevel: int = 2) -> None:
+        self.stacklevel = stacklevel
+        self._token: Any = None
+
+    def __enter__(self) -> precision_notes:
+        if _NOTES.get() is None:
+            self._token = _NOTES.set([])
+        return self
+
+    def __exit__(self, kind: Any, value: Any, tb: Any) -> None:
+        if self._token is None:
+            return
+        notes = _NOTES.get() or []
+        _NOTES.reset(self._token)
+        self._token = None
+        if kind is None and notes:
+            # from __exit__, 1 is here and 2 the with statement's frame
+            warnings.warn(precision_message(notes), PrecisionWarning, stacklevel=self.stacklevel + 1)
+
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -168,7 +253,8 @@ def python_terms(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            with precision_notes():  # one PrecisionWarning per call, none on a call that raises
+                return fn(*args, **kwargs)
         except InputError as err:
             new = as_python_error(err)
             if new is err:

@@ -327,10 +327,21 @@ def _head(raw: Mapping[str, object], where: str, d: int | None, variant: str) ->
             raise ParamError(f"{prefix}{key}", f"missing required key {prefix + key!r} (or give P = Q^T K)", names_key=True)
     # Q, K may be m x d (m query/key width); the scores only need Q^T K (d x d)
     Qm = as_matrix(raw["Q"], f"{prefix}Q", (None, d), allow_expr=True)
-    Km = as_matrix(raw["K"], f"{prefix}K", (Qm.shape[0], d), allow_expr=True)
     if Qm.shape[0] < 1:
         raise ParamError(f"{prefix}Q", "expected at least one row")
+    Km = as_matrix(raw["K"], f"{prefix}K", (None, d), allow_expr=True)
+    if Km.shape[0] != Qm.shape[0]:
+        raise _rows_mismatch(prefix, Qm.shape, Km.shape, d)
     return Head(Qm, Km, V)
+
+
+def _rows_mismatch(prefix: str, q: tuple[int, ...], k: tuple[int, ...], d: int) -> ParamError:
+    """The error for Q (m x d) and K (m' x d) with m != m': it names the one that is not d x d when the
+    other is (the usual square head), else Q, and says both shapes."""
+    wrong = "K" if q == (d, d) and k != (d, d) else "Q"
+    other, (mine, theirs) = ("Q", (k, q)) if wrong == "K" else ("K", (q, k))
+    return ParamError(f"{prefix}{wrong}", f"expected shape ({theirs[0]}, {d}) (as many rows as {prefix}{other}, "
+                                          f"which is {theirs[0]} x {d}), got {tuple(mine)}")
 
 
 def _identity(d: int) -> np.ndarray:

@@ -93,7 +93,9 @@ def _tensor(value: Any, key: str, ndim: int, what: str, dtype: Any) -> Any:
     if arr.ndim != ndim:
         raise ParamError(key, f"expected shape {what}, got {tuple(arr.shape)}")
     if not np.isfinite(arr).all():
-        raise ParamError(key, "has non-finite entries")
+        from ..schema import check_finite
+
+        check_finite(np.asarray(arr, dtype=np.float64), key)  # names the first entry: [b][t][i] is NaN
     return torch.as_tensor(np.asarray(arr, dtype=np.float64)).to(dtype)
 
 
@@ -167,8 +169,9 @@ def _state_size(module: Any, x0: Any) -> int:
         return fits[0]
     if not fits:
         raise InputError("h0: cannot tell the cell's state size (no hidden_size attribute, and no state size "
-                         f"among {sorted(set(dims) | {2 * n for n in dims})} gives cell(x_t, h) of shape [B, H]); "
-                         "pass h0=, a [B, H] array")
+                         f"among {sorted(set(dims) | {2 * n for n in dims})} gives cell(x_t, h) of shape [B, H] "
+                         f"with x_t of input size I = {x0.shape[1]}); check the inputs' size I, or pass h0=, "
+                         "a [B, H] array")
     raise InputError(f"h0: the cell's state size is ambiguous (H in {fits} all give cell(x_t, h) of shape [B, H]); "
                      "pass h0=, a [B, H] array")
 
@@ -211,6 +214,7 @@ def cell_params(cell: Any, inputs: Any, *, h0: Any = None, targets: Any = None, 
     """
     import torch
 
+    from .forward_ad import load_forward_ad
     from .smooth import ASSUMPTIONS
 
     if not is_module(cell):
@@ -229,6 +233,7 @@ def cell_params(cell: Any, inputs: Any, *, h0: Any = None, targets: Any = None, 
     if min(B, T, I) < 1:
         raise ParamError("inputs", f"expected shape [B, T, I] with B, T, I >= 1, got {tuple(x.shape)}")
     mod = copy.deepcopy(cell).to(dt)
+    _check_input_size(mod, I)
     parts: tuple[int, ...] = ()
     if h0 is None:
         H, parts = _state_layout(mod, x[:, 0])
@@ -248,12 +253,16 @@ def cell_params(cell: Any, inputs: Any, *, h0: Any = None, targets: Any = None, 
         y = _tensor(targets, "targets", 3, f"[B, T, O] with B, T = {B}, {T}", dt)
         if tuple(y.shape[:2]) != (B, T):
             raise ParamError("targets", f"expected shape [B, T, O] with B, T = {B}, {T}, got {tuple(y.shape)}")
+    if h0 is not None:
+        _check_state_size(mod, int(z0.shape[1]), parts)
     state = tuple(z0.split(list(parts), -1)) if parts else z0
     shown = [[B, n] for n in parts] if parts else list(z0.shape)
     with torch.no_grad():
         try:
             out = mod(x[:, 0], state)
         except Exception as exc:  # noqa: BLE001 - the user's cell refuses the call: bad input, said plainly
+            if h0 is not None:
+                _blame_state(mod, x[:, 0], int(z0.shape[1]))
             raise InputError(f"params: cell(x_t, h) fails with x_t [{B}, {I}] and h {shown} "
                              f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]})") from None
     if not _returns_state(mod, x[:, 0], state):
@@ -263,7 +272,60 @@ def cell_params(cell: Any, inputs: Any, *, h0: Any = None, targets: Any = None, 
         raise InputError(f"params: cell(x_t, h) must return the next state in the form it takes, {want}; got {got} "
                          "(a cell whose state is a tuple, like LSTMCell's (h, c), takes and returns the tuple: "
                          "pass h0 as a tuple of [B, H_i] arrays)")
+    load_forward_ad()  # valid: the analysis's dual numbers, without torch's jit.script deprecation notes
     return CellParams(mod, x, z0, y, frozenset(names), type(cell).__name__, parts)
+
+
+def _declared(module: Any, name: str) -> int | None:
+    """The module's ``input_size`` / ``hidden_size`` attribute when it is a positive int (torch's cells)."""
+    n = getattr(module, name, None)
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+
+
+def _check_input_size(module: Any, I: int) -> None:
+    """I against the cell's declared ``input_size`` (torch's cells).
+
+    Raises
+    ------
+    flowcert.errors.ParamError
+        ``inputs``: I differs from ``input_size``, naming both.
+    """
+    want = _declared(module, "input_size")
+    if want is not None and I != want:
+        raise ParamError("inputs", f"the cell takes input_size = {want} features, got I = {I} (inputs are [B, T, I])")
+
+
+def _check_state_size(module: Any, H: int, parts: tuple[int, ...]) -> None:
+    """A given h0's size (each part's, for a tuple state) against the cell's declared ``hidden_size``.
+
+    Raises
+    ------
+    flowcert.errors.ParamError
+        ``h0`` (or ``h0[i]``): the size differs from ``hidden_size``, naming both.
+    """
+    want = _declared(module, "hidden_size")
+    if want is None:
+        return
+    for i, n in enumerate(parts or (H,)):
+        if n != want:
+            raise ParamError(f"h0[{i}]" if parts else "h0", f"the cell takes hidden_size = {want}, got H = {n} (h0 is [B, H])")
+
+
+def _blame_state(module: Any, x0: Any, H: int) -> None:
+    """A cell with no ``hidden_size`` that refuses the given h0: when it runs with a state of another size
+    (found as without h0), that size is what h0 should have.
+
+    Raises
+    ------
+    flowcert.errors.ParamError
+        ``h0``: the cell takes H = n, got H.
+    """
+    try:
+        found, _ = _state_layout(module, x0)
+    except InputError:
+        return
+    if found != H:
+        raise ParamError("h0", f"the cell takes a state of size H = {found}, got H = {H} (h0 is [B, H])")
 
 
 def verify_cell(p: CellParams, *, seed: int = 0, mode: str = "stored", consensus: str | None = None,

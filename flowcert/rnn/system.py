@@ -71,7 +71,9 @@ class RNNSystem(SystemBase):
         identities are its run)."""
         from .analyze import analyze
         from .cell import CellParams, verify_cell
+        from .forward_ad import load_forward_ad
 
+        load_forward_ad()
         if isinstance(p, CellParams):
             return verify_cell(p, seed=seed or 0, mode=mode, **consensus)
         return analyze(p, mode=mode, typed=True, **consensus), None
@@ -115,7 +117,9 @@ class RNNSystem(SystemBase):
         """In the operator mode the document names, without a consensus spectrum (a record)."""
         from ..documents import plain
         from .analyze import analyze
+        from .forward_ad import load_forward_ad
 
+        load_forward_ad()
         mode = doc.get("operator_mode") if doc.get("operator_mode") in ("stored", "recompute") else "stored"
         return plain(analyze(self.load(raw, command="verify"), mode=mode))
 
