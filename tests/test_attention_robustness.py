@@ -116,7 +116,7 @@ def test_verify_exits_0_with_full_document(raw, tmp_path):
     doc = json.loads(out.stdout)
     ids = [t["id"] for t in doc["theorems"]]
     assert len([i for i in ids if i.startswith("consensus:")]) == 10
-    failed = [t["id"] for t in doc["theorems"] if any(h["name"] == "evaluation" for h in t["hypotheses"])]
+    failed = [t["id"] for t in doc["theorems"] if any(h["name"] in ("evaluation", "entry_evaluated") for h in t["hypotheses"])]
     assert failed == []
     l41 = next(t for t in doc["theorems"] if t["id"] == "consensus:lemma-4.1")
     if l41["applies"]:
@@ -153,8 +153,8 @@ def test_multistability_entry_fails_alone(monkeypatch):
            "K": [[3, 0.5, 0], [0, 0.5, 0], [0.3, 0, -1]], "n": 4}
     th = {t.id: t for t in ms.theorems(parse(raw))}
     assert set(th) == set(ms.THEOREM_IDS)
-    bad = [i for i, t in th.items() if any(h.name == "evaluation" for h in t.hypotheses)]
-    assert bad == ["multistability:thm-2"] and "ZeroDivisionError: planted" in th[bad[0]].prediction["error"]
+    bad = [i for i, t in th.items() if any(h.name in ("evaluation", "entry_evaluated") for h in t.hypotheses)]
+    assert bad == ["multistability:thm-2"] and "ZeroDivisionError: planted" in th[bad[0]].hypotheses[0].detail
     assert th["multistability:lemma-10"].applies.json is True
 
 
@@ -169,6 +169,6 @@ def test_verify_in_process_full_document(raw):
     json.dumps(doc, allow_nan=False)
     ids = [t["id"] for t in doc["theorems"]]
     assert len([i for i in ids if i.startswith("consensus:")]) == 10
-    assert not [t["id"] for t in doc["theorems"] if any(h["name"] == "evaluation" for h in t["hypotheses"])]
+    assert not [t["id"] for t in doc["theorems"] if any(h["name"] in ("evaluation", "entry_evaluated") for h in t["hypotheses"])]
     p = next(t for t in doc["theorems"] if t["id"] == "consensus:lemma-4.1")["prediction"]
     assert p["c1"] is None and p["c2_paper"] is None and p["log_c2_paper"] > math.log(sys.float_info.max)

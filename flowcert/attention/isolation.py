@@ -13,8 +13,7 @@ from __future__ import annotations
 import traceback
 from typing import Any, Callable, TypeVar
 
-from ..catalogue import CrossCheck, TheoremResult
-from ..certificates import core
+from ..catalogue import TheoremResult
 
 __all__ = ["attempt", "error_text", "failed_entry", "guarded"]
 
@@ -29,20 +28,20 @@ def error_text(exc: BaseException) -> str:
 
 
 def failed_entry(id_: str, label: str, exc: BaseException) -> TheoremResult:
-    """The record of an entry whose evaluation raised ``exc``: ``unknown``, with the error named."""
-    why = error_text(exc)
-    hyp = core.HypothesisResult("evaluation", "unknown", None, "entry evaluation", None,
-                                f"the entry could not be evaluated ({why}); nothing is claimed")
-    return TheoremResult(id_, label, "", [hyp], {"error": why},
-                         CrossCheck("skipped", {"reason": f"the entry could not be evaluated: {why}"}))
+    """The record of an entry whose evaluation raised ``exc``: the engine's ``entry_evaluated: unknown``,
+    with the error named (:func:`flowcert.engine.undecided`)."""
+    from ..engine import undecided
+
+    return undecided(id_, label, "entry_evaluated", "internal", f"evaluation failed: {error_text(exc)}; nothing is claimed")
 
 
 def guarded(id_: str, label: str, fn: Callable[..., TheoremResult], *args: Any, **kw: Any) -> TheoremResult:
-    """``fn(*args, **kw)``, or :func:`failed_entry` if it raises (``KeyboardInterrupt`` passes)."""
-    try:
-        return fn(*args, **kw)
-    except Exception as exc:  # noqa: BLE001 - isolation is the point: each entry fails alone
-        return failed_entry(id_, label, exc)
+    """``fn(*args, **kw)`` through the one evaluator (:func:`flowcert.engine.evaluate`: an entry that raises is
+    reported alone as ``entry_evaluated: unknown``; ``KeyboardInterrupt`` passes). The attention entries keep
+    the command's budget (no per-entry one)."""
+    from ..engine import evaluate
+
+    return evaluate(id_, label, lambda: fn(*args, **kw), seconds=None)
 
 
 def attempt(fn: Callable[[], T], fallback: Callable[[str], T]) -> T:
