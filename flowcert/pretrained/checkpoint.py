@@ -1,6 +1,6 @@
 r"""Pretrained checkpoints in Hugging Face layout: ``config.json`` + ``model.safetensors``.
 
-Two architectures, both read into one weight convention (``nn.Linear``: :math:`y = xW^\top + b`,
+Three architectures, all read into one weight convention (``nn.Linear``: :math:`y = xW^\top + b`,
 :math:`W\in\mathbb R^{\text{out}\times\text{in}}`, tokens are rows of :math:`X\in\mathbb R^{n\times d}`):
 
 * BERT-style encoders (``model_type: "bert"``, post-LayerNorm, bidirectional):
@@ -12,6 +12,22 @@ Two architectures, both read into one weight convention (``nn.Linear``: :math:`y
 
   .. math:: H = X + \mathrm{Attn}(\mathrm{LN}_1 X),\qquad
             X^{+} = H + W_2\,\mathrm{gelu_{tanh}}(W_1\,\mathrm{LN}_2 H + b_1) + b_2 .
+
+* OPT decoders (``model_type: "opt"``, causal, learned positions): pre-LayerNorm as GPT-2 when
+  ``do_layer_norm_before`` (the default), post-LayerNorm as BERT otherwise (OPT-350m); ReLU by
+  default. Its attention ``q_proj, k_proj, v_proj, out_proj`` are ``nn.Linear`` and are read as
+  they are. OPT multiplies the query, bias included, by :math:`d_h^{-1/2}` before the product,
+  :math:`\big(d_h^{-1/2}(W_Qx_i+b_Q)\big)\cdot(W_Kx_j+b_K)`, which is the score BERT and GPT-2
+  compute, so a head has the same :math:`Q, K` here. The position table ``embed_positions`` has two
+  leading rows (OPT's offset: position :math:`p` reads row :math:`p+2`); they are dropped, so
+  ``pos_emb[p]`` is position :math:`p` as for GPT-2. ``project_in`` / ``project_out`` (when
+  ``word_embed_proj_dim`` differs from ``hidden_size``) are kept; without ``enable_bias`` the biases
+  are zeros, without ``layer_norm_elementwise_affine`` the LayerNorm weights are ones and biases zeros.
+
+Models with rotary position embeddings (Llama, Mistral, GPT-NeoX, GPT-J, Qwen2, Phi, …) are refused
+(:func:`architecture`): their score :math:`(R_iW_Qx_i)\cdot(R_jW_Kx_j)=x_i^\top W_Q^\top R_{j-i}W_Kx_j`
+depends on the positions through the rotation :math:`R_{j-i}`, so a head has no single bilinear form
+:math:`Q^\top K`, which is what the papers' dynamics have.
 
 GPT-2 stores ``Conv1D`` weights as (in, out) and a fused ``c_attn``; both are transposed and
 split here. Weights are kept as float64 numpy arrays holding the *exact* stored values (float32,
@@ -43,7 +59,7 @@ from ..errors import ParamError
 from ..files import load_json
 
 __all__ = ["LayerWeights", "Checkpoint", "load_checkpoint", "from_tensors", "find_minilm", "bad", "from_model",
-           "from_state_dict", "hub_snapshot", "load_model"]
+           "from_state_dict", "hub_snapshot", "load_model", "architecture", "ARCHITECTURES", "ROTARY_MODEL_TYPES"]
 
 
 def bad(message: str) -> ParamError:
@@ -79,7 +95,7 @@ class Checkpoint:
     """A loaded checkpoint: architecture, sizes and weights (float64, exact stored values)."""
 
     path: Path
-    kind: str  # "bert" | "gpt2"
+    kind: str  # "bert" | "gpt2" | "opt"
     d: int
     n_heads: int
     n_layers: int
@@ -103,6 +119,11 @@ class Checkpoint:
     #: True when only the attention weights (``Wq, Wk, Wv, Wo`` and their biases) were read
     #: (:func:`load_checkpoint` with ``attention_only``): every other weight is zeros, never read
     attention_only: bool = False
+    #: LayerNorm before each sub-layer (GPT-2, OPT with ``do_layer_norm_before``); None: by ``kind``
+    pre_layernorm: bool | None = None
+    #: OPT's ``project_in`` (d x word_embed_proj_dim) and ``project_out`` (word_embed_proj_dim x d), or None
+    proj_in: np.ndarray | None = None
+    proj_out: np.ndarray | None = None
 
     @property
     def d_head(self) -> int:
@@ -110,7 +131,13 @@ class Checkpoint:
 
     @property
     def causal(self) -> bool:
-        return self.kind == "gpt2"
+        return self.kind in ("gpt2", "opt")
+
+    @property
+    def pre_ln(self) -> bool:
+        """True when each sub-layer's input goes through its LayerNorm first (GPT-2, most OPT);
+        False for post-LayerNorm blocks (BERT, OPT with ``do_layer_norm_before: false``)."""
+        return self.pre_layernorm if self.pre_layernorm is not None else self.kind == "gpt2"
 
     def summary(self) -> dict[str, Any]:
         """Sizes as JSON."""
@@ -131,7 +158,53 @@ _CFG_LIMITS = {"hidden_size": "pretrained:hidden_size", "n_embd": "pretrained:hi
                "num_attention_heads": "pretrained:heads", "n_head": "pretrained:heads",
                "num_hidden_layers": "pretrained:layers", "n_layer": "pretrained:layers",
                "vocab_size": "pretrained:vocab", "max_position_embeddings": "pretrained:positions",
-               "n_positions": "pretrained:positions", "type_vocab_size": "pretrained:positions"}
+               "n_positions": "pretrained:positions", "type_vocab_size": "pretrained:positions",
+               "ffn_dim": "pretrained:ffn", "word_embed_proj_dim": "pretrained:hidden_size"}
+
+#: The ``model_type`` values read.
+ARCHITECTURES = ("bert", "gpt2", "opt")
+#: ``model_type`` values whose attention uses rotary position embeddings (refused, :func:`architecture`).
+ROTARY_MODEL_TYPES = frozenset({
+    "llama", "mistral", "mixtral", "gpt_neox", "gpt_neox_japanese", "gptj", "codegen", "qwen2", "qwen2_moe",
+    "qwen3", "qwen3_moe", "phi", "phi3", "gemma", "gemma2", "gemma3", "gemma3_text", "olmo", "olmo2", "stablelm",
+    "persimmon", "starcoder2", "cohere", "granite", "deepseek_v2", "deepseek_v3", "internlm", "baichuan", "chatglm",
+    "nemotron", "exaone", "helium", "glm"})
+#: config keys that configure a rotary embedding (any one of them, set, marks the model as rotary).
+_ROTARY_KEYS = ("rope_parameters", "rope_theta", "rope_scaling", "rotary_dim", "rotary_pct", "rotary_emb_base",
+                "partial_rotary_factor", "rotary_emb_fraction", "use_rotary_position_embeddings")
+
+
+def architecture(cfg: Mapping[str, Any]) -> str:
+    """The architecture of a config, one of :data:`ARCHITECTURES`, or a one-line refusal.
+
+    Parameters
+    ----------
+    cfg : mapping
+        The model's ``config.json`` (or a ``transformers`` config's ``to_dict()``).
+
+    Returns
+    -------
+    str
+        ``cfg["model_type"]`` when it is ``"bert"``, ``"gpt2"`` or ``"opt"``.
+
+    Raises
+    ------
+    ParamError
+        A rotary model (a ``model_type`` of :data:`ROTARY_MODEL_TYPES`, or a config with a rotary key
+        such as ``rope_parameters``, ``rope_theta``, ``rotary_dim``, ``rotary_pct``): the line names the
+        rotary embedding and why it is refused; any other ``model_type``: the line names the key.
+    """
+    kind = cfg.get("model_type")
+    if kind in ARCHITECTURES:
+        return str(kind)
+    marks = [k for k in _ROTARY_KEYS if cfg.get(k) not in (None, False, 0, {})]
+    if (kind in ROTARY_MODEL_TYPES or marks) and not cfg.get("alibi"):
+        how = f"model_type {kind!r}" + (f" (config key {marks[0]!r})" if marks else "")
+        raise bad(f"config.json: {how} uses rotary position embeddings (RoPE), which flowcert does not read: "
+                  "the attention score <R_i W_Q x_i, R_j W_K x_j> = x_i^T W_Q^T R_(j-i) W_K x_j depends on the "
+                  "positions i, j, so a head has no single bilinear form Q^T K, which the papers' dynamics "
+                  f"assume; flowcert reads model_type {', '.join(map(repr, ARCHITECTURES))}")
+    raise bad(f"config.json: key 'model_type' must be one of {', '.join(map(repr, ARCHITECTURES))}, got {kind!r}")
 
 
 def _cfg_int(cfg: Mapping[str, Any], key: str, default: int | None = None) -> int:
@@ -180,7 +253,7 @@ class _Tensors:
             declared, dtype = self.t.declared(key)
             if declared != shape:
                 raise bad(f"model.safetensors: tensor '{key}' has shape {declared}, expected {shape}")
-            if self.attention_only and ".attention." not in key and ".attn." not in key:
+            if self.attention_only and not any(m in key for m in (".attention.", ".attn.", ".self_attn.")):
                 return np.zeros(shape)  # not read (calloc'd pages, never touched)
         a = self.t.view(key) if isinstance(self.t, SafeTensors) else self.t[key]  # converted (copied) below
         if tuple(a.shape) != shape:
@@ -330,7 +403,7 @@ def _read_tensors(path: Path) -> Mapping[str, np.ndarray]:
 
 
 def load_checkpoint(directory: str | os.PathLike[str], *, attention_only: bool = False) -> Checkpoint:
-    """Load a BERT- or GPT-2-style checkpoint from a local directory.
+    """Load a BERT-, GPT-2- or OPT-style checkpoint from a local directory.
 
     Parameters
     ----------
@@ -348,7 +421,8 @@ def load_checkpoint(directory: str | os.PathLike[str], *, attention_only: bool =
     ------
     ParamError
         Missing directory or file, a missing or invalid config key, a missing tensor, or a
-        tensor of the wrong shape; the message names it.
+        tensor of the wrong shape; the message names it. A rotary model (Llama, Mistral, GPT-NeoX …)
+        is refused in one line naming the rotary embedding (:func:`architecture`).
     """
     root = Path(directory)
     if not root.is_dir() and (cached := hub_snapshot(str(directory))) is not None:
@@ -360,14 +434,12 @@ def load_checkpoint(directory: str | os.PathLike[str], *, attention_only: bool =
     cfg_path, st_path = root / "config.json", root / "model.safetensors"
     if not cfg_path.is_file():
         raise bad(f"--model: '{directory}' has no config.json")
-    if not st_path.is_file():
-        raise bad(f"--model: '{directory}' has no model.safetensors")
     cfg = load_json(cfg_path, "config.json", max_bytes=MAX_CONFIG_BYTES)
     if not isinstance(cfg, dict):
         raise bad("config.json: expected an object at the top level")
-    kind = cfg.get("model_type")
-    if kind not in ("bert", "gpt2"):
-        raise bad(f"config.json: key 'model_type' must be 'bert' or 'gpt2', got {kind!r}")
+    architecture(cfg)  # a rotary model is refused before its weights are looked for
+    if not st_path.is_file():
+        raise bad(f"--model: '{directory}' has no model.safetensors")
     ckpt = from_tensors(cfg, _read_tensors(st_path), root, attention_only=attention_only)
     from .provenance import files_sha256
 
@@ -380,14 +452,14 @@ def from_tensors(cfg: dict[str, Any], tensors: Mapping[str, np.ndarray], root: P
     """Build a :class:`Checkpoint` from a config mapping and HF-named tensors (what
     :func:`load_checkpoint` does after reading the files; also used for in-memory models);
     ``attention_only``: see :func:`load_checkpoint` (for a lazily read file only)."""
-    kind = cfg.get("model_type")
-    if kind not in ("bert", "gpt2"):
-        raise bad(f"config.json: key 'model_type' must be 'bert' or 'gpt2', got {kind!r}")
+    kind = architecture(cfg)
     root = root if root is not None else Path(".")
     if kind == "bert":
         ckpt = _load_bert(root, cfg, _Tensors(tensors, ("bert.",), attention_only))
-    else:
+    elif kind == "gpt2":
         ckpt = _load_gpt2(root, cfg, _Tensors(tensors, ("transformer.",), attention_only))
+    else:
+        ckpt = _load_opt(root, cfg, _Tensors(tensors, ("model.decoder.", "decoder."), attention_only))
     ckpt.attention_only = attention_only and isinstance(tensors, SafeTensors)
     return ckpt
 
@@ -457,6 +529,61 @@ def _load_gpt2(root: Path, cfg: dict[str, Any], T: _Tensors) -> Checkpoint:
         activation=act, vocab_size=V, max_positions=npos, layers=layers,
         word_emb=T.get("wte.weight", (V, d)), pos_emb=T.get("wpe.weight", (npos, d)),
         lnf_w=T.get("ln_f.weight", (d,)), lnf_b=T.get("ln_f.bias", (d,)), config=cfg,
+    )
+
+
+def _cfg_bool(cfg: Mapping[str, Any], key: str, default: bool) -> bool:
+    v = cfg.get(key, default)
+    if not isinstance(v, bool):
+        raise bad(f"config.json: key '{key}' must be true or false, got {v!r}")
+    return v
+
+
+def _load_opt(root: Path, cfg: dict[str, Any], T: _Tensors) -> Checkpoint:
+    """OPT (``OPTModel`` / ``OPTForCausalLM`` names, ``decoder.`` or ``model.decoder.``): see the module docstring."""
+    d, h, L = _cfg_int(cfg, "hidden_size"), _cfg_int(cfg, "num_attention_heads"), _cfg_int(cfg, "num_hidden_layers")
+    _heads_ok(d, h)
+    ff, V, npos = _cfg_int(cfg, "ffn_dim"), _cfg_int(cfg, "vocab_size"), _cfg_int(cfg, "max_position_embeddings")
+    p_dim = _cfg_int(cfg, "word_embed_proj_dim", d)
+    act = cfg.get("activation_function", "relu")
+    if act not in ("gelu", "gelu_new", "relu"):
+        raise bad(f"config.json: key 'activation_function' {act!r} is not supported (gelu, gelu_new, relu)")
+    pre = _cfg_bool(cfg, "do_layer_norm_before", True)
+    bias = _cfg_bool(cfg, "enable_bias", True)
+    affine = _cfg_bool(cfg, "layer_norm_elementwise_affine", True)
+    final_ln = pre and not _cfg_bool(cfg, "_remove_final_layer_norm", False)
+
+    def b(name: str, n: int) -> np.ndarray:
+        return T.get(name, (n,)) if bias else np.zeros(n)
+
+    def ln(name: str) -> tuple[np.ndarray, np.ndarray]:
+        return (T.get(name + ".weight", (d,)), T.get(name + ".bias", (d,))) if affine else (np.ones(d), np.zeros(d))
+
+    layers = []
+    for i in range(L):
+        p = f"layers.{i}."
+        a = p + "self_attn."
+        (l1w, l1b), (l2w, l2b) = ln(p + "self_attn_layer_norm"), ln(p + "final_layer_norm")
+        layers.append(LayerWeights(
+            Wq=T.get(a + "q_proj.weight", (d, d)), bq=b(a + "q_proj.bias", d),
+            Wk=T.get(a + "k_proj.weight", (d, d)), bk=b(a + "k_proj.bias", d),
+            Wv=T.get(a + "v_proj.weight", (d, d)), bv=b(a + "v_proj.bias", d),
+            Wo=T.get(a + "out_proj.weight", (d, d)), bo=b(a + "out_proj.bias", d),
+            ln1_w=l1w, ln1_b=l1b,
+            W1=T.get(p + "fc1.weight", (ff, d)), b1=b(p + "fc1.bias", ff),
+            W2=T.get(p + "fc2.weight", (d, ff)), b2=b(p + "fc2.bias", d),
+            ln2_w=l2w, ln2_b=l2b,
+        ))
+    lnf_w, lnf_b = ln("final_layer_norm") if final_ln else (None, None)
+    proj = p_dim != d
+    return Checkpoint(
+        path=root, kind="opt", d=d, n_heads=h, n_layers=L, d_ff=ff, eps=1e-5,  # nn.LayerNorm's default: OPT sets none
+        activation=act, vocab_size=V, max_positions=npos, layers=layers,
+        word_emb=T.get("embed_tokens.weight", (V, p_dim)),
+        pos_emb=T.get("embed_positions.weight", (npos + 2, d))[2:].copy(),  # OPT's offset of 2 rows
+        lnf_w=lnf_w, lnf_b=lnf_b, config=cfg, pre_layernorm=pre,
+        proj_in=T.get("project_in.weight", (d, p_dim)) if proj else None,
+        proj_out=T.get("project_out.weight", (p_dim, d)) if proj else None,
     )
 
 
@@ -562,8 +689,8 @@ def from_state_dict(state_dict: Mapping[str, Any], config: Any, name: str = "sta
     """A :class:`Checkpoint` from a state dict (HF names, torch tensors or arrays) and its config.
 
     GPT-2's ``Conv1D`` weights are stored (in, out) with a fused ``c_attn``; they are transposed and
-    split as for a file (:func:`from_tensors`). The ``bert.`` / ``transformer.`` prefixes of the
-    task models (``BertForMaskedLM``, ``GPT2LMHeadModel``) are recognised.
+    split as for a file (:func:`from_tensors`). The ``bert.`` / ``transformer.`` / ``model.decoder.``
+    prefixes of the task models (``BertForMaskedLM``, ``GPT2LMHeadModel``, ``OPTForCausalLM``) are recognised.
 
     Parameters
     ----------
@@ -595,13 +722,13 @@ def from_state_dict(state_dict: Mapping[str, Any], config: Any, name: str = "sta
 
 
 def from_model(model: Any) -> Checkpoint:
-    """A :class:`Checkpoint` from a loaded ``transformers`` model (``BertModel``, ``GPT2Model``, their
-    task heads …): its config and state dict, read in the model's own precision and widened to float64.
+    """A :class:`Checkpoint` from a loaded ``transformers`` model (``BertModel``, ``GPT2Model``,
+    ``OPTModel``, their task heads …): its config and state dict, read in the model's own precision and widened to float64.
 
     Parameters
     ----------
     model : transformers.PreTrainedModel
-        Any object with a ``config`` and a ``state_dict()`` (BERT- or GPT-2-style).
+        Any object with a ``config`` and a ``state_dict()`` (BERT-, GPT-2- or OPT-style).
 
     Returns
     -------
@@ -614,7 +741,8 @@ def from_model(model: Any) -> Checkpoint:
     ------
     ParamError
         ``model`` has no ``config`` or no ``state_dict``, or its config or weights are not a
-        supported BERT / GPT-2 checkpoint (see :func:`from_state_dict`).
+        supported BERT / GPT-2 / OPT checkpoint (see :func:`from_state_dict`); a rotary model
+        (Llama, Mistral, GPT-NeoX …) in one line naming the rotary embedding (:func:`architecture`).
     """
     config = getattr(model, "config", None)
     if config is None or not hasattr(model, "state_dict"):

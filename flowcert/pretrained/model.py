@@ -9,7 +9,8 @@ column block :math:`W_O^h\in\mathbb R^{d\times d_h}`:
           + \text{mask}\Big),\qquad
     \mathrm{Attn}(X) = \sum_h A^h (XW_V^{h\top}+b_V^h) W_O^{h\top} + b_O ,
 
-with the causal mask (:math:`-\infty` above the diagonal) for GPT-2. The switches used by the
+with the causal mask (:math:`-\infty` above the diagonal) for GPT-2 and OPT (OPT scales the query,
+bias included, by :math:`d_h^{-1/2}` before the product: the same score). The switches used by the
 experiments: ``ffn=False`` drops the feed-forward sub-block together with its skip connection and
 its LayerNorm (as in the consensus paper's GPT-2 runs); ``layernorm=False`` replaces every
 LayerNorm by the identity (gaussian paper §5.3); ``attn=`` prescribes the matrices :math:`A^h`;
@@ -83,6 +84,7 @@ class Transformer:
         self.word_emb, self.pos_emb, self.type_emb = t(ckpt.word_emb), t(ckpt.pos_emb), t(ckpt.type_emb)
         self.emb_ln = (t(ckpt.emb_ln_w), t(ckpt.emb_ln_b))
         self.lnf = (t(ckpt.lnf_w), t(ckpt.lnf_b))
+        self.proj_in, self.proj_out = t(ckpt.proj_in), t(ckpt.proj_out)
         self._tokenizer: Any = None
 
     # ---------------------------------------------------------------- pieces
@@ -108,7 +110,7 @@ class Transformer:
 
     def attention_probs(self, X: Any, layer: int) -> Any:
         r"""The attention matrices :math:`A^h` of block ``layer`` on its attention input ``X``
-        (after LN_1 for GPT-2): shape (..., h, n, n), rows sum to 1.
+        (after LN_1 for GPT-2 and pre-LN OPT): shape (..., h, n, n), rows sum to 1.
 
         Parameters
         ----------
@@ -121,7 +123,7 @@ class Transformer:
         -------
         torch.Tensor
             :math:`A^h=\operatorname{softmax}_j\big(q^h_i\cdot k^h_j/\sqrt{d_h}\big)`, shape (..., h, n, n),
-            with the causal mask (zeros above the diagonal) for GPT-2.
+            with the causal mask (zeros above the diagonal) for GPT-2 and OPT.
         """
         import torch
 
@@ -204,20 +206,20 @@ class Transformer:
         Returns
         -------
         torch.Tensor
-            The block's output, shape (..., n, d): post-LN for BERT,
-            :math:`\mathrm{LN}_2(H+\mathrm{FF}(H))` with :math:`H=\mathrm{LN}_1(X+\mathrm{mix}(X))`;
-            pre-LN for GPT-2, :math:`H+\mathrm{FF}(\mathrm{LN}_2H)` with
-            :math:`H=X+\mathrm{mix}(\mathrm{LN}_1X)`.
+            The block's output, shape (..., n, d): post-LN for BERT (and OPT with
+            ``do_layer_norm_before: false``), :math:`\mathrm{LN}_2(H+\mathrm{FF}(H))` with
+            :math:`H=\mathrm{LN}_1(X+\mathrm{mix}(X))`; pre-LN for GPT-2 and OPT,
+            :math:`H+\mathrm{FF}(\mathrm{LN}_2H)` with :math:`H=X+\mathrm{mix}(\mathrm{LN}_1X)`.
         """
         W = self.layers[layer]
         ln1, ln2 = (W["ln1_w"], W["ln1_b"]), (W["ln2_w"], W["ln2_b"])
         mix = mixer if mixer is not None else (lambda Y: self.attention(Y, layer, attn))
-        if self.ckpt.kind == "bert":  # post-LN
+        if not self.ckpt.pre_ln:  # BERT, post-LN OPT
             H = self._ln(X + mix(X), ln1, layernorm)
             if not ffn:
                 return H
             return self._ln(H + self.feed_forward(H, layer), ln2, layernorm)
-        H = X + mix(self._ln(X, ln1, layernorm))  # GPT-2: pre-LN
+        H = X + mix(self._ln(X, ln1, layernorm))  # GPT-2, OPT: pre-LN
         if not ffn:
             return H
         return H + self.feed_forward(self._ln(H, ln2, layernorm), layer)
@@ -259,27 +261,33 @@ class Transformer:
         return X
 
     def final(self, X: Any, layernorm: bool = True) -> Any:
-        """GPT-2's ``ln_f`` (identity for BERT).
+        """The final LayerNorm of GPT-2 (``ln_f``) and pre-LN OPT (``final_layer_norm``), then OPT's
+        ``project_out`` when it has one; the identity for BERT.
 
         Parameters
         ----------
         X : torch.Tensor
             Hidden states, shape (..., n, d).
         layernorm : bool, default True
-            False: the identity also for GPT-2 (``layernorm=False`` of :meth:`block`).
+            False: no final LayerNorm (``layernorm=False`` of :meth:`block`); ``project_out`` stays.
 
         Returns
         -------
         torch.Tensor
-            ``ln_f(X)`` for GPT-2; ``X`` itself for BERT.
+            ``ln_f(X)`` for GPT-2; ``project_out(final_layer_norm(X))`` for OPT (each when it has
+            one; shape (..., n, word_embed_proj_dim)); ``X`` itself for BERT.
         """
-        if self.ckpt.kind == "gpt2":
-            return self._ln(X, self.lnf, layernorm)
-        return X
+        if self.ckpt.kind == "bert":
+            return X
+        if self.lnf[0] is not None:
+            X = self._ln(X, self.lnf, layernorm)
+        return X if self.proj_out is None else X @ self.proj_out.T
 
     # ---------------------------------------------------------------- tokens
     def embed(self, ids: Sequence[int], token_type: Sequence[int] | None = None) -> Any:
-        """Input embeddings of token ids (BERT: word + position + type, then LN; GPT-2: wte + wpe).
+        """Input embeddings of token ids (BERT: word + position + type, then LN; GPT-2: wte + wpe;
+        OPT: ``project_in`` of ``embed_tokens`` + ``embed_positions``, positions from 0 as HF counts them
+        on an unpadded input).
 
         Parameters
         ----------
@@ -310,7 +318,8 @@ class Transformer:
         n = ids_t.numel()
         if n > self.ckpt.max_positions:
             raise bad(f"tokens: {n} tokens exceed max positions {self.ckpt.max_positions}")
-        X = self.word_emb[ids_t] + self.pos_emb[:n]
+        W = self.word_emb[ids_t]
+        X = (W if self.proj_in is None else W @ self.proj_in.T) + self.pos_emb[:n]
         if self.ckpt.kind == "bert":
             tt = torch.zeros(n, dtype=torch.long) if token_type is None else torch.as_tensor(list(token_type))
             X = self._ln(X + self.type_emb[tt], self.emb_ln, True)
@@ -339,7 +348,8 @@ class Transformer:
         return list(self._tokenizer.encode(text).ids)
 
     def hidden_states(self, text: str) -> Any:
-        """Last hidden states of one text (BERT: the encoder output; GPT-2: after ``ln_f``).
+        """Last hidden states of one text (BERT: the encoder output; GPT-2: after ``ln_f``; OPT: after
+        ``final_layer_norm`` and ``project_out``).
 
         Parameters
         ----------

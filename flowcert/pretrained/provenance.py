@@ -5,7 +5,7 @@ Every record made from a checkpoint carries one top-level key, in one shape:
 .. code-block:: text
 
     "provenance": {"checkpoint_sha256": "<64 hex digits>", "model": "<name or path as given>",
-                   "architecture": "bert" | "gpt2" | ..., "layer": int, "head": int | null,
+                   "architecture": "bert" | "gpt2" | "opt", "layer": int, "head": int | null,
                    "system": "gaussian" | "attention", "prompt": str | null, "tokens": [int] | null}
 
 ``head`` is null for an export of every head of a layer (``pretrained export`` without ``--head``);
@@ -89,7 +89,7 @@ def files_sha256(directory: str | os.PathLike[str]) -> str:
 
 def _weights(ckpt: Any) -> Iterator[tuple[str, np.ndarray]]:
     """Every weight of a :class:`~flowcert.pretrained.checkpoint.Checkpoint`, named, in a fixed order."""
-    for name in ("word_emb", "pos_emb", "type_emb", "emb_ln_w", "emb_ln_b", "lnf_w", "lnf_b"):
+    for name in ("word_emb", "pos_emb", "type_emb", "emb_ln_w", "emb_ln_b", "lnf_w", "lnf_b", "proj_in", "proj_out"):
         value = getattr(ckpt, name, None)
         if value is not None:
             yield name, np.asarray(value)
