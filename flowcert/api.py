@@ -102,8 +102,10 @@ def verify(system: str, params: Any, *, simulate: bool = False, checks: Any = No
         a system has are ``flowcert.get_system(name).checks`` (gaussian: ``moments``, ``particles``,
         ``relu``, ``transport``, ``reach``, ``perturbation``; attention: ``simulation``,
         ``consensus_run``, ``projection``, ``gradient``, ``oja``; rnn: ``finite_differences``,
-        ``identities``). Validated here and passed to the system; until the verdict engine of
-        issue #34 lands every cross-check of ``simulate=True`` still runs.
+        ``identities``). Validated here; exactly the named cross-checks run (None with
+        ``simulate=True``: the default set, ``flowcert.get_system(name).default_checks`` where a system
+        declares one, else all). A cross-check left out is ``skipped`` with a reason naming what to pass
+        (``checks=[...]``).
     seed : int, optional
         Seed of the random draws (``--seed``); None: the system's default (gaussian 0, attention the
         file's ``seed``, rnn 0).
@@ -150,8 +152,10 @@ def verify(system: str, params: Any, *, simulate: bool = False, checks: Any = No
             raise InputError(f"{k}: system '{sysobj.name}' takes no {k}= "
                              + (f"(only {', '.join(takes)} with a torch.nn.Module cell)" if takes else "(rnn cells only)"))
     p = sysobj.load(params, command="verify", **options) if options or takes else sysobj.load(params, command="verify")
+    from .engine import explain_skips
     from .progress import inherited
 
     with inherited(progress):
         doc, run = sysobj.verify_run(p, simulate=simulate, seed=seed, checks=chosen)
+    explain_skips(doc.get("theorems", []), sysobj, simulate, chosen)
     return Result.from_document(doc, p, run)

@@ -144,10 +144,16 @@ class Theorem(Itself):
 
     @property
     def source(self) -> Any:
-        """The document's ``source``: ``{"file", "label"}``."""
+        """The document's ``source``, what a reader looks the result up by: ``file`` (the paper's PDF on
+        arXiv), ``label`` (the result's label in the paper), ``paper`` (title), ``authors``, ``arxiv``
+        (identifier), ``url`` (abstract page) and ``citation`` (all in one line)."""
         if "source" in self._saved:
             return self._saved["source"]
-        return {"file": self.paper.file if self.paper else "", "label": self.label}
+        p = self.paper
+        if p is None:
+            return {"file": "", "label": self.label}
+        return {"file": p.pdf, "label": self.label, "paper": p.title, "authors": p.authors, "arxiv": p.arxiv,
+                "url": p.url, "citation": p.cite(self.label)}
 
     @property
     def rests_on(self) -> Any:

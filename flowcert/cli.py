@@ -86,6 +86,20 @@ def _checks(system: str, text: str | None) -> frozenset[str] | None:
         raise InputError(f"--{exc}") from None
 
 
+def cmd_schema(args: argparse.Namespace) -> None:
+    """``flowcert schema SYSTEM``: the keys a parameter file of the system takes (the system's own list)."""
+    from .documents import header
+
+    keys = get_system(args.system).parameter_keys()
+    width = max((len(k["key"]) for k in keys), default=3)
+    need = max((len(k["required"]) for k in keys), default=8)
+    lines = [f"flowcert {__version__} — parameter keys of '{args.system}' (a .json or .npz file, or a Python mapping)"]
+    for k in keys:
+        default = "" if k["default"] is None else f" (default {k['default']!r})"
+        lines.append(f"  {k['key']:<{width}}  {k['required']:<{need}}  {k['doc']}{default}")
+    _emit({**header(args.system), "keys": keys}, args.json, "\n".join(lines) + "\n")
+
+
 def cmd_simulate(args: argparse.Namespace) -> None:
     import numpy as np
 
@@ -231,7 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"the system --params describes ({'|'.join(names('report'))}; default gaussian)")
     rep.set_defaults(func=cmd_report)
 
-    ver = sub.add_parser("verify", help="decide every theorem's hypotheses on given parameters")
+    ver = sub.add_parser("verify", help="decide every theorem's hypotheses on given parameters",
+                         epilog="The keys a parameter file needs: flowcert schema SYSTEM (gaussian: A, B, V, b, mu0, "
+                                "Sigma0; attention: V, Q, K or heads; rnn: cell, B, T, H, I).")
     ver.add_argument("system", choices=names("verify"))
     ver.add_argument("--params", required=True, nargs="+", metavar="FILE",
                      help="parameter file (.json or .npz); several files or a directory run a sweep (one JSON line per set)")
@@ -247,6 +263,11 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--seed", type=seed_arg, default=None,
                      help="seed of the random draws of --simulate (gaussian: default 0; attention: the file's seed)")
     ver.set_defaults(func=cmd_verify)
+
+    sch = sub.add_parser("schema", help="list the keys of a system's parameter file (required, optional, defaults)")
+    sch.add_argument("system", choices=names("verify"))
+    sch.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    sch.set_defaults(func=cmd_schema)
 
     eq = sub.add_parser("equilibria", help="enumerate and classify equilibria (attention)")
     eq.add_argument("system", choices=names("equilibria"))

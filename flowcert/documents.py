@@ -144,18 +144,23 @@ def emit(doc: dict[str, Any], as_json: bool, summary: str) -> None:
 
 
 def verify_summary(doc: dict[str, Any]) -> str:
-    """The human-readable lines of a ``verify`` document (without ``--json``): one line per theorem and
-    its hypotheses, then the lines of the system's own parts (its ``summary_lines(doc)``, where the
+    """The human-readable lines of a ``verify`` document (without ``--json``): the status line and one line
+    per theorem of :meth:`flowcert.result.Result.summary` (the verdict words: ``applies`` /
+    ``inapplicable`` / ``undecided``, ``agrees`` / ``disagrees`` / ``skipped``), each theorem's
+    hypotheses under it, then the lines of the system's own parts (its ``summary_lines(doc)``, where the
     system has one: gaussian the regime, gaussian and attention the simulation). ``doc`` may hold typed
     theorems (as the systems return them) or theorem records."""
+    from .result import Result
     from .systems import REGISTRY, get_system
 
     doc = records(doc)
-    lines = [f"flowcert {doc['flowcert']} — verify {doc['system']}"]
-    for th in doc["theorems"]:
-        lines.append(f"{th['id']:<24} applies={th['applies']!s:<5} cross_check={th['cross_check']['status']}")
-        for h in th["hypotheses"]:
-            lines.append(f"    {h['status']:<8} {h['name']}  ({h['method']})")
+    res = Result.from_document(doc)
+    head, *rows = res.summary().splitlines()
+    lines = [f"flowcert {doc['flowcert']} — verify {doc['system']}", head]
+    for th, row in zip(res.theorems.values(), rows):
+        lines.append(row)
+        for h in th.hypotheses:
+            lines.append(f"    {h.status.value:<8} {h.name}  ({h.method})")
     if doc["system"] in REGISTRY:
         lines += get_system(doc["system"]).summary_lines(doc)
     return "\n".join(lines) + "\n"
@@ -230,11 +235,14 @@ def verify_document(system: str, path: Any, *, simulate: bool = False, seed: int
         p = sysobj.load(raw, command="verify")
     except ParamError as err:
         raise (err.with_file(os.fspath(path)) if raw is not path else err) from None
+    from .engine import explain_skips
     from .limits import VERIFY_SECONDS
     from .numeric.integration import command_budget
 
     with command_budget(VERIFY_SECONDS, f"verify {system}"):  # every budgeted stage and run shares it
-        doc = records(sysobj.verify_run(p, simulate=simulate or checks is not None, seed=seed, checks=checks)[0])
+        typed = sysobj.verify_run(p, simulate=simulate or checks is not None, seed=seed, checks=checks)[0]
+        explain_skips(typed.get("theorems", []), sysobj, simulate, checks)
+        doc = records(typed)
     if isinstance(raw, Mapping) and raw.get(PROVENANCE_KEY) is not None:
         from .pretrained.provenance import check_provenance
 

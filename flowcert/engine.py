@@ -36,8 +36,8 @@ from .certificates.core import HypothesisResult
 from .limits import STAGE_SECONDS, stage_skip_reason
 from .numeric.integration import BudgetExceeded, stage_budget
 
-__all__ = ["ENGINE_HYPOTHESES", "ENTRY_SECONDS", "asked", "chosen", "error_text", "evaluate", "not_requested",
-           "undecided", "wants"]
+__all__ = ["BARE_REASONS", "ENGINE_HYPOTHESES", "ENTRY_SECONDS", "asked", "chosen", "error_text", "evaluate",
+           "explain_skips", "how_to_ask", "not_requested", "skip_reason", "undecided", "wants"]
 
 #: CPU-time budget of one catalogue entry (seconds).
 ENTRY_SECONDS = STAGE_SECONDS
@@ -98,6 +98,78 @@ def chosen(simulate: bool, checks: frozenset[str] | None, default: frozenset[str
 def wants(check: str) -> bool:
     """Whether the cross-check ``check`` was asked for in the current evaluation."""
     return check in _CHECKS.get()
+
+
+#: the reasons an entry gives when it was left without a cross-check: the default of a record and the
+#: multistability catalogue's; :func:`explain_skips` turns them into a reason that says what to pass
+BARE_REASONS = frozenset({"not requested", "not requested (--simulate)"})
+
+
+def how_to_ask(check: str, default: frozenset[str] | set[str]) -> str:
+    """How to ask for the cross-check ``check``: with ``simulate=True`` when it is in the ``default`` set,
+    else by name only (``checks=[...]`` / ``--checks NAME``)."""
+    named = f"checks=[{check!r}] (--checks {check})"
+    if check in default:
+        return f"the cross-check {check!r} runs with simulate=True (--simulate), or alone with {named}"
+    return f"the cross-check {check!r} is not in simulate=True's default set: ask for it with {named}"
+
+
+def skip_reason(theorem: TheoremResult, check: str | None, ran: frozenset[str], default: frozenset[str]) -> str:
+    """Why ``theorem``'s prediction was not tested, and how to have it tested where passing something would.
+
+    Parameters
+    ----------
+    theorem : TheoremResult
+        An entry whose cross-check is ``skipped`` with a reason of :data:`BARE_REASONS`.
+    check : str or None
+        The cross-check that tests this entry (a name of ``System.checks``), or None when none does.
+    ran : frozenset of str
+        The cross-checks of this evaluation (empty without ``simulate``).
+    default : frozenset of str
+        The cross-checks ``simulate=True`` runs when ``checks`` is not given.
+
+    Returns
+    -------
+    str
+    """
+    from .certificates.verdicts import Applies
+
+    if theorem.applies is Applies.NO:
+        return "not tested: a hypothesis fails, so the theorem predicts nothing here"
+    if theorem.applies is Applies.UNDECIDED:
+        return "not tested: a hypothesis is unknown, so the prediction is not claimed here"
+    if check is not None and check not in ran:
+        return f"not requested: {how_to_ask(check, default)}"
+    return "no simulation tests this result on these parameters"
+
+
+def explain_skips(theorems: list[TheoremResult], system: object, simulate: bool,
+                  checks: frozenset[str] | None) -> None:
+    """Give every entry left with a bare ``not requested`` (:data:`BARE_REASONS`) the reason of
+    :func:`skip_reason`, in place: which cross-check would test it and how to ask for it (``checks=[...]``
+    / ``--checks NAME``), or why nothing tests it here.
+
+    Parameters
+    ----------
+    theorems : list of TheoremResult
+        The typed theorems of a ``verify`` document (records are left alone).
+    system : System
+        The system: its ``checks``, ``default_checks`` (None or absent: all of ``checks``) and
+        ``entry_checks`` (entry id -> the cross-check that tests it; absent: none known).
+    simulate, checks
+        As given to ``verify``.
+    """
+    names = frozenset(getattr(system, "checks", {}))
+    default = getattr(system, "default_checks", None)
+    default = names if default is None else frozenset(default)
+    ran = chosen(simulate or checks is not None, checks, default)
+    entry_checks = getattr(system, "entry_checks", None) or {}
+    for t in theorems:
+        cc = getattr(t, "cross_check", None)
+        if cc is None or cc.status.value != "skipped" or not isinstance(cc.details, dict):
+            continue
+        if set(cc.details) == {"reason"} and cc.details["reason"] in BARE_REASONS:
+            t.cross_check = CrossCheck("skipped", {"reason": skip_reason(t, entry_checks.get(t.id), ran, default)})
 
 
 def not_requested(check: str) -> CrossCheck:

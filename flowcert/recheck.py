@@ -254,7 +254,11 @@ class Recheck:
         for p in self.holds_unbound:
             lines.append(f"UNBOUND {p}: holds without a bound certificate")
         if self.strict and self.unbound:
-            lines.append(f"STRICT: {self.unbound} unbound certificate(s)")
+            named = list(dict.fromkeys([*self.unchecked, *self.checkpoint_unbound]))[:self.unbound]
+            rest = self.unbound - len(named)
+            lines.append(f"STRICT: {self.unbound} unbound certificate(s)" + (":" if named else "")
+                         + (f" ({rest} more not listed: recheck records no path for them)" if named and rest else ""))
+            lines += [f"UNBOUND {p}" for p in named]
         return "\n".join(lines) + "\n"
 
 

@@ -22,7 +22,7 @@ The verdict words are named constants (``str`` enums: each *is* its word, ``Stat
 of the hypothesis (an eigenvalue, a gap, a distance), or None. The intended convention is *positive
 when the hypothesis holds*, *negative when it fails*, its size the slack; some entries still
 report the raw quantity (for example the smallest eigenvalue of a matrix that must be negative):
-read ``method`` for what was measured. The engine of issue #34 fixes the sign per hypothesis.
+read ``method`` for what was measured.
 
 One family of objects runs from the engine to the edge: :class:`Theorem` *is* the catalogue's
 record (:class:`flowcert.catalogue.Theorem`), :class:`Hypothesis` and :class:`Certificate` are the
@@ -304,7 +304,7 @@ class Result:
         return plain(self.to_document())
 
     def recheck(self) -> Any:
-        """Re-check this result's document as ``flowcert recheck`` would a saved one (issue 38): every
+        """Re-check this result's document as ``flowcert recheck`` would a saved one: every
         certificate's subject re-derived from the parameters, every status, claim and ``applies``
         re-derived from the catalogue.
 

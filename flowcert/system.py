@@ -110,12 +110,32 @@ class SystemBase:
     returns the typed results (:class:`~flowcert.catalogue.TheoremResult`) that :func:`flowcert.verify`
     keeps and :func:`flowcert.documents.plain` encodes at the edge."""
 
+    #: the system's parameter-file schema (:class:`flowcert.schema.Schema`), where it has one
+    schema: Any = None
+
+    def parameter_keys(self) -> list[dict[str, Any]]:
+        """The keys of a parameter file, as ``flowcert schema SYSTEM`` lists them: ``{"key", "required",
+        "default", "doc"}`` each, in the schema's order (from :attr:`schema`; a system without one
+        overrides this).
+
+        Returns
+        -------
+        list of dict
+        """
+        if self.schema is None:
+            return []
+        return [{"key": k, "required": "required" if f.required else "optional",
+                 "default": None if f.required else f.default, "doc": f.doc} for k, f in self.schema.fields.items()]
+
     def verify(self, p: Any, *, simulate: bool = False, seed: int | None = None,
                checks: frozenset[str] | None = None) -> dict[str, Any]:
         """The ``verify`` document of validated parameters ``p``, with theorem records."""
         from .documents import records
+        from .engine import explain_skips
 
-        return records(self.verify_run(p, simulate=simulate, seed=seed, checks=checks)[0])
+        typed = self.verify_run(p, simulate=simulate, seed=seed, checks=checks)[0]
+        explain_skips(typed.get("theorems", []), self, simulate, checks)
+        return records(typed)
 
     def verify_run(self, p: Any, *, simulate: bool = False, seed: int | None = None,
                    checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:

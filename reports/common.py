@@ -240,7 +240,9 @@ def theorem_block(r: Mapping[str, Any], link: Callable[[Any], str] | None = None
     label = (r.get("source") or {}).get("label", "") if isinstance(r.get("source"), Mapping) else ""
     cc = r.get("cross_check") or {}
     status = cc.get("status", "skipped")
+    citation = (r.get("source") or {}).get("citation") if isinstance(r.get("source"), Mapping) else None
     lines = [":::: theorem", f"#### [{r['id']}]{{#{theorem_anchor(r['id'])}}}" + (f" — {plain(label)}" if label else ""), "",
+             *([f"*Source:* {plain(citation)}.", ""] if citation else []),
              f"Verdict `{verdict_word(r.get('applies'))}`, cross-check `{status}`.", ""]
     statement = statement_markdown(r.get("statement") or "")
     lines += [f"**Statement.** {statement}" if statement else "**Statement.** (not recorded)", ""]

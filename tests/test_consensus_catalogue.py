@@ -48,7 +48,7 @@ def test_all_ids_reported(fig1):
     assert list(fig1) == IDS
     for r in fig1.values():
         j = r.to_json()
-        assert j["source"]["file"] == "003_951a97dfacf88740.txt"
+        assert j["source"]["arxiv"] == "2412.02682" and "txt" not in json.dumps(j["source"])  # the paper, not a file
         assert j["cross_check"]["status"] in ("agrees", "disagrees", "skipped")
 
 

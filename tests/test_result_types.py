@@ -242,7 +242,8 @@ def test_the_display_and_the_text_share_the_systems_lines():
 
     res = flowcert.verify("gaussian", DATA / "gaussian_time_varying.json")
     reason = res.regime["reason"]
-    assert extras(res) == [f"regime: Sigma unknown, mu unknown (basis: simulation); {reason}"]
+    line = "regime: Sigma unknown, mu unknown (basis: no simulation asked: simulate=True (--simulate) runs one)"
+    assert extras(res) == [f"{line}; {reason}"]  # no run was asked: the basis says so, not "simulation"
     text = verify_summary(res.to_json())
-    assert "regime: Sigma unknown, mu unknown (basis: simulation)\n" in text and reason not in text
+    assert f"{line}\n" in text and reason not in text
     assert extras(flowcert.verify("rnn", DATA / "rnn" / "rnn_tanh_small.json")) == []

@@ -59,6 +59,23 @@ __all__ = ["ATTENTION_KEYS", "AttentionParams", "Head", "load_attention", "parse
 
 ATTENTION_KEYS = ("V", "Q", "K", "P", "heads", "variant", "X0", "n", "beta", "causal", "normalization", "W",
                   "t_end", "seed")
+#: Each key of :data:`ATTENTION_KEYS`: (when it is needed, what it is), as ``flowcert schema attention`` lists them.
+ATTENTION_KEY_DOCS = {
+    "V": ("required (one head)", "value matrix, d x d (numbers or strings in t); d is read from it"),
+    "Q": ("required with K (one head)", "query matrix, m x d (or give P instead of Q and K)"),
+    "K": ("required with Q (one head)", "key matrix, m x d, as many rows as Q"),
+    "P": ("optional", "P = Q^T K, d x d, instead of Q and K"),
+    "heads": ("instead of V, Q, K", 'a list of {"Q", "K", "V"} (or {"P", "V"}) objects, one per head'),
+    "variant": ("optional", '"self_attention" (default), "oja" or "multiagent_oja" (these take V and n only)'),
+    "X0": ("optional", "n x d initial tokens on the manifold {y^T W y = 1} (default: random, from seed)"),
+    "n": ("optional", "number of tokens (default: rows of X0, else 10)"),
+    "beta": ("optional", "temperature (default 1)"),
+    "causal": ("optional", "lower-triangular attention (default false)"),
+    "normalization": ("optional", '"unit" (rows of A sum to 1, default) or "sqrt" (rows sum to 1/sqrt(d))'),
+    "W": ("optional", "d x d symmetric positive definite: tokens on {y^T W y = 1} (default identity)"),
+    "t_end": ("optional", "horizon > 0 (default 20)"),
+    "seed": ("optional", "non-negative integer (default 0): random initial tokens and samples"),
+}
 _ATTENTION_ONLY = ("Q", "K", "P", "heads", "beta", "causal", "normalization")
 MANIFOLD_TOL = 1e-9
 DEFAULT_N = 10

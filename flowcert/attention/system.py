@@ -59,6 +59,22 @@ class AttentionSystem(SystemBase):
         from . import verify_results
 
         if simulate and not p.time_varying:  # --simulate runs fixed-step RK4 to t_end
+    def parameter_keys(self) -> list[dict[str, Any]]:
+        """The keys of a parameter file (:data:`flowcert.attention.params.ATTENTION_KEY_DOCS`)."""
+        from .params import ATTENTION_KEY_DOCS
+
+        return [{"key": k, "required": need, "default": None, "doc": doc} for k, (need, doc) in ATTENTION_KEY_DOCS.items()]
+
+    @property
+    def entry_checks(self) -> dict[str, str]:
+        """The cross-check that tests each entry's prediction: the catalogues' ``SIMULATION_CHECKS``, and
+        ``consensus_run`` for the other consensus entries."""
+        from . import consensus, multistability
+
+        return {**{f"consensus:{e}": "consensus_run" for e in ("thm-3.2", "lemma-4.1", "lemma-4.2", "thm-4.1",
+                                                              "lemma-5.1", "thm-5.1", "lemma-6.1", "thm-6.1")},
+                **consensus.SIMULATION_CHECKS, **multistability.SIMULATION_CHECKS}
+
             _check_fixed_step_run(p, p.t_end, "t_end")
         doc = verify_results(p, simulate=simulate, seed=seed, checks=checks)
         return doc, doc.get("simulation")

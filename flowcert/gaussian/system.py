@@ -40,6 +40,25 @@ class GaussianSystem(SystemBase):
               "reach": "Thm 3.3: the constructed controls integrated to the target",
               "perturbation": "Thm 4.1: perturbed runs return to the certified equilibrium"}
 
+    @property
+    def schema(self) -> Any:
+        """The keys of a parameter file (:data:`flowcert.gaussian.params.GAUSSIAN_SCHEMA`)."""
+        from .params import GAUSSIAN_SCHEMA
+
+        return GAUSSIAN_SCHEMA
+
+    #: the cross-check that tests each entry's prediction (the others have none, or none by simulation)
+    entry_checks = {"gaussian:prop-2.1": "particles", "gaussian:prop-2.4": "relu", "gaussian:lemma-3.1": "transport",
+                    "gaussian:thm-3.3": "reach", "gaussian:thm-4.1": "moments", "gaussian:thm-4.7.1": "perturbation",
+                    "gaussian:thm-4.11.1": "moments", "gaussian:thm-4.11.2": "moments"}
+
+    @property
+    def default_checks(self) -> frozenset[str]:
+        """The cross-checks of ``simulate=True`` without ``checks`` (:data:`flowcert.gaussian.catalogue.DEFAULT_CHECKS`)."""
+        from .catalogue import DEFAULT_CHECKS
+
+        return DEFAULT_CHECKS
+
     def load(self, params: Any, *, command: str | None = None) -> GaussianParams:
         """Validated parameters; ``command`` applies its size limit (:func:`flowcert.limits.command_problem`)."""
         from ..limits import command_problem
@@ -57,7 +76,11 @@ class GaussianSystem(SystemBase):
         lines = []
         if "regime" in doc:
             r = doc["regime"]
-            lines.append(f"regime: Sigma {r['Sigma']}, mu {r['mu']} (basis: {r['basis']})"
+            sim = doc.get("simulation")
+            basis = r["basis"]
+            if basis == "simulation" and (sim is None or sim.get("skipped")):  # nothing was read off a run
+                basis = "no simulation asked: simulate=True (--simulate) runs one"
+            lines.append(f"regime: Sigma {r['Sigma']}, mu {r['mu']} (basis: {basis})"
                          + (f"; {r['reason']}" if detail and r.get("reason") else ""))
         return lines + SystemBase.summary_lines(doc, detail)
 

@@ -13,7 +13,8 @@ recheck`` reads the same declarations, importing nothing heavier than this packa
   system), and the rules of a ``verify attention`` document.
 
 :data:`PAPERS` is the one table of the four papers (:class:`Paper`: key, title, authors, arXiv id,
-file): the theorem records' ``source.file`` and the typed results' ``paper`` both come from it.
+file): the theorem records' ``source`` (title, authors, arXiv id, PDF, the paper's label) and the
+typed results' ``paper`` both come from it.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ class Paper:
     arxiv : str
         The arXiv identifier (``2606.07600``).
     file : str
-        The text of the paper in the project's paper folder (the document's ``source.file``).
+        The text of the paper in the project's paper folder (internal; a document's ``source.file`` is
+        the paper's PDF on arXiv, :attr:`pdf`).
     """
 
     key: str
@@ -52,9 +54,28 @@ class Paper:
         """The paper's arXiv abstract page."""
         return f"https://arxiv.org/abs/{self.arxiv}"
 
+    @property
+    def pdf(self) -> str:
+        """The paper's PDF on arXiv (a theorem record's ``source.file``)."""
+        return f"https://arxiv.org/pdf/{self.arxiv}"
+
+    def cite(self, label: str = "") -> str:
+        """One line a reader can look up: authors, *title*, arXiv id and the paper's own ``label``.
+
+        Parameters
+        ----------
+        label : str, optional
+            The result's label in the paper (``Theorem 4.7 (1)``).
+
+        Returns
+        -------
+        str
+        """
+        return f"{self.authors}, {self.title}, arXiv:{self.arxiv}" + (f", {label}" if label else "")
+
 
 #: The four papers, by key: the one table (titles and identifiers from the papers and their notes);
-#: a theorem record's ``source.file`` and :attr:`flowcert.result.Theorem.paper` both read it.
+#: a theorem record's ``source`` and :attr:`flowcert.result.Theorem.paper` both read it.
 PAPERS: Mapping[str, Paper] = MappingProxyType({p.key: p for p in (
     Paper("gaussian", "Reachability and asymptotics of Gaussian Transformer dynamics",
           "A. Alcalde, Z. Ji, E. Zuazua", "2606.07600", "000_c5dbab8f62abe14d.txt"),

@@ -116,16 +116,59 @@ def prompt_tokens(ckpt: Any, layer: int, prompt: str, ids: list[int] | None = No
     return tokens_entering(ckpt, layer, Transformer(ckpt).tokenize(prompt) if ids is None else ids)
 
 
-def _exports_wanted(ckpt: Any, system: str, layers: list[int], heads: list[int], prompt: str,
-                    model: str) -> dict[tuple[int, int], dict[str, Any]]:
-    """The provenance of every export asked for (the token systems start from the prompt's token ids)."""
+def _exports_wanted(ckpt: Any, system: str, layers: list[int], heads: list[int], prompt: str | None,
+                    model: str, ids: list[int] | None = None) -> dict[tuple[int, int], dict[str, Any]]:
+    """The provenance of every export asked for (the token systems start from the prompt's token ids, or
+    from ``ids`` given as they are: ``--tokens``, with no prompt)."""
     from ..systems import get_system
     from .model import Transformer
     from .provenance import record
 
-    tokens = Transformer(ckpt).tokenize(prompt) if get_system(system).from_tokens else None
-    text = None if tokens is None else prompt
+    if not get_system(system).from_tokens:
+        tokens, text = None, None
+    elif ids is not None:
+        tokens, text = ids, None
+    else:
+        text = DEFAULT_PROMPT if prompt is None else prompt
+        tokens = Transformer(ckpt).tokenize(text)
     return {(la, h): record(ckpt, model, la, h, system, text, tokens) for la in layers for h in heads}
+
+
+def _token_ids(args: argparse.Namespace, ckpt: Any) -> list[int] | None:
+    """``--tokens`` as token ids of the model's vocabulary (None when not given); a model without a
+    tokenizer needs them for a token system.
+
+    Raises
+    ------
+    flowcert.errors.InputError
+        ``--tokens`` with ``--prompt``, an id that is not an integer in ``0..vocab_size - 1``, or a token
+        system on a model without ``tokenizer.json`` and no ``--tokens``.
+    """
+    from ..errors import InputError
+    from ..systems import get_system
+
+    given = getattr(args, "tokens", None)
+    if given is None:
+        if get_system(args.system).from_tokens and args.prompt is None and not (ckpt.path / "tokenizer.json").is_file():
+            raise InputError(f"--tokens: the model ({ckpt.path}) has no tokenizer.json to read a prompt with; "
+                             "pass the token ids, e.g. --tokens 101,7592,102")
+        return None
+    if args.prompt is not None:
+        raise InputError("--tokens: give --prompt or --tokens, not both")
+    words = [w for part in given for w in part.split(",") if w.strip()]
+    if not words:
+        raise InputError("--tokens: give at least one token id")
+    top = int(ckpt.vocab_size)
+    ids = []
+    for w in words:
+        try:
+            i = int(w)
+        except ValueError:
+            raise InputError(f"--tokens: expected integer token ids, got {w!r}") from None
+        if not 0 <= i < top:
+            raise InputError(f"--tokens: token ids are in 0..{top - 1} for this model, got {i}")
+        ids.append(i)
+    return ids
 
 
 def _default_out_dir(model: str, system: str, wanted: dict[tuple[int, int], dict[str, Any]]) -> str:
@@ -189,21 +232,24 @@ def exported(ckpt: Any, system: str, layer: int, head: int, prov: dict[str, Any]
 
 
 def _write_exports(ckpt: Any, system: str, wanted: dict[tuple[int, int], dict[str, Any]], folder: Any,
-                   skip: set[tuple[int, int]]) -> dict[tuple[int, int], str]:
-    """Write ``L{layer}_H{head}.json`` (with its provenance) into ``folder`` for every head not in ``skip``."""
+                   skip: set[tuple[int, int]], progress: bool = False) -> dict[tuple[int, int], str]:
+    """Write ``L{layer}_H{head}.json`` (with its provenance) into ``folder`` for every head not in ``skip``
+    (``progress``: a bar of the exports on a terminal's stderr)."""
     from pathlib import Path
 
+    from ..progress import bar
     from . import heads as exports
 
     X0: dict[int, Any] = {}
     written = {}
-    for (layer, head), prov in wanted.items():
-        if (layer, head) in skip:
-            continue
-        raw = exported(ckpt, system, layer, head, prov, X0)
-        path = Path(folder) / f"L{layer}_H{head}.json"
-        exports.write_params(raw, path, provenance=prov)  # through the one writer: never half-written, never via a link
-        written[(layer, head)] = str(path)
+    todo = [lh for lh in wanted if lh not in skip]
+    with bar(len(todo), desc="exports", unit="head", enabled=None if progress else False) as b:
+        for layer, head in todo:
+            raw = exported(ckpt, system, layer, head, wanted[(layer, head)], X0)
+            path = Path(folder) / f"L{layer}_H{head}.json"
+            exports.write_params(raw, path, provenance=wanted[(layer, head)])  # the one writer: never half-written
+            written[(layer, head)] = str(path)
+            b.update(1)
     return written
 
 
@@ -253,8 +299,9 @@ def compact_record(rec: dict[str, Any]) -> dict[str, Any]:
 
 def head_row(rec: dict[str, Any]) -> tuple[Any, Any, str, list[str], str, float | None]:
     """(layer, head, regime, theorems that apply, deciding hypothesis, seconds) of one sweep record:
-    the regime (gaussian) or the run's limit (attention), and for the first theorem that does not
-    apply its deciding hypothesis (the first that fails, else the first that is unknown)."""
+    the regime (gaussian) or the run's limit (attention), and the hypothesis to look at first: of the
+    first undecided theorem its unknown hypothesis, else of the first theorem that does not apply its
+    deciding hypothesis (the first that fails, else the first that is unknown)."""
     lh = _head_of(rec.get("file", "")) or ("?", "?")
     doc = rec.get("result") or {}
     reg = doc.get("regime")
@@ -263,16 +310,17 @@ def head_row(rec: dict[str, Any]) -> tuple[Any, Any, str, list[str], str, float 
     else:
         sim = doc.get("simulation") or {}
         regime = str(sim.get("limit_label") or sim.get("limit_class") or rec.get("status"))
-    applies, deciding = [], ""
-    for t in doc.get("theorems", []):
-        if t.get("applies"):
-            applies.append(t["id"])
-        elif not deciding:
-            hs = t.get("hypotheses", [])
-            h = next((h for h in hs if h.get("status") == "fails"), None) or next(
-                (h for h in hs if h.get("status") == "unknown"), None)
-            if h is not None:
-                deciding = f"{t['id']}: {h['name']} {h['status']}"
+    theorems = doc.get("theorems", [])
+    applies = [t["id"] for t in theorems if t.get("applies")]
+    deciding = ""
+    # an undecided theorem first (its unknown hypothesis is what the head waits on), else the first not applying
+    for t in sorted((t for t in theorems if not t.get("applies")), key=lambda t: t.get("applies") is not None):
+        hs = t.get("hypotheses", [])
+        h = next((h for h in hs if h.get("status") == "fails"), None) or next(
+            (h for h in hs if h.get("status") == "unknown"), None)
+        if h is not None:
+            deciding = f"{t['id']}: {h['name']} {h['status']}"
+            break
     return lh[0], lh[1], regime, applies, deciding, rec.get("seconds")
 
 
@@ -283,7 +331,7 @@ def _cells(cells: list[str]) -> str:
 def summary_table(records: list[dict[str, Any]]) -> str:
     """Markdown table of a ``pretrained verify`` sweep, one row per layer and head (:func:`head_row`),
     with the run's seconds."""
-    rows = ["| layer | head | regime | theorems that apply | deciding hypothesis (first not applying) | seconds |",
+    rows = ["| layer | head | regime | theorems that apply | deciding hypothesis (undecided first, else first not applying) | seconds |",
             "|---:|---:|---|---|---|---:|"]
     for rec in sorted(records, key=lambda r: _head_of(r.get("file", "")) or (1 << 30, 0)):
         layer, head, regime, applies, deciding, secs = head_row(rec)
@@ -301,7 +349,7 @@ def grouped_table(records: list[dict[str, Any]]) -> str:
     for rec in records:
         layer, head, regime, applies, deciding, secs = head_row(rec)
         groups.setdefault((regime, ", ".join(applies) or "none", deciding or "-"), []).append((layer, head, secs))
-    rows = ["| heads | regime | theorems that apply | deciding hypothesis (first not applying) | seconds (median, max) |",
+    rows = ["| heads | regime | theorems that apply | deciding hypothesis (undecided first, else first not applying) | seconds (median, max) |",
             "|---|---|---|---|---:|"]
     for (regime, applies, deciding), heads in sorted(groups.items(), key=lambda kv: -len(kv[1])):
         secs = [s for _, _, s in heads if s is not None]
@@ -335,7 +383,8 @@ def _verify(args: argparse.Namespace) -> tuple[None, int]:
         sweep.check_jobs(args.jobs)
     if args.summary:
         check_file("--summary", args.summary, (".md",))
-    wanted = _exports_wanted(ck, args.system, layers, heads, args.prompt, _given(args))
+    ids = _token_ids(args, ck)
+    wanted = _exports_wanted(ck, args.system, layers, heads, args.prompt, _given(args), ids)
     out_dir = check_folder("--out-dir", args.out_dir or _default_out_dir(_given(args), args.system, wanted))
     keep = _reusable(out_dir, wanted)
     final = {lh: str(out_dir / f"L{lh[0]}_H{lh[1]}.json") for lh in wanted}
@@ -343,18 +392,41 @@ def _verify(args: argparse.Namespace) -> tuple[None, int]:
     resumed = [r for r in sweep.resumed_records(args.resume, compact_record)
                if (r["file"], sweep._key(r.get("provenance"))) in keys] if args.resume else []
     lines = _CompactLines()
+    # --json: the sweep's JSON lines on stdout; else they are kept (compact) and a table is printed at the end
+    out = (_Tee(sys.stdout, lines) if args.summary else sys.stdout) if args.json else lines
     with staged_folder("--out-dir", out_dir) as stage:
-        written = _write_exports(ck, args.system, wanted, stage, keep)
+        written = _write_exports(ck, args.system, wanted, stage, keep, progress=not args.json)
         files = [written.get(lh, final[lh]) for lh in wanted]
         labels = {written.get(lh, final[lh]): (final[lh], wanted[lh]) for lh in wanted}
         code = sweep.run(args.system, files, simulate=args.simulate, jobs=args.jobs or 1, scheduler=args.scheduler,
-                         resume=args.resume, progress=not args.json,
-                         out=_Tee(sys.stdout, lines) if args.summary else sys.stdout, labels=labels,
+                         resume=args.resume, progress=not args.json, out=out, labels=labels,
                          reference=not args.echo_params)
+    records = lines.records + resumed
     if args.summary:
-        records = lines.records + resumed
         write_text("--summary", args.summary, provenance_lines(records) + summary_table(records))
+    if not args.json:
+        sys.stdout.write(text_table(records, out_dir))
     return None, code
+
+
+def text_table(records: list[dict[str, Any]], out_dir: Any) -> str:
+    """What ``pretrained verify`` prints without ``--json``: one row per head (layer, head, regime or
+    limit, the theorems that apply, the hypothesis to look at first: :func:`head_row`), aligned in
+    columns, then where the exports are and how to have the JSON lines."""
+    rows = [("layer", "head", "regime / limit", "theorems that apply", "look here (undecided first)", "seconds")]
+    failed = []
+    for rec in sorted(records, key=lambda r: _head_of(r.get("file", "")) or (1 << 30, 0)):
+        layer, head, regime, applies, deciding, secs = head_row(rec)
+        if rec.get("error"):
+            failed.append(f"L{layer}H{head}: {rec['error']}")
+        rows.append((str(layer), str(head), regime, ", ".join(applies) or "none", deciding or "-",
+                     "" if secs is None else f"{secs:.1f}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    text = ["  ".join(c.rjust(w) if i in (0, 1, 5) else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+            for r in rows]
+    text += [f"failed {f}" for f in failed]
+    text.append(f"{len(records)} heads; exports in {out_dir}; --json prints one JSON line per head")
+    return "\n".join(text) + "\n"
 
 
 def provenance_lines(records: list[dict[str, Any]]) -> str:
@@ -446,7 +518,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     x.add_argument("name", choices=("gaussianity", "covariance", "consensus"))
     x.add_argument("--full", action="store_true", help="the long version (minutes)")
     x.add_argument("--seed", type=seed_arg, default=0)
-    v = act.add_parser("verify", help="export and verify every selected head (a sweep: one JSON line per head)")
+    v = act.add_parser("verify", help="export and verify every selected head (a table; --json: one JSON line per "
+                                      "head)")
     v.add_argument("--system", choices=names("export"), required=True)
     v.add_argument("--layers", type=int, nargs="+", default=None, metavar="L", help="default: every layer")
     v.add_argument("--heads", type=int, nargs="+", default=None, metavar="H", help="default: every head")
@@ -456,7 +529,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     v.add_argument("--out-dir", default=None, metavar="DIR",
                    help="where the exported parameter files go (default pretrained-<model>-<system>-<key>/, key: 12 hex "
                         "digits naming the weights, system and prompt tokens); an export made from anything else is refused")
-    v.add_argument("--prompt", default=DEFAULT_PROMPT, help="attention: the text whose tokens are X0")
+    v.add_argument("--prompt", default=None,
+                   help=f"attention: the text whose tokens are X0 (default {DEFAULT_PROMPT!r})")
+    v.add_argument("--tokens", nargs="+", default=None, metavar="IDS",
+                   help="attention: token ids instead of a prompt (e.g. --tokens 101,7592,102), for a model without "
+                        "a tokenizer.json")
     v.add_argument("--simulate", action="store_true", help="cross-check every head by simulation (verify --simulate)")
     v.add_argument("--summary", default=None, metavar="FILE.md", help="also write the per-head table")
     v.add_argument("--echo-params", action="store_true",

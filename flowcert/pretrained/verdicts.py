@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError, python_terms
-from ..result import Result
+from ..result import Applies, Result, Verdict
 from ..systems import get_system, names
 
 __all__ = ["PretrainedResult", "load", "verify"]
@@ -129,7 +129,10 @@ class PretrainedResult:
                  f"as {self.system}"]
         for (layer, head), res in self.results.items():
             applies = [t.id for t in res.theorems.values() if t.applies]
-            first = next((t for t in res.theorems.values() if t.deciding is not None), None)
+            ts = list(res.theorems.values())
+            # an undecided head names the unknown hypothesis it waits on, not a failing one of another theorem
+            first = (next((t for t in ts if t.applies is Applies.UNDECIDED), None) if res.status is Verdict.UNDECIDED
+                     else None) or next((t for t in ts if t.deciding is not None), None)
             why = f"; {first.id}: {first.deciding.status.value} {first.deciding.name}" if first else ""
             lines.append(f"L{layer} H{head}: {res.status.value}, {len(applies)} apply{why}")
         return "\n".join(lines) + "\n"

@@ -158,8 +158,10 @@ _INT = Field(lambda raw, key, dims: as_positive_int(raw, key))
 RNN_SCHEMA = Schema(
     system="rnn",
     fields={
-        "cell": Field(lambda raw, key, dims: as_choice(raw, key, CELL_KINDS), doc="cell kind"),
-        "B": _INT, "T": _INT, "H": _INT, "I": _INT,
+        "cell": Field(lambda raw, key, dims: as_choice(raw, key, CELL_KINDS),
+                      doc="cell kind: " + ", ".join(repr(k) for k in CELL_KINDS)),
+        "B": Field(_INT.validate, doc="batch size (input sequences)"), "T": Field(_INT.validate, doc="time steps"),
+        "H": Field(_INT.validate, doc="hidden size"), "I": Field(_INT.validate, doc="input size"),
         "dt": Field(lambda raw, key, dims: as_positive_float(raw, key), required=False, default=0.1, doc="Euler step"),
         "seed": Field(_seed, required=False, default=0, doc="random seed"),
         "g": Field(_gain, required=False, default=1.0, doc="recurrent gain"),

@@ -36,6 +36,13 @@ class RNNSystem(SystemBase):
     checks = {"finite_differences": "Prop. 1 and Cor. 1: plain GD steps against -eta P K P* Err, observed order 1",
               "identities": "adjoint, inverse and NTK identities of the operators; Thm 2's U V U^-1 and Volterra "
                             "spectrum"}
+    @property
+    def schema(self) -> Any:
+        """The keys of a parameter file (:data:`flowcert.rnn.params.RNN_SCHEMA`)."""
+        from .params import RNN_SCHEMA
+
+        return RNN_SCHEMA
+
     #: keywords of :meth:`load` for a ``torch.nn.Module`` cell
     load_options = ("inputs", "h0", "targets", "assume")
 
@@ -134,7 +141,9 @@ def _kpflow_text(doc: dict[str, Any]) -> str:
     lines.append(f"adjoint P {ident['adjoint']['P']:.2e}  inverse {ident['inverse']['residual']:.2e}  "
                  f"ntk {ident['ntk']['residual']:.2e}")
     lines.append("effective rank: " + ", ".join(f"{k} {ranks[k]['value']}" for k in ("K", "P", "PKP")))
-    lines += [f"{t['id']:<16} applies={t['applies']!s:<5} cross_check={t['cross_check']['status']}" for t in doc["theorems"]]
+    from ..result import Result
+
+    lines += Result.from_document({"system": "rnn", "theorems": doc["theorems"]}).summary().splitlines()[1:]
     if "consensus" in doc:
         c = doc["consensus"]
         top = ", ".join(f"{v:.4g}" + (f" ± {e:.2g}" if e else "") for v, e in zip(c["eigenvalues"][:4], c["stderr"] or [None] * 4))
