@@ -111,7 +111,13 @@ def _continuity(p: GaussianParams) -> core.HypothesisResult:
     return holds_by("coefficients_continuous", f"{method} ({pieces} pieces, every node on its real domain)")
 
 
-RATE_TOLERANCE = 0.2  # |fitted slope + 1/2| allowed (5 sizes x 3 seeds: the slope's spread is about 0.1)
+#: |fitted slope + 1/2| allowed. The slope's standard error over the study's 5 sizes x 24 seeds is about
+#: 0.05 (:func:`flowcert.numeric.gaussian.particle_study`); before the N^-1/2 regime is reached the
+#: effective slope is flatter: -0.36 +- 0.05 over study seeds 0-7 on the README example (N = 32...512),
+#: -0.46 with B = I/8. Allowance: that drift (0.14) + 3 standard errors (0.15), rounded to 0.3; a
+#: dynamics or moment equation off by more than the Monte-Carlo error at the largest N leaves an error
+#: floor and a slope near 0, outside it.
+RATE_TOLERANCE = 0.3
 
 
 def variance_condition(p: GaussianParams, t_check: float) -> float:
@@ -135,8 +141,11 @@ def particle_cross_check(p: GaussianParams, seed: int = 0) -> CrossCheck:
     Checked only when the variance condition :func:`variance_condition` holds along the
     trajectory (else ``skipped`` with the value): heavy-tailed attention weights make the
     empirical softmax converge more slowly than N^{-1/2}, so no rate can be tested. Otherwise the
-    moment error is fitted over 5 sizes x 3 seeds and ``agrees`` requires the log-log slope within
-    :data:`RATE_TOLERANCE` of -1/2 and the error at the largest N below 10% of the state's size.
+    moment error is fitted over the study's sizes and seeds (:func:`flowcert.numeric.gaussian.particle_study`:
+    5 sizes 32...512 x 24 seeds, batched RK4 with a Richardson-sized step, about 1 CPU s at d = 2) and
+    ``agrees`` requires the log-log slope within :data:`RATE_TOLERANCE` of -1/2 and the error at the
+    largest N below 10% of the state's size. In the default ``simulate=True`` set (``checks=["particles"]``
+    runs it alone).
     """
     if p.activation != "identity":
         return CrossCheck("skipped", {"reason": "Prop. 2.1 needs the identity activation"})
@@ -159,7 +168,8 @@ def particle_cross_check(p: GaussianParams, seed: int = 0) -> CrossCheck:
     from ..progress import INHERIT, bar
 
     try:
-        with bar(15, desc="Prop. 2.1 particles", unit="run", enabled=INHERIT) as runs:  # 5 sizes x 3 seeds
+        runs_total = len(ng.particles.STUDY_NS) * ng.particles.STUDY_SEEDS
+        with bar(runs_total, desc="Prop. 2.1 particles", unit="run", enabled=INHERIT) as runs:
             study = ng.particle_study(c, p.mu0, p.Sigma0, t_check, seed=seed, on_run=lambda N: runs.update(1))
     except FloatingPointError as exc:  # particle integration failed or over its work budget
         return CrossCheck("skipped", {"reason": str(exc)})
@@ -168,11 +178,14 @@ def particle_cross_check(p: GaussianParams, seed: int = 0) -> CrossCheck:
     ok = relative <= 0.1 and abs(study.rate + 0.5) <= RATE_TOLERANCE
     return CrossCheck(
         "agrees" if ok else "disagrees",
-        {"N": study.Ns, "error": study.errors, "rate": study.rate, "t": study.t_check, "seed": seed, "seeds": 3,
-         "variance_condition": vc, "relative_error_largest_N": relative, "rate_tolerance": RATE_TOLERANCE,
+        {"N": study.Ns, "error": study.errors, "rate": study.rate, "t": study.t_check, "seed": seed,
+         "seeds": study.seeds, "variance_condition": vc, "relative_error_largest_N": relative,
+         "rate_tolerance": RATE_TOLERANCE, "rate_stderr": study.rate_stderr,
+         "integrator": f"classical RK4, {study.steps} equal steps, batched float64",
+         "discretisation_error": study.discretisation_error,
          "criterion": f"variance condition 2 lambda_max(Sigma B^T Sigma B) < 1 along [0, t]; fitted log-log slope of "
-                      f"the moment error (mean over 3 seeds) within {RATE_TOLERANCE} of -1/2, and at the largest N the "
-                      "error below 10% of the state's size"},
+                      f"the moment error (mean over {study.seeds} seeds) within {RATE_TOLERANCE} of -1/2, and at the "
+                      "largest N the error below 10% of the state's size"},
     )
 
 
@@ -370,9 +383,9 @@ def _agrees(reg: dict[str, Any], sol: ng.MomentSolution) -> bool | None:
     return None
 
 
-#: the cross-checks of ``simulate=True`` when ``checks`` is not given: all but Prop. 2.1's particle study
-#: (an O(N^2) study that dominates the cost; ask for it with ``checks=["particles"]``)
-DEFAULT_CHECKS = frozenset({"moments", "relu", "transport", "reach", "perturbation"})
+#: the cross-checks of ``simulate=True`` when ``checks`` is not given: every one, Prop. 2.1's particle
+#: study included (batched, about 1 CPU s at d = 2); ``checks=[...]`` runs a subset
+DEFAULT_CHECKS = frozenset({"moments", "particles", "relu", "transport", "reach", "perturbation"})
 
 
 def verify(p: GaussianParams, simulate: bool = False, seed: int = 0,
