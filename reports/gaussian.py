@@ -137,10 +137,12 @@ def integrator_protocol() -> str:
 
 
 def particle_protocol() -> str:
-    """How :func:`~flowcert.numeric.gaussian.simulate_particles` integrates, quoted from its defaults."""
-    d = defaults(ng.simulate_particles, "rtol", "atol")
-    return (f"scipy `solve_ivp` RK45 at rtol {d.get('rtol', '?'):g}, atol {d.get('atol', '?'):g} on the "
-            "$N$-particle system with empirical attention")
+    """How :func:`~flowcert.numeric.gaussian.particle_study` integrates, quoted from its constants."""
+    from ..numeric.gaussian import particles
+
+    return ("batched float64 RK4 on the $N$-particle system with empirical attention, equal steps grown until "
+            f"the Richardson estimate at the smallest $N$ is at most {particles.DISCRETISATION_SHARE:g} of the "
+            "Monte-Carlo error predicted at the largest")
 
 
 def _methods(*sols: Any) -> str:
@@ -296,6 +298,7 @@ def _example(out: Path, quick: bool) -> tuple[list[str], list[str]]:
     sol = ng.integrate_moments(coeffs, p.mu0, p.Sigma0, p.t_end, t_eval=np.linspace(0, p.t_end, 400))
     plot_moments(sol, out / "moments.png", "default parameters: V=-I, B>0, Re spec A>0")
     from ..gaussian.catalogue import RATE_TOLERANCE, variance_condition
+    from ..numeric.gaussian.particles import STUDY_SEEDS
 
     vc_default = variance_condition(p, min(0.5, p.t_end))
     light = parse_gaussian(LIGHT_EXAMPLE)
@@ -333,7 +336,7 @@ def _example(out: Path, quick: bool) -> tuple[list[str], list[str]]:
              f"{proto['runs']} independent runs at each of {len(fit.Ns)} sizes: fitted rate error $\\propto N^{{s}}$ with "
              f"$s={fit.slope:.3f}$, {fit.level:.0%} confidence interval $[{fit.lo:.3f},{fit.hi:.3f}]$ "
              + ("(contains the theory's $-1/2$)" if fit.contains(-0.5) else "(does **not** contain the theory's $-1/2$)")
-             + f"; `verify` requires its own 3-seed slope within {RATE_TOLERANCE:g} of $-1/2$.", "",
+             + f"; `verify` requires its own {STUDY_SEEDS}-seed slope within {RATE_TOLERANCE:g} of $-1/2$.", "",
              "| N | mean error | smallest | largest |", "|---|---|---|---|",
              *[f"| {n} | {e.mean():.3e} | {e.min():.3e} | {e.max():.3e} |" for n, e in zip(fit.Ns, fit.errors.T)], "",
              f"![{cap_p}](particles.png)", ""]
