@@ -45,8 +45,6 @@ FLOAT_RTOL = 1e-6
 FLOAT_ULPS = 64.0
 _EPS = 2.0 ** -52
 
-#: top-level keys of other commands' documents: a document with one of them is not a verify document
-COMMAND_KEYS = frozenset({"equilibria", "reach", "design", "experiment", "heads", "sweep"})
 CROSS_CHECK_WORDS = ("agrees", "disagrees", "skipped")
 
 _RECORD = (r"^\$\.flowcert$", r"^\$\.simulation$", r"^\$\.theorems\[\d+\]\.cross_check$")
@@ -59,11 +57,12 @@ def _system(name: Any) -> Any:
     return get_system(name) if isinstance(name, str) and name in REGISTRY else None
 
 
-def field_class(path: str, system: str | None = None) -> str:
-    """``"record"``, ``"certified"`` or ``"derived"`` for a JSON path of a verify document of ``system``
+def field_class(path: str, system: str | None = None, doc: Any = None) -> str:
+    """``"record"``, ``"certified"`` or ``"derived"`` for a JSON path of a document ``doc`` of ``system``
     (module docstring; a system adds its own records and certified parts, :class:`flowcert.system.SystemBase`)."""
     sysobj = _system(system)
-    records = _RECORD + (sysobj.record_paths if sysobj is not None else ())
+    records = _RECORD + ((sysobj.record_patterns(doc) if isinstance(doc, dict) else sysobj.record_paths)
+                         if sysobj is not None else ())
     certified = _CERTIFIED + (sysobj.certified_paths if sysobj is not None else ())
     if any(re.search(p, path) for p in records):
         return "record"
@@ -74,7 +73,7 @@ def field_class(path: str, system: str | None = None) -> str:
 
 def rederivable(doc: Any) -> bool:
     """Whether ``doc`` is a ``verify`` document that its system can re-derive from its parameters."""
-    if not isinstance(doc, dict) or COMMAND_KEYS & doc.keys():
+    if not isinstance(doc, dict):
         return False
     sysobj = _system(doc.get("system"))
     return sysobj is not None and sysobj.rederivable(doc)
@@ -132,17 +131,18 @@ def rederive(doc: dict[str, Any], prefix: str = "$") -> tuple[list[tuple[str, st
             except (AttributeError, TypeError, KeyError, ValueError, IndexError):  # claims of the wrong shape
                 out.append((path, "cannot be re-derived from the document's claims (a malformed part)"))
                 continue
-            _compare(doc[key], want, path, out, prefix, system=doc["system"])
+            _compare(doc[key], want, path, out, prefix, system=doc["system"], doc=doc)
         else:
-            records += _compare(doc[key], fresh[key], path, out, prefix, system=doc["system"])
+            records += _compare(doc[key], fresh[key], path, out, prefix, system=doc["system"], doc=doc)
     out += [(f"{prefix}{p[1:]}", why) for p, why in sysobj.check_records(doc)]
     return out, records + simulated
 
 
 def _compare(a: Any, b: Any, path: str, out: list[tuple[str, str]], prefix: str, scale: float | None = None,
-             system: str | None = None) -> int:
-    """Compare a document's value ``a`` with the re-derived ``b``; returns the records met (not compared)."""
-    cls = field_class("$" + path[len(prefix):], system)
+             system: str | None = None, doc: Any = None) -> int:
+    """Compare a document's value ``a`` with the re-derived ``b`` (``doc``: the whole document, whose system says
+    which paths are records); returns the records met (not compared)."""
+    cls = field_class("$" + path[len(prefix):], system, doc)
     if cls == "record":
         _record(a, path, out)
         return 1
@@ -157,13 +157,13 @@ def _compare(a: Any, b: Any, path: str, out: list[tuple[str, str]], prefix: str,
             why = (f"keys {extra} not in the re-derived record" if extra else
                    f"keys {missing} missing" if missing else "keys out of the re-derived order")
             out.append((path, why))
-        return sum(_compare(a[k], b[k], f"{path}.{k}", out, prefix, scale, system) for k in b if k in a)
+        return sum(_compare(a[k], b[k], f"{path}.{k}", out, prefix, scale, system, doc) for k in b if k in a)
     if isinstance(b, list):
         if not isinstance(a, list) or len(a) != len(b):
             out.append((path, f"expected a list of {len(b)}, got {_shown(a)}"))
             return 0
         s = _magnitude(b)
-        return sum(_compare(x, y, f"{path}[{i}]", out, prefix, s, system) for i, (x, y) in enumerate(zip(a, b)))
+        return sum(_compare(x, y, f"{path}[{i}]", out, prefix, s, system, doc) for i, (x, y) in enumerate(zip(a, b)))
     if not _equal(a, b, scale):
         out.append((path, f"{_shown(a)} is not the re-derived {_shown(b)}"))
     return 0

@@ -162,9 +162,17 @@ class SystemBase:
         """Refusals ``(JSON path, reason)`` of the document's records by type and range (none here)."""
         return []
 
+    #: top-level keys of other commands' documents (equilibria, reach, …): not verify documents
+    COMMAND_KEYS = frozenset({"equilibria", "reach", "design", "experiment", "heads", "sweep"})
+
     def rederivable(self, doc: Mapping[str, Any]) -> bool:
-        """Whether a verify document of this system can be re-derived from its ``params`` alone."""
-        return True
+        """Whether a document of this system can be re-derived from its ``params`` alone: here its verify
+        documents (a system that re-derives a command's documents too extends this and :meth:`rederived`)."""
+        return not (self.COMMAND_KEYS & doc.keys())
+
+    def record_patterns(self, doc: Mapping[str, Any]) -> tuple[str, ...]:
+        """The record paths of ``doc`` (:attr:`record_paths`; a command's documents may have others)."""
+        return self.record_paths
 
     def rederived(self, raw: dict[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:
         """The document ``verify`` writes for the reader input ``raw`` without simulating (plain JSON): what

@@ -261,3 +261,17 @@ def test_one_table1_entry_never_takes_the_others_down(monkeypatch):
         else:
             assert t1 == t0, t0["id"]
     assert after["regime"] == before["regime"]
+
+
+def test_equilibria_documents_are_rederived():
+    """``equilibria attention`` names its cap (added) and is re-derived with it: flipping ``causal`` (whose model has
+    no exact enumeration) with the certified classes kept, or dropping a class, is refused."""
+    from flowcert.systems import get_system
+
+    system = get_system("attention")
+    doc = plain(system.equilibria(system.load(load("attention/multistable_d3.json")))[0])
+    assert isinstance(doc["cap"], int)
+    assert not recheck_document(doc).refused and recheck_document(doc).rederived
+    assert "$.classes" in refused(forge(doc, lambda d: d["params"].update(causal=True)))
+    assert refused(forge(doc, lambda d: d["classes"].pop()))
+    assert refused(forge(doc, lambda d: d["equilibria"][0].update(stable=not d["equilibria"][0]["stable"])))

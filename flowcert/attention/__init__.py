@@ -367,8 +367,11 @@ def equilibria(p: AttentionParams, cap: int | None = None) -> dict[str, Any]:
     from ..documents import document
     from . import enumeration
 
+    from .enumeration import DEFAULT_CAP
+
     doc = enumeration.equilibria(p, cap=cap)
-    return document("attention", p.to_json(), **doc)
+    # the listing's cap (added, issue 44): recheck re-derives the listing with it
+    return document("attention", p.to_json(), cap=DEFAULT_CAP if cap is None else cap, **doc)
 
 
 def codegen_source(structure: Any, backend: str) -> str:

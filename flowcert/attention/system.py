@@ -12,7 +12,7 @@ delegate to :mod:`flowcert.attention` (the report section and figures: :mod:`flo
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Mapping
 
 from ..errors import InputError
 from ..system import SimulateOptions, SystemBase, load_any
@@ -26,6 +26,25 @@ class AttentionSystem(SystemBase):
 
     name = "attention"
     understood_only = frozenset({"d"})
+
+    def rederivable(self, doc: Mapping[str, Any]) -> bool:
+        """Verify documents, and ``equilibria attention`` documents that name their cap."""
+        return super().rederivable(doc) or ("equilibria" in doc and isinstance(doc.get("cap"), int))
+
+    def rederived(self, raw: dict[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:
+        """An ``equilibria`` document: the listing again, with the document's cap; else the verify document."""
+        if "equilibria" not in doc:
+            return super().rederived(raw, doc)
+        from ..documents import plain
+
+        return plain(self.equilibria(self.load(raw, command="equilibria"), cap=doc["cap"])[0])
+
+    def record_patterns(self, doc: Mapping[str, Any]) -> tuple[str, ...]:
+        """Without an exact enumeration (several heads, a causal mask, an ellipsoid) the listing is the end states of
+        seeded runs: a record."""
+        if "equilibria" in doc and not doc.get("classes"):
+            return (r"^\$\.equilibria$",)
+        return self.record_paths
     params_type = AttentionParams
     warm_modules = ("flowcert.attention", "sympy")
     single_head = False
@@ -39,6 +58,22 @@ class AttentionSystem(SystemBase):
               "oja": "multistability paper: Oja trajectories against the predicted eigenvector",
               "basins": "multistability paper: sampled basins against the certified stable classes (Thms 1, 2) "
                         "and W along runs (Lemma 5)"}
+
+    def parameter_keys(self) -> list[dict[str, Any]]:
+        """The keys of a parameter file (:data:`flowcert.attention.params.ATTENTION_KEY_DOCS`)."""
+        from .params import ATTENTION_KEY_DOCS
+
+        return [{"key": k, "required": need, "default": None, "doc": doc} for k, (need, doc) in ATTENTION_KEY_DOCS.items()]
+
+    @property
+    def entry_checks(self) -> dict[str, str]:
+        """The cross-check that tests each entry's prediction: the catalogues' ``SIMULATION_CHECKS``, and
+        ``consensus_run`` for the other consensus entries."""
+        from . import consensus, multistability
+
+        return {**{f"consensus:{e}": "consensus_run" for e in ("thm-3.2", "lemma-4.1", "lemma-4.2", "thm-4.1",
+                                                              "lemma-5.1", "thm-5.1", "lemma-6.1", "thm-6.1")},
+                **consensus.SIMULATION_CHECKS, **multistability.SIMULATION_CHECKS}
 
     def load(self, params: Any, *, command: str | None = None) -> AttentionParams:
         """Validated parameters (path, mapping or :class:`AttentionParams`)."""
@@ -59,22 +94,6 @@ class AttentionSystem(SystemBase):
         from . import verify_results
 
         if simulate and not p.time_varying:  # --simulate runs fixed-step RK4 to t_end
-    def parameter_keys(self) -> list[dict[str, Any]]:
-        """The keys of a parameter file (:data:`flowcert.attention.params.ATTENTION_KEY_DOCS`)."""
-        from .params import ATTENTION_KEY_DOCS
-
-        return [{"key": k, "required": need, "default": None, "doc": doc} for k, (need, doc) in ATTENTION_KEY_DOCS.items()]
-
-    @property
-    def entry_checks(self) -> dict[str, str]:
-        """The cross-check that tests each entry's prediction: the catalogues' ``SIMULATION_CHECKS``, and
-        ``consensus_run`` for the other consensus entries."""
-        from . import consensus, multistability
-
-        return {**{f"consensus:{e}": "consensus_run" for e in ("thm-3.2", "lemma-4.1", "lemma-4.2", "thm-4.1",
-                                                              "lemma-5.1", "thm-5.1", "lemma-6.1", "thm-6.1")},
-                **consensus.SIMULATION_CHECKS, **multistability.SIMULATION_CHECKS}
-
             _check_fixed_step_run(p, p.t_end, "t_end")
         doc = verify_results(p, simulate=simulate, seed=seed, checks=checks)
         return doc, doc.get("simulation")
