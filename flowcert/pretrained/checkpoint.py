@@ -477,6 +477,10 @@ def _load_bert(root: Path, cfg: dict[str, Any], T: _Tensors) -> Checkpoint:
     act = cfg.get("hidden_act", "gelu")
     if act not in ("gelu", "gelu_new", "relu"):
         raise bad(f"config.json: key 'hidden_act' {act!r} is not supported (gelu, gelu_new, relu)")
+    if cfg.get("position_embedding_type", "absolute") not in (None, "absolute"):
+        raise bad(f"config.json: key 'position_embedding_type' {cfg['position_embedding_type']!r} is not supported "
+                  "(relative positions make the attention score depend on the positions i, j, so a head has no "
+                  "single bilinear form Q^T K); only 'absolute'")
     layers = []
     for i in range(L):
         p = f"encoder.layer.{i}."
@@ -510,6 +514,13 @@ def _load_gpt2(root: Path, cfg: dict[str, Any], T: _Tensors) -> Checkpoint:
     act = cfg.get("activation_function", "gelu_new")
     if act not in ("gelu", "gelu_new", "relu"):
         raise bad(f"config.json: key 'activation_function' {act!r} is not supported (gelu, gelu_new, relu)")
+    # the score scale is 1/sqrt(d_h) for every head (Head.beta); GPT-2's other scalings are refused
+    if not _cfg_bool(cfg, "scale_attn_weights", True):
+        raise bad("config.json: key 'scale_attn_weights' false is not supported (the score is read with the "
+                  "scale 1/sqrt(d_h))")
+    if _cfg_bool(cfg, "scale_attn_by_inverse_layer_idx", False):
+        raise bad("config.json: key 'scale_attn_by_inverse_layer_idx' true is not supported (the score is read "
+                  "with the scale 1/sqrt(d_h) in every layer)")
     layers = []
     for i in range(L):
         p = f"h.{i}."
