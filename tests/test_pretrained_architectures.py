@@ -39,7 +39,7 @@ import flowcert  # noqa: E402
 from flowcert.errors import InputError  # noqa: E402
 from flowcert.pretrained import Transformer, load_checkpoint  # noqa: E402
 from flowcert.pretrained.checkpoint import from_model, from_state_dict  # noqa: E402
-from flowcert.pretrained.heads import Head, extract_heads  # noqa: E402
+from flowcert.pretrained.heads import Head, attention_params, extract_heads  # noqa: E402
 
 torch.set_num_threads(1)
 IDS = [3, 5, 2, 7, 11, 9, 4]
@@ -242,6 +242,7 @@ def test_opt_saved_folder_read_as_the_cli_reads_it(cls, tmp_path):
             assert np.array_equal(getattr(la, name), getattr(lc, name)), name
     assert np.array_equal(a.pos_emb, b.pos_emb) and np.array_equal(a.word_emb, b.word_emb)
     _compare(model, "opt", b, rtol=1e-5)
+    assert attention_params(b, 0)["causal"] is True  # OPT's mask is causal: the export says so
     # the same folder through flowcert.pretrained.load and a state dict with its config
     s = from_state_dict(model.state_dict(), model.config)
     assert np.array_equal(flowcert.pretrained.load(str(tmp_path)).layers[1].Wk, s.layers[1].Wk)

@@ -3,8 +3,8 @@
 * :func:`verify` (``flowcert.pretrained.verify(model, system="gaussian", heads=[0, 1])``): every
   selected head checked as ``gaussian`` or ``attention``; a :class:`PretrainedResult` (a
   :class:`~flowcert.result.Result` per head and the per-head table).
-* :func:`load`: the model as a :class:`Checkpoint`, from a ``transformers`` model instance (BERT or
-  GPT-2 architecture), a state dict with its config, a local folder (``config.json`` +
+* :func:`load`: the model as a :class:`Checkpoint`, from a ``transformers`` model instance (BERT,
+  GPT-2 or OPT architecture; rotary models such as Llama are refused), a state dict with its config, a local folder (``config.json`` +
   ``model.safetensors``), ``"minilm"`` (the installed all-MiniLM-L6-v2), or a hub id found in the
   local Hugging Face cache (``HF_HUB_CACHE`` / ``HF_HOME``; never the network).
 * :class:`Transformer`: the forward pass with every block callable; :mod:`.heads`: every head's

@@ -232,7 +232,7 @@ def gaussian_params(ckpt: Checkpoint, layer: int, head: int) -> dict[str, Any]:
 def attention_params(ckpt: Checkpoint, layer: int, head: int | None = None) -> dict[str, Any]:
     """An ``attention`` parameter mapping (the keys of :mod:`flowcert.attention.params`):
     ``heads: [{Q, K, V}]`` with Q, K the raw (d_h x d) projections, V the value–output map W_O W_V
-    (d x d), ``beta = 1/sqrt(d_h)``, ``causal`` for GPT-2, ``normalization: "unit"`` (rows of the
+    (d x d), ``beta = 1/sqrt(d_h)``, ``causal`` for GPT-2 and OPT, ``normalization: "unit"`` (rows of the
     attention matrix sum to 1).
 
     Parameters

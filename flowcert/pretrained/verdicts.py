@@ -2,12 +2,12 @@ r"""Your own transformer, head by head: ``flowcert.pretrained.verify(model, syst
 
 Each selected head :math:`(\ell, h)` is read in the papers' conventions (:mod:`.heads`: gaussian
 :math:`B=K^\top Q/\sqrt{d_h}`, :math:`V=W_O^hW_V^h`, A = 0, b = 0, μ₀ = 0, Σ₀ = I; attention the
-raw :math:`Q, K` and :math:`U=W_O^hW_V^h` with β = 1/√d_h, causal for GPT-2, from the tokens of a
+raw :math:`Q, K` and :math:`U=W_O^hW_V^h` with β = 1/√d_h, causal for GPT-2 and OPT, from the tokens of a
 prompt carried through the blocks before :math:`\ell`) and checked by :func:`flowcert.verify`, the
 same job as ``flowcert pretrained verify`` runs per exported file. The answer is a
 :class:`PretrainedResult`: a :class:`~flowcert.result.Result` per head and the per-head table.
 
-The model may be a ``transformers`` model instance (BERT or GPT-2 architecture; GPT-2's ``Conv1D``
+The model may be a ``transformers`` model instance (BERT, GPT-2 or OPT architecture; GPT-2's ``Conv1D``
 weights are stored transposed with a fused ``c_attn``, read as for a file), a state dict with its
 config, a local folder, ``"minilm"``, or a hub id found in the local Hugging Face cache
 (:func:`~flowcert.pretrained.checkpoint.load_model`; never the network).
@@ -38,7 +38,7 @@ def load(model: Any, *, config: Any = None) -> Any:
     Parameters
     ----------
     model : Checkpoint, transformers.PreTrainedModel, mapping, path or str
-        A loaded checkpoint, a model instance (BERT or GPT-2 architecture), a state dict (with
+        A loaded checkpoint, a model instance (BERT, GPT-2 or OPT architecture), a state dict (with
         ``config``), a local folder, ``"minilm"``, or a hub id in the local Hugging Face cache
         (never downloaded).
     config : optional
@@ -180,7 +180,7 @@ def verify(model: Any, *, system: str = "gaussian", layers: Any = None, heads: A
     Parameters
     ----------
     model : transformers.PreTrainedModel, mapping, path or str
-        A model instance (BERT or GPT-2 architecture), a state dict (with ``config``), a local
+        A model instance (BERT, GPT-2 or OPT architecture), a state dict (with ``config``), a local
         folder, ``"minilm"``, or a hub id in the local Hugging Face cache (never downloaded).
     system : {"gaussian", "attention"}
         How each head is read (see the module notes).
