@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -190,9 +191,42 @@ def _split_file(flag: str, shown: str, name: str) -> tuple[str, str]:
 
 
 def _temporary_name(base: str) -> str:
+    """``.STEM-PID-HEX.SUFFIX``: hidden, unique, and naming the process that made it (:func:`remove_stale`)."""
     stem, dot, suffix = base.rpartition(".")
     suffix = f".{suffix}" if dot and stem and len(suffix) <= 16 else ""
-    return f".{(stem if dot and stem else base)[:40]}-{secrets.token_hex(6)}{suffix}"
+    return f".{(stem if dot and stem else base)[:40]}-{os.getpid()}-{secrets.token_hex(6)}{suffix}"
+
+
+_STAGED = re.compile(r"^\..{1,40}-(\d+)-[0-9a-f]{12}(\.[^.]{1,16})?$")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def remove_stale(fd: int, stem: str) -> list[str]:
+    """Remove, in the folder open as ``fd``, the staging entries for ``stem`` (``.STEM-PID-HEX…``, or
+    ``.flowcert-PID-HEX`` for ``stem`` None) left by a process that no longer exists (one killed by SIGKILL
+    before it could clean up); returns their names. An entry of a live process is left alone."""
+    gone = []
+    for name in os.listdir(fd):
+        m = _STAGED.match(name)
+        if m is None or not name.startswith(f".{stem[:40]}-") or _alive(int(m.group(1))):
+            continue
+        with contextlib.suppress(OSError):
+            info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if stat.S_ISDIR(info.st_mode):
+                shutil.rmtree(name, dir_fd=fd)
+            else:
+                os.unlink(name, dir_fd=fd)
+            gone.append(name)
+    return gone
 
 
 def _lstat_at(fd: int, base: str) -> os.stat_result | None:
@@ -314,6 +348,7 @@ def _new_file(flag: str, path: str | os.PathLike[str]) -> Iterator[tuple[int, st
     try:
         if walk.missing:
             raise OptionError(flag, f"folder {folder!r} does not exist, for {shown}")
+        remove_stale(walk.fd, base.rpartition(".")[0] or base)
         tmp = _temporary_name(base)
         try:
             wfd = os.open(tmp, _NEW_FILE, 0o600, dir_fd=walk.fd)
@@ -432,10 +467,12 @@ def staged_folder(flag: str, path: str | os.PathLike[str]) -> Iterator[Path]:
     try:
         if walk.missing:
             top, rest = walk.missing[0], walk.missing[1:]
+            remove_stale(walk.fd, top.rpartition(".")[0] or top)
             tmp = _temporary_name(top)
         else:
             top, rest = "", []
-            tmp = f".flowcert-{secrets.token_hex(6)}"
+            remove_stale(walk.fd, "flowcert")  # a staging folder of a killed run is never merged as output
+            tmp = f".flowcert-{os.getpid()}-{secrets.token_hex(6)}"
         try:
             os.mkdir(tmp, 0o777, dir_fd=walk.fd)
         except OSError as exc:
