@@ -352,6 +352,11 @@ def memoised(fn: Callable[..., T]) -> Callable[..., T]:
 _CERTIFICATE_KEYS = ("kind", "claim", "checker", "data", "subject", "digest")
 
 
+#: Renderer of the notebook views of :class:`Certificate` and :class:`Hypothesis` (``obj -> html``),
+#: installed by :mod:`flowcert.display`, which sits above this layer; None: no HTML view.
+HTML_VIEW: Callable[[Any], str | None] | None = None
+
+
 @dataclass
 class Certificate(Itself):
     """The evidence behind a ``holds`` or ``fails``: data plus the claim they support; :func:`recheck`
@@ -388,6 +393,10 @@ class Certificate(Itself):
     #: keys of a saved record the type does not know, written back as they came
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     _order: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
+
+    def _repr_html_(self) -> str | None:
+        """The notebook view (:func:`flowcert.display.certificate_html`): data summarised, never whole arrays."""
+        return None if HTML_VIEW is None else HTML_VIEW(self)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object. A field named in ``subject`` is written once, as the subject (the document's
@@ -652,6 +661,10 @@ class Hypothesis(Itself):
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, Status(value) if name == "status" else value)
+
+    def _repr_html_(self) -> str | None:
+        """The notebook view (:func:`flowcert.display.hypothesis_html`): the hypothesis as mathematics."""
+        return None if HTML_VIEW is None else HTML_VIEW(self)
 
     def to_json(self) -> dict[str, Any]:
         """The hypothesis record of the document."""

@@ -185,6 +185,13 @@ class Theorem(Itself):
         """The theorem record of the document (:meth:`to_json`)."""
         return self.to_json()
 
+    def _repr_html_(self) -> str:
+        """The notebook view (:func:`flowcert.display.theorem_html`): the statement in MathML, the verdict
+        (an ``applies`` under an assumption marked), hypotheses, prediction and cross-check."""
+        from .display import theorem_html
+
+        return theorem_html(self)
+
     def summary(self) -> str:
         """One line: id, verdict, cross-check, and the deciding hypothesis of a theorem that does not apply."""
         line = f"{self.id:<22} {self.applies.value:<12} cross-check {self.cross_check.status.value:<9}"

@@ -208,6 +208,10 @@ QUANTITY_TEX: dict[str, str] = {
     "V_max": r"$\max_i(1-v^\top y_i)$", "V_token2": r"$V$ of token 2", "closed_form_error": r"error of the closed form",
     "V_plus_token1": r"$V_+$ of token 1", "V_plus_token2_largest_increase": r"largest increase of $V_+$ of token 2",
     "why": r"why", "note": r"note", "reason": r"reason",
+    # the Prop. 2.1 particle study
+    "N": r"$N$", "error": r"moment error", "rate": r"fitted rate", "seeds": r"seeds",
+    "relative_error_largest_N": r"relative error at the largest $N$", "rate_tolerance": r"rate tolerance",
+    "rate_stderr": r"standard error of the rate", "discretisation_error": r"discretisation error",
 }
 
 

@@ -209,6 +209,12 @@ class Recheck:
         """Nothing refused and every ``holds`` rests on a bound certificate."""
         return not self.refused and not self.holds_unbound and not self.unread
 
+    def _repr_html_(self) -> str:
+        """The notebook view (:func:`flowcert.display.recheck_html`)."""
+        from .display import recheck_html
+
+        return recheck_html(self)
+
     def to_json(self) -> dict[str, Any]:
         return {"flowcert": __version__, "files": list(self.files), "certificates": self.certificates,
                 "accepted": self.accepted, "refused": [r.to_json() for r in self.refused],
@@ -394,6 +400,12 @@ class DocumentCheck:
     def rechecked(self) -> bool:
         """Nothing refused, every referenced parameter file read, and every ``holds`` rests on a bound certificate."""
         return not self.refused and not self.holds_unbound and not self.unread
+
+    def _repr_html_(self) -> str:
+        """The notebook view (:func:`flowcert.display.recheck_html`)."""
+        from .display import recheck_html
+
+        return recheck_html(self)
 
 
 def _kind_of(cert: Any) -> str:

@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from . import display as _display  # noqa: F401  (installs the views of Hypothesis and Certificate)
 from .catalogue import CrossCheck, Theorem
 from .certificates.core import Certificate, Hypothesis
 from .certificates.verdicts import Applies, CheckStatus, Status, Verdict, ordered
@@ -135,6 +136,18 @@ class Simulation:
     def to_json(self) -> dict[str, Any]:
         """The document's ``simulation`` record."""
         return dict(self.record)
+
+    def __repr__(self) -> str:
+        from .display import summarise
+
+        states = ", ".join(f"{k}={summarise(v)}" for k, v in self.states.items())
+        return f"Simulation(t={summarise(self.t)}, {states}, success={self.success}, message={self.message!r})"
+
+    def _repr_html_(self) -> str:
+        """The notebook view (:func:`flowcert.display.simulation_html`): arrays by shape, first entries and range."""
+        from .display import simulation_html
+
+        return simulation_html(self)
 
     def __getitem__(self, key: str) -> Any:  # the former dict: one release
         _deprecated("result.simulation[...]", "the attributes of Simulation or .record")
