@@ -47,7 +47,7 @@ _EPS = 2.0 ** -52
 
 CROSS_CHECK_WORDS = ("agrees", "disagrees", "skipped")
 
-_RECORD = (r"^\$\.flowcert$", r"^\$\.simulation$", r"^\$\.theorems\[\d+\]\.cross_check$")
+_RECORD = (r"^\$\.flowcert$", r"^\$\.simulation$", r"^\$\.provenance$", r"^\$\.theorems\[\d+\]\.cross_check$")
 _CERTIFIED = (r"\.certificate\.(data|digest)$",)
 
 

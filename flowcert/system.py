@@ -148,8 +148,9 @@ class SystemBase:
     certified_paths: tuple[str, ...] = ()
     #: keys of ``params`` as understood that the reader derives instead of taking
     understood_only: frozenset[str] = frozenset()
-    #: top-level keys a verify document may carry beyond the re-derived ones: records of what was asked
-    optional_records: frozenset[str] = frozenset({"simulation"})
+    #: top-level keys a verify document may carry beyond the re-derived ones: records of what was asked, and the
+    #: ``provenance`` of a checkpoint's export (bound by its parameter reference and ``--checkpoint``)
+    optional_records: frozenset[str] = frozenset({"simulation", "provenance"})
 
     #: top-level parts re-derived from the document's own claims (a consistency pass over them), not from params
     claims_parts: frozenset[str] = frozenset()
@@ -164,11 +165,13 @@ class SystemBase:
 
     #: top-level keys of other commands' documents (equilibria, reach, …): not verify documents
     COMMAND_KEYS = frozenset({"equilibria", "reach", "design", "experiment", "heads", "sweep"})
+    #: keys only a verify document has (any one of them makes a document one)
+    VERIFY_KEYS = frozenset({"theorems", "regime", "consistency", "simulation", "identities", "effective_rank"})
 
     def rederivable(self, doc: Mapping[str, Any]) -> bool:
         """Whether a document of this system can be re-derived from its ``params`` alone: here its verify
         documents (a system that re-derives a command's documents too extends this and :meth:`rederived`)."""
-        return not (self.COMMAND_KEYS & doc.keys())
+        return bool(self.VERIFY_KEYS & doc.keys()) and not (self.COMMAND_KEYS & doc.keys())
 
     def record_patterns(self, doc: Mapping[str, Any]) -> tuple[str, ...]:
         """The record paths of ``doc`` (:attr:`record_paths`; a command's documents may have others)."""

@@ -113,7 +113,7 @@ class RNNSystem(SystemBase):
                     r"^\$\.theorems\[\d+\]\.prediction$")
     #: the top-level contraction / bounded-real records (their checkers and flowcert.papers.kpflow.check)
     certified_paths = (r"^\$\.certificates$",)
-    optional_records = frozenset({"consensus"})
+    optional_records = frozenset({"consensus", "provenance"})
 
     def rederivable(self, doc: Mapping[str, Any]) -> bool:
         """A parameter file's document; a user's module's weights are not in the document."""
