@@ -419,7 +419,7 @@ def verify_run(p: GaussianParams, simulate: bool = False, seed: int = 0,
 
 
 def recorded_run(p: GaussianParams, sim: dict[str, Any]) -> ng.MomentSolution:
-    """The run of eq. (7) a ``simulation`` record describes: from :math:`(\mu_0,\Sigma_0)` at t = 0 to its
+    r"""The run of eq. (7) a ``simulation`` record describes: from :math:`(\mu_0,\Sigma_0)` at t = 0 to its
     final state at ``t_end`` (its status: ``blowup`` with a blow-up time, ``ok`` with a final state, else
     ``failed``)."""
     mu_f, S_f = sim.get("mu_final"), sim.get("Sigma_final")
