@@ -188,7 +188,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--calibrate", action="store_true")
     ap.add_argument("--skip-coverage", action="store_true")
     ap.add_argument("--skip-cost", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="4 coverage cases, no cost table (the smoke test)")
     args = ap.parse_args(argv)
+    if args.smoke:
+        args.cases, args.skip_cost = 4, True
     doc: dict[str, Any] = {"benchmark": "kpflow_consensus_coverage", "threads": 1, "load_before": os.getloadavg()[0]}
     t0 = time.time()
     if not args.skip_coverage:

@@ -51,7 +51,10 @@ def timed(**kwargs: object) -> tuple[float, float, str, dict]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--smoke", action="store_true", help="one repetition (the smoke test)")
     args = ap.parse_args()
+    if args.smoke:
+        args.repeat = 1
     cold = timed(simulate=True)  # the README's flow: imports, then one call (lazy imports, SymPy caches)
     out: dict[str, object] = {"cold_simulate": {"cpu_s": round(cold[0], 3), "wall_s": round(cold[1], 3),
                                                 "prop_2_1": cold[2]}}

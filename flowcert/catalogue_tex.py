@@ -168,7 +168,9 @@ QUANTITY_TEX: dict[str, str] = {
     "token_1_motion": r"motion of token 1", "max_distance_to_y1_0": r"$\max_i\|y_i-y_1(0)\|$ at the end",
     "max_distance_to_limit": r"largest distance to the limit", "beta": r"$\beta$", "E": r"$E$",
     # kpflow
-    "dz_ds_norm": r"$\|\partial_sz\|$", "normalisation": r"normalisation", "operator": r"operator",
+    "dz_ds_norm": r"$\|\partial_sz\|$", "H": r"$H$", "cor1_roundoff_floor": r"rounding floor of Cor. 1",
+    "reference": r"function evaluated in", "jacobian_checks": r"checks of the Jacobians $A_t$",
+    "jacobians": r"Jacobians $A_t$", "limits": r"limits", "path": r"decision path", "normalisation": r"normalisation", "operator": r"operator",
     "paper_bound_holds": r"paper's bound holds", "per_weight": r"per weight", "rank_definition": r"rank definition",
     "rank_K_j": r"$\operatorname{rank}\mathcal K_j$", "rank_features": r"$\operatorname{rank}F_j$",
     "rank_trH_K_j": r"$\operatorname{rank}\operatorname{tr}_H\mathcal K_j$", "rows_n_j": r"$n_j$",

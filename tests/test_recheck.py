@@ -356,7 +356,8 @@ def test_recheck_bare_certificates_and_json_lines(real, tmp_path, capsys):
     bare = tmp_path / "one.json"
     bare.write_text(json.dumps(real["sup_norm_bound"]))
     lines = tmp_path / "sweep.jsonl"
-    lines.write_text("\n".join(json.dumps({"file": f"f{i}.json", "index": i, "status": "ok", "result": {"c": real[k]}})
+    lines.write_text("\n".join(json.dumps({"file": f"f{i}.json", "index": i, "status": "ok", "exit_code": 0,
+                                           "result": {"c": real[k]}, "error": None})
                                for i, k in enumerate(("pd", "contraction", "pd"))) + "\n")
     assert main(["recheck", str(bare), str(lines), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -366,7 +367,8 @@ def test_recheck_bare_certificates_and_json_lines(real, tmp_path, capsys):
                               "sup_norm_bound": {"accepted": 1, "refused": 0}}
 
     forged, _ = tamper("contraction", real["contraction"])
-    lines.write_text("\n".join(json.dumps({"file": "f.json", "index": i, "status": "ok", "result": {"c": c}})
+    lines.write_text("\n".join(json.dumps({"file": f"f{i}.json", "index": i, "status": "ok", "exit_code": 0,
+                                           "result": {"c": c}, "error": None})
                                for i, c in enumerate((real["pd"], forged))) + "\n")
     proc = run_cli("recheck", str(lines), "--json")  # exit 3 reaches the shell
     assert proc.returncode == 3, proc.stderr
@@ -407,7 +409,7 @@ def test_recheck_document_without_certificates_is_fine(tmp_path, capsys):
     from flowcert.cli import main
 
     path = tmp_path / "doc.json"
-    path.write_text(json.dumps({"flowcert": "0", "system": "rnn", "theorems": []}))
+    path.write_text(json.dumps({"flowcert": "0", "system": "rnn"}))  # a header: it claims nothing
     assert main(["recheck", str(path), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["certificates"], out["accepted"], out["refused"], out["by_kind"]) == (0, 0, [], {})

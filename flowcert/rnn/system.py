@@ -118,7 +118,7 @@ class RNNSystem(SystemBase):
     def rederivable(self, doc: Mapping[str, Any]) -> bool:
         """A parameter file's document; a user's module's weights are not in the document."""
         params = doc.get("params")
-        return not (isinstance(params, Mapping) and params.get("cell") == "module")
+        return super().rederivable(doc) and not (isinstance(params, Mapping) and params.get("cell") == "module")
 
     def rederived(self, raw: dict[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:
         """In the operator mode the document names, without a consensus spectrum (a record)."""
