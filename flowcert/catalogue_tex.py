@@ -103,6 +103,7 @@ QUANTITY_TEX: dict[str, str] = {
     # gaussian predictions
     "law": r"law $\rho_t$", "mu_dot": r"$\dot\mu$", "Sigma_dot": r"$\dot\Sigma$",
     "first_order_slope": r"first-order slope", "rank": r"$\operatorname{rank}\Sigma(t)$",
+    "rank_basis": r"how $\operatorname{rank}\Sigma_0$ is known",
     "inertia": r"inertia of $\Sigma_0$", "reachable_set": r"reachable set", "construction": r"controls",
     "Sigma_inf": r"$\Sigma_\infty$", "P11_positive_definite": r"$P_{11}\succ0$", "spectrum": r"spectrum",
     "eigenvalues": r"eigenvalues (rows: $\operatorname{Re}$, $\operatorname{Im}$)", "paper": r"as printed",

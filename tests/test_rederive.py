@@ -275,3 +275,16 @@ def test_equilibria_documents_are_rederived():
     assert "$.classes" in refused(forge(doc, lambda d: d["params"].update(causal=True)))
     assert refused(forge(doc, lambda d: d["classes"].pop()))
     assert refused(forge(doc, lambda d: d["equilibria"][0].update(stable=not d["equilibria"][0]["stable"])))
+
+
+def test_thm_3_3_states_the_exact_rank():
+    """Issue 44, item 6: Sigma0 = [[1, 1 - 2^-40], [1 - 2^-40, 1]] has rank 2 exactly (Lemma 3.1's certificate); Thm
+    3.3's prediction says rank 2, not a float threshold's 1."""
+    e = 1 - 2.0 ** -40
+    doc = gaussian_doc({"A": [[-1.0, 0.0], [0.0, -1.0]], "B": [[0.5, 0.0], [0.0, 0.5]], "V": [[-0.2, 0.0], [0.0, -0.2]],
+                        "b": [0.0, 0.0], "mu0": [1.0, 1.0], "Sigma0": [[1.0, e], [e, 1.0]]})
+    assert theorem(doc, "gaussian:lemma-3.1")["prediction"]["rank"] == 2
+    assert "of rank 2," in theorem(doc, "gaussian:thm-3.3")["prediction"]["reachable_set"]
+    from flowcert.numeric.gaussian.reach import numerical_rank
+
+    assert numerical_rank(np.array([[1.0, e], [e, 1.0]])) == 1  # what the float threshold said before

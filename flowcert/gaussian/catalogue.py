@@ -238,10 +238,12 @@ def thm_3_3(p: GaussianParams, seed: int = 0) -> TheoremResult:
     """Thm 3.3: every (mu, Sigma) with Sigma >= 0 of the rank of Sigma0 is reachable in any time T."""
     from ..numeric.gaussian import reach
 
-    r0 = reach.numerical_rank(p.Sigma0)
+    n_pos, n_neg, _ = core.inertia_certificate(p.Sigma0, "Sigma0").data["inertia"]
+    r0 = n_pos + n_neg  # the exact rank (Lemma 3.1's certificate), never a float threshold's (issue 44, item 6)
     result = THM_3_3.result(
         [sigma0_psd(p.Sigma0)],
         {"reachable_set": f"all (mu, Sigma) with Sigma >= 0 of rank {r0}, for every T > 0",
+         "rank_basis": "exact: the inertia of the given Sigma0 in rational arithmetic (Lemma 3.1's certificate)",
          "construction": "B = Sigma^+, A = -V - V Sigma B, V = -Phi' Phi^{-1}, Phi: I -> M in GL+(d), M Sigma0 M^T = target"})
     rng = np.random.default_rng(seed)
     G = rng.normal(size=(p.d, r0))
