@@ -176,6 +176,9 @@ def derived_by(module: str, name: str) -> Callable[[Mapping[str, Any]], Any]:
 #: DocumentCheck``, used by ``flowcert recheck`` instead of the theorem catalogue (``pretrained``: head
 #: records bound to their checkpoint, :mod:`flowcert.pretrained.binding`).
 DOCUMENT_CHECKERS: dict[str, str] = {"pretrained": "flowcert.pretrained.binding:recheck_heads"}
+#: assumptions a user may state (``params.assume``), each the name of the one hypothesis it stands for (declared by
+#: the catalogues): ``assumed`` is accepted for exactly these hypotheses (issue 44, item 4)
+ASSUMPTIONS: dict[str, str] = {}
 
 #: names of :data:`DERIVED` inputs that are floating-point computations (the state Jacobians along an rnn
 #: trajectory), not reproducible bit for bit across BLAS builds: a certificate carries its copy, which

@@ -561,10 +561,13 @@ def _theorem(out: DocumentCheck, base: str, t: Any, entry: Any, resolve: Any, se
         path = f"{base}.hypotheses[{j}]"
         status = h.get("status") if isinstance(h, dict) else None
         if status == "assumed":  # a hypothesis the user stated: never certified, and said so in params.assume
+            from .bindings import ASSUMPTIONS
+
             assumed = (doc_params or {}).get("assume") if isinstance(doc_params, dict) else None
-            if h.get("certificate") is not None or not assumed:
-                out.refused.append((f"{path}.status", "-", "assumed with a certificate, or with no assumption "
-                                                           "stated in params.assume"))
+            named = {ASSUMPTIONS.get(a) for a in assumed} if isinstance(assumed, list) else set()
+            if h.get("certificate") is not None or h.get("name") not in named:
+                out.refused.append((f"{path}.status", "-", "assumed only for the hypothesis an assumption stated in "
+                                                           "params.assume names, and never with a certificate"))
                 continue
             statuses.append(status)
             out.uncertified.append(path)

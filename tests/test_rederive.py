@@ -288,3 +288,23 @@ def test_thm_3_3_states_the_exact_rank():
     from flowcert.numeric.gaussian.reach import numerical_rank
 
     assert numerical_rank(np.array([[1.0, e], [e, 1.0]])) == 1  # what the float threshold said before
+
+
+def test_assumed_only_for_the_hypothesis_an_assumption_names():
+    """Issue 44, item 4: with params.assume = ["smooth"], only 'F differentiable' may be 'assumed'; laundering another
+    hypothesis (here a refuted or a certified one) through 'assumed' is refused, even where nothing is re-derived."""
+    torch = pytest.importorskip("torch")
+    import flowcert
+
+    torch.manual_seed(0)
+    cell = torch.nn.RNNCell(2, 3, nonlinearity="relu").double()
+    doc = flowcert.verify("rnn", cell, inputs=torch.randn(2, 3, 2, dtype=torch.float64), assume=["smooth"]).to_json()
+    assert not recheck_document(doc).refused
+    th = doc["theorems"][3]  # Thm 2: 'every A_t invertible'
+
+    def launder(d):
+        h = d["theorems"][3]["hypotheses"][0]
+        h.update(status="assumed", certificate=None)
+
+    assert th["hypotheses"][0]["name"] == "every A_t invertible"
+    assert "$.theorems[3].hypotheses[0].status" in refused(forge(doc, launder))

@@ -86,6 +86,7 @@ SMOOTH = Hypothesis("F differentiable in (z, theta)", (
     Proof("predicate", CELL, HOLDS, {"predicate": "one_of", "literal": list(SMOOTH_CELLS), "value": True}, key="cell"),
     Proof("predicate", {"M": RELU_STATES}, bd.by_value, {"predicate": "nonzero_entries"}, key="states")),
     certifiable_holds=_smooth_needs_certificate)
+bd.ASSUMPTIONS["smooth"] = SMOOTH.name  # assume=["smooth"] (flowcert.rnn.smooth)
 PLAIN_GD = bd.predicate("plain gradient descent, first order in eta", "equals", {"x": "protocol.descent"},
                         literal=PROTOCOL["descent"])
 READOUT = bd.predicate("linear readout, W_out frozen, l = 1/2 ||W_out z + b_out - y*||^2", "equals",
