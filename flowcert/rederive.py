@@ -37,7 +37,7 @@ import math
 import re
 from typing import Any
 
-__all__ = ["FLOAT_RTOL", "FLOAT_ULPS", "field_class", "rederive", "rederivable"]
+__all__ = ["FLOAT_RTOL", "FLOAT_ULPS", "compare", "field_class", "rederive", "rederivable"]
 
 #: relative tolerance of a derived float
 FLOAT_RTOL = 1e-6
@@ -131,14 +131,14 @@ def rederive(doc: dict[str, Any], prefix: str = "$") -> tuple[list[tuple[str, st
             except (AttributeError, TypeError, KeyError, ValueError, IndexError):  # claims of the wrong shape
                 out.append((path, "cannot be re-derived from the document's claims (a malformed part)"))
                 continue
-            _compare(doc[key], want, path, out, prefix, system=doc["system"], doc=doc)
+            compare(doc[key], want, path, out, prefix, system=doc["system"], doc=doc)
         else:
-            records += _compare(doc[key], fresh[key], path, out, prefix, system=doc["system"], doc=doc)
+            records += compare(doc[key], fresh[key], path, out, prefix, system=doc["system"], doc=doc)
     out += [(f"{prefix}{p[1:]}", why) for p, why in sysobj.check_records(doc)]
     return out, records + simulated
 
 
-def _compare(a: Any, b: Any, path: str, out: list[tuple[str, str]], prefix: str, scale: float | None = None,
+def compare(a: Any, b: Any, path: str, out: list[tuple[str, str]], prefix: str, scale: float | None = None,
              system: str | None = None, doc: Any = None) -> int:
     """Compare a document's value ``a`` with the re-derived ``b`` (``doc``: the whole document, whose system says
     which paths are records); returns the records met (not compared)."""
@@ -157,13 +157,13 @@ def _compare(a: Any, b: Any, path: str, out: list[tuple[str, str]], prefix: str,
             why = (f"keys {extra} not in the re-derived record" if extra else
                    f"keys {missing} missing" if missing else "keys out of the re-derived order")
             out.append((path, why))
-        return sum(_compare(a[k], b[k], f"{path}.{k}", out, prefix, scale, system, doc) for k in b if k in a)
+        return sum(compare(a[k], b[k], f"{path}.{k}", out, prefix, scale, system, doc) for k in b if k in a)
     if isinstance(b, list):
         if not isinstance(a, list) or len(a) != len(b):
             out.append((path, f"expected a list of {len(b)}, got {_shown(a)}"))
             return 0
         s = _magnitude(b)
-        return sum(_compare(x, y, f"{path}[{i}]", out, prefix, s, system, doc) for i, (x, y) in enumerate(zip(a, b)))
+        return sum(compare(x, y, f"{path}[{i}]", out, prefix, s, system, doc) for i, (x, y) in enumerate(zip(a, b)))
     if not _equal(a, b, scale):
         out.append((path, f"{_shown(a)} is not the re-derived {_shown(b)}"))
     return 0

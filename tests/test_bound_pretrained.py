@@ -390,3 +390,19 @@ def test_checkpoint_with_non_finite_or_huge_weights_is_bad_input(tmp_path):
         root = write_checkpoint(tmp_path / name, cfg, bad, vocab)
         with pytest.raises(OptionError, match=f"--checkpoint.*{key}.*{says}"):
             open_checkpoint(str(root))
+
+
+@needs_minilm
+@pytest.mark.parametrize("edit, path", [
+    (lambda d: d["heads"][0]["M"].update(spectral_abscissa=-1.0), "$.heads[0].M.spectral_abscissa"),
+    (lambda d: d["heads"][0].update(value_map_singular_values=[0.0] * len(d["heads"][0]["value_map_singular_values"])),
+     "$.heads[0].value_map_singular_values[0]"),
+    (lambda d: d["params"]["model"].update(d=-d["params"]["model"]["d"]), "$.params.model.d"),
+])
+def test_head_document_rederived_from_the_checkpoint(head_doc, tmp_path, edit, path):
+    """Issue 44, item 5: with --checkpoint the head records' spectra and the model's metadata are re-derived from the
+    weights; a changed abscissa, zeroed singular values or negated metadata are refused with their path."""
+    forged = copy.deepcopy(head_doc)
+    edit(forged)
+    code, got = _recheck(tmp_path, forged, "--checkpoint", str(MINILM))
+    assert code == 3 and path in {r["path"] for r in got["refused"]}, got["refused"]

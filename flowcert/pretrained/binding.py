@@ -307,10 +307,34 @@ def recheck_heads(doc: dict[str, Any], prefix: str = "$", checkpoint: Checkpoint
             out.refused.append((f"{prefix}.params.model", "-", "a heads document names its checkpoint (sha256, causal)"))
         for k, rec in enumerate(heads):
             state.record(f"{prefix}.heads[{k}]", rec)
+    if ref is not None and isinstance(heads, list) and heads:
+        _rederived_heads(out, doc, heads, prefix, ref)
     for path, cert in certificates_in(doc, prefix):
         if path not in state.seen and not any(path.startswith(s + ".") for s in state.seen):
             _certificate(out, path, cert, None, resolver({}), None)
     return out
+
+
+def _rederived_heads(out: Any, doc: dict[str, Any], heads: list[Any], prefix: str, ref: CheckpointRef) -> None:
+    """With ``--checkpoint`` (issue 44): the model's metadata are the checkpoint's, and every head record is the one
+    ``pretrained heads`` computes from its weights (spectra, singular values, conventions, theorems; certificate data
+    stay with their checkers), compared field by field (:func:`flowcert.rederive.compare`)."""
+    from ..documents import plain
+    from ..rederive import compare
+    from .heads import head_at
+    from .hypotheses import head_record
+
+    found: list[tuple[str, str]] = []
+    ck = ref.ckpt
+    compare((doc.get("params") or {}).get("model"), plain({"m": ck.summary()})["m"], f"{prefix}.params.model", found,
+            prefix)
+    for k, rec in enumerate(heads):
+        ok = isinstance(rec, dict) and all(_int(rec.get(x)) for x in ("layer", "head"))
+        if not ok or not (0 <= rec["layer"] < ck.n_layers and 0 <= rec["head"] < ck.n_heads):
+            continue  # refused above
+        fresh = plain({"r": head_record(head_at(ck, rec["layer"], rec["head"]), ck.causal, ref.sha256)})["r"]
+        compare(rec, fresh, f"{prefix}.heads[{k}]", found, prefix)
+    out.refused += [(path, "derived", why) for path, why in found]
 
 
 def recheck_line(rec: dict[str, Any], result: Any, prefix: str, checkpoint: CheckpointRef | None) -> None:
