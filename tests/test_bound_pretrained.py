@@ -406,3 +406,20 @@ def test_head_document_rederived_from_the_checkpoint(head_doc, tmp_path, edit, p
     edit(forged)
     code, got = _recheck(tmp_path, forged, "--checkpoint", str(MINILM))
     assert code == 3 and path in {r["path"] for r in got["refused"]}, got["refused"]
+
+
+@pytest.mark.parametrize("edit, path", [
+    (lambda p: p.update(prompt="the mat sat on the cat ."), "$.provenance.tokens"),
+    (lambda p: p.update(architecture="gpt2"), "$.provenance.architecture"),
+])
+def test_pretrained_verify_line_provenance_bound_to_the_checkpoint(tiny_sweep, tmp_path, edit, path):
+    """Issue 44, item 5: with --checkpoint a line's architecture is the checkpoint's and its prompt, re-tokenised by
+    the checkpoint's own tokenizer, gives exactly its tokens; a line whose provenance says another prompt text or
+    architecture is refused."""
+    root, recs = tiny_sweep
+    forged = copy.deepcopy(recs)
+    for part in (forged[0]["provenance"], forged[0]["result"]["provenance"]):
+        edit(part)
+    out = flowcert("recheck", str(_lines(tmp_path, forged, "prov")), "--checkpoint", str(root), "--json")
+    got = json.loads(out.stdout)
+    assert out.returncode == 3 and path in {r["path"] for r in got["refused"]}, got["refused"]

@@ -353,6 +353,7 @@ def recheck_line(rec: dict[str, Any], result: Any, prefix: str, checkpoint: Chec
             result.refused.append((f"{prefix}.provenance.checkpoint_sha256", "-", f"the line's checkpoint {sha!r} is not "
                                    f"--checkpoint {checkpoint.directory!r} (sha256 {checkpoint.sha256})"))
         else:
+            _provenance_bound(prov, result, prefix, checkpoint)
             _exact_slices(rec, doc, prov, result, prefix, checkpoint.ckpt)
             if not result.refused and _reexported(doc, prov, result, prefix, checkpoint):
                 return  # the parameters are this checkpoint's export, recomputed bit for bit: bound
@@ -364,6 +365,28 @@ def recheck_line(rec: dict[str, Any], result: Any, prefix: str, checkpoint: Chec
         for j, h in enumerate(t.get("hypotheses") or [] if isinstance(t, dict) else []):
             if isinstance(h, dict) and h.get("status") == "holds" and h.get("certificate") is not None:
                 result.holds_unbound.append(f"{prefix}.result.theorems[{i}].hypotheses[{j}]")
+
+
+def _provenance_bound(prov: dict[str, Any], result: Any, prefix: str, ref: CheckpointRef) -> None:
+    """The line's provenance is ``--checkpoint``'s (issue 44, item 5): its architecture, and a prompt that the
+    checkpoint's own tokenizer turns into exactly the line's tokens (re-tokenised; a checkpoint without a tokenizer
+    cannot re-derive a prompt's tokens, which is refused rather than trusted)."""
+    from .model import load_tokenizer
+
+    if prov.get("architecture") != ref.ckpt.kind:
+        result.refused.append((f"{prefix}.provenance.architecture", "-",
+                               f"{prov.get('architecture')!r} is not --checkpoint's architecture {ref.ckpt.kind!r}"))
+    prompt, tokens = prov.get("prompt"), prov.get("tokens")
+    if not isinstance(prompt, str):
+        return
+    try:
+        ids = list(load_tokenizer(ref.directory).encode(prompt).ids)
+    except ParamError as exc:
+        result.refused.append((f"{prefix}.provenance.prompt", "-", f"cannot be re-tokenised with --checkpoint ({exc})"))
+        return
+    if ids != tokens:
+        result.refused.append((f"{prefix}.provenance.tokens", "-", "not the tokens --checkpoint's tokenizer gives for "
+                                                                    "the line's prompt"))
 
 
 def _exact_slices(rec: dict[str, Any], doc: dict[str, Any], prov: dict[str, Any], result: Any, prefix: str,
