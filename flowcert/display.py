@@ -38,6 +38,8 @@ _STYLE = (
     ".flowcert-result .inapplicable,.flowcert-result .fails,.flowcert-result .disagrees"
     "{background:#f9d6d6;color:#7d1212}"
     ".flowcert-result .undecided,.flowcert-result .unknown{background:#fcefc4;color:#634b00}"
+    ".flowcert-result tr.look td:first-child{border-left:3px solid #c98a00}"
+    ".flowcert-result .claim{color:#444}"
     ".flowcert-result .skipped{background:#ececec;color:#555}"
     ".flowcert-result .assumed{background:#dfe6fb;color:#1d3480}"
     ".flowcert-result small{color:#666;font-size:12px}"
@@ -84,14 +86,27 @@ def _hypotheses(t: Any, notes_on: bool = True, maths: bool = True) -> str:
     return f"<details><summary>{e(summary)}</summary><ul>{''.join(items)}</ul></details>"
 
 
-def _theorem_row(t: Any, notes_on: bool = True, maths: bool = True) -> str:
+def look_here_first(t: Any) -> bool:
+    """A theorem a reader should see first: its cross-check disagrees, or it is undecided."""
+    return t.cross_check.status.value == "disagrees" or t.applies.json is None
+
+
+def ordered(theorems: Any) -> list[Any]:
+    """The theorems with those to look at first (:func:`look_here_first`) on top, each group in catalogue order."""
+    items = list(theorems)
+    return [t for t in items if look_here_first(t)] + [t for t in items if not look_here_first(t)]
+
+
+def _theorem_row(t: Any, notes_on: bool = True, maths: bool = True, claims: bool = True) -> str:
     e = html.escape
     label = f"<br/><small>{e(t.label)}</small>" if t.label else ""
-    return (f"<tr><td>{e(t.id)}{label}</td><td>{verdict_badge(t)}</td>"
+    claim = f'<br/><small class="claim">{_math(t.statement)}</small>' if claims and t.statement else ""
+    look = ' class="look"' if look_here_first(t) else ""
+    return (f"<tr{look}><td>{e(t.id)}{label}{claim}</td><td>{verdict_badge(t)}</td>"
             f"<td>{_word(t.cross_check.status.value)}</td><td>{_hypotheses(t, notes_on, maths)}</td></tr>")
 
 
-def table_html(theorems: Any, notes_on: bool = True, maths: bool = True) -> str:
+def table_html(theorems: Any, notes_on: bool = True, maths: bool = True, claims: bool = True) -> str:
     """The ``<table>`` of verdicts, one row per theorem (hypotheses folded; ``notes_on``: with each
     hypothesis' margin, method and reason).
 
@@ -105,16 +120,19 @@ def table_html(theorems: Any, notes_on: bool = True, maths: bool = True) -> str:
     maths : bool, default True
         Whether hypothesis names are shown as mathematics (MathML, :mod:`flowcert.catalogue_tex`);
         off, as their plain text.
+    claims : bool, default True
+        Whether each theorem's claim (its statement) is shown under its label, as MathML.
 
     Returns
     -------
     str
-        One ``<table>`` element (well-formed XML, every text escaped), one row per theorem: id and
-        label, verdict (an ``applies`` under an assumption marked, :func:`verdict_badge`),
+        One ``<table>`` element (well-formed XML, every text escaped), one row per theorem, those to
+        look at first on top (:func:`ordered`: disagreeing cross-checks, undecided): id, label and its
+        claim as MathML, verdict (an ``applies`` under an assumption marked, :func:`verdict_badge`),
         cross-check, and the hypotheses in a ``<details>`` element.
     """
     head = "".join(f"<th>{c}</th>" for c in ("theorem", "verdict", "cross-check", "hypotheses"))
-    body = "".join(_theorem_row(t, notes_on, maths) for t in theorems)
+    body = "".join(_theorem_row(t, notes_on, maths, claims) for t in ordered(theorems))
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -172,6 +190,9 @@ def result_html(result: Any) -> str:
     if len(table) > PAGE_BUDGET:
         table = table_html(result.theorems.values(), notes_on=False, maths=False)
         notes.append("each hypothesis as mathematics: result.theorems[id] (its own view)")
+    if len(table) > PAGE_BUDGET:
+        table = table_html(result.theorems.values(), notes_on=False, maths=False, claims=False)
+        notes.append("each theorem's claim: result.theorems[id] (its own view)")
     lines = "".join(f"<li>{e(_cut(x, 300))}</li>" for x in notes)
     return (f'<div class="flowcert-result"><style>{_STYLE}</style>{head}{table}'
             + (f"<ul>{lines}</ul>" if lines else "") + "</div>")

@@ -115,7 +115,14 @@ def test_real_result_renders_every_theorem():
     res = flowcert.verify("gaussian", STABLE, simulate=False)
     root = ET.fromstring(res._repr_html_())
     first_cells = [tr.find("td").text for tr in root.iter("tr") if tr.find("td") is not None]
-    assert first_cells == list(res.theorems)
+    assert sorted(first_cells) == sorted(res.theorems)
+    # issue 47: disagreeing or undecided theorems on top (each group in catalogue order), each row with its claim
+    look = [i for i, t in res.theorems.items() if t.cross_check.status == "disagrees" or t.applies.json is None]
+    assert first_cells == look + [i for i in res.theorems if i not in look]
+    rows = [tr for tr in root.iter("tr") if tr.find("td") is not None]
+    assert all(tr.get("class") == "look" for tr in rows[:len(look)]) and all(tr.get("class") is None for tr in rows[len(look):])
+    assert all(tr.find("td").find(".//{http://www.w3.org/1998/Math/MathML}math") is not None
+               or tr.find("td").find(".//math") is not None for tr in rows)
     assert all(i in res._repr_markdown_() for i in res.theorems)
 
 
