@@ -405,7 +405,9 @@ def analyze_cell(cell: Any, inputs: Any, *, h0: Any = None, targets: Any = None,
         The theorems Prop. 1, Cor. 1 (decided once the cell is known smooth), Thm 1 (decided when
         the cell's structure is read: torch's RNN, GRU and LSTM cells, or a torch.fx graph whose
         weights are each used once by a linear map, :mod:`flowcert.rnn.structure`), Thm 2 (decided
-        when every Jacobian is exactly checked invertible: B·T ≤ 64 and H ≤ 8); ``sections`` holds the identities and
+        when every Jacobian is proved invertible: in exact rationals for B·T ≤ 64 and H ≤ 8, above that by
+        rigorous float64 bounds while the Jacobian stack fits ``FLOAT_STACK_BYTES``; ``cross_check.details.
+        jacobian_checks`` names the path and its limits); ``sections`` holds the identities and
         effective ranks; ``run`` the trajectory. ``to_json()`` is the ``kpflow analyze --json``
         document. Dict access (the former return type) works for one release.
 
