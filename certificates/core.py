@@ -551,6 +551,12 @@ def register(kind: str, checker: Callable[[dict[str, Any]], bool]) -> None:
     CHECKERS[kind] = checker
 
 
+class InputNotCarried(KeyError):
+    """A certificate's data name an input that is neither in them nor to be found (a side file of a large
+    computation, such as a Jacobian stack, that was not written beside the document): the certificate cannot be
+    checked here, which is neither an acceptance nor a refusal of it."""
+
+
 def _why(exc: BaseException) -> str:
     if isinstance(exc, KeyError):
         return f"missing entry {exc.args[0]!r}" if exc.args else "missing entry"
@@ -592,6 +598,8 @@ def explain(obj: Certificate | dict[str, Any]) -> tuple[bool, str]:
         return False, f"the checker of kind {cert.kind!r} could not be loaded ({_why(exc)})"
     try:
         ok = bool(checker(cert.data))
+    except InputNotCarried:  # not a verdict: the caller counts the certificate as unchecked
+        raise
     except Exception as exc:  # noqa: BLE001 - a checker that cannot finish has not verified anything
         return False, f"the {cert.kind} check could not finish on these data ({_why(exc)})"
     if len(_RECHECKED) >= _MEMO_MAX:

@@ -180,7 +180,9 @@ def lookup(ref: Any) -> np.ndarray:
         if A.dtype == np.float64 and A.ndim == 3 and list(A.shape) == shape and digest(A) == sha:
             return A
     if not cands:
-        raise KeyError(f"Jacobian stack {sha[:16]}... is neither in memory nor in a side file")
+        from .core import InputNotCarried
+
+        raise InputNotCarried(f"Jacobian stack {sha[:16]}... is neither in memory nor in a side file")
     raise ValueError("no copy of the Jacobian stack has the digest its reference names")
 
 

@@ -437,7 +437,7 @@ def _certificate(out: DocumentCheck, path: str, cert: Any, proof: Any, resolve: 
     unbound certificate whose claim is not the one its data prove (off only inside documents of a
     system with no binding declarations, whose claims are free text)."""
     from .certificates.claims import claim
-    from .certificates.core import explain
+    from .certificates.core import InputNotCarried, explain
     from .certificates.subjects import SubjectError, evaluate, matches, near
 
     kind = _kind_of(cert)
@@ -492,7 +492,12 @@ def _certificate(out: DocumentCheck, path: str, cert: Any, proof: Any, resolve: 
                 cert["digest"] != subject_digest(named, legacy=True):  # a document written before the float form
             return refuse(f"subject {', '.join(subject[k] for k in sorted(subject))} is not the data this "
                           "certificate was made for (digest differs)")
-    ok, why = explain({**cert, "data": data})
+    try:
+        ok, why = explain({**cert, "data": data})
+    except InputNotCarried:  # an input named by the data is not to be had here (a side file not kept): unchecked
+        out.unbound += 1
+        out.unchecked.append(path)
+        return False
     if not ok:
         return refuse(why if not (binds and computed) else
                       f"on {', '.join(sorted(computed))} re-derived from the document's params: {why}")

@@ -308,3 +308,22 @@ def test_assumed_only_for_the_hypothesis_an_assumption_names():
 
     assert th["hypotheses"][0]["name"] == "every A_t invertible"
     assert "$.theorems[3].hypotheses[0].status" in refused(forge(doc, launder))
+
+
+def test_a_modules_float_certificates_without_their_stack_are_unchecked_not_refused(tmp_path):
+    """A user's module above the exact budget gets rigorous-float certificates about a Jacobian stack kept in memory
+    or a side file; re-checked in a fresh process without that file they are unchecked (nothing to check them on),
+    never refused: the document is not called re-checked, and exit 0."""
+    torch = pytest.importorskip("torch")
+    import flowcert
+
+    torch.manual_seed(0)
+    res = flowcert.verify("rnn", torch.nn.GRUCell(3, 16).double(), inputs=torch.randn(4, 20, 3, dtype=torch.float64))
+    doc = res.to_json()
+    assert doc["certificates"][0]["certificate"]["kind"] == "contraction_float"
+    f = tmp_path / "module.json"
+    f.write_text(json.dumps(doc))
+    proc = subprocess.run([sys.executable, "-m", "flowcert", "recheck", str(f), "--json"], capture_output=True,
+                          text=True, cwd=tmp_path)
+    out = json.loads(proc.stdout)
+    assert proc.returncode == 0 and out["refused"] == [] and len(out["unchecked"]) >= 1 and not out["rechecked"]
