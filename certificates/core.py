@@ -564,8 +564,9 @@ def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def explain(obj: Certificate | dict[str, Any]) -> tuple[bool, str]:
-    """Re-verify a certificate and say why when it is refused.
+def explain(obj: Certificate | dict[str, Any], *, missing_raises: bool = False) -> tuple[bool, str]:
+    """Re-verify a certificate and say why when it is refused (``missing_raises``: an input its data name that is
+    not to be had here raises :class:`InputNotCarried` instead of refusing).
 
     Returns
     -------
@@ -598,8 +599,10 @@ def explain(obj: Certificate | dict[str, Any]) -> tuple[bool, str]:
         return False, f"the checker of kind {cert.kind!r} could not be loaded ({_why(exc)})"
     try:
         ok = bool(checker(cert.data))
-    except InputNotCarried:  # not a verdict: the caller counts the certificate as unchecked
-        raise
+    except InputNotCarried as exc:  # not a verdict: a caller that counts unchecked certificates asks to be told
+        if missing_raises:
+            raise
+        return False, f"the {cert.kind} check cannot run here: {_why(exc)}"
     except Exception as exc:  # noqa: BLE001 - a checker that cannot finish has not verified anything
         return False, f"the {cert.kind} check could not finish on these data ({_why(exc)})"
     if len(_RECHECKED) >= _MEMO_MAX:

@@ -493,7 +493,7 @@ def _certificate(out: DocumentCheck, path: str, cert: Any, proof: Any, resolve: 
             return refuse(f"subject {', '.join(subject[k] for k in sorted(subject))} is not the data this "
                           "certificate was made for (digest differs)")
     try:
-        ok, why = explain({**cert, "data": data})
+        ok, why = explain({**cert, "data": data}, missing_raises=True)
     except InputNotCarried:  # an input named by the data is not to be had here (a side file not kept): unchecked
         out.unbound += 1
         out.unchecked.append(path)
