@@ -188,6 +188,11 @@ FUZZ: dict[str, list[Case]] = {
         lambda d: ["report", "--out", str(d / "victim.txt")],
         lambda d: ["report", "--params", str(d / "deep_att.json"), "--system", "attention", "--out", str(d / "r2")],
     ],
+    "schema": [
+        lambda d: ["schema", "nonsense"],
+        lambda d: ["schema", ""],
+        lambda d: ["schema", "gaussian", "--json", "--extra"],
+    ],
     "graph": [
         lambda d: ["graph", "--paper", ""],
         lambda d: ["graph", "--out", str(d / "folder.json" / "..")],
