@@ -94,25 +94,23 @@ def test_fx_structure_with_constant_outer_meets_part_3():
         assert r["rank_trH_K_j"] == r["rank_features"]
 
 
-class TwiceUsed(torch.nn.Module):
+class _RecurrentW(torch.nn.Module):
+    """A recurrent weight W (3 x 3) and an input map; the subclasses use W in ways Thm 1 cannot read."""
+
     def __init__(self) -> None:
         super().__init__()
         self.hidden_size = 3
         self.W = torch.nn.Parameter(0.3 * torch.randn(3, 3))
         self.inp = torch.nn.Linear(2, 3)
 
+
+class TwiceUsed(_RecurrentW):
     def forward(self, x, h):
         return torch.tanh(torch.nn.functional.linear(h, self.W) + torch.nn.functional.linear(torch.tanh(h), self.W)
                           + self.inp(x))
 
 
-class MatmulCell(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.hidden_size = 3
-        self.W = torch.nn.Parameter(0.3 * torch.randn(3, 3))
-        self.inp = torch.nn.Linear(2, 3)
-
+class MatmulCell(_RecurrentW):
     def forward(self, x, h):
         return torch.tanh(h @ self.W + self.inp(x))
 
