@@ -111,7 +111,7 @@ def _continuity(p: GaussianParams) -> core.HypothesisResult:
     return holds_by("coefficients_continuous", f"{method} ({pieces} pieces, every node on its real domain)")
 
 
-#: |fitted slope + 1/2| allowed. The slope's standard error over the study's 5 sizes x 24 seeds is about
+#: :math:`|\text{fitted slope}+1/2|` allowed. The slope's standard error over the study's 5 sizes x 24 seeds is about
 #: 0.05 (:func:`flowcert.numeric.gaussian.particle_study`); before the N^-1/2 regime is reached the
 #: effective slope is flatter: -0.36 +- 0.05 over study seeds 0-7 on the README example (N = 32...512),
 #: -0.46 with B = I/8. Allowance: that drift (0.14) + 3 standard errors (0.15), rounded to 0.3; a

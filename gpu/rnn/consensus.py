@@ -271,7 +271,7 @@ def t_quantile(dof: int, level: float = 0.95) -> float:
 def trust(m: int, lam: Tensor, lam_j: Tensor, se: Tensor) -> tuple[bool, str]:
     r"""Whether the estimate's intervals are trusted: at least :data:`TRUST_MIN_PROBES` probes, and the
     jackknife bias of the top eigenvalue within its standard error (else the first-order theory behind
-    the correction is stretched: too few probes for the |K| kept indices)."""
+    the correction is stretched: too few probes for the :math:`|K|` kept indices)."""
     if m < TRUST_MIN_PROBES:
         return False, (f"m = {m} < {TRUST_MIN_PROBES} probes: the standard errors have {m - 1} degrees of freedom "
                        f"(intervals use t = {t_quantile(m - 1):.2f}) and the top eigenvalue of a few-probe estimate "
