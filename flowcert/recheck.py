@@ -305,7 +305,6 @@ def recheck_files(paths: Sequence[str], *, strict: bool = False, checkpoint: Any
     if checkpoint is not None:
         out.checkpoint = {"directory": str(checkpoint.directory), "sha256": str(checkpoint.sha256)}
     from .sweeplines import duplicate_refusals
-
     for p, docs in loaded:
         out.refused += [Refusal(str(p), n, path, "-", why) for n, path, why in duplicate_refusals(docs)]
         for line, doc in docs:

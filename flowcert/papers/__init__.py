@@ -71,7 +71,11 @@ class Paper:
         -------
         str
         """
-        return f"{self.authors}, {self.title}, arXiv:{self.arxiv}" + (f", {label}" if label else "")
+        base = f"{self.authors}, {self.title}, arXiv:{self.arxiv}"
+        if label.lower().startswith("note "):  # flowcert's own observation on the paper, not a result it states
+            what = label.split(",", 1)[1].strip() if "," in label else label
+            return f"{base}; not a result stated in the paper: flowcert's observation {what}"
+        return base + (f", {label}" if label else "")
 
 
 #: The four papers, by key: the one table (titles and identifiers from the papers and their notes);
