@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Any, Callable
 
-__all__ = ["FLOAT_RTOL", "FLOAT_ULPS", "compare", "field_class", "rederive", "rederivable"]
+__all__ = ["FLOAT_RTOL", "FLOAT_ULPS", "classifier", "compare", "field_class", "rederive", "rederivable"]
 
 #: relative tolerance of a derived float
 FLOAT_RTOL = 1e-6
@@ -57,18 +57,25 @@ def _system(name: Any) -> Any:
     return get_system(name) if isinstance(name, str) and name in REGISTRY else None
 
 
-def field_class(path: str, system: str | None = None, doc: Any = None) -> str:
-    """``"record"``, ``"certified"`` or ``"derived"`` for a JSON path of a document ``doc`` of ``system``
-    (module docstring; a system adds its own records and certified parts, :class:`flowcert.system.SystemBase`)."""
+def classifier(system: str | None = None, doc: Any = None) -> Callable[[str], str]:
+    """The :func:`field_class` of documents of ``system`` like ``doc``, its patterns compiled once (a comparison
+    classifies every leaf of a document: a MiniLM head's has hundreds of thousands)."""
     sysobj = _system(system)
     records = _RECORD + ((sysobj.record_patterns(doc) if isinstance(doc, dict) else sysobj.record_paths)
                          if sysobj is not None else ())
     certified = _CERTIFIED + (sysobj.certified_paths if sysobj is not None else ())
-    if any(re.search(p, path) for p in records):
-        return "record"
-    if any(re.search(p, path) for p in certified):
-        return "certified"
-    return "derived"
+    rec, cert = re.compile("|".join(f"(?:{p})" for p in records)), re.compile("|".join(f"(?:{p})" for p in certified))
+
+    def classify(path: str) -> str:
+        return "record" if rec.search(path) else "certified" if cert.search(path) else "derived"
+
+    return classify
+
+
+def field_class(path: str, system: str | None = None, doc: Any = None) -> str:
+    """``"record"``, ``"certified"`` or ``"derived"`` for a JSON path of a document ``doc`` of ``system``
+    (module docstring; a system adds its own records and certified parts, :class:`flowcert.system.SystemBase`)."""
+    return classifier(system, doc)(path)
 
 
 def rederivable(doc: Any) -> bool:
@@ -121,6 +128,7 @@ def rederive(doc: dict[str, Any], prefix: str = "$") -> tuple[list[tuple[str, st
     if set(keys) != set(want):
         extra, missing = sorted(set(keys) - set(want)), sorted(set(want) - set(keys))
         out.append((prefix, f"keys {extra} not in the re-derived document" if extra else f"keys {missing} missing"))
+    classify = classifier(doc["system"], doc)
     for key in fresh:
         if key not in doc:
             continue
@@ -131,18 +139,20 @@ def rederive(doc: dict[str, Any], prefix: str = "$") -> tuple[list[tuple[str, st
             except (AttributeError, TypeError, KeyError, ValueError, IndexError):  # claims of the wrong shape
                 out.append((path, "cannot be re-derived from the document's claims (a malformed part)"))
                 continue
-            compare(doc[key], want, path, out, prefix, system=doc["system"], doc=doc)
+            compare(doc[key], want, path, out, prefix, classify=classify)
         else:
-            records += compare(doc[key], fresh[key], path, out, prefix, system=doc["system"], doc=doc)
+            records += compare(doc[key], fresh[key], path, out, prefix, classify=classify)
     out += [(f"{prefix}{p[1:]}", why) for p, why in sysobj.check_records(doc)]
     return out, records + simulated
 
 
 def compare(a: Any, b: Any, path: str, out: list[tuple[str, str]], prefix: str, scale: float | None = None,
-             system: str | None = None, doc: Any = None) -> int:
+            system: str | None = None, doc: Any = None, classify: Callable[[str], str] | None = None) -> int:
     """Compare a document's value ``a`` with the re-derived ``b`` (``doc``: the whole document, whose system says
-    which paths are records); returns the records met (not compared)."""
-    cls = field_class("$" + path[len(prefix):], system, doc)
+    which paths are records; ``classify``: its :func:`classifier`, made here when not given); returns the records
+    met (not compared)."""
+    classify = classify or classifier(system, doc)
+    cls = classify("$" + path[len(prefix):])
     if cls == "record":
         _record(a, path, out)
         return 1
@@ -157,13 +167,13 @@ def compare(a: Any, b: Any, path: str, out: list[tuple[str, str]], prefix: str, 
             why = (f"keys {extra} not in the re-derived record" if extra else
                    f"keys {missing} missing" if missing else "keys out of the re-derived order")
             out.append((path, why))
-        return sum(compare(a[k], b[k], f"{path}.{k}", out, prefix, scale, system, doc) for k in b if k in a)
+        return sum(compare(a[k], b[k], f"{path}.{k}", out, prefix, scale, classify=classify) for k in b if k in a)
     if isinstance(b, list):
         if not isinstance(a, list) or len(a) != len(b):
             out.append((path, f"expected a list of {len(b)}, got {_shown(a)}"))
             return 0
         s = _magnitude(b)
-        return sum(compare(x, y, f"{path}[{i}]", out, prefix, s, system, doc) for i, (x, y) in enumerate(zip(a, b)))
+        return sum(compare(x, y, f"{path}[{i}]", out, prefix, s, classify=classify) for i, (x, y) in enumerate(zip(a, b)))
     if not _equal(a, b, scale):
         out.append((path, f"{_shown(a)} is not the re-derived {_shown(b)}"))
     return 0
