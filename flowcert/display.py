@@ -75,14 +75,14 @@ def _hypotheses(t: Any, notes_on: bool = True, maths: bool = True) -> str:
         summary += f" · deciding: {_cut(deciding.name, 60)}"
     items = []
     for h in t.hypotheses:
-        notes = [x for x in (_margin(h.margin), _cut(h.method, 48) if h.method else "") if x] if notes_on else []
+        notes = [x for x in (e(_margin(h.margin)), _prose(h.method, 48)) if x] if notes_on else []
         if notes_on and h.status.value != "holds" and h.detail:
-            notes.append(_cut(h.detail))
+            notes.append(_prose(h.detail))
         if notes_on and h.certificate is not None:
-            notes.append(f"certificate: {_cut(h.certificate.kind, 30)}")
+            notes.append(e(f"certificate: {_cut(h.certificate.kind, 30)}"))
         name = _hypothesis_name(h.name) if maths else e(_cut(h.name, 80))
         items.append(f"<li>{_word(h.status.value)} {name}"
-                     + (f" <small>{e(' · '.join(notes))}</small>" if notes else "") + "</li>")
+                     + (f" <small>{' · '.join(notes)}</small>" if notes else "") + "</li>")
     return f"<details><summary>{e(summary)}</summary><ul>{''.join(items)}</ul></details>"
 
 
@@ -268,6 +268,23 @@ def _math(tex: str, display: bool = False) -> str:
         return f'<code class="tex">{html.escape(tex)}</code>'
 
 
+def _cut_prose(text: Any, cap: int) -> str:
+    """:func:`_cut` that never cuts inside a ``$…$`` formula (it ends before the formula instead)."""
+    s = _cut(text, cap)
+    if not s.endswith("…"):
+        return s
+    body = s[:-1]
+    if body.count("$") % 2:  # the cut fell inside a formula: drop the formula's opened part
+        body = body[:body.rfind("$")].rstrip()
+    return body + "…"
+
+
+def _prose(text: Any, cap: int = TEXT_CAP) -> str:
+    """A record's text (a method, a reason: prose with ``$…$`` formulas) as HTML, the formulas in
+    MathML, cut to ``cap`` characters between formulas."""
+    return _inline(_cut_prose(text, cap)) if text else ""
+
+
 def _inline(markdown: str) -> str:
     """Markdown with inline ``$…$`` formulas and ``code`` spans as HTML: formulas in MathML, code in
     ``<code>``, the rest escaped."""
@@ -351,7 +368,8 @@ def _fields(rows: list[tuple[str, str]]) -> str:
 
 def _keyed(mapping: Mapping[str, Any], cap: int = TEXT_CAP) -> str:
     """A definition list of a prediction or cross-check mapping: each key as mathematics where
-    :mod:`flowcert.catalogue_tex` has its TeX (else as code), each value summarised; at most
+    :mod:`flowcert.catalogue_tex` has its TeX (else as code), each value summarised (a text with its
+    ``$…$`` formulas in MathML); at most
     :data:`MAPPING_KEYS` keys."""
     from .catalogue_tex import quantity_tex
 
@@ -359,7 +377,8 @@ def _keyed(mapping: Mapping[str, Any], cap: int = TEXT_CAP) -> str:
     for k, v in list(mapping.items())[:MAPPING_KEYS]:
         tex = quantity_tex(str(k))
         name = _inline(tex) if tex else f"<code>{html.escape(str(k))}</code>"
-        rows.append(f"<dt>{name}</dt><dd>{html.escape(summarise(v, cap=cap))}</dd>")
+        shown = _prose(v, cap) if isinstance(v, str) else html.escape(summarise(v, cap=cap))
+        rows.append(f"<dt>{name}</dt><dd>{shown}</dd>")
     more = len(mapping) - MAPPING_KEYS
     if more > 0:
         rows.append(f"<dt>…</dt><dd>{more} more (to_json())</dd>")
@@ -410,7 +429,7 @@ def hypothesis_html(h: Any, *, certificate: bool = True) -> str:
         A ``<div>`` (well-formed XML, every text escaped), a kilobyte or two.
     """
     rows = [("margin", html.escape(_margin(h.margin).removeprefix("margin "))),
-            ("method", html.escape(_cut(h.method))), ("detail", html.escape(_cut(h.detail, 300)))]
+            ("method", _prose(h.method)), ("detail", _prose(h.detail, 300))]
     if certificate and h.certificate is not None:
         c = h.certificate
         rows.append(("certificate", f"<code>{html.escape(c.kind)}</code> re-checked by <code>"
@@ -483,11 +502,11 @@ def theorem_html(t: Any) -> str:
     correction = f"<p><small>corrected: {e(_cut(t.correction, 300))}</small></p>" if t.correction else ""
     items = []
     for h in t.hypotheses:
-        notes = [x for x in (_margin(h.margin), _cut(h.method, 60)) if x]
+        notes = [x for x in (e(_margin(h.margin)), _prose(h.method, 60)) if x]
         if h.status.value != "holds" and h.detail:
-            notes.append(_cut(h.detail))
+            notes.append(_prose(h.detail))
         items.append(f"<li>{_word(h.status.value)} {_hypothesis_name(h.name)}"
-                     + (f" <small>{e(' · '.join(notes))}</small>" if notes else "") + "</li>")
+                     + (f" <small>{' · '.join(notes)}</small>" if notes else "") + "</li>")
     hyps = f"<p>hypotheses</p><ul>{''.join(items)}</ul>" if items else ""
     prediction = t.prediction
     if prediction is not None and not isinstance(prediction, Mapping):

@@ -8,12 +8,13 @@ page links to it.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from typing import Any, Callable, Iterable, Mapping
 
 from .catalogue_tex import hypothesis_tex
-from .html import slugify
+from .html import mathml, slugify
 from .values import quantity_table, value_markdown
 
 
@@ -119,16 +120,34 @@ def code(text: Any) -> str:
 _MD_SPECIAL = re.compile(r"([\\`*\[\]{}<#|&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
 
 
-def plain(text: Any) -> str:
-    r"""Text from a record (a method, a reason, a name) as Markdown that shows it verbatim.
+#: One inline formula of a record's text: ``$…$``, no space inside either delimiter, no digit outside
+#: (the renderer's own rule, :func:`flowcert.reports.html._math_inline_rule`).
+_RECORD_MATH = re.compile(r"(?<![\d$\\])\$(?=[^\s$])([^$]*?[^\s$\\])\$(?![\d$])")
 
-    Markdown punctuation is backslash-escaped; text holding ``$`` or a TeX command (``\name``),
-    which the page may not show outside math, is set as code instead.
+
+@functools.lru_cache(maxsize=4096)
+def _converts(latex: str) -> bool:
+    try:
+        mathml(latex, False)
+    except ValueError:
+        return False
+    return True
+
+
+def plain(text: Any) -> str:
+    r"""Text from a record (a method, a reason, a name) as Markdown: prose verbatim, formulas as maths.
+
+    A record's text writes its formulas as TeX between ``$`` (``decided by exact rational
+    $LDL^\top$``): those stay formulas (MathML on the page) and the prose around them has its
+    Markdown punctuation backslash-escaped. Text that would still show ``$`` or a TeX command
+    (``\name``) outside a formula, or holds a formula that does not convert, is set as code instead.
     """
     s = re.sub(r"\s+", " ", str(text)).strip()
-    if "$" in s or re.search(r"\\[A-Za-z]", s):
+    pieces = _RECORD_MATH.split(s)  # prose, formula, prose, …
+    prose, formulas = pieces[::2], pieces[1::2]
+    if any("$" in p or re.search(r"\\[A-Za-z]", p) for p in prose) or not all(map(_converts, formulas)):
         return code(s)
-    return _MD_SPECIAL.sub(r"\\\1", s)
+    return "".join(_MD_SPECIAL.sub(r"\\\1", p) if i % 2 == 0 else f"${p}$" for i, p in enumerate(pieces))
 
 
 def _top_level_text(latex: str) -> list[tuple[str, str]]:

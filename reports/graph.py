@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import graph
+from .common import plain
+from .values import table_safe
 
 #: Node colours: false as printed, resting on a false statement, a sound result, an assumption.
 COLOURS = {"false": "#f4a6a6", "downstream": "#ffd2a8", "ok": "#cfe3f3", "assumption": "#e4e4e4"}
@@ -214,7 +216,7 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
         down = [v for v, s in status.items() if s == "downstream"]
         if false:
             lines += ["| false as printed | why |", "|---|---|"]
-            lines += [f"| `{v}` | {G.nodes[v]['erratum']} |" for v in sorted(false)]
+            lines += [f"| `{v}` | {table_safe(plain(G.nodes[v]['erratum']))} |" for v in sorted(false)]
             lines.append("")
         if down:
             lines += ["| rests on a false statement | chain |", "|---|---|"]

@@ -135,7 +135,7 @@ def _paper_lmi(p: GaussianParams, S: np.ndarray, rho: float) -> core.HypothesisR
     if core.is_pd(M):
         c = core.Certificate("pd", "-(P V + V P) - delta I > 0 with P the exact inverse of the rational Sigma_inf",
                              {"M": core.encode(M), "margin": "0"})
-        return PAPER_LMI.bind(core.certified(name, "holds", c, margin, "exact LDL^T, robust over the Kantorovich ball"))
+        return PAPER_LMI.bind(core.certified(name, "holds", c, margin, r"exact $LDL^\top$, robust over the Kantorovich ball"))
     status = "fails" if margin < -delta else "unknown"
     return core.HypothesisResult(name, status, margin, "eigenvalues at the certified equilibrium", None,
                                  f"smallest eigenvalue {margin:.3e} (perturbation allowance {delta:.1e})")
@@ -145,7 +145,7 @@ def thm_4_7_1(p: GaussianParams, eq: Equilibrium) -> TheoremResult:
     """Thm 4.7(1) as printed (false) and its corrected form (1′)."""
     hyps = [NEG_V.bind(definite(p.V, "V", -1)), B_PD.bind(definite(p.B, "B", 1)),
             SIGMA0_PD.bind(definite(p.Sigma0, "Sigma0", 1)), RE_POS.bind(spectrum.hurwitz("Re spec(A) > 0", -p.A))]
-    prediction: dict[str, Any] = {"paper": "a PD equilibrium Sigma_inf of (18) exists (FALSE in general)",
+    prediction: dict[str, Any] = {"paper": r"a positive definite equilibrium $\Sigma_\infty$ of (18) exists (false in general)",
                                   "corrected": "if a PD equilibrium with -(P V + V P) > 0 exists, it is locally exponentially stable"}
     result = THM_4_7_1.result(hyps, prediction)
     if eq.kind == "pd" and eq.S is not None:
@@ -212,8 +212,8 @@ def thm_4_7_3(p: GaussianParams) -> TheoremResult:
     return THM_4_7_3.result(
         hyps, {"Sigma_zero": "locally exponentially stable", "trace_bound": bound, "y_star": y_star,
                "trace_inequality_36": {"lambda_max(A + A^T)": lam_a, "lambda_max(V)": lam_v, "lambda_min(B)": lam_b,
-                                       "corrected": "d tr Sigma/dt <= lambda_max(A + A^T) tr Sigma + "
-                                                    "(2/d) lambda_max(V) lambda_min(B) (tr Sigma)^2"},
+                                       "corrected": r"$\frac{d}{dt}\operatorname{tr}\Sigma\le\lambda_{\max}(A+A^\top)\operatorname{tr}\Sigma"
+                                                    r"+\frac2d\lambda_{\max}(V)\lambda_{\min}(B)(\operatorname{tr}\Sigma)^2$"},
                "global": "not claimed (false in general: bistability)"})
 
 
@@ -299,16 +299,16 @@ def _trace_condition(p: GaussianParams) -> core.HypothesisResult:
     for M, what in ((p.V, "V"), (p.B, "B")):
         if not np.array_equal(M, M.T):
             return TRACE.result("fails", definiteness_witness(M, strict=True), None, "exact symmetry",
-                                f"{what} is not symmetric: lambda_min({what}), hence beta, is not defined", key=what)
+                                rf"${what}$ is not symmetric: $\lambda_{{\min}}({what})$, hence $\beta$, is not defined", key=what)
     bounds = [_lambda_min_interval(M) for M in (sym_part(p.A), p.V, p.B)]
     if any(b is None for b in bounds):
         return core.HypothesisResult(name, "unknown", None, "certified eigenvalue bounds", None,
-                                     "no certified bounds of lambda_min (size above the exact cap)")
+                                     r"no certified bounds of $\lambda_{\min}$ (size above the exact cap)")
     alpha, lam_v, lam_b = bounds  # type: ignore[misc]
     scale = Fraction(2, p.d)
     lv_lb = _interval_mul(lam_v, lam_b)
     beta = (scale * lv_lb[0], scale * lv_lb[1])
-    method = "exact bounds of alpha, lambda_min(V), lambda_min(B) (LDL^T below, Rayleigh quotient above)"
+    method = r"exact bounds of $\alpha$, $\lambda_{\min}(V)$, $\lambda_{\min}(B)$ ($LDL^\top$ below, Rayleigh quotient above)"
 
     def decided(value: bool, margin: Fraction, why: str) -> core.HypothesisResult:
         c = thm48_trace_certificate(p.A, p.V, p.B, p.Sigma0, (alpha[0], lam_v[0], lam_b[0]), value)
@@ -318,19 +318,19 @@ def _trace_condition(p: GaussianParams) -> core.HypothesisResult:
         return out
 
     if beta[1] <= 0:
-        return decided(False, beta[1], "beta = 2 lambda_min(V) lambda_min(B) / d <= 0: the threshold -alpha/beta of "
-                                       "Thm 4.8(2) needs beta > 0")
+        return decided(False, beta[1], r"$\beta=2\lambda_{\min}(V)\lambda_{\min}(B)/d\le0$: the threshold "
+                                       r"$-\alpha/\beta$ of Thm 4.8(2) needs $\beta>0$")
     if beta[0] <= 0:
-        return core.HypothesisResult(name, "unknown", None, method, None, "the sign of beta is not decided by the bounds")
+        return core.HypothesisResult(name, "unknown", None, method, None, r"the sign of $\beta$ is not decided by the bounds")
     tr = _exact_trace(p.Sigma0)
     low, high = _interval_mul(beta, (tr, tr))
     low, high = low + alpha[0], high + alpha[1]
     if low > 0:
-        return decided(True, low, "beta tr Sigma0 + alpha > 0 with certified lower bounds, in exact rationals")
+        return decided(True, low, r"$\beta\operatorname{tr}\Sigma_0+\alpha>0$ with certified lower bounds, in exact rationals")
     if high <= 0:
-        return decided(False, high, "beta tr Sigma0 + alpha <= 0 with certified upper bounds, in exact rationals")
+        return decided(False, high, r"$\beta\operatorname{tr}\Sigma_0+\alpha\le0$ with certified upper bounds, in exact rationals")
     return core.HypothesisResult(name, "unknown", _float(low), method, None,
-                                 "the certified bounds of beta tr Sigma0 + alpha straddle 0")
+                                 r"the certified bounds of $\beta\operatorname{tr}\Sigma_0+\alpha$ straddle 0")
 
 
 def thm_4_8(p: GaussianParams, item: int) -> TheoremResult:
@@ -445,19 +445,19 @@ def _detect_hyp(ea: EtaAnalysis) -> core.HypothesisResult:
     if ea.Q is None:
         return core.HypothesisResult(name, "unknown", None, "exact PBH", None, "V is not a multiple of I")
     if not core.is_psd(ea.Q):
-        return DETECT.result("fails", definiteness_witness(ea.Q, strict=False), None, "exact rational LDL^T",
-                             "eta(B + B^T) has a positive eigenvalue: eq. (12) fails")
+        return DETECT.result("fails", definiteness_witness(ea.Q, strict=False), None, r"exact rational $LDL^\top$",
+                             r"$\eta(B+B^\top)$ has a positive eigenvalue: eq. (12) fails")
     strict = definite(ea.Q, "-eta(B + B^T)", 1)  # eq. (12) strictly: H > 0 leaves no unobservable subspace
     if strict.status == "holds":
         return DETECT.result("holds", strict.certificate, strict.margin,
-                             f"{strict.method}; H > 0, so (H, A) is observable at any size",
-                             "eta(B + B^T) < 0 (eq. (12) strictly): the unobservable subspace is {0}")
+                             f"{strict.method}; $H\\succ0$, so $(H,A)$ is observable at any size",
+                             r"$\eta(B+B^\top)\prec0$ (eq. (12) strictly): the unobservable subspace is $\{0\}$")
     if ea.detect is None:
         return core.HypothesisResult(name, "unknown", None, "exact PBH", None,
-                                     f"eta(B + B^T) is singular and d is above the exact size cap {spectrum.EXACT_INERTIA_MAX}")
+                                     rf"$\eta(B+B^\top)$ is singular and $d$ is above the exact size cap {spectrum.EXACT_INERTIA_MAX}")
     status = "holds" if ea.detect.data["detectable"] else "fails"
     return DETECT.result(status, ea.detect, None,
-                          "PBH: A on the unobservable subspace ker [Q; QA; ...] must be Hurwitz (exact nullspace + "
+                          r"PBH: $A$ on the unobservable subspace $\ker[Q;QA;\dots]$ must be Hurwitz (exact nullspace + "
                           "exact spectral inertia)", ea.detect.claim)
 
 
@@ -465,7 +465,7 @@ def _v_eta(p: GaussianParams, ea: EtaAnalysis) -> core.HypothesisResult:
     ok = ea.eta is not None
     return V_ETA.result("holds" if ok else "fails",
                         predicate_certificate("scalar_identity", ok, V_ETA.proofs[0].subject, M=core.encode(p.V)),
-                        None, "exact comparison", f"eta = {ea.eta}" if ok else "V is not a multiple of I")
+                        None, "exact comparison", f"$\\eta={ea.eta}$" if ok else "$V$ is not a multiple of $I$")
 
 
 def _eta_hyps(p: GaussianParams, ea: EtaAnalysis) -> list[core.HypothesisResult]:
@@ -479,8 +479,8 @@ def _eta_hyps(p: GaussianParams, ea: EtaAnalysis) -> list[core.HypothesisResult]
         inertia = ea.count_cert.data.get("inertia")
         extra = f", {inertia[2]} on the imaginary axis" if inertia else ""
         count = COUNT.result("holds", ea.count_cert, None,
-                             "inertia theorem (exact LDL^T) or exact spectral inertia (root isolation; checked by Cauchy indices)",
-                             f"k = {ea.k} eigenvalues with Re > 0{extra}")
+                             r"inertia theorem (exact $LDL^\top$) or exact spectral inertia (root isolation; checked by Cauchy indices)",
+                             rf"$k={ea.k}$ eigenvalues with $\operatorname{{Re}}>0${extra}")
     return [_v_eta(p, ea), SIGMA0_PD.bind(definite(p.Sigma0, "Sigma0", 1)), _detect_hyp(ea), count]
 
 
@@ -522,14 +522,14 @@ def _unstable_hyp(ea: EtaAnalysis) -> core.HypothesisResult:
     name = "A has an eigenvalue with Re > 0"
     if getattr(ea, "zero_A", False):
         zero = predicate_certificate("zero", True, {"M": "params.A"}, M=core.encode(ea.A))
-        return A_UNSTABLE.result("fails", zero, None, "exact comparison", "A = 0: its spectrum is {0}")
+        return A_UNSTABLE.result("fails", zero, None, "exact comparison", r"$A=0$: its spectrum is $\{0\}$")
     if ea.k is None or ea.count_cert is None:
         return core.HypothesisResult(name, "unknown", None, "certified unstable count", None,
                                      "no certificate: no Lyapunov matrix with an exact margin, and d is above the exact "
                                      f"spectral-inertia cap {spectrum.EXACT_INERTIA_MAX}")
     return A_UNSTABLE.result("holds" if ea.k >= 1 else "fails", ea.count_cert, None,
-                             "certified unstable count (inertia theorem, exact LDL^T, or exact spectral inertia)",
-                             f"A has exactly {ea.k} eigenvalues with Re > 0")
+                             r"certified unstable count (inertia theorem, exact $LDL^\top$, or exact spectral inertia)",
+                             rf"$A$ has exactly {ea.k} eigenvalues with $\operatorname{{Re}}>0$")
 
 
 def thm_4_11(p: GaussianParams, ea: EtaAnalysis, item: int) -> TheoremResult:

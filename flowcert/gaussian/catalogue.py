@@ -37,6 +37,7 @@ from ..papers.gaussian import (ACTIVATION, CLOSURE, CONTINUOUS, LEMMA23, LEMMA_2
                                SIGMA0_PSD, TABLE_1, THM_3_3)
 from .params import GaussianParams
 from ..symbolic import gaussian as sym
+from ..system import VerifyRun
 
 ZERO_TOL = 1e-9
 
@@ -76,9 +77,9 @@ def prop_2_1(p: GaussianParams, simulate: bool, seed: int = 0) -> TheoremResult:
                               ", ".join(f"{q.name}: {'0' if q.proved else 'nonzero'}" for q in proofs)),
     ]
     prediction = {
-        "law": "rho_t = N(mu(t), Sigma(t)) on [0, T_max), (mu, Sigma) solving eq. (7)",
-        "mu_dot": "(A + V + V Sigma B) mu + b",
-        "Sigma_dot": "A Sigma + Sigma A^T + V Sigma B Sigma + Sigma B^T Sigma V^T",
+        "law": r"$\rho_t=\mathcal N(\mu(t),\Sigma(t))$ on $[0,T_{\max})$, $(\mu,\Sigma)$ solving eq. (7)",
+        "mu_dot": r"$(A+V+V\Sigma B)\mu+b$",
+        "Sigma_dot": r"$A\Sigma+\Sigma A^\top+V\Sigma B\Sigma+\Sigma B^\top\Sigma V^\top$",
     }
     result = PROP_2_1.result(hyps, prediction)
     if wants("particles"):
@@ -162,9 +163,9 @@ def particle_cross_check(p: GaussianParams, seed: int = 0) -> CrossCheck:
     if not vc < 1.0:
         return CrossCheck("skipped", {
             "variance_condition": vc if math.isfinite(vc) else None, "t": t_check,
-            "reason": f"max_t 2 lambda_max(Sigma B^T Sigma B) = {vc:.3g} >= 1 on [0, {t_check:.3g}]: the attention "
-                      "weights exp(y^T B x) have infinite variance, the empirical softmax converges more slowly than "
-                      "N^-1/2 (a few effective samples), so the rate of Prop. 2.1 cannot be tested here"})
+            "reason": rf"$\max_t 2\lambda_{{\max}}(\Sigma B^\top\Sigma B)={vc:.3g}\ge1$ on $[0,{t_check:.3g}]$: the "
+                      r"attention weights $\exp(y^\top Bx)$ have infinite variance, the empirical softmax converges more "
+                      r"slowly than $N^{-1/2}$ (a few effective samples), so the rate of Prop. 2.1 cannot be tested here"})
     from ..progress import INHERIT, bar
 
     try:
@@ -217,9 +218,10 @@ def lemma_3_1(p: GaussianParams) -> TheoremResult:
         "t_end": float(tc.t[-1]), "transport_residual": tc.residual, "liouville_residual": tc.liouville,
         "rank0": r0, "numerical_ranks": sorted(set(tc.ranks)), "max_cond_Psi": tc.cond_psi,
         "tolerance": tol, **({"truncated": tc.truncated} if tc.truncated else {}),
-        "criterion": "relative residual of Sigma = Psi Sigma0 Psi^T below 1e-7 + 1e-9 cond(Psi) (floor 1e-6 ||Sigma0||), and of "
-                     "log det Psi = int tr M below 1e-7 (integration at rtol 1e-11); numerical ranks use sigma_i > 1e-8 sigma_max and can "
-                     "drop only when Psi is ill conditioned (rank is lost in the limit t -> inf, not before)",
+        "criterion": r"relative residual of $\Sigma=\Psi\Sigma_0\Psi^\top$ below $10^{-7}+10^{-9}\operatorname{cond}(\Psi)$ "
+                     r"(floor $10^{-6}\lVert\Sigma_0\rVert$), and of $\log\det\Psi=\int\operatorname{tr}M$ below $10^{-7}$ "
+                     r"(integration at rtol 1e-11); numerical ranks use $\sigma_i>10^{-8}\sigma_{\max}$ and can drop only "
+                     r"when $\Psi$ is ill conditioned (rank is lost in the limit $t\to\infty$, not before)",
     }
     result.cross_check = CrossCheck("agrees" if ok else "disagrees", details)
     return result
@@ -242,9 +244,10 @@ def thm_3_3(p: GaussianParams, seed: int = 0) -> TheoremResult:
     r0 = n_pos + n_neg  # the exact rank (Lemma 3.1's certificate), never a float threshold's (issue 44, item 6)
     result = THM_3_3.result(
         [sigma0_psd(p.Sigma0)],
-        {"reachable_set": f"all (mu, Sigma) with Sigma >= 0 of rank {r0}, for every T > 0",
-         "rank_basis": "exact: the inertia of the given Sigma0 in rational arithmetic (Lemma 3.1's certificate)",
-         "construction": "B = Sigma^+, A = -V - V Sigma B, V = -Phi' Phi^{-1}, Phi: I -> M in GL+(d), M Sigma0 M^T = target"})
+        {"reachable_set": rf"all $(\mu,\Sigma)$ with $\Sigma\succeq0$ of rank {r0}, for every $T>0$",
+         "rank_basis": r"exact: the inertia of the given $\Sigma_0$ in rational arithmetic (Lemma 3.1's certificate)",
+         "construction": r"$B=\Sigma^+$, $A=-V-V\Sigma B$, $V=-\Phi'\Phi^{-1}$ with $\Phi\colon I\to M$ in "
+                         r"$\mathrm{GL}^+(d)$ and $M\Sigma_0M^\top$ the target"})
     rng = np.random.default_rng(seed)
     G = rng.normal(size=(p.d, r0))
     target = G @ G.T
@@ -254,19 +257,19 @@ def thm_3_3(p: GaussianParams, seed: int = 0) -> TheoremResult:
         return result
     if (skip := stage_skip_reason("gaussian:thm-3.3", p.d)) is not None:
         result.cross_check = CrossCheck("skipped", {
-            "reason": f"size: the construction's cross-check integrates d^2 states with two matrix exponentials and a "
+            "reason": f"size: the construction's cross-check integrates $d^2$ states with two matrix exponentials and a "
                       f"QR factorisation per evaluation; {skip}"})
         return result
     scale = float(np.abs(p.Sigma0).max())
     if not (scale == 0.0 or 1e-100 < scale < 1e100):
-        result.cross_check = CrossCheck("skipped", {"reason": f"Sigma0 scale {scale:.1e} is outside [1e-100, 1e100]"})
+        result.cross_check = CrossCheck("skipped", {"reason": f"$\\Sigma_0$ scale {scale:.1e} is outside [1e-100, 1e100]"})
         return result
     lam = np.linalg.eigvalsh(p.Sigma0)[p.d - r0:] if r0 else np.ones(1)
     cond = float(lam[-1] / lam[0])
     if cond > REACH_MAX_COND:
         result.cross_check = CrossCheck("skipped", {
-            "reason": f"Sigma0 is ill-conditioned on its range (cond {cond:.2e} > {REACH_MAX_COND:.0e}): the feedback "
-                      "B = Sigma^+ of the construction makes eq. (7) stiff at a rate of about cond * ||V||"})
+            "reason": f"$\\Sigma_0$ is ill-conditioned on its range (cond {cond:.2e} > {REACH_MAX_COND:.0e}): the feedback "
+                      r"$B=\Sigma^+$ of the construction makes eq. (7) stiff at a rate of about $\operatorname{cond}\cdot\lVert V\rVert$"})
         return result
     try:
         res = reach.reach(p.mu0, p.Sigma0, mu_hat, target, 1.0, max_evaluations=REACH_BUDGET)
@@ -280,7 +283,7 @@ def thm_3_3(p: GaussianParams, seed: int = 0) -> TheoremResult:
     ok = bool(res.mu_relative <= 1e-8 and res.Sigma_relative <= 1e-8)
     result.cross_check = CrossCheck("agrees" if ok else "disagrees",
                                     {"T": 1.0, "target_rank": r0, "mu_relative_error": res.mu_relative,
-                                     "Sigma_relative_error": res.Sigma_relative, "criterion": "relative terminal errors <= 1e-8"})
+                                     "Sigma_relative_error": res.Sigma_relative, "criterion": r"relative terminal errors $\le10^{-8}$"})
     return result
 
 
@@ -304,19 +307,25 @@ def _lemma23_verdict(B: Any, Sigma0: np.ndarray, time_varying: bool) -> core.Hyp
         return core.HypothesisResult(name, "unknown", None, "exact eigenvalue bounds", None, "constant B needed")
     if 64 * u * w * w < 1 and w >= 0:
         return LEMMA23.result("holds", lemma23_certificate(B, Sigma0, u, w), 1 - value,
-                              "exact bounds ||B||^2 <= u, lambda_max <= w, 64 u w^2 < 1", f"8 ||B|| lambda_max = {value:.4g}")
+                              r"exact bounds $\lVert B\rVert^2\le u$, $\lambda_{\max}\le w$, $64uw^2<1$", _lemma23_value(value))
     if value > 1 + 1e-9:
         return _lemma23_refuted(B, Sigma0, value)
-    return core.HypothesisResult(name, "unknown", 1 - value, "eigenvalues", None, f"8 ||B|| lambda_max = {value:.4g}")
+    return core.HypothesisResult(name, "unknown", 1 - value, "eigenvalues", None, _lemma23_value(value))
+
+
+def _lemma23_value(value: float) -> str:
+    """The detail of Lemma 2.3's hypothesis: the value of its left-hand side."""
+    return rf"$8\lVert B\rVert_2\lambda_{{\max}}(\Sigma_0)={value:.4g}$"
 
 
 def _lemma23_refuted(B: np.ndarray, Sigma0: np.ndarray, value: float) -> core.HypothesisResult:
     """``fails`` with Rayleigh-quotient lower bounds when they refute the condition exactly, else uncertified."""
     out = LEMMA23.result("fails", lemma23_certificate(B, Sigma0, None, None), 1 - value,
-                         "exact Rayleigh quotients ||Bx||^2/||x||^2, y^T Sigma0 y/||y||^2", f"8 ||B|| lambda_max = {value:.4g}")
+                         r"exact Rayleigh quotients $\lVert Bx\rVert^2/\lVert x\rVert^2$, $y^\top\Sigma_0y/\lVert y\rVert^2$",
+                         _lemma23_value(value))
     if out.status == "fails":
         return out
-    return core.HypothesisResult(LEMMA23.name, "fails", 1 - value, "eigenvalues", None, f"8 ||B|| lambda_max = {value:.4g}")
+    return core.HypothesisResult(LEMMA23.name, "fails", 1 - value, "eigenvalues", None, _lemma23_value(value))
 
 
 def lemma_2_3(p: GaussianParams) -> TheoremResult:
@@ -398,11 +407,11 @@ def verify(p: GaussianParams, simulate: bool = False, seed: int = 0,
     Floating-point overflow inside a check is handled where it matters (non-finite results become
     ``unknown``/``failed``, and ``null`` in JSON), so numpy's raw warnings are not shown to the user.
     """
-    return records(verify_run(p, simulate, seed, checks)[0])
+    return records(verify_run(p, simulate, seed, checks).document)
 
 
 def verify_run(p: GaussianParams, simulate: bool = False, seed: int = 0,
-               checks: frozenset[str] | None = None, *, recorded: ng.MomentSolution | None = None) -> tuple[dict[str, Any], Any]:
+               checks: frozenset[str] | None = None, *, recorded: ng.MomentSolution | None = None) -> VerifyRun:
     """:func:`verify` with typed ``theorems`` (:class:`~flowcert.catalogue.TheoremResult`), and the run
     of eq. (7) behind the regime and ``simulation`` (a
     :class:`~flowcert.numeric.gaussian.moments.MomentSolution`; status ``skipped`` when no run was asked
@@ -417,7 +426,7 @@ def verify_run(p: GaussianParams, simulate: bool = False, seed: int = 0,
     with (np.errstate(all="ignore"), warnings.catch_warnings(), asked(chosen),
           command_budget(VERIFY_SECONDS, "verify gaussian")):
         warnings.simplefilter("ignore", RuntimeWarning)
-        return _verify(p, simulate or checks is not None, seed, recorded)
+        return VerifyRun(*_verify(p, simulate or checks is not None, seed, recorded))
 
 
 def recorded_run(p: GaussianParams, sim: dict[str, Any]) -> ng.MomentSolution:
