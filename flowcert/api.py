@@ -156,6 +156,6 @@ def verify(system: str, params: Any, *, simulate: bool = False, checks: Any = No
     from .progress import inherited
 
     with inherited(progress):
-        doc, run = sysobj.verify_run(p, simulate=simulate, seed=seed, checks=chosen)
-    explain_skips(doc.get("theorems", []), sysobj, simulate, chosen)
-    return Result.from_document(doc, p, run)
+        run = sysobj.verify_run(p, simulate=simulate, seed=seed, checks=chosen)
+    explain_skips(run.theorems, sysobj, simulate, chosen)
+    return Result.from_document(run.document, p, run.run)

@@ -240,7 +240,7 @@ def verify_document(system: str, path: Any, *, simulate: bool = False, seed: int
     from .numeric.integration import command_budget
 
     with command_budget(VERIFY_SECONDS, f"verify {system}"):  # every budgeted stage and run shares it
-        typed = sysobj.verify_run(p, simulate=simulate or checks is not None, seed=seed, checks=checks)[0]
+        typed = sysobj.verify_run(p, simulate=simulate or checks is not None, seed=seed, checks=checks).document
         explain_skips(typed.get("theorems", []), sysobj, simulate, checks)
         doc = records(typed)
     if isinstance(raw, Mapping) and raw.get(PROVENANCE_KEY) is not None:

@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .errors import InputError
 
-__all__ = ["SimulateOptions", "System", "SystemBase", "load_any"]
+__all__ = ["SimulateOptions", "System", "SystemBase", "VerifyRun", "load_any"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,44 @@ class SimulateOptions:
     #: Draws the run into the ``--plot`` file and returns the path written (the command line passes
     #: :func:`flowcert.reports.user.simulation_plotter`; a system never draws by itself).
     plot: Callable[[Any], str] | None = None
+
+
+@dataclass(frozen=True)
+class VerifyRun:
+    """What a system's ``verify_run`` hands back: the ``verify`` document with its theorems typed, and the
+    run behind its simulation, so a caller (:func:`flowcert.verify`, ``report --params``) can plot it
+    without integrating again.
+
+    Attributes
+    ----------
+    document : dict
+        The ``verify`` document; its ``theorems`` are the engine's typed
+        :class:`~flowcert.catalogue.TheoremResult` objects (:func:`flowcert.documents.records` writes
+        them as records).
+    run : object
+        The run behind the ``simulation`` record: gaussian, the solution of eq. (7)
+        (:class:`~flowcert.numeric.gaussian.moments.MomentSolution`, None when the size limit skipped it);
+        attention, the ``simulation`` record itself; rnn, a user's cell's trajectory (None for a
+        parameter file).
+    """
+
+    document: dict[str, Any]
+    run: Any = None
+
+    @property
+    def theorems(self) -> list[Any]:
+        """The typed theorem results of :attr:`document` (:class:`~flowcert.catalogue.TheoremResult`)."""
+        return list(self.document.get("theorems", []))
+
+    @property
+    def regime(self) -> Any:
+        """The document's ``regime`` part (gaussian), or None."""
+        return self.document.get("regime")
+
+    @property
+    def simulation(self) -> Any:
+        """The document's ``simulation`` record, or None when it has none."""
+        return self.document.get("simulation")
 
 
 @runtime_checkable
@@ -98,9 +136,9 @@ class System(Protocol):
         ...
 
     def verify_run(self, p: Any, *, simulate: bool = False, seed: int | None = None,
-                   checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:
-        """``(verify document, the run behind its simulation or None)`` (the report plots the run); the
-        document's ``theorems`` are the typed :class:`~flowcert.catalogue.TheoremResult` objects."""
+                   checks: frozenset[str] | None = None) -> VerifyRun:
+        """The verify document and the run behind its simulation (:class:`VerifyRun`; the report plots the
+        run); the document's ``theorems`` are the typed :class:`~flowcert.catalogue.TheoremResult` objects."""
         ...
 
 
@@ -133,12 +171,12 @@ class SystemBase:
         from .documents import records
         from .engine import explain_skips
 
-        typed = self.verify_run(p, simulate=simulate, seed=seed, checks=checks)[0]
+        typed = self.verify_run(p, simulate=simulate, seed=seed, checks=checks).document
         explain_skips(typed.get("theorems", []), self, simulate, checks)
         return records(typed)
 
     def verify_run(self, p: Any, *, simulate: bool = False, seed: int | None = None,
-                   checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:
+                   checks: frozenset[str] | None = None) -> VerifyRun:
         raise NotImplementedError
 
     #: JSON paths (regular expressions over ``$…``) of a verify document that are records of a numerical run,

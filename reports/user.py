@@ -118,9 +118,9 @@ def section(path: str, system: str, out: Path, *, quick: bool) -> Section:
     make_folder("--out", out)  # through no link (flowcert.outputs)
     from ..documents import records
 
-    doc, run = sysobj.verify_run(p, simulate=True)
-    doc = records(doc)  # the report reads theorem records: written here, at the edge
-    return SECTIONS[system](p, doc, run, out, Path(path).name)
+    run = sysobj.verify_run(p, simulate=True)
+    doc = records(run.document)  # the report reads theorem records: written here, at the edge
+    return SECTIONS[system](p, doc, run.run, out, Path(path).name)
 
 
 def simulation_plotter(system: str, path: str) -> Callable[[Any], str]:

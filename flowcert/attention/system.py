@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Mapping
 
 from ..errors import InputError
-from ..system import SimulateOptions, SystemBase, load_any
+from ..system import SimulateOptions, SystemBase, VerifyRun, load_any
 from .params import AttentionParams, load_attention, parse_attention
 
 __all__ = ["SYSTEM", "AttentionSystem"]
@@ -88,7 +88,7 @@ class AttentionSystem(SystemBase):
         return [(f"heads[0].{key}", got.get(key), W) for key, W in (("Q", head.Q), ("K", head.K))]
 
     def verify_run(self, p: AttentionParams, *, simulate: bool = False, seed: int | None = None,
-                   checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:
+                   checks: frozenset[str] | None = None) -> VerifyRun:
         """The ``verify attention`` document (typed theorems: :func:`flowcert.attention.verify_results`)
         and the run behind ``simulation`` (its own ``X_final``; no separate object)."""
         from . import verify_results
@@ -96,7 +96,7 @@ class AttentionSystem(SystemBase):
         if simulate and not p.time_varying:  # --simulate runs fixed-step RK4 to t_end
             _check_fixed_step_run(p, p.t_end, "t_end")
         doc = verify_results(p, simulate=simulate, seed=seed, checks=checks)
-        return doc, doc.get("simulation")
+        return VerifyRun(doc, doc.get("simulation"))
 
     def equilibria(self, p: AttentionParams, cap: int | None = None, *, file: Any = None) -> tuple[dict[str, Any], str]:
         """The ``equilibria attention`` document (:func:`flowcert.attention.equilibria`), after the

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..errors import InputError
-from ..system import SimulateOptions, SystemBase, load_any
+from ..system import SimulateOptions, SystemBase, VerifyRun, load_any
 from .params import GaussianParams, load_gaussian, parse_gaussian
 
 __all__ = ["SYSTEM", "GaussianSystem"]
@@ -85,7 +85,7 @@ class GaussianSystem(SystemBase):
         return lines + SystemBase.summary_lines(doc, detail)
 
     def verify_run(self, p: GaussianParams, *, simulate: bool = False, seed: int | None = None,
-                   checks: frozenset[str] | None = None) -> tuple[dict[str, Any], Any]:
+                   checks: frozenset[str] | None = None) -> VerifyRun:
         """The ``verify gaussian`` document (typed theorems) and the run of eq. (7) behind it (None when
         the size limit skipped it): :func:`flowcert.gaussian.catalogue.verify_run`."""
         from .catalogue import verify_run
@@ -201,7 +201,7 @@ class GaussianSystem(SystemBase):
         if not isinstance(sim, dict) or sim.get("skipped") is not None:
             return super().rederived(raw, doc)
         p = self.load(raw, command="verify")
-        return plain(records(catalogue.verify_run(p, simulate=False, recorded=catalogue.recorded_run(p, sim))[0]))
+        return plain(records(catalogue.verify_run(p, simulate=False, recorded=catalogue.recorded_run(p, sim)).document))
 
     claims_parts = frozenset({"consistency"})
 

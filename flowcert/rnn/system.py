@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..errors import InputError
-from ..system import SystemBase, load_any
+from ..system import SystemBase, VerifyRun, load_any
 from .params import RNNParams, load_rnn, parse_rnn
 
 __all__ = ["SYSTEM", "RNNSystem"]
@@ -70,10 +70,10 @@ class RNNSystem(SystemBase):
         :func:`~flowcert.rnn.analyze.analyze`)."""
         from ..documents import records
 
-        return records(self.verify_run(p, seed=seed, mode=mode, **consensus)[0])
+        return records(self.verify_run(p, seed=seed, mode=mode, **consensus).document)
 
     def verify_run(self, p: Any, *, simulate: bool = False, seed: int | None = None,
-                   checks: frozenset[str] | None = None, mode: str = "stored", **consensus: Any) -> tuple[dict[str, Any], Any]:
+                   checks: frozenset[str] | None = None, mode: str = "stored", **consensus: Any) -> VerifyRun:
         """The document (typed theorems), and for a user's cell its trajectory (a parameter file's
         identities are its run)."""
         from .analyze import analyze
@@ -82,8 +82,8 @@ class RNNSystem(SystemBase):
 
         load_forward_ad()
         if isinstance(p, CellParams):
-            return verify_cell(p, seed=seed or 0, mode=mode, **consensus)
-        return analyze(p, mode=mode, typed=True, **consensus), None
+            return VerifyRun(*verify_cell(p, seed=seed or 0, mode=mode, **consensus))
+        return VerifyRun(analyze(p, mode=mode, typed=True, **consensus))
 
     def kpflow(self, p: Any, *, mode: str = "stored", consensus: str | None = None, probes: int = 64,
                consensus_op: str = "PKP") -> tuple[dict[str, Any], str]:
