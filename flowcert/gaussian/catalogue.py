@@ -38,7 +38,6 @@ from ..papers.gaussian import (ACTIVATION, CLOSURE, CONTINUOUS, LEMMA23, LEMMA_2
 from .params import GaussianParams
 from ..symbolic import gaussian as sym
 from ..system import VerifyRun
-from ..system import VerifyRun
 
 ZERO_TOL = 1e-9
 
