@@ -1,14 +1,14 @@
 r"""What each hypothesis of the catalogue is about: its subject, and the certificates that decide it.
 
-A hypothesis is declared once, next to the code that decides it, as a :class:`Hypothesis`: its name
-(as it appears in documents) and, for each certificate kind that can decide it, a :class:`Proof`:
+A hypothesis is declared once, next to the code that decides it, as a :class:`HypothesisBinding`: its name
+(as it appears in documents) and, for each certificate kind that can decide it, a :class:`ProofRoute`:
 
 * ``subject``: each data field of the certificate as an exact expression over the document's inputs
   (``{"M": "params.Sigma0"}``, ``{"J": "-params.A"}``; :mod:`flowcert.certificates.subjects`);
 * ``proves``: the status the certificate establishes, ``"holds"`` or ``"fails"``, or a function of its
   data that says which (an exact inertia proves "Re spec A < 0" or refutes it).
 
-The decision code passes its result through :meth:`Hypothesis.bind`, which stamps the subject and the
+The decision code passes its result through :meth:`HypothesisBinding.bind`, which stamps the subject and the
 claim derived from the data (:mod:`flowcert.certificates.claims`) on the certificate. A catalogue entry
 lists its hypotheses in an :class:`Entry`; :func:`register` files it under its system, where
 ``flowcert recheck`` finds it to re-derive, for a saved document, every subject from the document's
@@ -26,7 +26,7 @@ from typing import Any
 
 from .certificates.core import Certificate, HypothesisResult
 
-__all__ = ["HOLDS", "FAILS", "Proof", "Hypothesis", "Entry", "register", "entry", "entries_of", "EXTRA_CHECKS", "DERIVED", "DOCUMENT_CHECKERS", "COMPUTED",
+__all__ = ["HOLDS", "FAILS", "ProofRoute", "HypothesisBinding", "Entry", "register", "entry", "entries_of", "EXTRA_CHECKS", "DERIVED", "DOCUMENT_CHECKERS", "COMPUTED",
            "definite", "semidefinite", "hurwitz", "predicate", "by_value"]
 
 HOLDS, FAILS = "holds", "fails"
@@ -37,7 +37,7 @@ ENGINE_HYPOTHESES = frozenset({"size_within_limit", "stage_within_budget", "entr
 
 
 @dataclass(frozen=True)
-class Proof:
+class ProofRoute:
     """One way a certificate kind decides a hypothesis: its subject and the status it proves."""
 
     kind: str
@@ -45,7 +45,7 @@ class Proof:
     proves: str | Callable[[Mapping[str, Any]], str | None]
     #: data entries that must have exactly these values (which predicate, which literal, which identity)
     fixed: Mapping[str, Any] = field(default_factory=dict)
-    #: tells apart two proofs of one kind with different subjects (``Hypothesis.bind(res, key=...)``)
+    #: tells apart two proofs of one kind with different subjects (``HypothesisBinding.bind(res, key=...)``)
     key: str = ""
 
     def direction(self, data: Mapping[str, Any]) -> str | None:
@@ -62,11 +62,11 @@ class Proof:
 
 
 @dataclass(frozen=True)
-class Hypothesis:
+class HypothesisBinding:
     """A named hypothesis of the catalogue and the certificates that can decide it."""
 
     name: str
-    proofs: tuple[Proof, ...] = ()
+    proofs: tuple[ProofRoute, ...] = ()
     #: False when a ``holds`` may stand without a certificate on some path (then reported as resting on
     #: no bound certificate, never refused), or a function of the document's ``resolve`` saying whether
     #: it must have one there: continuity of coefficients needs one when they are constant
@@ -77,11 +77,11 @@ class Hypothesis:
         c = self.certifiable_holds
         return c(resolve) if callable(c) else bool(c)
 
-    def proof(self, kind: str, key: str | None = None) -> Proof | None:
+    def proof(self, kind: str, key: str | None = None) -> ProofRoute | None:
         """The (first) declared proof of certificate kind ``kind`` (with ``key`` if given), or None."""
         return next((p for p in self.proofs if p.kind == kind and (key is None or p.key == key)), None)
 
-    def proofs_of(self, kind: str) -> list[Proof]:
+    def proofs_of(self, kind: str) -> list[ProofRoute]:
         """Every declared proof of certificate kind ``kind``."""
         return [p for p in self.proofs if p.kind == kind]
 
@@ -131,11 +131,11 @@ class Entry:
     id: str
     label: str
     statement: str
-    hypotheses: tuple[Hypothesis, ...]
+    hypotheses: tuple[HypothesisBinding, ...]
     optional: frozenset[str] = field(default_factory=frozenset)
     correction: str | None = None
 
-    def by_name(self, name: str) -> Hypothesis | None:
+    def by_name(self, name: str) -> HypothesisBinding | None:
         """The declared hypothesis called ``name``, or None."""
         return next((h for h in self.hypotheses if h.name == name), None)
 
@@ -250,28 +250,28 @@ def _hurwitz_inertia(data: Mapping[str, Any]) -> str:
     return HOLDS if p == 0 and z == 0 else FAILS
 
 
-def definite(name: str, expr: str) -> Hypothesis:
+def definite(name: str, expr: str) -> HypothesisBinding:
     """``expr > 0``: a ``pd`` certificate proves it, ``not_pd`` / ``not_psd`` / ``not_symmetric`` refute it."""
     s = {"M": expr}
-    return Hypothesis(name, (Proof("pd", s, HOLDS), Proof("not_pd", s, FAILS), Proof("not_psd", s, FAILS),
-                             Proof("not_symmetric", s, FAILS)))
+    return HypothesisBinding(name, (ProofRoute("pd", s, HOLDS), ProofRoute("not_pd", s, FAILS), ProofRoute("not_psd", s, FAILS),
+                             ProofRoute("not_symmetric", s, FAILS)))
 
 
-def semidefinite(name: str, expr: str) -> Hypothesis:
+def semidefinite(name: str, expr: str) -> HypothesisBinding:
     """``expr >= 0``: ``psd`` proves it, ``not_psd`` / ``not_symmetric`` refute it."""
     s = {"M": expr}
-    return Hypothesis(name, (Proof("psd", s, HOLDS), Proof("not_psd", s, FAILS), Proof("not_symmetric", s, FAILS)))
+    return HypothesisBinding(name, (ProofRoute("psd", s, HOLDS), ProofRoute("not_psd", s, FAILS), ProofRoute("not_symmetric", s, FAILS)))
 
 
-def hurwitz(name: str, expr: str) -> Hypothesis:
+def hurwitz(name: str, expr: str) -> HypothesisBinding:
     """``Re spec(expr) < 0``: ``lyapunov`` proves it, ``unstable`` / ``zero_eigenvalue`` refute it, an exact
     ``spectrum_inertia`` decides it either way."""
     s = {"J": expr}
-    return Hypothesis(name, (Proof("lyapunov", s, HOLDS), Proof("unstable", s, FAILS), Proof("zero_eigenvalue", s, FAILS),
-                             Proof("spectrum_inertia", s, _hurwitz_inertia)))
+    return HypothesisBinding(name, (ProofRoute("lyapunov", s, HOLDS), ProofRoute("unstable", s, FAILS), ProofRoute("zero_eigenvalue", s, FAILS),
+                             ProofRoute("spectrum_inertia", s, _hurwitz_inertia)))
 
 
-def predicate(name: str, which: str, subject: Mapping[str, str], **fixed: Any) -> Hypothesis:
+def predicate(name: str, which: str, subject: Mapping[str, str], **fixed: Any) -> HypothesisBinding:
     """A hypothesis decided by the exact predicate ``which`` (:mod:`flowcert.certificates.predicates`) of
     its subject; ``fixed``: further data entries pinned (a literal, a sign)."""
-    return Hypothesis(name, (Proof("predicate", dict(subject), by_value, {"predicate": which, **fixed}),))
+    return HypothesisBinding(name, (ProofRoute("predicate", dict(subject), by_value, {"predicate": which, **fixed}),))

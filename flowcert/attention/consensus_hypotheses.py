@@ -223,7 +223,7 @@ def _exact_equal(A: Any, B: Any) -> bool:
     return bool(np.array_equal(np.asarray(A, float), np.asarray(B, float)))
 
 
-def _heads_predicate(h: bd.Hypothesis, s: Setting, method: str, why_not: str, why: str = "") -> core.HypothesisResult:
+def _heads_predicate(h: bd.HypothesisBinding, s: Setting, method: str, why_not: str, why: str = "") -> core.HypothesisResult:
     """``h`` decided by its exact predicate of ``params.heads`` (the certificate proves either answer)."""
     which = h.proofs[0].fixed["predicate"]
     try:
@@ -240,7 +240,7 @@ def value_identity(s: Setting) -> core.HypothesisResult:
                             "every head's value matrix is the identity")
 
 
-def _equals(h: bd.Hypothesis, x: Any, method: str, detail: str) -> core.HypothesisResult:
+def _equals(h: bd.HypothesisBinding, x: Any, method: str, detail: str) -> core.HypothesisResult:
     literal = h.proofs[0].fixed["literal"]
     c = predicate_certificate("equals", x == literal, dict(h.proofs[0].subject), x=x, literal=literal)
     return h.result("holds" if x == literal else "fails", c, None, method, "" if x == literal else detail)
@@ -290,7 +290,7 @@ def _P_key(s: Setting) -> str:
 def _P_varies(name: str, s: Setting) -> core.HypothesisResult:
     """``fails``: a score matrix depends on t (its ``constant_scores`` predicate, false, is the witness)."""
     c = predicate_certificate("constant_scores", False, dict(HEADS), heads=s.heads_json)
-    return bd.Hypothesis(name, (P_VARIES,)).result("fails", c, None, "parameter", "P depends on t")
+    return bd.HypothesisBinding(name, (P_VARIES,)).result("fails", c, None, "parameter", "P depends on t")
 
 
 def W_equals_P(s: Setting) -> core.HypothesisResult:
@@ -315,7 +315,7 @@ def P_spd(s: Setting) -> core.HypothesisResult:
     return s.__dict__["_P_spd"]
 
 
-def _with_heads(res: core.HypothesisResult, s: Setting, h: bd.Hypothesis) -> core.HypothesisResult:
+def _with_heads(res: core.HypothesisResult, s: Setting, h: bd.HypothesisBinding) -> core.HypothesisResult:
     """A ``sup_norm_bound`` result with every head's score matrix in its data (``heads``), bound to them. The
     head the bound was found on, a copy of one of them that nothing binds, stays beside them only while
     small (:math:`d^2<` :data:`~flowcert.certificates.forms.LARGE`; the example documents keep it): a

@@ -176,7 +176,7 @@ def _V_bound(D: Data) -> Any:
     certificate); a constant V's ``holds`` whose certificate could not be built is ``unknown``."""
     constant = not isinstance(D.p.heads[0].V, sp.MatrixBase)
 
-    def bound(h: bd.Hypothesis, status: str, cert: Any, margin: Any, method: str, detail: str = "") -> core.HypothesisResult:
+    def bound(h: bd.HypothesisBinding, status: str, cert: Any, margin: Any, method: str, detail: str = "") -> core.HypothesisResult:
         if cert is None or not constant:
             if status == "holds" and constant:
                 return core.HypothesisResult(h.name, "unknown", margin, method, None, f"{detail}; no certificate".lstrip("; "))

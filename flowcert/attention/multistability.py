@@ -73,7 +73,7 @@ FILE = "001_206237fe670cef43.txt"
 NOT_REQUESTED = "not requested (--simulate)"
 
 
-def _identity(h: bd.Hypothesis, method: str) -> core.HypothesisResult:
+def _identity(h: bd.HypothesisBinding, method: str) -> core.HypothesisResult:
     """A SymPy identity of the catalogue: ``holds`` with its ``symbolic_identity`` certificate, else ``unknown``."""
     which = h.proofs[0].fixed["identity"]
     if not proved(which):

@@ -2,7 +2,7 @@ r"""The catalogue as data: one module per source paper, each declaring its entri
 
 An entry (:class:`flowcert.bindings.Entry`) is the id, the paper's label, the statement (TeX, as
 corrected where the paper is wrong, with the correction stated) and its hypotheses, each declared
-with its subject and the certificates that decide it (:class:`flowcert.bindings.Hypothesis`). The
+with its subject and the certificates that decide it (:class:`flowcert.bindings.HypothesisBinding`). The
 systems decide the hypotheses and build each record with ``ENTRY.result(...)``; ``flowcert
 recheck`` reads the same declarations, importing nothing heavier than this package.
 

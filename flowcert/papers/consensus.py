@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .. import bindings as bd
-from ..bindings import FAILS, HOLDS, Entry, Hypothesis, Proof
+from ..bindings import FAILS, HOLDS, Entry, HypothesisBinding, ProofRoute
 from .multistability import check_equilibria
 
 # ---------------------------------------------------------------------------------------------
@@ -43,9 +43,9 @@ CAUSAL_TRANSVERSE = "derived.causal_transverse"
 
 
 def _on_P(kind: str, proves: Any, field: str = "M", fixed: dict[str, Any] | None = None,
-          extra: dict[str, str] | None = None) -> tuple[Proof, ...]:
+          extra: dict[str, str] | None = None) -> tuple[ProofRoute, ...]:
     """One proof of ``kind`` per form of head 0 (``key`` ``P`` / ``QK``): its ``field`` is :math:`P`."""
-    return tuple(Proof(kind, {field: e, **(extra or {})}, proves, fixed or {}, key=k) for k, e in P_FORMS.items())
+    return tuple(ProofRoute(kind, {field: e, **(extra or {})}, proves, fixed or {}, key=k) for k, e in P_FORMS.items())
 
 
 def _fails_if_false(d: Any) -> str | None:
@@ -57,9 +57,9 @@ def _holds_if_true(d: Any) -> str | None:
 
 
 #: a time-varying score matrix refutes "P constant", and with it every hypothesis about a constant P
-P_VARIES = Proof("predicate", HEADS, _fails_if_false, {"predicate": "constant_scores"})
-P_PD = Hypothesis("P > 0", _on_P("pd", HOLDS) + _on_P("not_pd", FAILS) + _on_P("not_psd", FAILS) + _on_P("not_symmetric", FAILS))
-P_PD_VARYING = Hypothesis("P = P^T > 0", (P_VARIES,))
+P_VARIES = ProofRoute("predicate", HEADS, _fails_if_false, {"predicate": "constant_scores"})
+P_PD = HypothesisBinding("P > 0", _on_P("pd", HOLDS) + _on_P("not_pd", FAILS) + _on_P("not_psd", FAILS) + _on_P("not_symmetric", FAILS))
+P_PD_VARYING = HypothesisBinding("P = P^T > 0", (P_VARIES,))
 P_CONSTANT = bd.predicate("P constant", "constant_scores", HEADS)
 SINGLE = bd.predicate("h = 1", "single_head", HEADS)
 U_IDENTITY = bd.predicate("U_eta = I", "identity_values", HEADS)
@@ -67,34 +67,34 @@ U_CONSTANT = bd.predicate("U constant", "constant_values", HEADS)
 FULL = bd.predicate("full attention", "equals", {"x": "params.causal"}, literal=False)
 CAUSAL = bd.predicate("causal attention", "equals", {"x": "params.causal"}, literal=True)
 SPHERE = bd.predicate("tokens on the unit sphere (W = I)", "unit_sphere", {"x": "params.W"})
-ELLIPSOID = Hypothesis("W = W^T > 0", (
-    Proof("predicate", {"x": "params.W"}, _holds_if_true, {"predicate": "unit_sphere"}),
-    Proof("pd", {"M": "params.W"}, HOLDS), Proof("not_pd", {"M": "params.W"}, FAILS),
-    Proof("not_symmetric", {"M": "params.W"}, FAILS)))
-W_IS_P = Hypothesis("tokens on E_P (W = P; erratum)",
+ELLIPSOID = HypothesisBinding("W = W^T > 0", (
+    ProofRoute("predicate", {"x": "params.W"}, _holds_if_true, {"predicate": "unit_sphere"}),
+    ProofRoute("pd", {"M": "params.W"}, HOLDS), ProofRoute("not_pd", {"M": "params.W"}, FAILS),
+    ProofRoute("not_symmetric", {"M": "params.W"}, FAILS)))
+W_IS_P = HypothesisBinding("tokens on E_P (W = P; erratum)",
                     _on_P("predicate", bd.by_value, "P", {"predicate": "ellipsoid_is_P"}, {"W": "params.W"}) + (P_VARIES,))
-BOUNDED = Hypothesis("sup_t |P_eta(t)| <= b", (Proof("sup_norm_bound", {"heads": SCORES}, HOLDS, {"derivative": False}),))
-UNIFORMLY_CONTINUOUS = Hypothesis("P_eta uniformly continuous on t >= 0", (
-    Proof("sup_norm_bound", {"heads": SCORES}, HOLDS, {"derivative": True}),))
-HEMISPHERE = Hypothesis("open hemisphere containing y_i(0) (SOCP witness v)", (
-    Proof("open_hemisphere", {"Y": TOKENS}, HOLDS), Proof("no_open_hemisphere", {"Y": TOKENS}, FAILS)))
-TOP = Hypothesis("U symmetric, lambda_max(U) > 0 simple", (
-    Proof("simple_positive_top_eigenvalue", {"U": U0}, HOLDS),
-    Proof("repeated_top_eigenvalue", {"U": U0}, FAILS),
-    Proof("nonpositive_top_eigenvalue", {"U": U0}, FAILS),
-    Proof("not_symmetric", {"M": U0}, FAILS),
-    Proof("predicate", HEADS, _fails_if_false, {"predicate": "constant_values"})))
+BOUNDED = HypothesisBinding("sup_t |P_eta(t)| <= b", (ProofRoute("sup_norm_bound", {"heads": SCORES}, HOLDS, {"derivative": False}),))
+UNIFORMLY_CONTINUOUS = HypothesisBinding("P_eta uniformly continuous on t >= 0", (
+    ProofRoute("sup_norm_bound", {"heads": SCORES}, HOLDS, {"derivative": True}),))
+HEMISPHERE = HypothesisBinding("open hemisphere containing y_i(0) (SOCP witness v)", (
+    ProofRoute("open_hemisphere", {"Y": TOKENS}, HOLDS), ProofRoute("no_open_hemisphere", {"Y": TOKENS}, FAILS)))
+TOP = HypothesisBinding("U symmetric, lambda_max(U) > 0 simple", (
+    ProofRoute("simple_positive_top_eigenvalue", {"U": U0}, HOLDS),
+    ProofRoute("repeated_top_eigenvalue", {"U": U0}, FAILS),
+    ProofRoute("nonpositive_top_eigenvalue", {"U": U0}, FAILS),
+    ProofRoute("not_symmetric", {"M": U0}, FAILS),
+    ProofRoute("predicate", HEADS, _fails_if_false, {"predicate": "constant_values"})))
 ANTIPODE_FREE = bd.predicate("y_j(0) != -y_1(0) (j >= 2)", "no_antipode_of_first", {"Y": TOKENS})
-SIDE = Hypothesis("v^T y_i(0) of one strict sign for all i", (Proof(
+SIDE = HypothesisBinding("v^T y_i(0) of one strict sign for all i", (ProofRoute(
     "eigenvector_side", {"U": U0, "Y": TOKENS},
     lambda d: HOLDS if d["side"] == "one" else FAILS if d["side"] == "both" else None),))
-CAUSAL_STABLE = Hypothesis("consensus_locally_stable", (Proof("lyapunov", {"J": CAUSAL_TRANSVERSE}, HOLDS),),
+CAUSAL_STABLE = HypothesisBinding("consensus_locally_stable", (ProofRoute("lyapunov", {"J": CAUSAL_TRANSVERSE}, HOLDS),),
                            certifiable_holds=lambda resolve: resolve("params.n") >= 2)  # one token: trivially
-THM61_STABLE = Hypothesis("consensus_locally_stable", (Proof("simple_positive_top_eigenvalue", {"U": U0}, HOLDS),))
+THM61_STABLE = HypothesisBinding("consensus_locally_stable", (ProofRoute("simple_positive_top_eigenvalue", {"U": U0}, HOLDS),))
 
 
-def _identity(name: str, identity: str) -> Hypothesis:
-    return Hypothesis(name, (Proof("symbolic_identity", {}, HOLDS, {"identity": identity}),))
+def _identity(name: str, identity: str) -> HypothesisBinding:
+    return HypothesisBinding(name, (ProofRoute("symbolic_identity", {}, HOLDS, {"identity": identity}),))
 
 
 GRADIENT_IDENTITY = _identity("gradient identity dV/dy_k = -Z_k P X_k proved", "consensus:theorem_3_2")

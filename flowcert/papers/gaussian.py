@@ -21,7 +21,7 @@ from fractions import Fraction
 from typing import Any
 
 from .. import bindings as bd
-from ..bindings import FAILS, HOLDS, Entry, Hypothesis, Proof
+from ..bindings import FAILS, HOLDS, Entry, HypothesisBinding, ProofRoute
 
 # ---------------------------------------------------------------------------------------------
 # Hypotheses, each with its subject
@@ -41,11 +41,11 @@ def _constant(resolve: Any) -> bool:
 
 ACTIVATION = bd.predicate("activation_identity", "equals", {"x": "params.activation"}, literal="identity")
 SIGMA0_PSD = bd.semidefinite("Sigma0 >= 0", "params.Sigma0")
-CONTINUOUS = Hypothesis("coefficients_continuous", bd.predicate(
+CONTINUOUS = HypothesisBinding("coefficients_continuous", bd.predicate(
     "", "numeric", {k: f"params.{k}" for k in ("A", "B", "V", "b")}).proofs, certifiable_holds=_constant)
-CLOSURE = Hypothesis("moment_closure_proved", (Proof("symbolic_identity", {}, HOLDS,
+CLOSURE = HypothesisBinding("moment_closure_proved", (ProofRoute("symbolic_identity", {}, HOLDS,
                                                      {"identity": "gaussian:moment_closure"}),))
-LEMMA23 = Hypothesis("8 ||B||_2 lambda_max(Sigma0) < 1", (Proof(
+LEMMA23 = HypothesisBinding("8 ||B||_2 lambda_max(Sigma0) < 1", (ProofRoute(
     "lemma23_condition", {"B": "params.B", "Sigma0": "params.Sigma0"}, bd.by_value),))
 
 NEG_V = bd.definite("-V > 0", "-params.V")
@@ -57,41 +57,41 @@ SYM_A = bd.semidefinite("A + A^T >= 0", "params.A + params.A^T")
 RE_POS = bd.hurwitz("Re spec(A) > 0", "-params.A")
 HURWITZ_A = bd.hurwitz("Re spec(A) < 0", "params.A")
 _ABV = {"A": "params.A", "B": "params.B", "V": "params.V"}
-PD_EQ = Hypothesis("pd_equilibrium_exists", (
-    Proof("eta_pd_equilibrium", {"A": "params.A", "B": "params.B", "eta": "params.V[0,0]"},
+PD_EQ = HypothesisBinding("pd_equilibrium_exists", (
+    ProofRoute("eta_pd_equilibrium", {"A": "params.A", "B": "params.B", "eta": "params.V[0,0]"},
           lambda d: HOLDS if d["exists"] is True else FAILS if d["exists"] is False else None),
-    Proof("trace_monotone", _ABV, FAILS),
-    Proof("pd_equilibrium", _ABV, HOLDS),
-    Proof("d2_equilibria", _ABV, lambda d: HOLDS if int(d["pd_count"]) > 0 else FAILS)))
+    ProofRoute("trace_monotone", _ABV, FAILS),
+    ProofRoute("pd_equilibrium", _ABV, HOLDS),
+    ProofRoute("d2_equilibria", _ABV, lambda d: HOLDS if int(d["pd_count"]) > 0 else FAILS)))
 # computed at a simulated equilibrium: no subject over the parameters alone (these stay unbound)
-PAPER_LMI = Hypothesis("-(P V + V P) > 0 at Sigma_inf", (Proof("pd", {}, HOLDS),))
+PAPER_LMI = HypothesisBinding("-(P V + V P) > 0 at Sigma_inf", (ProofRoute("pd", {}, HOLDS),))
 # at the Thm 4.1 limit: exactly A + V when the limit is 0 (no unstable mode, V = eta I), else at the
 # numerical Riccati limit (unbound: its certificate speaks of the rounded matrix it carries)
-MEAN_HURWITZ = Hypothesis("A + eta Sigma_inf B + eta I Hurwitz", tuple(
-    Proof(p.kind, s, p.proves, key=k) for k, s in (("zero_limit", {"J": "params.A + params.V"}), ("numerical", {}))
+MEAN_HURWITZ = HypothesisBinding("A + eta Sigma_inf B + eta I Hurwitz", tuple(
+    ProofRoute(p.kind, s, p.proves, key=k) for k, s in (("zero_limit", {"J": "params.A + params.V"}), ("numerical", {}))
     for p in bd.hurwitz("", "").proofs))
-TRACE = Hypothesis("tr Sigma0 > -alpha / beta", (
-    Proof("thm48_trace_condition", {"A": "params.A", "V": "params.V", "B": "params.B", "Sigma0": "params.Sigma0"},
+TRACE = HypothesisBinding("tr Sigma0 > -alpha / beta", (
+    ProofRoute("thm48_trace_condition", {"A": "params.A", "V": "params.V", "B": "params.B", "Sigma0": "params.Sigma0"},
           bd.by_value),
-    Proof("not_symmetric", {"M": "params.V"}, FAILS, key="V"),
-    Proof("not_symmetric", {"M": "params.B"}, FAILS, key="B")))
+    ProofRoute("not_symmetric", {"M": "params.V"}, FAILS, key="V"),
+    ProofRoute("not_symmetric", {"M": "params.B"}, FAILS, key="B")))
 V_ETA = bd.predicate("V = eta I", "scalar_identity", {"M": "params.V"})
 ETA_NEG = bd.predicate("eta < 0", "scalar_identity_sign", {"M": "params.V"}, sign=-1)
 ETA_POS = bd.predicate("eta > 0", "scalar_identity_sign", {"M": "params.V"}, sign=1)
 #: Q = -eta (B + B^T) of the Riccati form (V = eta I)
 Q_SUBJECT = "-params.V[0,0]*(params.B + params.B^T)"
-DETECT = Hypothesis("eta(B + B^T) <= 0 and (H, A) detectable", (
-    Proof("pd", {"M": Q_SUBJECT}, HOLDS),
-    Proof("detectability", {"A": "params.A", "Q": Q_SUBJECT},
+DETECT = HypothesisBinding("eta(B + B^T) <= 0 and (H, A) detectable", (
+    ProofRoute("pd", {"M": Q_SUBJECT}, HOLDS),
+    ProofRoute("detectability", {"A": "params.A", "Q": Q_SUBJECT},
           lambda d: HOLDS if d["detectable"] is True else FAILS if d["detectable"] is False else None),
-    Proof("not_psd", {"M": Q_SUBJECT}, FAILS),
-    Proof("not_symmetric", {"M": Q_SUBJECT}, FAILS)))
-COUNT = Hypothesis("unstable count k of A certified", (Proof("unstable_count", {"J": "params.A"}, HOLDS),
-                                                       Proof("spectrum_inertia", {"J": "params.A"}, HOLDS)))
-A_UNSTABLE = Hypothesis("A has an eigenvalue with Re > 0", (
-    Proof("unstable_count", {"J": "params.A"}, lambda d: HOLDS if int(d["count"]) >= 1 else FAILS),
-    Proof("spectrum_inertia", {"J": "params.A"}, lambda d: HOLDS if int(d["inertia"][0]) >= 1 else FAILS),
-    Proof("predicate", {"M": "params.A"}, lambda d: FAILS if d["value"] is True else None, {"predicate": "zero"})))
+    ProofRoute("not_psd", {"M": Q_SUBJECT}, FAILS),
+    ProofRoute("not_symmetric", {"M": Q_SUBJECT}, FAILS)))
+COUNT = HypothesisBinding("unstable count k of A certified", (ProofRoute("unstable_count", {"J": "params.A"}, HOLDS),
+                                                       ProofRoute("spectrum_inertia", {"J": "params.A"}, HOLDS)))
+A_UNSTABLE = HypothesisBinding("A has an eigenvalue with Re > 0", (
+    ProofRoute("unstable_count", {"J": "params.A"}, lambda d: HOLDS if int(d["count"]) >= 1 else FAILS),
+    ProofRoute("spectrum_inertia", {"J": "params.A"}, lambda d: HOLDS if int(d["inertia"][0]) >= 1 else FAILS),
+    ProofRoute("predicate", {"M": "params.A"}, lambda d: FAILS if d["value"] is True else None, {"predicate": "zero"})))
 _ETA_TAIL = frozenset({SIGMA0_PD.name, DETECT.name, COUNT.name})  # reported only once V = eta I holds
 
 # ---------------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from fractions import Fraction
 from typing import Any, Callable
 
 from .. import bindings as bd
-from ..bindings import HOLDS, Entry, Hypothesis, Proof
+from ..bindings import HOLDS, Entry, HypothesisBinding, ProofRoute
 
 #: every built-in cell kind (:data:`flowcert.rnn.params.CELL_KINDS`)
 CELLS = ("rnn_tanh", "relu_rnn", "torch_rnn", "gru", "hodgkin_huxley", "linear")
@@ -82,9 +82,9 @@ def _smooth_needs_certificate(resolve: Callable[[str], Any]) -> bool:
 
 #: smooth by the cell's definition, or (ReLU) no state met by a Jacobian after the first step is 0, exactly;
 #: a user's module (torch.fx trace, or assumed) is decided without a bound certificate, and says so
-SMOOTH = Hypothesis("F differentiable in (z, theta)", (
-    Proof("predicate", CELL, HOLDS, {"predicate": "one_of", "literal": list(SMOOTH_CELLS), "value": True}, key="cell"),
-    Proof("predicate", {"M": RELU_STATES}, bd.by_value, {"predicate": "nonzero_entries"}, key="states")),
+SMOOTH = HypothesisBinding("F differentiable in (z, theta)", (
+    ProofRoute("predicate", CELL, HOLDS, {"predicate": "one_of", "literal": list(SMOOTH_CELLS), "value": True}, key="cell"),
+    ProofRoute("predicate", {"M": RELU_STATES}, bd.by_value, {"predicate": "nonzero_entries"}, key="states")),
     certifiable_holds=_smooth_needs_certificate)
 bd.ASSUMPTIONS["smooth"] = SMOOTH.name  # assume=["smooth"] (flowcert.rnn.smooth)
 PLAIN_GD = bd.predicate("plain gradient descent, first order in eta", "equals", {"x": "protocol.descent"},
@@ -92,20 +92,20 @@ PLAIN_GD = bd.predicate("plain gradient descent, first order in eta", "equals", 
 READOUT = bd.predicate("linear readout, W_out frozen, l = 1/2 ||W_out z + b_out - y*||^2", "equals",
                        {"x": "protocol.readout"}, literal=PROTOCOL["readout"])
 ONCE = bd.predicate("each W_j used once per evaluation of f", "one_of", CELL, literal=list(CELLS))
-GRAM_PSD = Hypothesis("K = (1/B) G G^T is positive semidefinite", (
-    Proof("symbolic_identity", {}, HOLDS, {"identity": "kpflow:gram_psd"}),))
+GRAM_PSD = HypothesisBinding("K = (1/B) G G^T is positive semidefinite", (
+    ProofRoute("symbolic_identity", {}, HOLDS, {"identity": "kpflow:gram_psd"}),))
 OUTER_CONSTANT = bd.predicate("outer Jacobian D f^outer constant", "one_of", CELL, literal=list(CONSTANT_OUTER))
 #: a user's module: its inner features read from torch's cells or its torch.fx graph (flowcert.rnn.structure), a
 #: structural reading without a bound certificate, or unknown with the reason
-STRUCTURE = Hypothesis("f = f^outer(W_j f_j^inner): structure of the cell known", certifiable_holds=False)
-INVERTIBLE = Hypothesis("every A_t invertible", (
-    Proof("predicate", {"jacobians": JACOBIANS}, bd.by_value, {"predicate": "invertible_all"}),
-    Proof("invertible_float", {"jacobians": JACOBIAN_STACK}, HOLDS, {"value": True})))
+STRUCTURE = HypothesisBinding("f = f^outer(W_j f_j^inner): structure of the cell known", certifiable_holds=False)
+INVERTIBLE = HypothesisBinding("every A_t invertible", (
+    ProofRoute("predicate", {"jacobians": JACOBIANS}, bd.by_value, {"predicate": "invertible_all"}),
+    ProofRoute("invertible_float", {"jacobians": JACOBIAN_STACK}, HOLDS, {"value": True})))
 #: records of the document's top-level ``certificates`` list (not hypotheses of an entry)
-CONTRACTION = Hypothesis("common quadratic Lyapunov contraction", (Proof("contraction", {"jacobians": JACOBIANS}, HOLDS),
-                                                                  Proof("contraction_float", {"jacobians": JACOBIAN_STACK},
+CONTRACTION = HypothesisBinding("common quadratic Lyapunov contraction", (ProofRoute("contraction", {"jacobians": JACOBIANS}, HOLDS),
+                                                                  ProofRoute("contraction_float", {"jacobians": JACOBIAN_STACK},
                                                                         HOLDS)))
-BOUNDED_REAL = Hypothesis("||P|| <= gamma (bounded-real lemma)", (Proof("bounded_real", {"A": STATE_MATRIX}, HOLDS),))
+BOUNDED_REAL = HypothesisBinding("||P|| <= gamma (bounded-real lemma)", (ProofRoute("bounded_real", {"A": STATE_MATRIX}, HOLDS),))
 RECORDS = {h.name: h for h in (CONTRACTION, BOUNDED_REAL)}
 
 # ---------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import bindings as bd
-from ..bindings import FAILS, HOLDS, Entry, Hypothesis, Proof
+from ..bindings import FAILS, HOLDS, Entry, HypothesisBinding, ProofRoute
 
 # ---------------------------------------------------------------------------------------------
 # Subjects and hypotheses
@@ -33,8 +33,8 @@ M_FORMS = {"P": "params.beta*params.heads[0].P", "QK": "params.beta*params.heads
 STABLE = {"stable": True, "unstable": False, "not_asymptotically_stable": False}
 
 
-def _on_V(kind: str, proves: Any, field: str = "M", sign: str = "", fixed: dict[str, Any] | None = None) -> tuple[Proof, ...]:
-    return tuple(Proof(kind, {field: sign + e}, proves, fixed or {}, key=k) for k, e in V_FORMS.items())
+def _on_V(kind: str, proves: Any, field: str = "M", sign: str = "", fixed: dict[str, Any] | None = None) -> tuple[ProofRoute, ...]:
+    return tuple(ProofRoute(kind, {field: sign + e}, proves, fixed or {}, key=k) for k, e in V_FORMS.items())
 
 
 def _V_constant(resolve: Any) -> bool:
@@ -58,22 +58,22 @@ def class_subject(variant: str, from_P: bool) -> dict[str, str]:
     return {"V": V_FORMS[key], "M": M_FORMS[m], "variant": "params.variant"}
 
 
-V_SYMMETRIC = Hypothesis("Assumption 1: V symmetric", _on_V("predicate", bd.by_value, fixed={"predicate": "symmetric"})
+V_SYMMETRIC = HypothesisBinding("Assumption 1: V symmetric", _on_V("predicate", bd.by_value, fixed={"predicate": "symmetric"})
                          + _on_V("not_symmetric", FAILS), certifiable_holds=_V_constant)
-LAMBDA_SIMPLE = Hypothesis("Assumption 1: lambda_1 simple", _on_V("symmetric_eigen_enclosure", HOLDS, "V")
+LAMBDA_SIMPLE = HypothesisBinding("Assumption 1: lambda_1 simple", _on_V("symmetric_eigen_enclosure", HOLDS, "V")
                            + _on_V("simple_top_eigenvalue", HOLDS, "V") + _on_V("repeated_top_eigenvalue", FAILS, "U"),
                            certifiable_holds=_V_constant)
 #: lambda_1 > 0 iff -V is not PSD: a vector with v^T (-V) v < 0 proves it, an exact psd certificate of -V refutes it
-LAMBDA_POSITIVE = Hypothesis("Assumption 1: lambda_1 > 0", _on_V("not_psd", HOLDS, sign="-") + _on_V("psd", FAILS, sign="-"),
+LAMBDA_POSITIVE = HypothesisBinding("Assumption 1: lambda_1 > 0", _on_V("not_psd", HOLDS, sign="-") + _on_V("psd", FAILS, sign="-"),
                              certifiable_holds=_V_constant)
-STRUCTURE = Hypothesis("model (1): one constant head, full attention, unit sphere", (
-    Proof("predicate", {"heads": "params.heads", "causal": "params.causal", "W": "params.W"}, bd.by_value,
+STRUCTURE = HypothesisBinding("model (1): one constant head, full attention, unit sphere", (
+    ProofRoute("predicate", {"heads": "params.heads", "causal": "params.causal", "W": "params.W"}, bd.by_value,
           {"predicate": "attention_model_1"}, key="heads"),
-    Proof("predicate", {"V": "params.V", "W": "params.W"}, bd.by_value, {"predicate": "oja_model"}, key="oja")))
-OJA_IDENTITY = Hypothesis("SymPy: Wdot + |(I-xx^T)Vx|^2 = -(x^T V x)^2 (1 - x^T x)", (
-    Proof("symbolic_identity", {}, HOLDS, {"identity": "multistability:oja_lyapunov"}),))
-MAO_IDENTITY = Hypothesis("SymPy: Wdot + (1/n) sum|xdot_i|^2 = -(1/n) sum (x_i^T y)^2 (1 - |x_i|^2)", (
-    Proof("symbolic_identity", {}, HOLDS, {"identity": "multistability:multiagent_lyapunov"}),))
+    ProofRoute("predicate", {"V": "params.V", "W": "params.W"}, bd.by_value, {"predicate": "oja_model"}, key="oja")))
+OJA_IDENTITY = HypothesisBinding("SymPy: Wdot + |(I-xx^T)Vx|^2 = -(x^T V x)^2 (1 - x^T x)", (
+    ProofRoute("symbolic_identity", {}, HOLDS, {"identity": "multistability:oja_lyapunov"}),))
+MAO_IDENTITY = HypothesisBinding("SymPy: Wdot + (1/n) sum|xdot_i|^2 = -(1/n) sum (x_i^T y)^2 (1 - |x_i|^2)", (
+    ProofRoute("symbolic_identity", {}, HOLDS, {"identity": "multistability:multiagent_lyapunov"}),))
 VARIANT = bd.predicate("variant self_attention", "equals", {"x": "params.variant"}, literal="self_attention")
 N_EVEN = bd.predicate("n even", "even", {"x": "params.n"})
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..bindings import FAILS, HOLDS, Hypothesis, Proof
+from ..bindings import FAILS, HOLDS, HypothesisBinding, ProofRoute
 from ..catalogue import TheoremResult
 from ..certificates import core, lowrank
 from ..certificates.hypotheses import holds_by
@@ -127,19 +127,19 @@ def _signs(proves: str, want: tuple[int, ...]) -> Any:
     return direction
 
 
-def _decl(name: str, factor: str, asym: bool, signs: tuple[int, ...] = (), proves: str = FAILS) -> Hypothesis:
+def _decl(name: str, factor: str, asym: bool, signs: tuple[int, ...] = (), proves: str = FAILS) -> HypothesisBinding:
     """A head hypothesis about the product ``factor`` (P = Q^T K or U = W_O W_V): refuted by an asymmetric
     entry (``asym``), and/or decided by principal minors refuting ``s sym(factor) >= 0`` for every ``s`` in ``signs``."""
     subject = {"N": factor}
-    proofs = [Proof("entry_asymmetry", subject, FAILS)] if asym else []
+    proofs = [ProofRoute("entry_asymmetry", subject, FAILS)] if asym else []
     if signs:
-        proofs.append(Proof("minor_not_psd", subject, _signs(proves, signs)))
-    return Hypothesis(name, tuple(proofs))
+        proofs.append(ProofRoute("minor_not_psd", subject, _signs(proves, signs)))
+    return HypothesisBinding(name, tuple(proofs))
 
 
 #: Every hypothesis a head record may report, declared once: its product and the certificates deciding it.
 #: ``P(t) bounded`` holds by type (a constant matrix) and needs no certificate (:data:`BY_TYPE`).
-HEAD_HYPOTHESES: dict[str, Hypothesis] = {h.name: h for h in (
+HEAD_HYPOTHESES: dict[str, HypothesisBinding] = {h.name: h for h in (
     _decl("P symmetric", "P", True),
     _decl("P > 0", "P", True, (1,)),
     _decl("U = I", "U", True),
