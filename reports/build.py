@@ -41,6 +41,7 @@ from typing import Any, Sequence
 from .common import cell, section_anchor, theorem_anchor, theorem_blocks, verdict_word
 from ..outputs import make_folder, write_bytes, write_text
 from .html import _MD, narrow_variant, write_report
+from .pdf import chromium_binary, print_book
 
 #: The paper sections, in report order. The lead appends "multistability", "consensus", "kpflow"
 #: (and optionally "pretrained") when their modules land: each is ``flowcert.reports.<key>``.
@@ -173,43 +174,13 @@ def _user_section(path: str, system: str, out: Path, quick: bool) -> BuiltSectio
                         time.process_time() - c0, time.perf_counter() - w0)
 
 
-def chromium_binary() -> str | None:
-    """Path of a Chromium (or Chrome) on PATH, or None."""
-    return next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
-
-
-def print_pdf(html_path: Path, pdf_path: Path, chromium: str, timeout: float = 300.0) -> Path:
-    """Print a page to PDF with headless Chromium (the page as the browser shows it, MathML rendered).
-
-    Raises
-    ------
-    OSError
-        Chromium failed, timed out or wrote no PDF.
-    """
-    with tempfile.TemporaryDirectory(prefix="flowcert-pdf-") as profile:
-        printed = Path(profile) / "page.pdf"  # Chromium writes into our private folder; the one writer copies it
-        try:
-            subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                            "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
-                            f"--user-data-dir={profile}", "--no-pdf-header-footer", f"--print-to-pdf={printed}",
-                            html_path.resolve().as_uri()], check=True, capture_output=True, timeout=timeout)
-        except subprocess.SubprocessError as exc:
-            raise OSError(f"chromium: {type(exc).__name__}") from exc
-        data = printed.read_bytes() if printed.is_file() else b""
-    if data[:5] != b"%PDF-":
-        raise OSError("chromium wrote no PDF")
-    return write_bytes("--out", pdf_path, data)
-
-
 def _print_report(md: str, out: Path, chromium: str) -> Path:
-    """``report.pdf``: the page in print mode (every ``<details>`` open), printed by Chromium."""
+    """``report.pdf``: the page in print mode (every ``<details>`` open), printed by Chromium as a book
+    (page numbers, running headers, outline, contents with pages: :mod:`flowcert.reports.pdf`)."""
     from .html import render_page
 
     page = render_page(md, "flowcert report", out, captions=True, print_mode=True).page
-    with tempfile.TemporaryDirectory(prefix="flowcert-print-") as tmp:
-        printable = Path(tmp) / "report.print.html"
-        printable.write_text(page, encoding="utf-8")
-        return print_pdf(printable, out / "report.pdf", chromium)
+    return print_book(page, out / "report.pdf", chromium)
 
 
 def _pdf_toolchain() -> tuple[str, str] | None:

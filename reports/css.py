@@ -3,7 +3,8 @@
 Tables keep their numbers whole (a cell of numbers and a signed number in text never break; a
 table wider than the column scrolls in its own box), the math font has the Unicode letters by
 meaning (𝒫, ℝ, 𝔼), figures and theorem blocks fit the column, and the printed page
-(``report.pdf``) lets theorem blocks break across pages while keeping figures and rows whole.
+(``report.pdf``) keeps figures and rows whole (its page layout, :mod:`flowcert.reports.pdf`, adds
+page numbers, headers, contents and keeps theorem blocks and headings whole).
 """
 
 PAGE_CSS = """\
