@@ -21,11 +21,12 @@ h4 { font-size: 1.05rem; }
 p, ul, ol, table, pre, blockquote { margin: 0.7em 0; }
 a { color: #1a5fb4; }
 code, pre { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 0.88em; }
-code { background: #f1f1ee; padding: 0.05em 0.3em; border-radius: 3px;
-       overflow-wrap: break-word; }
+/* a code span (a key, a theorem id, a file) is one word: it never breaks inside, at a hyphen or a colon */
+code { background: #f1f1ee; padding: 0.05em 0.3em; border-radius: 3px; white-space: nowrap; }
+code.words { white-space: normal; } code.words > span.w { white-space: nowrap; }
 pre { background: #f4f4f1; border: 1px solid #e2e2dc; padding: 0.75em 1em;
       white-space: pre-wrap; overflow-wrap: anywhere; border-radius: 4px; }
-pre code { background: none; padding: 0; }
+pre code { background: none; padding: 0; white-space: inherit; }
 code.tex { color: #8a3b00; background: #fff4e5; }
 blockquote { border-left: 4px solid #d6d6d0; margin-left: 0; padding: 0.1em 1em; color: #4a4a4a; }
 hr { border: none; border-top: 1px solid #ccc; margin: 1.5em 0; }
@@ -37,7 +38,6 @@ table { border-collapse: collapse; width: 100%; table-layout: auto; font-size: 0
 th, td { border: 1px solid #bdbdb6; padding: 0.3em 0.55em; vertical-align: top; }
 th.num, td.num { white-space: nowrap; font-variant-numeric: tabular-nums; }
 span.num { white-space: nowrap; }
-td code:not(.verdict) { overflow-wrap: break-word; }
 td:first-child { min-width: 6em; }
 th { background: #eeeeea; }
 tr:nth-child(even) td { background: #f8f8f5; }

@@ -212,6 +212,9 @@ def _parser() -> MarkdownIt:
         content = tokens[idx].content
         if content in VERDICTS:
             return f'<code class="verdict verdict-{content}">{content}</code>'
+        if " " in content.strip():  # a command: it breaks at its spaces only, never inside a word
+            words = (f'<span class="w">{html.escape(w, quote=False)}</span>' if w else "" for w in content.split(" "))
+            return f'<code class="words">{" ".join(words)}</code>'
         return f"<code>{html.escape(content, quote=False)}</code>"
 
     def image(self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:

@@ -390,3 +390,20 @@ def test_screenshots(browser: Any) -> None:
                 assert path.stat().st_size > 10_000
     finally:
         _at_width(browser, 1280)
+
+
+@pytest.mark.parametrize("width", [1280, 800])
+def test_code_spans_and_ids_never_break_inside(browser: Any, width: int) -> None:
+    """A key, a theorem id or a file name in code font stays on one line (never "gaussian:assumption-" / "12");
+    a command breaks only at its spaces (each word is one span)."""
+    _at_width(browser, width)
+    try:
+        spans, broken = browser.execute_script(
+            "const codes = Array.from(document.querySelectorAll('code:not(.words), code.words > span.w'))"
+            ".filter(c => !c.closest('pre'));"
+            "return [codes.length, codes.filter(c => new Set(Array.from(c.getClientRects()).map(r => Math.round(r.top)))"
+            ".size > 1).map(c => c.textContent.slice(0, 60))];")
+        assert spans > 500
+        assert broken == [], broken[:10]
+    finally:
+        _at_width(browser, 1280)
