@@ -20,7 +20,7 @@ Public API
     time-varying heads are evaluated vectorised on the RK4 half-step grid, one chunk of steps at
     a time (:meth:`AttentionParams.kernel_args_many`), not per stage.
 ``integrate(p, t_end=None, X0=None)``
-    -> :class:`~flowcert.numeric.attention.integrate.Trajectory` (scipy DOP853 on the manifold).
+    -> :class:`~flowcert.numeric.attention.integrate.TokenTrajectory` (scipy DOP853 on the manifold).
 ``verify(p, simulate=False, seed=None)``
     -> a :class:`flowcert.result.Result` (as :func:`flowcert.verify`; dict access to the former
     document works for one release). ``verify_document`` is the ``verify`` JSON document; ``theorems`` collects ``theorems(p, simulate=, seed=)`` of

@@ -18,7 +18,7 @@ Every run has budgets (:data:`RUN_EVALUATIONS` field evaluations, :data:`RUN_SEC
 within the enclosing command budget of :mod:`flowcert.numeric.integration`): a field too fast for
 its horizon (entries near :math:`10^{150}`) ends as a failed run with the reason, never a hang.
 
-Public API: :func:`integrate` returning a :class:`Trajectory`.
+Public API: :func:`integrate` returning a :class:`TokenTrajectory`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ FieldFn = Callable[[float, Array], Array]  # (t, X (n, d) on the manifold) -> F 
 
 
 @dataclass
-class Trajectory:
+class TokenTrajectory:
     """Solution on the manifold.
 
     Attributes
@@ -72,7 +72,7 @@ class Trajectory:
 
 def integrate(field: FieldFn, X0: Array, t_end: float, *, W: Array | None = None, t_eval: Array | None = None,
               rtol: float = 1e-9, atol: float = 1e-11, method: str = "DOP853",
-              drift_budget: float = 1e-6) -> Trajectory:
+              drift_budget: float = 1e-6) -> TokenTrajectory:
     """Integrate :math:`\\dot X=F(t,\\pi_W(X))` with ``scipy.integrate.solve_ivp``.
 
     Parameters
@@ -100,7 +100,7 @@ def integrate(field: FieldFn, X0: Array, t_end: float, *, W: Array | None = None
                                     rtol=rtol, atol=atol, max_evaluations=RUN_EVALUATIONS, max_seconds=RUN_SECONDS,
                                     implicit_max_states=0)
     except IntegrationFailed as exc:
-        return Trajectory(np.array([0.0]), project(np.asarray(X0, float)[None], W), 0.0, False,
+        return TokenTrajectory(np.array([0.0]), project(np.asarray(X0, float)[None], W), 0.0, False,
                           f"integrator failed: {exc}")
     raw = sol.y.T.reshape(-1, *shape)
     drift = float(manifold_drift(raw, W).max()) if raw.size else float("nan")
@@ -108,4 +108,4 @@ def integrate(field: FieldFn, X0: Array, t_end: float, *, W: Array | None = None
     msg = sol.message if sol.success else f"integrator failed: {sol.message}"
     if sol.success and not ok:
         msg = f"left the manifold: drift {drift:.3e} > budget {drift_budget:.1e}"
-    return Trajectory(sol.t, project(raw, W), drift, ok, msg)
+    return TokenTrajectory(sol.t, project(raw, W), drift, ok, msg)
