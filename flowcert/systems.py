@@ -23,19 +23,19 @@ from .errors import InputError
 __all__ = ["REGISTRY", "capability", "get_system", "names", "serves", "systems"]
 
 
-class Entry(NamedTuple):
+class RegistryLine(NamedTuple):
     """One registry line: the module holding ``SYSTEM`` and the commands it serves."""
 
     module: str
     commands: frozenset[str]
 
 
-REGISTRY: dict[str, Entry] = {
-    "gaussian": Entry("flowcert.gaussian.system",
+REGISTRY: dict[str, RegistryLine] = {
+    "gaussian": RegistryLine("flowcert.gaussian.system",
                       frozenset({"verify", "sweep", "simulate", "codegen", "reach", "design", "report", "export"})),
-    "attention": Entry("flowcert.attention.system",
+    "attention": RegistryLine("flowcert.attention.system",
                        frozenset({"verify", "sweep", "simulate", "codegen", "equilibria", "report", "export"})),
-    "rnn": Entry("flowcert.rnn.system", frozenset({"verify", "report", "kpflow"})),
+    "rnn": RegistryLine("flowcert.rnn.system", frozenset({"verify", "report", "kpflow"})),
 }
 
 

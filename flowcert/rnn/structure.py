@@ -35,13 +35,13 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Callable
 
-__all__ = ["Structure", "structure_of"]
+__all__ = ["CellStructure", "structure_of"]
 
 Features = Callable[[Any, Any], dict[str, Any]]
 
 
 @dataclass(frozen=True)
-class Structure:
+class CellStructure:
     """The inner features of a cell's weights.
 
     Attributes
@@ -86,7 +86,7 @@ def _trainable(module: Any) -> dict[str, Any]:
     return {k: v for k, v in module.named_parameters() if v.requires_grad}
 
 
-def structure_of(module: Any, parts: tuple[int, ...] = ()) -> Structure | str:
+def structure_of(module: Any, parts: tuple[int, ...] = ()) -> CellStructure | str:
     """Theorem 1's structure of ``module`` (module docstring), or the reason it cannot be read.
 
     Parameters
@@ -98,7 +98,7 @@ def structure_of(module: Any, parts: tuple[int, ...] = ()) -> Structure | str:
 
     Returns
     -------
-    Structure or str
+    CellStructure or str
     """
     import torch.nn as nn
 
@@ -113,7 +113,7 @@ def structure_of(module: Any, parts: tuple[int, ...] = ()) -> Structure | str:
             return {k: val[r] for k, r in roles.items() if k in params}
 
         act = "tanh/sigmoid" if type(module) is not nn.RNNCell else module.nonlinearity
-        return Structure(features, {k: int(params[k].shape[0]) for k in roles if k in params}, False,
+        return CellStructure(features, {k: int(params[k].shape[0]) for k in roles if k in params}, False,
                          f"torch.nn.{type(module).__name__}: PyTorch's equations (f_ih = x, f_hh = h, biases 1)",
                          f"f^outer applies {act} to W_j f_j^inner: its Jacobian depends on the state")
     return _from_graph(module, params, parts)
@@ -125,7 +125,7 @@ _AFFINE_METHODS = {"add", "sub", "neg", "view", "reshape", "chunk", "split", "un
                    "contiguous", "__getitem__", "squeeze", "unsqueeze", "flatten"}
 
 
-def _from_graph(module: Any, params: dict[str, Any], parts: tuple[int, ...]) -> Structure | str:
+def _from_graph(module: Any, params: dict[str, Any], parts: tuple[int, ...]) -> CellStructure | str:
     import torch
     import torch.fx as fx
     import torch.nn as nn
@@ -203,7 +203,7 @@ def _from_graph(module: Any, params: dict[str, Any], parts: tuple[int, ...]) -> 
             Recorder(gm).run(x, state)
         return {k: _ones(z) if n == "1" else seen[n] for k, n in feature_nodes.items()}
 
-    return Structure(features, {k: int(params[k].shape[0]) for k in params}, outer_ok,
+    return CellStructure(features, {k: int(params[k].shape[0]) for k in params}, outer_ok,
                      f"torch.fx graph: each of the {len(params)} parameters is the weight or bias of one linear map",
                      outer_why)
 
