@@ -233,7 +233,7 @@ class SystemBase:
         ----------
         params : Mapping
             The document's parameters.
-        head : flowcert.pretrained.heads.Head
+        head : flowcert.pretrained.heads.CheckpointHead
             The head of the checkpoint the line names.
 
         Returns

@@ -271,10 +271,10 @@ def test_minor_certificate_exact_arithmetic():
 
 def test_structural_verdict_when_no_small_certificate():
     """Q = K = e_1^T (d = 3, d_h = 1): P = e1 e1^T symmetric PSD, rank 1 < 3, so P > 0 fails structurally."""
-    from flowcert.pretrained.heads import Head
+    from flowcert.pretrained.heads import CheckpointHead
 
     e = np.array([[1.0, 0.0, 0.0]])
-    h = Head(0, 0, e, e, e, e.T, np.zeros(1), np.zeros(1), np.zeros(1))
+    h = CheckpointHead(0, 0, e, e, e, e.T, np.zeros(1), np.zeros(1), np.zeros(1))
     th = {t["id"]: t for t in head_record(h, False)["theorems"]}
     hyps = {x["name"]: x for x in th["consensus:thm-3.2"]["hypotheses"]}
     assert hyps["P symmetric"]["status"] == "unknown"

@@ -36,11 +36,11 @@ import numpy as np
 from .checkpoint import bad
 from .checkpoint import Checkpoint
 
-__all__ = ["Head", "extract_heads", "head_at", "gaussian_params", "attention_params", "write_params"]
+__all__ = ["CheckpointHead", "extract_heads", "head_at", "gaussian_params", "attention_params", "write_params"]
 
 
 @dataclass
-class Head:
+class CheckpointHead:
     """One head's factors (exact stored values, float64)."""
 
     layer: int
@@ -146,7 +146,7 @@ def _sorted(ev: np.ndarray) -> np.ndarray:
     return ev[np.lexsort((-ev.imag, -ev.real))]
 
 
-def head_at(ckpt: Checkpoint, layer: int, head: int) -> Head:
+def head_at(ckpt: Checkpoint, layer: int, head: int) -> CheckpointHead:
     """Head ``head`` of block ``layer``: row block ``head`` of ``Wq, Wk, Wv`` (and of the biases), column
     block ``head`` of ``Wo`` (each block ``d_head`` wide; the caller checks the indices).
 
@@ -161,16 +161,16 @@ def head_at(ckpt: Checkpoint, layer: int, head: int) -> Head:
 
     Returns
     -------
-    Head
+    CheckpointHead
         Copies of the head's ``Q, K, V`` (d_h x d), ``O`` (d x d_h) and biases ``bq, bk, bv``.
     """
     lw, dh = ckpt.layers[layer], ckpt.d_head
     r = slice(head * dh, (head + 1) * dh)
-    return Head(layer, head, lw.Wq[r].copy(), lw.Wk[r].copy(), lw.Wv[r].copy(), lw.Wo[:, r].copy(),
+    return CheckpointHead(layer, head, lw.Wq[r].copy(), lw.Wk[r].copy(), lw.Wv[r].copy(), lw.Wo[:, r].copy(),
                 lw.bq[r].copy(), lw.bk[r].copy(), lw.bv[r].copy())
 
 
-def extract_heads(ckpt: Checkpoint) -> list[Head]:
+def extract_heads(ckpt: Checkpoint) -> list[CheckpointHead]:
     """All heads, layer-major (72 for MiniLM: 6 layers x 12 heads).
 
     Parameters
@@ -180,13 +180,13 @@ def extract_heads(ckpt: Checkpoint) -> list[Head]:
 
     Returns
     -------
-    list of Head
+    list of CheckpointHead
         :func:`head_at` of every block and head, ordered by layer, then head.
     """
     return [head_at(ckpt, li, h) for li in range(len(ckpt.layers)) for h in range(ckpt.n_heads)]
 
 
-def _pick(ckpt: Checkpoint, layer: int, head: int | None) -> list[Head]:
+def _pick(ckpt: Checkpoint, layer: int, head: int | None) -> list[CheckpointHead]:
     if not 0 <= layer < ckpt.n_layers:
         raise bad(f"--layer: must be in 0..{ckpt.n_layers - 1}, got {layer}")
     if head is not None and not 0 <= head < ckpt.n_heads:
@@ -309,3 +309,13 @@ def write_params(raw: dict[str, Any], path: str | Path, provenance: dict[str, An
     else:
         raise bad(f"--out: '{p}' must end in .json or .npz")
     return p
+
+
+def __getattr__(name: str) -> Any:
+    """``Head``, the old name of :class:`CheckpointHead`, still imports (with a DeprecationWarning)."""
+    if name == "Head":
+        import warnings
+
+        warnings.warn("flowcert.pretrained.heads.Head is CheckpointHead", DeprecationWarning, stacklevel=2)
+        return CheckpointHead
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -30,7 +30,7 @@ from ..bindings import FAILS, HOLDS, HypothesisBinding, ProofRoute
 from ..catalogue import TheoremResult
 from ..certificates import core, lowrank
 from ..certificates.hypotheses import holds_by
-from .heads import Head
+from .heads import CheckpointHead
 
 __all__ = ["HEAD_HYPOTHESES", "HEAD_THEOREMS", "BY_TYPE", "head_subject", "head_location", "head_record",
            "head_theorems"]
@@ -41,7 +41,7 @@ _STRUCT = "structural: rank <= d_head < d"
 class _Evidence:
     """Certificates for one head, computed once and shared by the hypotheses."""
 
-    def __init__(self, h: Head) -> None:
+    def __init__(self, h: CheckpointHead) -> None:
         self.h = h
         P, U = h.Q.T @ h.K, h.O @ h.V
         self.lowrank = h.d_head < h.d
@@ -223,7 +223,7 @@ def _bind(res: core.HypothesisResult, subject: str | None) -> core.HypothesisRes
     return dataclasses.replace(res, certificate=dataclasses.replace(cert, subject={"N": f"{subject}{proof.subject['N']}"}))
 
 
-def head_theorems(h: Head, causal: bool, ev: _Evidence | None = None, sha: str | None = None) -> list[TheoremResult]:
+def head_theorems(h: CheckpointHead, causal: bool, ev: _Evidence | None = None, sha: str | None = None) -> list[TheoremResult]:
     """The theorem records of the consensus, multistability and gaussian papers on one head (:data:`HEAD_THEOREMS`);
     with ``sha`` (the checkpoint's digest) every certificate names its subject (:func:`head_subject`)."""
     ev = ev or _Evidence(h)
@@ -246,7 +246,7 @@ def _c(z: complex) -> list[float]:
     return [float(z.real), float(z.imag)]
 
 
-def head_record(h: Head, causal: bool, sha: str | None = None) -> dict[str, Any]:
+def head_record(h: CheckpointHead, causal: bool, sha: str | None = None) -> dict[str, Any]:
     """JSON record of one head: float64 spectra (information) and certified theorem verdicts; with ``sha``
     (the checkpoint's digest) its ``location`` and every certificate's subject (:func:`head_subject`)."""
     ev = _Evidence(h)
