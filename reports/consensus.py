@@ -26,7 +26,7 @@ from ..attention import consensus as cat
 from ..attention import parse
 from ..numeric.attention import consensus as num
 from ..symbolic.attention import consensus as sym
-from .common import cell_math
+from .common import cell_math, plain
 from .figures import new_figure, save_figure, subplots
 
 TITLE = "The asymptotic behaviour of attention: consensus (Rodríguez Abella, Silvestre, Tabuada)"
@@ -298,7 +298,7 @@ def _tetrahedron_section(out: Path) -> tuple[list[str], str]:
              f"{hemi.certificate.data['lambda'] if hemi.certificate else 'n/a'}); $P\\succ0$: "
              f"**{next(h.status for h in res['consensus:thm-3.2'].hypotheses if h.name.startswith('P'))}**. "
              "No theorem of the paper applies.",
-             f"- Local stability: **{eq.get('stability', {}).get('status')}** ({eq.get('stability', {}).get('detail', '')}); "
+             f"- Local stability: **{eq.get('stability', {}).get('status')}** ({plain(eq.get('stability', {}).get('detail', ''))}); "
              f"prediction: {th.prediction.get('prediction')}.",
              f"- Simulation from a $10^{{-6}}$ perturbation: limit class **{cc.get('limit_class')}**, final spread "
              f"{_fmt(cc.get('spread_final', float('nan')))}, Gram-matrix distance to the tetrahedron {_fmt(cc.get('gram_distance_final', float('nan')), 2)}; "

@@ -52,6 +52,9 @@ SECTION_51_A = {
     "(b) Re spec A <= 0": [[-1.0, 2.0], [0.0, -0.5]],
     "(c) mixed signs": [[1.0, 2.0], [0.0, -1.0]],
 }
+#: The regimes' labels as the report's table shows them (the figure's legend keeps the plain labels).
+SECTION_51_LABEL = {"(a) Re spec A > 0": r"(a) $\operatorname{Re}\operatorname{spec}A>0$",
+                    "(b) Re spec A <= 0": r"(b) $\operatorname{Re}\operatorname{spec}A\le0$"}
 
 LIGHT_EXAMPLE: dict[str, Any] = {"A": [[-0.5, 0.2], [0.0, -0.3]], "B": [[0.8, 0.1], [0.1, 0.8]],
                                  "V": [[-0.5, 0.0], [0.0, -0.5]], "b": [0.0, 0.0], "mu0": [0.5, 0.0],
@@ -227,15 +230,15 @@ def _figure1(out: Path) -> tuple[list[str], str]:
         sol = ng.integrate_moments(ng.constant(A, B, V, b), mu0, S0, horizon, t_eval=np.linspace(0, horizon, 2001))
         runs.append((label, sol))
         errs.append((float(np.abs(sol.mu[-1] - target).max()), float(np.abs(sol.Sigma[-1] - lim.Sigma_inf).max())))
-        rows.append(f"| {label} | ${_tex(A)}$ | ${_tex(b[:, None])}$ | {lim.schur.k} | "
+        rows.append(f"| {SECTION_51_LABEL.get(label, label)} | ${_tex(A)}$ | ${_tex(b[:, None])}$ | {lim.schur.k} | "
                     f"{np.abs(sol.mu[-1] - target).max():.1e} | {np.abs(sol.Sigma[-1] - lim.Sigma_inf).max():.1e} |")
     name = "figure1_mean_matching.png"
     plot_mean_matching(runs, target, out / name)
-    caption = (f"Figure 1 reproduced: mean matching in three regimes of A. Protocol: d=2, V=-I, B={B.tolist()}, "
-               f"mu0={mu0.tolist()}, Sigma0={S0.tolist()}, target {target.tolist()}, b from the Theorem 4.1 limit; "
-               f"deterministic (no seed), horizon t={horizon:g}, ellipses at t=0,1,5,10,100; "
+    caption = (f"Figure 1 reproduced: mean matching in three regimes of $A$. Protocol: $d=2$, $V=-I$, `B` = {B.tolist()}, "
+               f"`mu0` = {mu0.tolist()}, `Sigma0` = {S0.tolist()}, target {target.tolist()}, $b$ from the Theorem 4.1 limit; "
+               f"deterministic (no seed), horizon $t={horizon:g}$, ellipses at $t=0,1,5,10,100$; "
                f"integrator: {integrator_protocol()}; methods used: {_methods(*(s for _, s in runs))}. "
-               f"Claims: every mean reaches the target, largest error at t={horizon:g} {max(e[0] for e in errs):.1e}, "
+               f"Claims: every mean reaches the target, largest error at $t={horizon:g}$ {max(e[0] for e in errs):.1e}, "
                f"and every covariance its Theorem 4.1 limit, largest error {max(e[1] for e in errs):.1e}.")
     lines = ["### Figure 1: mean matching in three regimes of $A$ (§5.1)", "",
              f"$d=2$, $V=-I$, $B={_tex(B)}$ (our choice; the paper prints neither $A$ nor $B$), "
@@ -275,12 +278,14 @@ def _regimes(out: Path) -> tuple[list[str], str]:
     plot_regimes([("bounded: bistable (Thm 4.7; Table 1 row 2 is false)", curves, []),
                   ("Thm 4.8(1): finite-time blow-up", [("V=B=I, A=diag(1,2)", bsol.t, np.trace(bsol.Sigma, axis1=1, axis2=2))],
                    marks)], out / name)
-    caption = (f"Bounded versus blow-up covariance regimes (tr Sigma, log scale). Protocol: left A={A.tolist()}, "
-               f"B={_plain(B)}, V={_plain(V)}, b=0, mu0=0, Sigma0 in {{0.05, 1}} x Sigma* with Sigma*={S_star.tolist()}, "
-               f"horizon t={h_bounded:g}; right A={blow.A.tolist()}, B=V=I, b=0, mu0=0, Sigma0={blow.Sigma0.tolist()}, "
-               f"horizon t={h_blow:g}; deterministic (no seed); integrator: {integrator_protocol()}; "
-               f"methods used: {_methods(*sols, bsol)}. Claims: the small start decays (final tr Sigma "
-               f"{np.trace(sols[0].Sigma[-1]):.2e}), the large one reaches tr Sigma* = {np.trace(S_star):.4g} (final "
+    caption = (f"Bounded versus blow-up covariance regimes ($\\operatorname{{tr}}\\Sigma$, log scale). Protocol: left "
+               f"`A` = {A.tolist()}, `B` = {_plain(B)}, `V` = {_plain(V)}, $b=0$, $\\mu_0=0$, "
+               f"$\\Sigma_0\\in\\{{0.05,1\\}}\\times\\Sigma^*$ with `Sigma*` = {S_star.tolist()}, "
+               f"horizon $t={h_bounded:g}$; right `A` = {blow.A.tolist()}, $B=V=I$, $b=0$, $\\mu_0=0$, "
+               f"`Sigma0` = {blow.Sigma0.tolist()}, horizon $t={h_blow:g}$; deterministic (no seed); integrator: "
+               f"{integrator_protocol()}; methods used: {_methods(*sols, bsol)}. Claims: the small start decays (final "
+               f"$\\operatorname{{tr}}\\Sigma$ {np.trace(sols[0].Sigma[-1]):.2e}), the large one reaches "
+               f"$\\operatorname{{tr}}\\Sigma^*$ = {np.trace(S_star):.4g} (final "
                f"{np.trace(sols[-1].Sigma[-1]):.4g}); blow-up event at t = "
                f"{'none' if bsol.blowup_time is None else f'{bsol.blowup_time:.4f}'} before the certified bound "
                f"{'none' if bound is None else f'{bound:.4f}'}.")
@@ -314,11 +319,12 @@ def _example(out: Path, quick: bool) -> tuple[list[str], list[str]]:
     ci = f"{fit.slope:.3f} [{fit.lo:.3f}, {fit.hi:.3f}]"
     claim = (f"fitted slope {ci} ({fit.level:.0%} interval), which contains the theory's -1/2" if fit.contains(-0.5) else
              f"fitted slope {ci} ({fit.level:.0%} interval), which does NOT contain -1/2: at these sizes the "
-             "error is not yet in its N^-1/2 regime (higher-order terms in 1/N), or the runs are too few")
+             r"error is not yet in its $N^{-1/2}$ regime (higher-order terms in $1/N$), or the runs are too few")
     cap_m = (f"Moments on the default parameters. Protocol: parameters as in the JSON above, horizon "
              f"t={p.t_end:g}, deterministic; integrator: {integrator_protocol()}; method used: {_methods(sol)}. "
              + (f"Claims: blow-up event at t = {sol.blowup_time:.4g}." if sol.blowup_time is not None else
-                f"Claims: at t={p.t_end:g}, tr Sigma = {np.trace(sol.Sigma[-1]):.4g} and |mu| = {np.linalg.norm(sol.mu[-1]):.4g}."))
+                f"Claims: at $t={p.t_end:g}$, $\\operatorname{{tr}}\\Sigma$ = {np.trace(sol.Sigma[-1]):.4g} and "
+                f"$\\lVert\\mu\\rVert$ = {np.linalg.norm(sol.mu[-1]):.4g}."))
     cap_p = (f"Particle moment error against N, Prop. 2.1. Protocol: the light-tailed parameters below, horizon "
              f"t={t_check:g}, N in {list(fit.Ns)}, {proto['runs']} independent runs per N (numpy default_rng seeds "
              f"{proto['seed']}..{proto['seed'] + proto['runs'] - 1}), {particle_protocol()}; reference: eq. (7) from each "
@@ -359,7 +365,7 @@ def _relu(out: Path, quick: bool) -> tuple[list[str], str]:
     name = "relu_w2.png"
     plot_relu_w2(st, out / name)
     d = defaults(relu.relu_study, "rtol", "atol")
-    caption = (f"ReLU particles against the Gaussian evolution (Prop. 2.4). Protocol: parameters {json.dumps(RELU_EXAMPLE)}, "
+    caption = (f"ReLU particles against the Gaussian evolution (Prop. 2.4). Protocol: parameters `{json.dumps(RELU_EXAMPLE)}`, "
                f"N={st.N} particles, seed {seed}, times {times.tolist()}, scipy solve_ivp at rtol {d.get('rtol', '?'):g}, "
                f"atol {d.get('atol', '?'):g}. Claims: the coupling distance grows like t times the slope: fitted "
                f"{st.slope_fit:.4f} against the closed form {st.slope_closed_form:.4f} (this sample {st.slope_sample:.4f}).")

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..outputs import make_folder
+from .common import plain
 
 TITLE = "KPFlow: operators of gradient descent on recurrent models"
 
@@ -198,7 +199,7 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
     thm1_eq = all(c["K_trH"] == c["features"] for r in cs["runs"] for c in r["checkpoints"])
     md += ["### Experiments (CPU scale)", "",
            f"**Dynamic collapse on Memory-Pro.** eq. 8 RNN with $\\Delta t=1$, H={pc['H']}, {pc['trials']} clean trials, "
-           f"T={pc['T']}, Adam lr {pc['lr']}, {pc['iters']} iterations, seed {pc['seed']}. Effective rank: {doc['effective_rank']['definition']}; "
+           f"T={pc['T']}, Adam lr {pc['lr']}, {pc['iters']} iterations, seed {pc['seed']}. Effective rank: {plain(doc['effective_rank']['definition'])}; "
            "computed exactly through the factors ($\\frac1BG^\\top G$, $\\frac1B(PG)^\\top PG$, per-trial blocks of P).", "",
            "| g | iter | loss | effrank K | effrank $\\operatorname{tr}_HK$ | features (Thm 1) | effrank P (of {N}) | effrank PKP* | PCA-95 z |".replace("{N}", str(init[gs[0]]["N"])),
            "|---|---|---|---|---|---|---|---|---|"]

@@ -342,9 +342,9 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
         "* A 1-clustering is never an equilibrium; Lemma 7's rank 2 needs $a_k\\ne0$; Lemma 11's proof is heuristic.",
     ]
     if spec_fig:
-        md += ["", f"![Ambient (circles) and tangent (crosses) spectra at a singleton-group bipartite point (d=3, n={spec['n']}, "
-                   f"k={spec['k']}; first hit of a seeded search (seed 0) over V=(G+G^T)/2 rounded to 3 digits, "
-                   f"M ~ 3 N(0,1); ambient and tangent spectra of the Lemma 8 Jacobian). Claims: the largest ambient real "
+        md += ["", f"![Ambient (circles) and tangent (crosses) spectra at a singleton-group bipartite point ($d=3$, $n={spec['n']}$, "
+                   f"$k={spec['k']}$; first hit of a seeded search (seed 0) over $V=(G+G^\\top)/2$ rounded to 3 digits, "
+                   f"$M\\sim3\\,\\mathcal N(0,1)$; ambient and tangent spectra of the Lemma 8 Jacobian). Claims: the largest ambient real "
                    f"part {spec['max_ambient']:.3g} is positive, the largest tangent real part {spec['max_tangent']:.3g} is "
                    "negative: the point is stable although the paper's ambient list says otherwise.](multistability_spectra.png)"]
     md += ["", f"Section computed in {time.perf_counter() - t0:.1f} s ({'quick' if quick else 'full'})."]

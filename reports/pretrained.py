@@ -383,8 +383,8 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
         "(dotted lines).",
         "",
         f"![trace of the empirical covariance per layer; left MiniLM FF kept, right attention only; "
-        f"{cp['n_tokens']} N(0,I) tokens, seed {seed}, B={cp['b']:.5g} I, V=-+{cp['v']:g} I, no LayerNorm, "
-        f"{cp['passes']} passes of {cp['layers_per_pass']} layers, float64. Claims: growth of tr Sigma with FF "
+        f"{cp['n_tokens']} $\\mathcal N(0,I)$ tokens, seed {seed}, $B={cp['b']:.5g}\\,I$, $V=\\mp{cp['v']:g}\\,I$, no LayerNorm, "
+        f"{cp['passes']} passes of {cp['layers_per_pass']} layers, float64. Claims: growth of $\\operatorname{{tr}}\\Sigma$ with FF "
         f"{grow(runs[('opposing', True)]):.3g}x (opposing) and {grow(runs[('positive', True)]):.3g}x (positive), attention "
         f"only {grow(runs[('opposing', False)]):.4f}x and {grow(runs[('positive', False)]):.4f}x]({figs[1]})",
         "",

@@ -56,7 +56,7 @@ def _thm61(X0):
 def test_thm61_token_exactly_on_v_perp_fails_exactly():
     # (R, -R, 0) with the same float R: v^T y = 0 exactly, although the float inner product has no pad to decide it
     th, side = _thm61([[0.6, 0.8, 0], [R, -R, 0], [0, 0.6, 0.8]])
-    assert side.status == "fails" and "exactly on v^perp" in side.detail and "[2]" in side.detail
+    assert side.status == "fails" and r"exactly on $v^\perp$" in side.detail and "[2]" in side.detail
     assert th.applies.json is False
 
 

@@ -199,7 +199,8 @@ SOURCE = "003_951a97dfacf88740.txt"
 
 def lemma_3_1(s: Setting, simulate_: bool) -> TheoremResult:
     hyps = [P_spd(s), constant_P(s)]
-    r = LEMMA_3_1.result(hyps, {"projection": "X_i -> (I - y_i y_i^T P) X_i", "metric": "sum_i Z_i X_i^T P Y_i, Z_i = sqrt(n+1) sum_j exp(y_i^T P y_j)"})
+    r = LEMMA_3_1.result(hyps, {"projection": r"$X_i\mapsto(I-y_iy_i^\top P)X_i$",
+                                     "metric": r"$\sum_iZ_iX_i^\top PY_i$, $Z_i=\sqrt{n+1}\sum_j\exp(y_i^\top Py_j)$"})
     return _cross_checked(r, simulate_, lambda: _projection_check(s), needs_run=False,
                           why="P is not certified symmetric positive definite")
 
@@ -221,13 +222,14 @@ def _projection_check(s: Setting) -> CrossCheck:
     ok = worst_t < 1e-12 and worst_o < 1e-12
     return CrossCheck("agrees" if ok else "disagrees",
                       {"tangency_residual": worst_t, "g_orthogonality_residual": worst_o, "trials": 20,
-                       "criterion": "y_i^T P (Pi X)_i = 0 and g(X - Pi X, T) = 0 for tangent T, both below 1e-12 (relative)"})
+                       "criterion": r"$y_i^\top P(\Pi X)_i=0$ and $g(X-\Pi X,T)=0$ for tangent $T$, both below $10^{-12}$ (relative)"})
 
 
 def thm_3_1(s: Setting, simulate_: bool) -> TheoremResult:
     hyps = [P_spd(s), constant_P(s), single_head(s), value_identity(s), full_attention(s),
             proofs_hypothesis("gradient identity dV/dy_k = -Z_k P X_k proved")]
-    r = THM_3_1.result(hyps, {"V_P": "-1/2 sum_ij exp(y_i^T P y_j)", "gradient": "grad V_P = -(right-hand side of (8))"})
+    r = THM_3_1.result(hyps, {"V_P": r"$-\frac12\sum_{ij}\exp(y_i^\top Py_j)$",
+                               "gradient": r"$\nabla V_P=-{}$(right-hand side of (8))"})
     return _cross_checked(r, simulate_, lambda: _gradient_check(s), needs_run=False)
 
 
@@ -272,7 +274,7 @@ def _thm_3_2_check(s: Setting, run: Run, pred: dict[str, Any]) -> CrossCheck:
     settled = lim["limit_class"] != "not_settled"
     return _verdict(checks, settled, settled,
                     {"V_P": ly, "V_P_initial": float(Vs[0]), "V_P_final": float(Vs[-1]), **lim, **run.summary(),
-                     "criterion": "V_P never increases beyond round-off, stays above -l^2 e/2, and the run settles"})
+                     "criterion": r"$V_P$ never increases beyond round-off, stays above $-\ell^2e/2$, and the run settles"})
 
 
 # §4: hemisphere
@@ -290,7 +292,7 @@ def lemma_4_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hy
         c1 = cert.Lemma41Constants(log_c1, consts.log_c2)
         pred = {"b": float(b), "K": lam_min ** -0.5, "c1": c1.c1, "c2_paper": c1.c2, "c2_sharp": s.row_sum,
                 "log_c1": _finite_or_none(log_c1), "log_c2_paper": _finite_or_none(consts.log_c2),
-                "statement": "c1 <= alpha_ij <= c2 along every trajectory (c2 = row sum suffices)"}
+                "statement": r"$c_1\le\alpha_{ij}\le c_2$ along every trajectory ($c_2$ the row sum suffices)"}
         if c1.c1_reason:
             pred["c1_reason"] = f"not representable as a float64: {c1.c1_reason}; log_c1 is exact up to rounding"
         if c1.c2_reason:
@@ -316,7 +318,7 @@ def _lemma_4_1_check(s: Setting, run: Run, pred: dict[str, Any]) -> CrossCheck:
     return CrossCheck("agrees" if ok else "disagrees",
                       {"min_alpha": math.exp(lo), "max_alpha": math.exp(hi), "log_min_alpha": lo, "log_max_alpha": hi,
                        "samples": int(idx.size), "c1": pred["c1"], "log_c1": lc1, "c2_sharp": pred["c2_sharp"],
-                       "criterion": "c1 <= alpha_ij <= row sum at every sampled time"})
+                       "criterion": r"$c_1\le\alpha_{ij}\le{}$ the row sum at every sampled time"})
 
 
 def lemma_4_2(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None],
@@ -340,7 +342,7 @@ def _lemma_4_2_check(s: Setting, run: Run, pred: dict[str, Any], v: np.ndarray) 
     ok = sup <= pred["sup_f_bound"] * (1 + 1e-9) and math.isfinite(lip)
     return CrossCheck("agrees" if ok else "disagrees",
                       {"sup_f": sup, "bound": pred["sup_f_bound"], "max_difference_quotient": lip,
-                       "criterion": "sup |f_i| below 2 h c K |v| max(1,K) and finite difference quotients"})
+                       "criterion": r"$\sup\lvert f_i\rvert$ below $2hcK\lvert v\rvert\max(1,K)$ and finite difference quotients"})
 
 
 def thm_4_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None],
@@ -372,7 +374,8 @@ def thm_4_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hypo
             checks = ly["non_increasing"] and inside > 0 and dini <= 1e-10
             r.cross_check = _verdict(checks, lim["limit_class"] == "consensus", lim["limit_class"] != "not_settled",
                                        {"V_max": ly, "max_dini_derivative": dini, "min_v_y": inside, **lim, **run.summary(),
-                                        "criterion": "V never increases beyond round-off, D+V <= 1e-10, tokens stay in the hemisphere, limit classified consensus"})
+                                        "criterion": r"$V$ never increases beyond round-off, $D^+V\le10^{-10}$, tokens stay in the hemisphere, "
+                                                     "limit classified consensus"})
     return r
 
 
@@ -456,7 +459,7 @@ def _lemma_5_1_check(s: Setting, run: Run) -> CrossCheck:
     reached = a_end > 1 - 1e-6 or float(run.X[0, 1] @ y0) <= -1 + 1e-12
     return _verdict(ly["non_increasing"], reached, run.speed <= SETTLED_SPEED,
                     {"V_token2": ly, "a2_initial": float(run.X[0, 1] @ y0), "a2_final": a_end,
-                     "criterion": "V(a_2) never increases beyond round-off and a_2 -> 1 (unless a_2(0) = -1)"})
+                     "criterion": r"$V(a_2)$ never increases beyond round-off and $a_2\to1$ (unless $a_2(0)=-1$)"})
 
 
 def thm_5_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None]) -> TheoremResult:
@@ -465,8 +468,8 @@ def thm_5_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hypo
             proofs_hypothesis("cascade identity (19) and input gain |y0 - a y|^2 = 1 - a^2 proved")]
     rates = [float(-s.h * (i - 1) / i * s.row_sum) for i in range(2, s.ell + 1)]
     pred = {"limit_point": s.X0[0].tolist(), "token_1_fixed": True, "transverse_eigenvalues": rates,
-            "domain": "all of {y_j != -y_1}" if s.ell <= 2 else "locally asymptotically stable; convergence from almost every initial condition "
-                      "(the paper's domain {y_j != -y_1} is too strong for l >= 3)"}
+            "domain": r"all of $\{y_j\ne-y_1\}$" if s.ell <= 2 else "locally asymptotically stable; convergence from almost every "
+                      r"initial condition (the paper's domain $\{y_j\ne-y_1\}$ is too strong for $\ell\ge3$)"}
     r = THM_5_1.result(hyps, pred)
     return _cross_checked(r, simulate_, lambda: _thm_5_1_check(s, run), run)
 
@@ -478,7 +481,7 @@ def _thm_5_1_check(s: Setting, run: Run) -> CrossCheck:
     return _verdict(moved <= 1e-12, lim["limit_class"] == "consensus" and err < 1e-4,
                     lim["limit_class"] != "not_settled",
                     {"token_1_motion": moved, "max_distance_to_y1_0": err, **lim, **run.summary(),
-                     "criterion": "token 1 moves at most 1e-12, limit classified consensus at y_1(0)"})
+                     "criterion": r"token 1 moves at most $10^{-12}$, limit classified consensus at $y_1(0)$"})
 
 
 # §6: causal, symmetric U
@@ -507,15 +510,15 @@ def _hemisphere_of_v_exact(s: Setting, te: cert.TopEigen) -> tuple[core.Hypothes
         orient = ae.sign(ae.inner(te.v.tolist()))  # w = orient * |c| v_float-side
     except (ValueError, ArithmeticError):
         return None
-    method = (f"exact: v in Q(lambda), minimal polynomial of degree {ae.f.degree()}; v^T y_i = 0 decided modulo it, "
-              "nonzero signs by ball arithmetic")
+    method = (rf"exact: $v\in\mathbb Q(\lambda)$, minimal polynomial of degree {ae.f.degree()}; $v^\top y_i=0$ decided "
+              "modulo it, nonzero signs by ball arithmetic")
     b = s.X0 @ te.v
     margin = float(np.abs(b).min())
     on = [i + 1 for i, g in enumerate(signs) if g == 0]
     if on:
-        return core.HypothesisResult(name, "fails", 0.0, method, None, f"token(s) {on} lie exactly on v^perp"), 0
+        return core.HypothesisResult(name, "fails", 0.0, method, None, f"token(s) {on} lie exactly on $v^\\perp$"), 0
     if len(set(signs)) > 1 or orient == 0:
-        return core.HypothesisResult(name, "fails", -margin, method, None, "tokens on both sides of v^perp (exact)"), 0
+        return core.HypothesisResult(name, "fails", -margin, method, None, r"tokens on both sides of $v^\perp$ (exact)"), 0
     sign = signs[0] * orient
     return core.HypothesisResult(name, "holds", margin, method, None, f"sign {sign:+d} (exact)"), sign
 
@@ -551,9 +554,9 @@ def lemma_6_1(s: Setting, simulate_: bool, run: Run | None, top: tuple[core.Hypo
     hyps = [single_head(s), sphere(s), U_constant(s), top[0],
             proofs_hypothesis("bdot = alpha (lambda - y^T U y) b and the sum of squares proved")]
     te = top[1]
-    pred: dict[str, Any] = {"applied_to": "token 1 of the causal model (alpha_11 = row sum, constant)",
+    pred: dict[str, Any] = {"applied_to": r"token 1 of the causal model ($\alpha_{11}$ the row sum, constant)",
                             "v": None if te is None else te.v.tolist(), "lambda": None if te is None else te.lam,
-                            "invariant": "the great sphere v^T y = 0 is invariant (correction)"}
+                            "invariant": r"the great sphere $v^\top y=0$ is invariant (correction)"}
     r = LEMMA_6_1.result(hyps, pred)
     return _cross_checked(r, simulate_, lambda: _lemma_6_1_check(s, run, te), run, ready=s.p.causal,
                           why="hypotheses not certified or attention not causal (token 1 is not autonomous)")
@@ -569,7 +572,8 @@ def _lemma_6_1_check(s: Setting, run: Run, te: cert.TopEigen) -> CrossCheck:
     ok = err < 1e-6 and ly["non_increasing"]
     return CrossCheck("agrees" if ok else "disagrees",
                       {"closed_form_error": err, "V_plus_token1": ly, "b_final": float(b[-1]),
-                       "criterion": "token 1 follows exp(c U t) y0 / |.| within 1e-6 and 1 - s v^T y_1 never increases"})
+                       "criterion": r"token 1 follows $e^{cUt}y_0/\lVert e^{cUt}y_0\rVert$ within $10^{-6}$ and $1-sv^\top y_1$ "
+                                     "never increases"})
 
 
 def thm_6_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.HypothesisResult, Fraction | None],

@@ -275,7 +275,7 @@ def ellipsoid(s: Setting) -> core.HypothesisResult:
         return ELLIPSOID.result("holds", c, None, "parameter", "W = I (the unit sphere)")
     res = definite(np.asarray(s.p.W, float), "W", +1)
     return ELLIPSOID.result(res.status, res.certificate, res.margin,
-                            "validated by the loader; exact rational LDL^T", res.detail) \
+                            r"validated by the loader; exact rational $LDL^\top$", res.detail) \
         if res.certificate is not None else dataclasses.replace(res, name=ELLIPSOID.name)
 
 

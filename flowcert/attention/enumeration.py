@@ -159,14 +159,14 @@ def _assumption1(D: Data, need_positive: bool = True) -> list[core.HypothesisRes
         lo, hi = enc.lo[0], enc.hi[0]
         if lo > 0:
             out.append(bound(LAMBDA_POSITIVE, "holds", _positive_top_cert(D), float(lo), "exact eigen-enclosure",
-                             f"lambda_1 >= {float(lo):.6g}"))
+                             rf"$\lambda_1\ge{float(lo):.6g}$"))
         elif hi <= 0:
             psd = psd_hypothesis("-V >= 0", -core.qmat(D.Vq), "-V")
             out.append(bound(LAMBDA_POSITIVE, "fails", psd.certificate if psd.status == "holds" else None, float(hi),
-                             "exact eigen-enclosure", f"lambda_1 <= {float(hi):.6g}"))
+                             "exact eigen-enclosure", rf"$\lambda_1\le{float(hi):.6g}$"))
         else:
             out.append(core.HypothesisResult("Assumption 1: lambda_1 > 0", "unknown", float(D.lam[0]),
-                                             "exact eigen-enclosure", None, "the enclosure of lambda_1 contains 0"))
+                                             "exact eigen-enclosure", None, r"the enclosure of $\lambda_1$ contains 0"))
     return out
 
 
@@ -232,10 +232,10 @@ def _top_multiplicity(D: Data) -> core.HypothesisResult:
     if Vq.rows - rank >= 2:
         # r is an eigenvalue of multiplicity >= 2; it is the top one if V - r I <= 0
         if core.is_psd(r * sp.eye(Vq.rows) - Vq):
-            return _V_bound(D)(LAMBDA_SIMPLE, "fails", _repeated_top_cert(D), 0.0, "exact rank and LDL^T",
-                               f"lambda_1 = {r} has multiplicity {Vq.rows - rank} (exact)")
+            return _V_bound(D)(LAMBDA_SIMPLE, "fails", _repeated_top_cert(D), 0.0, r"exact rank and $LDL^\top$",
+                               rf"$\lambda_1={sp.latex(r)}$ has multiplicity {Vq.rows - rank} (exact)")
     return core.HypothesisResult("Assumption 1: lambda_1 simple", "unknown", float(D.lam[0] - D.lam[1]),
-                                 "exact eigen-enclosures", None, "lambda_1 and lambda_2 could not be separated")
+                                 "exact eigen-enclosures", None, r"$\lambda_1$ and $\lambda_2$ could not be separated")
 
 
 def _ok(hyps: list[core.HypothesisResult]) -> bool:

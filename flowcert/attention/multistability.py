@@ -284,9 +284,9 @@ def _theorems(ctx: _Context) -> list[TheoremResult]:
 
 def _lemma_1(ctx: _Context) -> TheoremResult:
     p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
-    h_sym = _identity(OJA_IDENTITY, "sympy.expand (polynomial identity in x in R^3, symmetric V: d <= 3 by substitution)")
-    pred: dict[str, Any] = {"equilibria": "+-v_k", "stable": "+-v_1 only",
-                            "tangent_spectrum_at_v_k": "lambda_j - lambda_k (j != k); ambient adds -2 lambda_k"}
+    h_sym = _identity(OJA_IDENTITY, r"sympy.expand (polynomial identity in $x\in\mathbb R^3$, symmetric $V$: $d\le3$ by substitution)")
+    pred: dict[str, Any] = {"equilibria": r"$\pm v_k$", "stable": r"$\pm v_1$ only",
+                            "tangent_spectrum_at_v_k": r"$\lambda_j-\lambda_k$ ($j\ne k$); ambient adds $-2\lambda_k$"}
     if can:
         pred["oja_verdicts"] = [{"k": k + 1, "verdict": cm.verdict_from_data(D.Vq, D.Mq, D.enc, k, 1, 0, "oja", D.encoded)[0]}
                                 for k in range(p.d)]
@@ -300,7 +300,7 @@ def _lemma_2(ctx: _Context) -> TheoremResult:
     if can:
         res2 = max(float(np.abs(nm.field_one_head(nm.bipartite_point(D.U[:, k], s), D.Mb, D.V, D.c, variant="multiagent_oja")).max())
                    for k in range(p.d) for s in _patterns(p.n, 16)[0])
-    return (_th(LEMMA_2, [*A1s, structure], {"consensus_bipartite_points": f"{p.d} x 2^{p.n} sign patterns",
+    return (_th(LEMMA_2, [*A1s, structure], {"consensus_bipartite_points": rf"${p.d}\times2^{{{p.n}}}$ sign patterns",
                                        "max_field_residual_at_points": res2},
                    CrossCheck("agrees" if res2 is not None and res2 <= 1e-12 * (1 + np.abs(D.V).max()) else "skipped",
                               {"checked": "field of (5) at listed points", "max_residual": res2}) if res2 is not None else None))
@@ -321,8 +321,8 @@ def _lemma_4(ctx: _Context) -> TheoremResult:
             want = np.sort([D.lam[h] - D.lam[k] for h in range(p.d) if h != k] + [-D.lam[k]] * ((p.n - 1) * (p.d - 1)))
             errs.append(float(np.abs(got - want).max()))
         cross4 = CrossCheck("agrees" if max(errs) <= 1e-9 * (1 + np.abs(D.V).max()) else "disagrees",
-                            {"check": "tangent spectrum of the Lemma 3 Jacobian at consensus v_k vs "
-                                      "{lambda_h - lambda_k} + {-lambda_k}^((n-1)(d-1))", "max_difference": max(errs)})
+                            {"check": "tangent spectrum of the Lemma 3 Jacobian at consensus $v_k$ vs "
+                                      r"$\{\lambda_h-\lambda_k\}\cup\{-\lambda_k\}^{(n-1)(d-1)}$", "max_difference": max(errs)})
     return (_th(LEMMA_4, [*A1, structure], pred4, cross4))
 
 def _lemma_5(ctx: _Context) -> TheoremResult:
@@ -483,7 +483,7 @@ def _lemma11_check(D: Data, classes: list[dict[str, Any]]) -> CrossCheck:
     poly = [c for c in classes if "polygonal" in eigen_labels(D, c["k"] - 1, c["n1"], c["n2"])]
     if not poly:
         return CrossCheck("skipped", {"reason": "no polygonal point among the exactly enumerated classes "
-                                                "(needs a_k = 0 with an equal split, or lambda_k = 0)"})
+                                                r"(needs $a_k=0$ with an equal split, or $\lambda_k=0$)"})
     bad = [(c["k"], c["n1"], c["n2"]) for c in poly if c["verdict"] == "stable"]
     return CrossCheck("disagrees" if bad else "agrees",
                       {"polygonal_classes": [{"k": c["k"], "n1": c["n1"], "n2": c["n2"], "verdict": c["verdict"]} for c in poly],

@@ -167,16 +167,16 @@ def prop_1(ident: dict[str, Any], which: str = "prop1", smooth: core.HypothesisR
         status, why = "skipped", (f"rounding tolerance {tol:.2e} of this run (dtype, size, sensitivity) exceeds "
                                   f"{UNDECIDABLE_TOLERANCE:g}: a broken identity could hide in it; " + why)
     hyps = [smooth or core.HypothesisResult(cat.SMOOTH.name, "unknown", None, "not decided by the caller", None),
-            _protocol(cat.PLAIN_GD, "descent", "the check takes plain GD steps theta - eta grad L")]
+            _protocol(cat.PLAIN_GD, "descent", r"the check takes plain GD steps $\theta-\eta\nabla L$")]
     if which == "prop1":
         return cat.PROP_1.result(
-            hyps, {"dz_ds_norm": ident["flow_norm"], "normalisation": "L = (1/B) sum_{b,t} l, K = (1/B) G G^T, P* = P^T"},
+            hyps, {"dz_ds_norm": ident["flow_norm"], "normalisation": r"$L=\frac1B\sum_{b,t}\ell$, $\mathcal K=\frac1BGG^\top$, $P^*=P^\top$"},
             CrossCheck(status, {"fd": rows, "exact_jvp_residual": ident["prop1_jvp"], "gradient_residual": ident["gradient"],
                                 "tolerance": tol, "rounding": ident.get("rounding"), "reference": ident.get("reference"),
                                 "why": why}))
     hyps.append(_protocol(cat.READOUT, "readout", "analysis protocol"))
     return cat.COR_1.result(
-        hyps, {"operator": "Theta = W_out P K P* W_out^T, PSD"},
+        hyps, {"operator": r"$\Theta=W_{\mathrm{out}}P\mathcal KP^*W_{\mathrm{out}}^\top\succeq0$"},
         CrossCheck(status, {"fd": [{"eta": r["eta"], "residual": r["cor1_residual"],
                                     **({"roundoff_floor": r["cor1_roundoff_floor"]} if "cor1_roundoff_floor" in r else {})}
                                    for r in rows], "exact_jvp_residual": ident.get("cor1_jvp"), "tolerance": tol,
@@ -210,14 +210,15 @@ def thm_1(m: dict[str, Any], exact_max: int = EXACT_MAX) -> TheoremResult:
         outer = core.HypothesisResult(cat.OUTER_CONSTANT.name, {True: "holds", False: "fails", None: "unknown"}[st.constant_outer],
                                       None, "structure of the cell (flowcert.rnn.structure)", None, st.outer_why)
         hyps = [gram, outer, core.HypothesisResult(cat.STRUCTURE.name, "holds", None, st.how, None,
-                                                   "f = f^outer(W_j f_j^inner), each W_j used once: " + ", ".join(st.rows))]
+                                                   r"$f=f^{\mathrm{outer}}(W_jf_j^{\mathrm{inner}})$, each $W_j$ used once: " + ", ".join(st.rows))]
         features, rows = st.features, st.rows
     else:
         const = cell.constant_outer()
         hyps = [_cell_predicate(cat.ONCE, cell.kind, cat.CELLS, "cell definition"), gram,
                 _cell_predicate(cat.OUTER_CONSTANT, cell.kind, cat.CONSTANT_OUTER, "symbolic cell structure",
-                                "f = f^outer(W_j f_j^inner) with f^outer affine" if const
-                                else "f^outer contains tanh/sigmoid of W_j f_j^inner: its Jacobian depends on the state")]
+                                r"$f=f^{\mathrm{outer}}(W_jf_j^{\mathrm{inner}})$ with $f^{\mathrm{outer}}$ affine" if const
+                                else r"$f^{\mathrm{outer}}$ contains tanh/sigmoid of $W_jf_j^{\mathrm{inner}}$: its Jacobian "
+                                     "depends on the state")]
         from ..symbolic.rnn import param_shapes
 
         features = lambda z, x: cell.features(tr.theta, z, x)  # noqa: E731
@@ -242,7 +243,8 @@ def thm_1(m: dict[str, Any], exact_max: int = EXACT_MAX) -> TheoremResult:
     return cat.THM_1.result(
         hyps,
         {"paper_bound_holds": paper_ok, "per_weight": per,
-         "rank_definition": "numerical rank, tolerance max(m,n) eps sigma_1 (eps of the dtype in use); gap = sigma_r/sigma_{r+1}"},
+         "rank_definition": r"numerical rank, tolerance $\max(m,n)\,\varepsilon\,\sigma_1$ ($\varepsilon$ of the dtype in use); "
+                            r"gap $\sigma_r/\sigma_{r+1}$"},
         CrossCheck("agrees" if all_ok else "disagrees",
                    {"constant_outer": const, "paper_bound_trH_K_j_le_rank_F_j": paper_ok,
                     "note": ("bound (3) holds with equality" if const else
@@ -310,7 +312,7 @@ def thm_2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[Theor
 
         Js = [_exact_rows(A) for A in Jc.reshape(-1, H, H).cpu().numpy()]
         inv = _predicate(cat.INVERTIBLE, "invertible_all", PREDICATES["invertible_all"][0]({"jacobians": Js}),
-                         {"jacobians": cat.JACOBIANS} if bindable else None, "exact rational determinant of each A_t",
+                         {"jacobians": cat.JACOBIANS} if bindable else None, "exact rational determinant of each $A_t$",
                          f"{len(Js)} Jacobians; max cond {cond:.3g}", float(smin.min()), jacobians=Js)
     stack = None if exact_size else _float_stack(tr, P)  # above the exact budget: rigorous float bounds
     if stack is not None:
@@ -322,7 +324,7 @@ def thm_2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[Theor
     elif not exact_size:
         inv = core.HypothesisResult("every A_t invertible", "unknown", float(smin.min()), "float SVD (not rigorous)", None,
                                     f"smallest singular value {float(smin.min()):.3g}, max cond {cond:.3g}{where}; "
-                                    f"exact check only for B*T <= {cat.MAX_STEPS}, H <= {cat.MAX_H}; the Jacobian stack "
+                                    rf"exact check only for $BT\le{cat.MAX_STEPS}$, $H\le{cat.MAX_H}$; the Jacobian stack "
                                     f"({B * T * H * H * 8} bytes) exceeds FLOAT_STACK_BYTES = {FLOAT_STACK_BYTES}")
     gen = torch.Generator().manual_seed(7)
     q = torch.randn(tr.shape, generator=gen, dtype=torch.float64).to(dtype=tr.dtype, device=tr.device)
@@ -386,7 +388,7 @@ def thm_2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[Theor
                 ok = ok and (P_norm is None or P_norm <= gamma * (1 + norm_tol))
     else:
         certs.append(core.HypothesisResult("common quadratic Lyapunov contraction", "unknown", None, "CQLF LMI", None,
-                                           f"exact re-check budget: H <= {cat.MAX_H} and B*T <= {cat.MAX_STEPS}; the "
+                                           rf"exact re-check budget: $H\le{cat.MAX_H}$ and $BT\le{cat.MAX_STEPS}$; the "
                                            f"float stack exceeds FLOAT_STACK_BYTES = {FLOAT_STACK_BYTES}").to_json())
     th = cat.THM_2.result([inv], pred, CrossCheck("agrees" if ok else "disagrees", details))
     return th, certs
@@ -413,8 +415,8 @@ def _decision_path(exact: bool, rigorous: bool, steps: int, H: int) -> dict[str,
     """Which path decided "every A_t invertible" and the contraction (Thm 2 details), and its limits."""
     if exact:
         return {"path": "exact_rational", "jacobians": steps, "H": H,
-                "limits": f"B*T <= {cat.MAX_STEPS} and H <= {cat.MAX_H}: every A_t as exact rationals in the certificate; "
-                          "determinants and LDL^T pivots in rational arithmetic"}
+                "limits": rf"$BT\le{cat.MAX_STEPS}$ and $H\le{cat.MAX_H}$: every $A_t$ as exact rationals in the certificate; "
+                          r"determinants and $LDL^\top$ pivots in rational arithmetic"}
     if rigorous:
         return {"path": "rigorous_float", "jacobians": steps, "H": H,
                 "limits": "binary64 a-posteriori bounds (flowcert.certificates.rnn_float): gamma_n |A||B| for products, "

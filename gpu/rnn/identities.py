@@ -71,8 +71,9 @@ def rounding(tr: Trajectory, sensitivity: float) -> dict[str, Any]:
     floor = eps * max(math.sqrt(n), sensitivity / eps)
     return {"dtype": str(tr.dtype).replace("torch.", ""), "eps": eps, "terms": n, "sensitivity": sensitivity,
             "floor": floor, "tolerance": TOLERANCE_FACTOR * floor,
-            "definition": "floor = eps * max(sqrt(T (H + I + 1)), s / eps), s = ||Z(theta (1 + 4 eps r)) - Z|| / (4 ||Z||); "
-                          f"tolerance = {TOLERANCE_FACTOR:g} * floor"}
+            "definition": r"floor $=\varepsilon\max\bigl(\sqrt{T(H+I+1)},\,s/\varepsilon\bigr)$ with "
+                          r"$s=\lVert Z(\theta(1+4\varepsilon r))-Z\rVert/(4\lVert Z\rVert)$; "
+                          rf"tolerance $={TOLERANCE_FACTOR:g}\times{{}}$floor"}
 
 
 def _rel(a: torch.Tensor, b: torch.Tensor) -> float:

@@ -48,8 +48,8 @@ from .operators import Operator, Propagation
 from .work import CHUNK_BYTES, sketch_rank, sketch_sizes  # noqa: F401
 
 AXES = ("B", "T", "H")
-DEFINITION = ("effrank95: smallest k with sum_{i<=k} sigma_i^2 >= 0.95 sum_i sigma_i^2, sigma_i the singular "
-              "values of the operator on R^{B*T*H} (Euclidean inner product), i.e. eigenvalues of its Gram")
+DEFINITION = (r"effrank95: the smallest $k$ with $\sum_{i\le k}\sigma_i^2\ge0.95\sum_i\sigma_i^2$, $\sigma_i$ the "
+              r"singular values of the operator on $\mathbb R^{BTH}$ (Euclidean inner product), i.e. eigenvalues of its Gram")
 
 
 def _axes(trace: Sequence[str | int]) -> list[int]:

@@ -403,7 +403,7 @@ def claim(ex: Exact, h: dict[str, Any], theorem: dict[str, Any] | None, doc: dic
         k = rhp_count(ex.A)
         if k is None:
             return False, "A has an eigenvalue on the imaginary axis"
-        mk = re.search(r"k = (\d+)", h.get("detail") or "")
+        mk = re.search(r"\bk\s*=\s*(\d+)", h.get("detail") or "")
         if mk and int(mk.group(1)) != k:
             return False, f"certified k = {mk.group(1)} but exact count is {k}"
         return True, f"exact count k = {k}"
