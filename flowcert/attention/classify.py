@@ -40,7 +40,7 @@ def drive(p: AttentionParams, t: float, X: np.ndarray) -> np.ndarray:
 
 def speed_of(p: AttentionParams, t: float, X: np.ndarray) -> float:
     """``max_i |xdot_i|`` from the generated field kernel."""
-    from . import field
+    from .flow import field
 
     return float(np.abs(field(p)(t, np.asarray(X, float))).max())
 

@@ -105,7 +105,7 @@ class Run:
 
 def run_simulation(s: Setting, X0: np.ndarray | None = None, t_end: float | None = None, samples: int = SAMPLES) -> Run:
     """Integrate (7) from ``X0`` on the manifold of ``s.p`` (:func:`flowcert.attention.integrate`)."""
-    from . import field, integrate
+    from .flow import field, integrate
 
     t_end = s.p.t_end if t_end is None else t_end
     X0 = s.X0 if X0 is None else X0
@@ -333,7 +333,7 @@ def lemma_4_2(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hy
 
 
 def _lemma_4_2_check(s: Setting, run: Run, pred: dict[str, Any], v: np.ndarray) -> CrossCheck:
-    from . import field
+    from .flow import field
 
     F = field(s.p)
     vals = np.array([F(float(tk), Xk) @ v for tk, Xk in zip(run.t, run.X)])
@@ -363,7 +363,7 @@ def thm_4_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hypo
         elif not r.applies:
             r.cross_check = non_consensus_check(s, run, r.prediction)
         else:
-            from . import field
+            from .flow import field
 
             Vs = num.V_max(run.X, v)
             F = field(s.p)
@@ -381,7 +381,7 @@ def thm_4_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hypo
 
 def non_consensus_prediction(s: Setting, hemi: core.HypothesisResult) -> dict[str, Any]:
     """Where the hemisphere fails: is X0 an equilibrium, and is it a certified stable non-consensus one?"""
-    from . import field
+    from .flow import field
 
     out: dict[str, Any] = {"consensus_predicted": None, "reason": f"hypotheses fail ({hemi.name}: {hemi.status})"}
     if s.p.time_varying:

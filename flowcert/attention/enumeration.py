@@ -305,6 +305,33 @@ def eigen_labels(D: Data, k: int, n1: int, n2: int) -> list[str]:
     return labels
 
 
+def equilibrium_labels(doc: dict[str, Any]) -> Any:
+    """``(k, n1, n2) -> exact labels`` (0-based k, :func:`eigen_labels`) of an equilibria document's
+    eigenvector classes, memoised; a string (the reason) when its parameters do not read back. What the
+    document checker (:func:`flowcert.papers.multistability.check_equilibria`) compares a record's
+    ``class`` with; it takes it by name (:func:`flowcert.bindings.derived_by`), so the paper's
+    declarations do not import this module."""
+    from ..certificates.subjects import SubjectError
+    from .consensus_hypotheses import params_of
+
+    try:
+        p = params_of(doc)
+    except (KeyError, SubjectError) as exc:
+        return f"the parameters do not read back ({exc})"
+    D = _data(p)
+    memo: dict[tuple[int, int, int], list[str]] = {}
+
+    def of(k: int, n1: int, n2: int) -> list[str] | None:
+        if D.enc is None or not 0 <= k < p.d:
+            return None
+        if (k, n1, n2) not in memo:
+            memo[(k, n1, n2)] = eigen_labels(D, k, n1, n2)
+        return memo[(k, n1, n2)]
+
+    return of
+
+
+
 # ---------------------------------------------------------------------------------------
 # verdicts on classes (k, n1, n2)
 # ---------------------------------------------------------------------------------------
@@ -433,7 +460,9 @@ def _newton_limits(D: Data, samples: int, seed: int) -> list[dict[str, Any]]:
 
     if samples <= 0 or D.variant != "self_attention":
         return []
-    rest = _run_to_rest(D.p, samples, seed, t_max=D.p.t_end if "t_end" in D.p.given else 400.0)
+    from .search import run_to_rest
+
+    rest = run_to_rest(D.p, samples, seed, t_max=D.p.t_end if "t_end" in D.p.given else 400.0)
     out: list[dict[str, Any]] = []
     seen: list[np.ndarray] = []
     for X, settled in zip(rest["X"], rest["settled"]):
@@ -485,22 +514,6 @@ def certify_newton_point(D: Data, X: np.ndarray) -> tuple[str, str, Any]:
 # ---------------------------------------------------------------------------------------
 # simulation: runs to rest, classification, basins
 # ---------------------------------------------------------------------------------------
-
-
-def _run_to_rest(p: AttentionParams, samples: int, seed: int, t_max: float = 400.0, dt: float = 0.05,
-                 device: Any = "cpu") -> dict[str, Any]:
-    import torch
-
-    from ..gpu import attention as ga
-
-    rng = np.random.default_rng(seed)
-    X0 = p.initial_tokens(samples, rng)
-    dev = torch.device(device)
-    args = [torch.as_tensor(np.array(a), dtype=torch.float64, device=dev) for a in p.kernel_args(0.0)]
-    W = None if p.W is None else torch.as_tensor(np.array(p.W), device=dev)
-    r = ga.simulate_to_rest(p.structure, torch.as_tensor(X0, device=dev), args, dt=dt, t_max=t_max, tol=1e-7, W=W)
-    return {"X0": X0, "X": r.X.cpu().numpy(), "settled": r.settled.cpu().numpy(), "speed": r.speed.cpu().numpy(),
-            "t_settled": r.t_settled.cpu().numpy(), "drift": r.max_drift.cpu().numpy()}
 
 
 def _label(D: Data, X: np.ndarray) -> tuple[str, dict[str, Any]]:
@@ -564,7 +577,9 @@ def basins(p: AttentionParams, samples: int, seed: int = 0, device: Any = "cpu",
     """``samples`` random initial conditions to rest (batched torch RK4), each limit refined by
     Newton and classified; fractions with 95% Wilson intervals and the certified verdict of each
     outcome. ``agrees`` is False if any sample reached a certified-unstable point."""
-    rest = _run_to_rest(p, samples, seed, t_max=t_max, dt=dt, device=device)
+    from .search import run_to_rest
+
+    rest = run_to_rest(p, samples, seed, t_max=t_max, dt=dt, device=device)
     applicable = _applicable_structure(p).status == "holds"
     D = _data(p) if applicable else None
     verdicts: dict[str, Any] = {}

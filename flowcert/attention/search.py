@@ -28,9 +28,8 @@ from .params import AttentionParams
 def search(p: AttentionParams, samples: int, seed: int) -> dict[str, Any]:
     """The ``equilibria attention`` body for a constant structure outside model (1)."""
     from .classify import limit_of
-    from .enumeration import _run_to_rest
 
-    rest = _run_to_rest(p, samples, seed, t_max=p.t_end if "t_end" in p.given else 400.0)
+    rest = run_to_rest(p, samples, seed, t_max=p.t_end if "t_end" in p.given else 400.0)
     found: list[dict[str, Any]] = []
     seen: list[np.ndarray] = []
     for X, settled, speed in zip(rest["X"], rest["settled"], rest["speed"]):
@@ -52,3 +51,22 @@ def search(p: AttentionParams, samples: int, seed: int) -> dict[str, Any]:
                                   "ellipsoid): equilibria are the distinct end states of runs to rest; equilibria "
                                   "not reached from these initial conditions, and unstable ones, are not found",
                         "runs": samples, "not_settled": unsettled}}
+
+
+def run_to_rest(p: AttentionParams, samples: int, seed: int, t_max: float = 400.0, dt: float = 0.05,
+                 device: Any = "cpu") -> dict[str, Any]:
+    """``samples`` runs of ``p`` from seeded random tokens to rest (batched torch RK4 with the retraction,
+    :func:`flowcert.gpu.attention.simulate_to_rest`): initial and final states, which settled, their
+    final speeds, settling times and drift off the manifold."""
+    import torch
+
+    from ..gpu import attention as ga
+
+    rng = np.random.default_rng(seed)
+    X0 = p.initial_tokens(samples, rng)
+    dev = torch.device(device)
+    args = [torch.as_tensor(np.array(a), dtype=torch.float64, device=dev) for a in p.kernel_args(0.0)]
+    W = None if p.W is None else torch.as_tensor(np.array(p.W), device=dev)
+    r = ga.simulate_to_rest(p.structure, torch.as_tensor(X0, device=dev), args, dt=dt, t_max=t_max, tol=1e-7, W=W)
+    return {"X0": X0, "X": r.X.cpu().numpy(), "settled": r.settled.cpu().numpy(), "speed": r.speed.cpu().numpy(),
+            "t_settled": r.t_settled.cpu().numpy(), "drift": r.max_drift.cpu().numpy()}

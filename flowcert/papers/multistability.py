@@ -227,26 +227,10 @@ def _class(where: str, c: Any, subject: dict[str, str]) -> list[tuple[str, str]]
 
 def _labels(doc: dict[str, Any]) -> Any:
     """``(k, n1, n2) -> exact labels`` (0-based k) of the document's eigenvector classes, memoised; a
-    string (the reason) when its parameters do not read back."""
-    from ..attention.consensus_hypotheses import params_of
-    from ..attention.enumeration import _data, eigen_labels
-    from ..certificates.subjects import SubjectError
-
-    try:
-        p = params_of(doc)
-    except (KeyError, SubjectError) as exc:
-        return f"the parameters do not read back ({exc})"
-    D = _data(p)
-    memo: dict[tuple[int, int, int], list[str]] = {}
-
-    def of(k: int, n1: int, n2: int) -> list[str] | None:
-        if D.enc is None or not 0 <= k < p.d:
-            return None
-        if (k, n1, n2) not in memo:
-            memo[(k, n1, n2)] = eigen_labels(D, k, n1, n2)
-        return memo[(k, n1, n2)]
-
-    return of
+    string (the reason) when its parameters do not read back
+    (:func:`flowcert.attention.enumeration.equilibrium_labels`, taken by name: the decision code is above
+    these declarations)."""
+    return bd.derived_by("flowcert.attention.enumeration", "equilibrium_labels")(doc)
 
 
 def _record(where: str, e: dict[str, Any], classes: list[Any], params: dict[str, Any], labels: Any,
