@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -305,7 +306,7 @@ def eigen_labels(D: Data, k: int, n1: int, n2: int) -> list[str]:
     return labels
 
 
-def equilibrium_labels(doc: dict[str, Any]) -> Any:
+def equilibrium_labels(doc: Mapping[str, Any]) -> Any:
     """``(k, n1, n2) -> exact labels`` (0-based k, :func:`eigen_labels`) of an equilibria document's
     eigenvector classes, memoised; a string (the reason) when its parameters do not read back. What the
     document checker (:func:`flowcert.papers.multistability.check_equilibria`) compares a record's
