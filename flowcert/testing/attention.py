@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from .matrices import MAX_DIM, _check_dim, _exact_float, _step, positive_definite, scaled_orthogonal, symmetric
+from .matrices import MAX_DIM, check_dim, exact_float, _step, positive_definite, scaled_orthogonal, symmetric
 from .states import MAX_TOKENS, ellipsoid_tokens, hemisphere_tokens, no_hemisphere_tokens, sphere_tokens
 
 
@@ -31,7 +31,7 @@ def simple_top_symmetric(d: int, gap: float = 0.25, bound: float = 4.0) -> st.Se
 @st.composite
 def simple_top_with_vector(draw: st.DrawFn, d: int, gap: float = 0.25, bound: float = 4.0) -> tuple[np.ndarray, np.ndarray]:
     """``(V, v)``: :func:`simple_top_symmetric` and its unit top eigenvector ``v`` (exact direction, float-normalised)."""
-    _check_dim(d)
+    check_dim(d)
     Q, c = draw(scaled_orthogonal(d))
     e = _step(gap, c)
     unit = c / 2**e
@@ -40,7 +40,7 @@ def simple_top_with_vector(draw: st.DrawFn, d: int, gap: float = 0.25, bound: fl
     rest = draw(st.lists(st.integers(-math.floor(bound / unit), rest_hi), min_size=d - 1, max_size=d - 1))
     k = [top] + rest
     v = np.array([float(x) for x in Q[:, 0]])
-    return _exact_float(Q.dot(np.diag(np.array(k, dtype=object))).dot(Q.T), 2**e), v / np.linalg.norm(v)
+    return exact_float(Q.dot(np.diag(np.array(k, dtype=object))).dot(Q.T), 2**e), v / np.linalg.norm(v)
 
 
 def _small_matrix(d: int, bound: float = 2.0) -> st.SearchStrategy[np.ndarray]:
@@ -97,7 +97,7 @@ def attention_params(
     """
     if not 1 <= heads <= 3:
         raise ValueError(f"heads: must be in [1, 3], got {heads!r}")
-    d = draw(st.integers(2, 4)) if d is None else _check_dim(d)
+    d = draw(st.integers(2, 4)) if d is None else check_dim(d)
     n = draw(st.integers(2, 5)) if n is None else n
     if not 1 <= n <= MAX_TOKENS:
         raise ValueError(f"n: must be in [1, {MAX_TOKENS}], got {n!r}")
@@ -114,7 +114,7 @@ def attention_params(
             Q, c = draw(scaled_orthogonal(d))
             top = draw(st.integers(1, 4))
             rest = draw(st.lists(st.integers(-4, top), min_size=d - 2, max_size=d - 2))
-            V = _exact_float(Q.dot(np.diag(np.array([top, top] + rest, dtype=object))).dot(Q.T), 4)
+            V = exact_float(Q.dot(np.diag(np.array([top, top] + rest, dtype=object))).dot(Q.T), 4)
         elif value == "symmetric":
             V = draw(symmetric(d, margin=0.25, bound=4.0))
         elif value == "any":
@@ -160,7 +160,7 @@ def attention_params(
 def oja_params(draw: st.DrawFn, variant: str = "multiagent_oja", d: int | None = None, n: int = 4,
                value: str = "assumption-1") -> dict[str, Any]:
     """Parameter file of the Oja (``variant="oja"``) or multiagent Oja flow: ``V`` and ``n`` only."""
-    d = draw(st.integers(2, 4)) if d is None else _check_dim(d)
+    d = draw(st.integers(2, 4)) if d is None else check_dim(d)
     base = draw(attention_params(d=d, n=n, value=value, score="zero", tokens="sphere"))
     return {"variant": variant, "V": base["heads"][0]["V"], "n": n, "X0": base["X0"], "t_end": base["t_end"]}
 

@@ -39,7 +39,7 @@ _ROTATIONS = {1: [(1, 0), (0, 1), (-1, 0), (0, -1)], 25: [(5, 0), (3, 4), (4, 3)
 _GRID_BITS = 16  # eigenvalues are multiples of a step <= margin / 2**4, at most 2**(_GRID_BITS + 4) steps
 
 
-def _check_dim(d: int) -> int:
+def check_dim(d: int) -> int:
     if not (isinstance(d, int) and 1 <= d <= MAX_DIM):
         raise ValueError(f"d: must be an integer in [1, {MAX_DIM}], got {d!r}")
     return d
@@ -58,7 +58,7 @@ def scaled_orthogonal(draw: st.DrawFn, d: int) -> tuple[np.ndarray, int]:
 
     Returns ``(Q, c)`` with ``Q`` an ``object`` array of Python ints. Shrinks to the identity.
     """
-    _check_dim(d)
+    check_dim(d)
     Q = np.eye(d, dtype=object)
     c_total = 1
     for _ in range(0 if d == 1 else 3):
@@ -76,7 +76,7 @@ def scaled_orthogonal(draw: st.DrawFn, d: int) -> tuple[np.ndarray, int]:
     return Q, c_total
 
 
-def _exact_float(M_int: np.ndarray, denominator: int) -> np.ndarray:
+def exact_float(M_int: np.ndarray, denominator: int) -> np.ndarray:
     """``M_int / denominator`` as float64, asserting that no entry rounds."""
     out = np.empty(M_int.shape)
     for idx, v in np.ndenumerate(M_int):
@@ -121,21 +121,21 @@ def symmetric(
     """
     _check_scales(margin, bound)
     if inertia is None:
-        dd = draw(st.integers(1, MAX_DIM)) if d is None else _check_dim(d)
+        dd = draw(st.integers(1, MAX_DIM)) if d is None else check_dim(d)
         p = draw(st.integers(0, dd))
         n = draw(st.integers(0, dd - p))
         inertia = (p, n, dd - p - n)
     p, n, z = inertia
     if min(inertia) < 0 or (d is not None and p + n + z != d):
         raise ValueError(f"inertia: must be three non-negative integers summing to d, got {inertia!r}")
-    d = _check_dim(p + n + z)
+    d = check_dim(p + n + z)
     Q, c = draw(scaled_orthogonal(d))
     e = _step(margin, c)
     lo, hi = math.ceil(margin * 2**e / c), math.floor(bound * 2**e / c)
     mags = draw(st.lists(st.integers(lo, hi), min_size=p + n, max_size=p + n))
     k = [m for m in mags[:p]] + [-m for m in mags[p:]] + [0] * z
     M_int = Q.dot(np.diag(np.array(k, dtype=object))).dot(Q.T)
-    return _exact_float(M_int, 2**e)
+    return exact_float(M_int, 2**e)
 
 
 def positive_definite(d: int | None = None, margin: float = 0.1, bound: float = 10.0) -> st.SearchStrategy[np.ndarray]:
@@ -150,13 +150,13 @@ def negative_definite(d: int | None = None, margin: float = 0.1, bound: float = 
 
 def indefinite(d: int | None = None, margin: float = 0.1, bound: float = 10.0) -> st.SearchStrategy[np.ndarray]:
     """Non-singular, at least one eigenvalue of each sign, :math:`|\\lambda|\\ge\\mathrm{margin}` (``d >= 2``)."""
-    dims = st.integers(2, MAX_DIM) if d is None else st.just(_check_dim(d))
+    dims = st.integers(2, MAX_DIM) if d is None else st.just(check_dim(d))
     return dims.flatmap(lambda dd: st.integers(1, dd - 1).flatmap(
         lambda p: symmetric(dd, (p, dd - p, 0), margin, bound)))
 
 
 def _fixed_sign(d: int | None, sign: int, margin: float, bound: float) -> st.SearchStrategy[np.ndarray]:
-    dims = st.integers(1, MAX_DIM) if d is None else st.just(_check_dim(d))
+    dims = st.integers(1, MAX_DIM) if d is None else st.just(check_dim(d))
     return dims.flatmap(lambda dd: symmetric(dd, (dd, 0, 0) if sign > 0 else (0, dd, 0), margin, bound))
 
 
@@ -222,7 +222,7 @@ def with_spectrum(
     -----
     :math:`A=STS^{-1}` exactly (module docstring), so the spectrum is that of :math:`T`.
     """
-    d = draw(st.integers(1, MAX_DIM)) if d is None else _check_dim(d)
+    d = draw(st.integers(1, MAX_DIM)) if d is None else check_dim(d)
     if n_unstable is None:
         n_unstable = draw(st.integers(0, d))
     if not 0 <= n_unstable <= d:
@@ -274,7 +274,7 @@ def with_spectrum(
             if b > a and block_start[b] != block_start[a]:
                 T[a, b] = draw(st.integers(-nmax, nmax))
     S, R, m = draw(_dyadic_similarity(d))
-    return _exact_float(S.dot(T).dot(R), 2 ** (e + m))
+    return exact_float(S.dot(T).dot(R), 2 ** (e + m))
 
 
 def hurwitz(d: int | None = None, margin: float = 0.1, bound: float = 4.0) -> st.SearchStrategy[np.ndarray]:
@@ -284,13 +284,13 @@ def hurwitz(d: int | None = None, margin: float = 0.1, bound: float = 4.0) -> st
 
 def anti_hurwitz(d: int | None = None, margin: float = 0.1, bound: float = 4.0) -> st.SearchStrategy[np.ndarray]:
     """:math:`\\min\\operatorname{Re}\\lambda\\ge\\mathrm{margin}` (see :func:`with_spectrum`)."""
-    dims = st.integers(1, MAX_DIM) if d is None else st.just(_check_dim(d))
+    dims = st.integers(1, MAX_DIM) if d is None else st.just(check_dim(d))
     return dims.flatmap(lambda dd: with_spectrum(dd, dd, margin, bound))
 
 
 def mixed_spectrum(d: int | None = None, margin: float = 0.1, bound: float = 4.0) -> st.SearchStrategy[np.ndarray]:
     """Eigenvalues on both sides of the imaginary axis, none within ``margin`` of it (``d >= 2``)."""
-    dims = st.integers(2, MAX_DIM) if d is None else st.just(_check_dim(d))
+    dims = st.integers(2, MAX_DIM) if d is None else st.just(check_dim(d))
     return dims.flatmap(lambda dd: st.integers(1, dd - 1).flatmap(lambda k: with_spectrum(dd, k, margin, bound)))
 
 
@@ -305,7 +305,7 @@ def near_marginal(d: int | None = None, distance: float = 1e-3, side: str = "sta
         raise ValueError(f"side: must be 'stable' or 'unstable', got {side!r}")
     if not bound * 2.0**-24 <= distance <= bound / 4:
         raise ValueError(f"distance: must be in [bound * 2**-24, bound/4] (exact construction), got {distance!r}")
-    dims = st.integers(1, MAX_DIM) if d is None else st.just(_check_dim(d))
+    dims = st.integers(1, MAX_DIM) if d is None else st.just(check_dim(d))
     margin = max(distance, bound * 2.0**-_GRID_BITS)
     if side == "stable":
         return dims.flatmap(lambda dd: with_spectrum(dd, 0, margin, bound, abscissa=-distance))

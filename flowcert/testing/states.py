@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from .matrices import MAX_DIM, _check_dim, positive_definite, symmetric
+from .matrices import MAX_DIM, check_dim, positive_definite, symmetric
 
 MAX_TOKENS = 8
 """Largest number of tokens a token strategy draws."""
@@ -45,7 +45,7 @@ def gaussian_state(draw: st.DrawFn, d: int | None = None, rank: int | None = Non
     mean_bound : float
         :math:`\|\mu\|_\infty\le` ``mean_bound``.
     """
-    d = draw(st.integers(1, MAX_DIM)) if d is None else _check_dim(d)
+    d = draw(st.integers(1, MAX_DIM)) if d is None else check_dim(d)
     r = draw(st.integers(0, d)) if rank is None else rank
     if not 0 <= r <= d:
         raise ValueError(f"rank: must be in [0, {d}], got {rank!r}")
@@ -71,7 +71,7 @@ def _on(W: np.ndarray, Y: np.ndarray) -> np.ndarray:
 
 def sphere_tokens(n: int, d: int) -> st.SearchStrategy[np.ndarray]:
     """``n x d`` tokens on the unit sphere (``|x_i| = 1`` to a few ulps)."""
-    _check_n(n), _check_dim(d)
+    _check_n(n), check_dim(d)
     return _directions(n, d).map(lambda Y: _on(np.eye(d), Y))
 
 
@@ -79,7 +79,7 @@ def sphere_tokens(n: int, d: int) -> st.SearchStrategy[np.ndarray]:
 def ellipsoid_tokens(draw: st.DrawFn, n: int, d: int, W: np.ndarray | None = None,
                      margin: float = 0.25, bound: float = 4.0) -> tuple[np.ndarray, np.ndarray]:
     r"""``(X, W)``: ``W`` exactly symmetric PD (drawn if omitted), tokens with :math:`x_i^\top Wx_i=1`."""
-    _check_n(n), _check_dim(d)
+    _check_n(n), check_dim(d)
     if W is None:
         W = draw(positive_definite(d, margin, bound))
     return _on(np.asarray(W, float), draw(_directions(n, d))), np.asarray(W, float)
@@ -93,7 +93,7 @@ def hemisphere_tokens(draw: st.DrawFn, n: int, d: int, margin: float = 0.1,
     ``d >= 2``; ``0 < margin < 1``; ``v`` is drawn unless given (it is normalised). The
     inequality holds for the exact rationals the floats denote.
     """
-    _check_n(n), _check_dim(d)
+    _check_n(n), check_dim(d)
     if d < 2 or not 0 < margin < 1 - 1e-3:
         raise ValueError(f"hemisphere_tokens: need d >= 2 and 0 < margin < 0.999, got d={d}, margin={margin!r}")
     v = _on(np.eye(d), draw(_directions(1, d)) if v is None else np.asarray(v, float)[None, :])[0]
@@ -114,7 +114,7 @@ def hemisphere_tokens(draw: st.DrawFn, n: int, d: int, margin: float = 0.1,
 @st.composite
 def no_hemisphere_tokens(draw: st.DrawFn, n: int, d: int) -> tuple[np.ndarray, tuple[int, int]]:
     """``(X, (i, j))``: unit tokens with :math:`x_j=-x_i` exactly, hence in no open hemisphere (``n >= 2``)."""
-    _check_n(n), _check_dim(d)
+    _check_n(n), check_dim(d)
     if n < 2:
         raise ValueError("no_hemisphere_tokens: n must be >= 2")
     X = draw(sphere_tokens(n, d))

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import sympy as sp
 
-from .ir import Op, Program, _dimension_sources, _scalar_map, shapes
-from .scalar import ScalarCode, _ELEMENTARY
+from .ir import Op, Program, dimension_sources, scalar_map, shapes
+from .scalar import ScalarCode, ELEMENTARY
 
 
 
@@ -20,7 +20,7 @@ class CScalarCode(ScalarCode):
     """C99 (``math.h``): ``fmax``/``fmin``, the ternary operator, double literals throughout;
     an array argument ``a`` is read as ``a[i]``."""
 
-    functions = {**{f: f for f in _ELEMENTARY}, "Abs": "fabs", "ceiling": "ceil", "erf": "erf"}
+    functions = {**{f: f for f in ELEMENTARY}, "Abs": "fabs", "ceiling": "ceil", "erf": "erf"}
     logic = {"And": " && ", "Or": " || "}
 
     def symbol(self, e: sp.Symbol) -> str:
@@ -137,7 +137,7 @@ class ShapedCPrinter:
     library = {*CScalarCode.functions.values(), "fmax", "fmin", "pow", "sqrt", "nan", "malloc", "free", "memcpy", "main"}
 
     def dimensions(self, program: Program) -> list[sp.Symbol]:
-        return sorted(_dimension_sources(program), key=str)
+        return sorted(dimension_sources(program), key=str)
 
     def print(self, program: Program) -> str:
         dims = self.dimensions(program)
@@ -193,7 +193,7 @@ class ShapedCPrinter:
         if op.op == "linear":
             expr = " + ".join(f"({float(sp.nsimplify(c))!r}) * {a}[i]" for a, c in zip(args, op.coeffs))
             return [f"for (long i = 0; i < {n}; ++i) {t}[i] = {expr};"]
-        temps, body, arrays = _scalar_map(op)  # map
+        temps, body, arrays = scalar_map(op)  # map
         code = CScalarCode(arrays)  # the arguments; CSE temporaries are local doubles
         lines = [f"for (long i = 0; i < {n}; ++i) {{"]
         lines += [f"    const double {sym} = {code(expr)};" for sym, expr in temps]

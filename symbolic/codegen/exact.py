@@ -11,7 +11,7 @@ from typing import Any
 
 import sympy as sp
 
-from .ir import NONPOLYNOMIAL_OPS, Op, Program, _map_dimensions
+from .ir import NONPOLYNOMIAL_OPS, Op, Program, map_dimensions
 
 
 
@@ -71,6 +71,6 @@ def _evaluate_elementwise(program: Program, op: Op, env: dict[str, Any], values:
     args = [env[a] for a in op.args]
     if op.op != "map":
         return getattr(ops, op.op)(*args)
-    dims = {x: values[name].shape[axis] for x, (name, axis) in _map_dimensions(program).items()}
+    dims = {x: values[name].shape[axis] for x, (name, axis) in map_dimensions(program).items()}
     f = op.coeffs[0]
     return ops.map(sp.Lambda(f.variables, f.expr.subs(dims)), *args)

@@ -380,7 +380,7 @@ def shapes(program: Program) -> dict[str, tuple[sp.Expr, sp.Expr]]:
     return shape
 
 
-def _dimension_sources(program: Program) -> dict[sp.Symbol, tuple[str, int]]:
+def dimension_sources(program: Program) -> dict[sp.Symbol, tuple[str, int]]:
     """Each dimension symbol -> (an input of that size along an axis, the axis)."""
     out: dict[sp.Symbol, tuple[str, int]] = {}
     for s in program.inputs:
@@ -390,13 +390,13 @@ def _dimension_sources(program: Program) -> dict[sp.Symbol, tuple[str, int]]:
     return out
 
 
-def _map_dimensions(program: Program) -> dict[sp.Symbol, tuple[str, int]]:
+def map_dimensions(program: Program) -> dict[sp.Symbol, tuple[str, int]]:
     """The dimensions that elementwise maps use, with where to read them."""
     used = set().union(*(op.coeffs[0].free_symbols for op in program.ops if op.op == "map"))
-    return {x: src for x, src in sorted(_dimension_sources(program).items(), key=str) if x in used}
+    return {x: src for x, src in sorted(dimension_sources(program).items(), key=str) if x in used}
 
 
-def _scalar_map(op: Op) -> tuple[list[tuple[sp.Symbol, sp.Expr]], sp.Expr, set[sp.Symbol]]:
+def scalar_map(op: Op) -> tuple[list[tuple[sp.Symbol, sp.Expr]], sp.Expr, set[sp.Symbol]]:
     """Body of a map in the names of its arguments, after scalar CSE (``sympy.cse``)."""
     f = op.coeffs[0]
     args = [sp.Symbol(a) for a in op.args]

@@ -13,8 +13,8 @@ from typing import Any, Callable
 
 import sympy as sp
 
-from .ir import NONPOLYNOMIAL_OPS, Op, Program, _map_dimensions
-from .scalar import ScalarCode, _ELEMENTARY, _number, _print_map
+from .ir import NONPOLYNOMIAL_OPS, Op, Program, map_dimensions
+from .scalar import ScalarCode, ELEMENTARY, _number, print_map
 
 
 
@@ -48,7 +48,7 @@ class PythonArrayPrinter:
         lines.append(textwrap.indent(f'"""{doc}"""', "    "))
         for v in sorted(program.vector_inputs):
             lines.append(f"    {v} = {self.unsqueeze(v)}")
-        for dim, (arg, axis) in _map_dimensions(program).items():
+        for dim, (arg, axis) in map_dimensions(program).items():
             lines.append(f"    {dim} = {arg}.shape[{axis - 2}]")
         for op in program.ops:
             if op.op in NONPOLYNOMIAL_OPS:
@@ -83,7 +83,7 @@ class PythonArrayPrinter:
         return NumpyScalarCode(arrays, ref)
 
     def map(self, op: Op) -> list[str]:
-        return _print_map(op, self.scalar_code, lambda ref, value: f"np.full_like({ref}, {value})")
+        return print_map(op, self.scalar_code, lambda ref, value: f"np.full_like({ref}, {value})")
 
     def softmax_rows(self, op: Op) -> list[str]:
         (a,), t = op.args, op.target
@@ -119,7 +119,7 @@ class TorchPrinter(PythonArrayPrinter):
         return TorchScalarCode(arrays, ref)
 
     def map(self, op: Op) -> list[str]:
-        return _print_map(op, self.scalar_code, lambda ref, value: f"torch.full_like({ref}, {value})")
+        return print_map(op, self.scalar_code, lambda ref, value: f"torch.full_like({ref}, {value})")
 
     def softmax_rows(self, op: Op) -> list[str]:
         # torch's softmax subtracts the row maximum internally and has a fused backward
@@ -133,7 +133,7 @@ class TorchPrinter(PythonArrayPrinter):
 class NumpyScalarCode(ScalarCode):
     """numpy: ``np.maximum``/``np.minimum`` for Max/Min, ``np.where`` for Piecewise."""
 
-    functions = {**{f: f"np.{f}" for f in _ELEMENTARY}, "Abs": "np.abs", "sign": "np.sign", "ceiling": "np.ceil"}
+    functions = {**{f: f"np.{f}" for f in ELEMENTARY}, "Abs": "np.abs", "sign": "np.sign", "ceiling": "np.ceil"}
 
     def sqrt(self, base: sp.Expr) -> str:
         return f"np.sqrt({self(base)})"
@@ -159,7 +159,7 @@ class TorchScalarCode(ScalarCode):
     takes tensors only), ``torch.where`` with constants made as 0-d tensors of the argument's
     dtype and device. Functions of dimensions alone are not supported."""
 
-    functions = {**{f: f"torch.{f}" for f in _ELEMENTARY}, "Abs": "torch.abs", "sign": "torch.sign",
+    functions = {**{f: f"torch.{f}" for f in ELEMENTARY}, "Abs": "torch.abs", "sign": "torch.sign",
                  "ceiling": "torch.ceil", "erf": "torch.erf"}
 
     def __call__(self, e: sp.Basic) -> str:

@@ -11,7 +11,7 @@ from typing import Callable
 
 import sympy as sp
 
-from .ir import Op, _scalar_map
+from .ir import Op, scalar_map
 
 
 
@@ -22,8 +22,8 @@ def _number(c: sp.Expr) -> str:
     return repr(float(c)) if not c.is_Integer else str(int(c))
 
 
-def _print_map(op: Op, code_for: Callable[[set[sp.Symbol], str], "ScalarCode"], full_like: Callable[[str, str], str]) -> list[str]:
-    temps, body, arrays = _scalar_map(op)
+def print_map(op: Op, code_for: Callable[[set[sp.Symbol], str], "ScalarCode"], full_like: Callable[[str, str], str]) -> list[str]:
+    temps, body, arrays = scalar_map(op)
     code = code_for(arrays, op.args[0])
     lines = []
     for sym, expr in temps:
@@ -146,4 +146,4 @@ class ScalarCode:
         return f"(~{self(e)})" if self.is_array(e) else f"(not {self(e)})"
 
 
-_ELEMENTARY = ("exp", "log", "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "floor")
+ELEMENTARY = ("exp", "log", "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "floor")
