@@ -40,6 +40,7 @@ _GRID_BITS = 16  # eigenvalues are multiples of a step <= margin / 2**4, at most
 
 
 def check_dim(d: int) -> int:
+    """``d`` when it is an integer in [1, :data:`MAX_DIM`], else ``ValueError``."""
     if not (isinstance(d, int) and 1 <= d <= MAX_DIM):
         raise ValueError(f"d: must be an integer in [1, {MAX_DIM}], got {d!r}")
     return d

@@ -23,6 +23,8 @@ def _number(c: sp.Expr) -> str:
 
 
 def print_map(op: Op, code_for: Callable[[set[sp.Symbol], str], "ScalarCode"], full_like: Callable[[str, str], str]) -> list[str]:
+    """The lines of an elementwise map ``op`` (:func:`flowcert.symbolic.codegen.ir.scalar_map`): its CSE temporaries
+    and body in a backend\'s scalar code (``code_for``), into an output made by ``full_like``."""
     temps, body, arrays = scalar_map(op)
     code = code_for(arrays, op.args[0])
     lines = []
