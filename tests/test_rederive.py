@@ -327,3 +327,47 @@ def test_a_modules_float_certificates_without_their_stack_are_unchecked_not_refu
                           text=True, cwd=tmp_path)
     out = json.loads(proc.stdout)
     assert proc.returncode == 0 and out["refused"] == [] and len(out["unchecked"]) >= 1 and not out["rechecked"]
+
+
+def _command_docs(tmp_path) -> dict[str, dict]:
+    from flowcert.gaussian.reach import run
+    from flowcert.systems import get_system
+
+    spec = {"Sigma_inf": [[2.0, 0.5], [0.5, 1.0]], "K": [[0.0, 1.0], [-1.0, 0.0]], "V": [[1.0, 0.0], [0.0, 1.0]],
+            "B": [[0.5, 0.0], [0.0, 0.25]]}
+    start = dict(load("gaussian_stable_2d.json"), Sigma0=[[1.0, 0.0], [0.0, 2.0]])
+    (tmp_path / "start.json").write_text(json.dumps(start))
+    (tmp_path / "target.json").write_text(json.dumps({"mu": [1.0, 0.5], "Sigma": [[2.0, 0.3], [0.3, 1.0]]}))
+    return {"design": plain(get_system("gaussian").design_document(spec)),
+            "reach": plain(run(str(tmp_path / "start.json"), str(tmp_path / "target.json"), 1.0))}
+
+
+def test_design_and_reach_documents_are_rederived(tmp_path):
+    """``design gaussian`` is made again from its specification; ``reach gaussian``'s rank (exact), method, notes
+    and inputs from its start, target and horizon, its integration a record checked by type and range. Every
+    mutated derived leaf is refused; the reach inputs (start, target, T) are what the record was run on, which only
+    a re-run could bind, so they are left out of the study (the summary counts the record as not re-run)."""
+    for name, doc in _command_docs(tmp_path).items():
+        out = recheck_document(doc)
+        assert not out.refused and out.rederived, (name, out.refused)
+        inputs = {"params", "target", "T"} if name == "reach" else set()
+        cands = [(p, v) for p, v in leaves(doc) if p[0] not in inputs and field_class(path_text(p), "gaussian", doc)
+                 == "derived" and not any(field_class(path_text(p[:i]), "gaussian", doc) != "derived"
+                                          for i in range(1, len(p)))]
+        assert len(cands) >= 8
+        accepted = []
+        for p, v in cands:
+            d = copy.deepcopy(doc)
+            node = d
+            for k in p[:-1]:
+                node = node[k]
+            node[p[-1]] = mutated(v)
+            if not refused(d):
+                accepted.append(path_text(p))
+        assert not accepted, (name, accepted)
+        for edit in (lambda d: d.update(extra=1), lambda d: d.pop(next(k for k in d if k not in ("flowcert", "system")))):
+            assert refused(forge(doc, edit)), name
+    reach = _command_docs(tmp_path)["reach"]
+    assert reach["rank"] == 2 and reach["rank_basis"].startswith("exact")
+    for edit in (lambda d: d["terminal_error"].update(mu=-1.0), lambda d: d["integration"].update(status="failed")):
+        assert refused(forge(reach, edit))

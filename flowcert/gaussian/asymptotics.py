@@ -47,7 +47,7 @@ PD_ULPS = 64.0
 
 
 def run_scale(Sigma0: np.ndarray) -> float:
-    """The run's own scale, :math:`\max|\Sigma_0|` (1 when :math:`\Sigma_0=0`, whose run stays at 0)."""
+    r"""The run's own scale, :math:`\max|\Sigma_0|` (1 when :math:`\Sigma_0=0`, whose run stays at 0)."""
     s = float(np.abs(Sigma0).max()) if Sigma0.size else 0.0
     return s if s > 0 else 1.0
 

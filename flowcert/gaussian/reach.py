@@ -167,17 +167,10 @@ def run(params_path: str, target_path: str, T: float, out: str | None = None) ->
     mu0, Sigma0 = params.mu0, params.Sigma0
     mu_hat, Sigma_hat = load_target(target_path, params.d)
 
-    tol = gr.RANK_RTOL
-    r0, r1 = gr.numerical_rank(Sigma0, tol), gr.numerical_rank(Sigma_hat, tol)
-    if r0 != r1:
-        raise ParamError(
-            "Sigma",
-            f"rank mismatch: the target Sigma has rank {r1} but Sigma0 of {params_path!r} has "
-            f"rank {r0} (eigenvalues above {tol:g} times the largest count); the rank of "
-            "Sigma(t) is invariant along eq. (7) for every choice of A, B, V, b (Lemma 3.1: "
-            "Sigma(t) = Psi Sigma0 Psi^T with Psi invertible), so no controls reach this target",
-            file=os.fspath(target_path),
-        )
+    try:
+        rank = _same_rank(Sigma0, Sigma_hat, repr(params_path))
+    except ParamError as err:
+        raise err.with_file(os.fspath(target_path)) from None
 
     result = gr.reach(mu0, Sigma0, mu_hat, Sigma_hat, T)
     written = None
@@ -189,18 +182,52 @@ def run(params_path: str, target_path: str, T: float, out: str | None = None) ->
                 "out", f"cannot write the controls file ({exc.strerror or exc})", file=out
             ) from None
 
-    return _document(result, T, written, params, mu_hat, Sigma_hat)
+    return _document(result, T, written, params.mu0, params.Sigma0, mu_hat, Sigma_hat, rank)
 
 
-def _document(result: Any, T: float, written: str | None, params: GaussianParams, mu_hat: np.ndarray,
-              Sigma_hat: np.ndarray) -> dict[str, Any]:
-    """The ``reach gaussian`` JSON document of a construction (see :func:`run`, "Returns")."""
-    err = result.terminal_error()
-    ok = result.status == "ok"
+RANK_BASIS = ("exact: the inertia of Sigma0 and of the target Sigma in rational arithmetic (each float is a "
+              "rational); the construction itself counts eigenvalues above RANK_RTOL times the largest")
+
+
+def exact_rank(S: np.ndarray, key: str) -> int:
+    """The rank of a symmetric float matrix as the rational matrix it is (its exact inertia, :math:`n_+ + n_-`)."""
+    from ..certificates import core
+
+    n_pos, n_neg, _ = core.inertia_certificate(S, key).data["inertia"]
+    return int(n_pos + n_neg)
+
+
+def _same_rank(Sigma0: np.ndarray, Sigma_hat: np.ndarray, start: str) -> int:
+    """The common exact rank of the start and the target; a :class:`ParamError` on ``Sigma`` where they differ
+    exactly, or where the construction's numerical ranks differ (ill conditioned)."""
+    from ..numeric.gaussian import reach as gr
+
+    r0, r1 = exact_rank(Sigma0, "Sigma0"), exact_rank(Sigma_hat, "Sigma")
+    lemma = ("the rank of Sigma(t) is invariant along eq. (7) for every choice of A, B, V, b (Lemma 3.1: "
+             "Sigma(t) = Psi Sigma0 Psi^T with Psi invertible), so no controls reach this target")
+    if r0 != r1:
+        raise ParamError("Sigma", f"rank mismatch: the target Sigma has exact rank {r1} but Sigma0 of {start} has "
+                                  f"exact rank {r0}; {lemma}")
+    tol = gr.RANK_RTOL
+    n0, n1 = gr.numerical_rank(Sigma0, tol), gr.numerical_rank(Sigma_hat, tol)
+    if (n0, n1) != (r0, r1):
+        raise ParamError("Sigma", f"Sigma0 and the target have exact rank {r0}, but the construction (eigenvalues "
+                                  f"above {tol:g} times the largest) sees ranks {n0} and {n1}: too ill conditioned "
+                                  "to construct controls in float64")
+    return r0
+
+
+def _document(result: Any, T: float, written: str | None, mu0: np.ndarray, Sigma0: np.ndarray, mu_hat: np.ndarray,
+              Sigma_hat: np.ndarray, rank: int) -> dict[str, Any]:
+    """The ``reach gaussian`` JSON document of a construction (see :func:`run`, "Returns"); ``result`` None: the
+    derived parts only, with the records (terminal error, integration, controls) left null."""
+    err = result.terminal_error() if result is not None else {}
+    ok = result is not None and result.status == "ok"
     return {
         **header("gaussian"),
         "T": T,
-        "rank": result.rank,
+        "rank": rank,
+        "rank_basis": RANK_BASIS,
         "terminal_error": {
             "mu": _finite_or_none(err["mu"]) if ok else None,
             "Sigma": _finite_or_none(err["Sigma"]) if ok else None,
@@ -210,9 +237,9 @@ def _document(result: Any, T: float, written: str | None, params: GaussianParams
         "controls": written,
         "method": METHOD,
         "theorem": THEOREM,
-        "params": {"mu0": params.mu0.tolist(), "Sigma0": params.Sigma0.tolist()},
+        "params": {"mu0": mu0.tolist(), "Sigma0": Sigma0.tolist()},
         "target": {"mu": mu_hat.tolist(), "Sigma": Sigma_hat.tolist()},
-        "integration": {
+        "integration": None if result is None else {
             "method": "DOP853",
             "rtol": result.rtol,
             "atol": result.atol,
@@ -229,6 +256,58 @@ def _document(result: Any, T: float, written: str | None, params: GaussianParams
             "Sigma times the covariance error (integration.condition)",
         ],
     }
+
+
+def rederived_document(raw: Mapping[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The derived parts of a ``reach gaussian`` document made again from its own start (``raw``: its ``params``),
+    ``target`` and ``T``, validated as the command validates its files, without integrating: the records
+    (``terminal_error``, ``integration``, ``controls``) are left null (:mod:`flowcert.rederive` checks them by type
+    and range, :func:`check_records`).
+
+    Raises
+    ------
+    flowcert.errors.ParamError
+        What ``reach`` refuses: keys, shapes, an asymmetric or indefinite covariance, ``T <= 0``, ranks that differ.
+    """
+    unknown = sorted(set(raw) - {"mu0", "Sigma0"})
+    if unknown:
+        raise ParamError(f"params.{unknown[0]}", "a reach document's start has only mu0 and Sigma0")
+    if "Sigma0" not in raw or "mu0" not in raw:
+        raise ParamError("params", "a reach document's start needs mu0 and Sigma0")
+    Sigma0 = as_matrix(raw["Sigma0"], "params.Sigma0", (None, None))
+    assert isinstance(Sigma0, np.ndarray)
+    if Sigma0.shape[0] != Sigma0.shape[1]:
+        raise ParamError("params.Sigma0", f"expected a square matrix, got shape {Sigma0.shape}")
+    check_symmetric(Sigma0, "params.Sigma0")
+    check_not_indefinite(Sigma0, "params.Sigma0")
+    mu0 = as_vector(raw["mu0"], "params.mu0", Sigma0.shape[0])
+    target = doc.get("target")
+    if not isinstance(target, Mapping):
+        raise ParamError("target", "the target, an object with mu and Sigma")
+    values = validate(dict(target), target_schema(Sigma0.shape[0]))
+    T = as_positive_float(doc.get("T"), "T")
+    rank = _same_rank(Sigma0, values["Sigma"], "the document")
+    return _document(None, T, None, np.asarray(mu0), Sigma0, values["mu"], values["Sigma"], rank)
+
+
+def check_records(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Refusals ``(JSON path, reason)`` of a ``reach`` document's records by type and range: the integration's
+    status is ``ok`` exactly when every terminal error is a number, and the errors are finite and non-negative."""
+    integ, err = doc.get("integration"), doc.get("terminal_error")
+    if not isinstance(integ, Mapping) or not isinstance(integ.get("status"), str):
+        return [("$.integration", "a record of the integration: an object with a status")]
+    keys = ("mu", "Sigma", "Sigma_relative", "mu_relative")
+    if not isinstance(err, Mapping) or sorted(err) != sorted(keys):
+        return [("$.terminal_error", f"a record of the terminal error: an object with {list(keys)}")]
+    for k in keys:
+        v = err[k]
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf):
+            return [(f"$.terminal_error.{k}", "a terminal error is a finite number >= 0, or null")]
+    if (integ["status"] == "ok") != all(err[k] is not None for k in ("mu", "Sigma")):
+        return [("$.terminal_error", "the errors are numbers exactly when the integration's status is ok")]
+    if doc.get("controls") is not None and not isinstance(doc.get("controls"), str):
+        return [("$.controls", "the controls file written: a path, or null")]
+    return []
 
 
 # ---------------------------------------------------------------------------------------

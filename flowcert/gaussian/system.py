@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..errors import InputError
+from ..errors import InputError, ParamError
 from ..system import SimulateOptions, SystemBase, VerifyRun, load_any
 from .params import GaussianParams, load_gaussian, parse_gaussian
 
@@ -98,40 +98,52 @@ class GaussianSystem(SystemBase):
         (:func:`flowcert.gaussian.regime.lemma_4_4_design`); the document and its text."""
         import numpy as np
 
-        from ..arrays import as_matrix
-        from ..documents import document
-        from ..errors import ParamError
         from ..files import load_file
-        from ..limits import check_limit
-        from ..schema import check_magnitude
-        from .regime import lemma_4_4_design
 
-        keys = ("Sigma_inf", "K", "V", "B")
-        raw = load_file(spec)
-        unknown = [k for k in raw if k not in keys]
-        if unknown:
-            raise ParamError(str(unknown[0]), f"unknown key {str(unknown[0])!r} (allowed: {', '.join(keys)})",
-                             file=spec, names_key=True)
-        missing = [k for k in keys if k not in raw]
-        if missing:
-            raise ParamError(missing[0], f"missing required key(s) {missing}", file=spec, names_key=True)
         try:
-            mats = []
-            for k in keys:
-                m = np.asarray(as_matrix(raw[k], k, (None, None) if not mats else mats[0].shape), dtype=float)
-                if k == "Sigma_inf":
-                    if m.shape[0] != m.shape[1]:
-                        raise ParamError(k, f"expected a square d x d matrix, got shape {m.shape}")
-                    check_limit("design:d", m.shape[0], k)
-                check_magnitude(m, k)
-                mats.append(m)
-            doc = document(self.name, {k: m.tolist() for k, m in zip(keys, mats)}, **lemma_4_4_design(*mats))
+            doc = self.design_document(load_file(spec))
         except ParamError as err:
             raise err.with_file(spec) from None
         except (ValueError, TypeError) as exc:
             raise InputError(f"{spec}: {exc}") from None
         return doc, (f"A =\n{np.array2string(np.array(doc['A']), precision=12)}\n"
                      f"(18) residual exactly zero: {doc['residual_is_zero']}\n")
+
+    def design_document(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``design gaussian`` document of a specification ``raw`` (keys ``Sigma_inf, K, V, B``), validated as
+        the command validates its file: what ``recheck`` re-derives a design document from.
+
+        Raises
+        ------
+        flowcert.errors.ParamError
+            An unknown or missing key, a shape, a magnitude, or a size beyond ``design:d``.
+        """
+        import numpy as np
+
+        from ..arrays import as_matrix
+        from ..documents import document
+        from ..limits import check_limit
+        from ..schema import check_magnitude
+        from .regime import lemma_4_4_design
+
+        keys = ("Sigma_inf", "K", "V", "B")
+        unknown = [k for k in raw if k not in keys]
+        if unknown:
+            raise ParamError(str(unknown[0]), f"unknown key {str(unknown[0])!r} (allowed: {', '.join(keys)})",
+                             names_key=True)
+        missing = [k for k in keys if k not in raw]
+        if missing:
+            raise ParamError(missing[0], f"missing required key(s) {missing}", names_key=True)
+        mats = []
+        for k in keys:
+            m = np.asarray(as_matrix(raw[k], k, (None, None) if not mats else mats[0].shape), dtype=float)
+            if k == "Sigma_inf":
+                if m.shape[0] != m.shape[1]:
+                    raise ParamError(k, f"expected a square d x d matrix, got shape {m.shape}")
+                check_limit("design:d", m.shape[0], k)
+            check_magnitude(m, k)
+            mats.append(m)
+        return document(self.name, {k: m.tolist() for k, m in zip(keys, mats)}, **lemma_4_4_design(*mats))
 
     def export(self, checkpoint: Any, layer: int, head: int) -> dict[str, Any]:
         """``pretrained export --system gaussian``: one head as a gaussian parameter mapping
@@ -191,12 +203,32 @@ class GaussianSystem(SystemBase):
         return doc, (f"Theorem 3.3 controls over [0, {T}] (rank {doc['rank']}): terminal error "
                      f"mu {err['mu']}, Sigma {err['Sigma']} (relative {err['Sigma_relative']})\n")
 
+    def rederivable(self, doc: Mapping[str, Any]) -> bool:
+        """Verify documents, and the documents of ``design gaussian`` and ``reach gaussian``."""
+        return super().rederivable(doc) or command_document(doc) is not None
+
+    def record_patterns(self, doc: Mapping[str, Any]) -> tuple[str, ...]:
+        """A ``reach`` document's integration of eq. (7) under the constructed controls is a record (its terminal
+        error, the integrator's report, the controls file written)."""
+        if command_document(doc) == "reach":
+            return (r"^\$\.terminal_error$", r"^\$\.integration$", r"^\$\.controls$")
+        return self.record_paths
+
     def rederived(self, raw: dict[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:
         """Without a run; for a document that ran eq. (7), its regime and Table 1 from the run as its
-        ``simulation`` record has it (:func:`~flowcert.gaussian.catalogue.recorded_run`)."""
+        ``simulation`` record has it (:func:`~flowcert.gaussian.catalogue.recorded_run`). A ``design`` document
+        is made again from its specification; a ``reach`` document's derived parts from its start, target and
+        horizon (:func:`flowcert.gaussian.reach.rederived_document`)."""
         from ..documents import plain, records
         from . import catalogue
 
+        kind = command_document(doc)
+        if kind == "design":
+            return plain(self.design_document(raw))
+        if kind == "reach":
+            from .reach import rederived_document
+
+            return rederived_document(raw, doc)
         sim = doc.get("simulation")
         if not isinstance(sim, dict) or sim.get("skipped") is not None:
             return super().rederived(raw, doc)
@@ -217,7 +249,11 @@ class GaussianSystem(SystemBase):
 
     def check_records(self, doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         """The run record: it ends in (0, t_end]; a run that blew up ends at its blow-up time; one that reached
-        its end ends at ``params.t_end``."""
+        its end ends at ``params.t_end``. A ``reach`` document's records: :func:`flowcert.gaussian.reach.check_records`."""
+        if command_document(doc) == "reach":
+            from .reach import check_records
+
+            return check_records(doc)
         sim, params = doc.get("simulation"), doc.get("params")
         if not isinstance(sim, Mapping) or not isinstance(params, Mapping) or sim.get("skipped") is not None:
             return []
@@ -234,6 +270,13 @@ class GaussianSystem(SystemBase):
                 and "successfully" in str(sim.get("integrator_message")):
             return [("$.simulation.t_end", f"a run that reached its end ends at t_end = {T}")]
         return []
+
+
+def command_document(doc: Mapping[str, Any]) -> str | None:
+    """``"design"`` or ``"reach"`` for the documents of those commands (by the keys only each has), else None."""
+    if SystemBase.VERIFY_KEYS & doc.keys():
+        return None
+    return "design" if "A_exact" in doc else "reach" if "terminal_error" in doc else None
 
 
 def _ensemble(p: GaussianParams, options: SimulateOptions) -> dict[str, Any] | None:
