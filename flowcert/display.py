@@ -99,7 +99,7 @@ def ordered(theorems: Any) -> list[Any]:
 
 def _theorem_row(t: Any, notes_on: bool = True, maths: bool = True, claims: bool = True) -> str:
     e = html.escape
-    label = f"<br/><small>{e(t.label)}</small>" if t.label else ""
+    label = f"<br/><small>{_inline(t.label)}</small>" if t.label else ""
     claim = f'<br/><small class="claim">{_math(t.statement)}</small>' if claims and t.statement else ""
     look = ' class="look"' if look_here_first(t) else ""
     return (f"<tr{look}><td>{e(t.id)}{label}{claim}</td><td>{verdict_badge(t)}</td>"
@@ -377,12 +377,21 @@ def _keyed(mapping: Mapping[str, Any], cap: int = TEXT_CAP) -> str:
     for k, v in list(mapping.items())[:MAPPING_KEYS]:
         tex = quantity_tex(str(k))
         name = _inline(tex) if tex else f"<code>{html.escape(str(k))}</code>"
-        shown = _prose(v, cap) if isinstance(v, str) else html.escape(summarise(v, cap=cap))
+        shown = _prose(v, cap) if isinstance(v, str) else _nested(v, cap) if isinstance(v, Mapping) else \
+            html.escape(summarise(v, cap=cap))
         rows.append(f"<dt>{name}</dt><dd>{shown}</dd>")
     more = len(mapping) - MAPPING_KEYS
     if more > 0:
         rows.append(f"<dt>…</dt><dd>{more} more (to_json())</dd>")
     return "<dl>" + "".join(rows) + "</dl>"
+
+
+def _nested(mapping: Mapping[str, Any], cap: int) -> str:
+    """A mapping inside a prediction or cross-check, inline: its texts with their formulas in MathML."""
+    items = [f"{html.escape(str(k))}: " + (_prose(v, cap) if isinstance(v, str) else html.escape(summarise(v, 1, cap)))
+             for k, v in list(mapping.items())[:MAPPING_KEYS]]
+    more = len(mapping) - MAPPING_KEYS
+    return "{" + ", ".join(items) + (f", … {more} more" if more > 0 else "") + "}"
 
 
 def _view(kind: str, body: str) -> str:
@@ -496,7 +505,7 @@ def theorem_html(t: Any) -> str:
     e = html.escape
     paper = t.paper
     source = f"{paper.title} (arXiv {paper.arxiv})" if paper is not None else ""
-    head = (f"<p><strong>{e(t.id)}</strong> {e(t.label)} {verdict_badge(t)} "
+    head = (f"<p><strong>{e(t.id)}</strong> {_inline(t.label)} {verdict_badge(t)} "
             f"<small>{e(_cut(source, 160))}</small></p>")
     statement = f'<div class="statement">{_math(t.statement, True)}</div>' if t.statement else ""
     correction = f"<p><small>corrected: {e(_cut(t.correction, 300))}</small></p>" if t.correction else ""

@@ -150,7 +150,7 @@ LEMMA_11 = Entry(
     optional=_LATER,
     correction="Proof not rigorous (stray 1/n, uncontrolled Xi zeta_1 term); the claim is kept as 'not asymptotically stable', not 'has a positive eigenvalue'.")
 PROP_2 = Entry(
-    "multistability:prop-2", 'Proposition 2 (beta -> 0)',
+    "multistability:prop-2", r'Proposition 2 ($\beta\to0$)',
     r"As $\beta\to0$, (1) with $A_{ij}=\operatorname{softmax}_j(\beta x_i^\top Q^\top Kx_j)$ tends to (5); $\|f^\beta_{SA}-f_{MAOja}\|=O(\beta)$.",
     (STRUCTURE, VARIANT),
     optional=_LATER)
