@@ -28,7 +28,7 @@ PACKAGES = {"flowcert": "flowcert", "symbolic": "flowcert.symbolic", "numeric": 
             "gpu": "flowcert.gpu", "certificates": "flowcert.certificates", "reports": "flowcert.reports"}
 
 #: today's counts where the issue's bound is not reached yet (lower them as the code improves)
-MAX_PRIVATE_IMPORTS = 78        # issue: 20 (was 80)
+MAX_PRIVATE_IMPORTS = 67        # issue: 20 (was 80)
 MAX_DICT_ANY_FUNCTIONS = 189    # issue: 25 (was 192)
 MAX_KNOT = 8                    # issue: 3 (was 9)
 
