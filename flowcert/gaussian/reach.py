@@ -290,6 +290,17 @@ def rederived_document(raw: Mapping[str, Any], doc: Mapping[str, Any]) -> dict[s
     return _document(None, T, None, np.asarray(mu0), Sigma0, values["mu"], values["Sigma"], rank)
 
 
+def rerun_record(raw: Mapping[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``reach`` document made again with its construction and integration re-run (``recheck --rerun``)."""
+    from ..numeric.gaussian import reach as gr
+
+    derived = rederived_document(raw, doc)
+    mu0, Sigma0 = (np.asarray(derived["params"][k], dtype=float) for k in ("mu0", "Sigma0"))
+    mu_hat, Sigma_hat = (np.asarray(derived["target"][k], dtype=float) for k in ("mu", "Sigma"))
+    result = gr.reach(mu0, Sigma0, mu_hat, Sigma_hat, derived["T"])
+    return _document(result, derived["T"], doc.get("controls"), mu0, Sigma0, mu_hat, Sigma_hat, derived["rank"])
+
+
 def check_records(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Refusals ``(JSON path, reason)`` of a ``reach`` document's records by type and range: the integration's
     status is ``ok`` exactly when every terminal error is a number, and the errors are finite and non-negative."""
