@@ -1,4 +1,4 @@
-r"""Re-derivation of a ``verify`` document (issue 44, item 3): the document is what flowcert computes on its
+r"""Re-derivation of a ``verify`` document: the document is what flowcert computes on its
 own parameters, or it is refused.
 
 Every field of a document is one of three classes (:func:`field_class`, stated in docs/cli.md):

@@ -1,4 +1,4 @@
-r"""A sweep line is bound to its file and consistent in itself (issue 44, item 5).
+r"""A sweep line is bound to its file and consistent in itself.
 
 A line of ``verify SYSTEM --params DIR`` is ``{file, index, status, exit_code, result, error, seconds,
 provenance, sha256}``. ``recheck`` (and ``--resume`` before it skips a file) holds it to:

@@ -53,7 +53,7 @@ def run_scale(Sigma0: np.ndarray) -> float:
 
 
 def equilibrium_class(S: np.ndarray, scale: float) -> tuple[np.ndarray, str]:
-    r"""A computed equilibrium and its class, by scale-free criteria (issue 44, item 6): ``zero`` when
+    r"""A computed equilibrium and its class, by scale-free criteria: ``zero`` when
     :math:`\max|S|\le10^{-9}s` with s the run's scale (:func:`run_scale`; S is then snapped to 0), ``pd`` when
     :math:`\lambda_{\min}(S)>64\,d\,\epsilon\,\lambda_{\max}(S)` (above the rounding of a Newton solve),
     else ``singular``. An exact rescaling :math:`\Sigma\to\Sigma/k` (with :math:`B\to kB`) keeps the class.

@@ -1,4 +1,4 @@
-r"""Pretrained documents bound to their checkpoint (issue 38, item 5): ``flowcert recheck --checkpoint DIR``.
+r"""Pretrained documents bound to their checkpoint: ``flowcert recheck --checkpoint DIR``.
 
 A head record of ``flowcert pretrained heads`` says where its head lies (``location``: the SHA-256 of
 the checkpoint's weight files, :func:`flowcert.pretrained.provenance.files_sha256`, the layer, the head
@@ -316,7 +316,7 @@ def recheck_heads(doc: dict[str, Any], prefix: str = "$", checkpoint: Checkpoint
 
 
 def _rederived_heads(out: Any, doc: dict[str, Any], heads: list[Any], prefix: str, ref: CheckpointRef) -> None:
-    """With ``--checkpoint`` (issue 44): the model's metadata are the checkpoint's, and every head record is the one
+    """With ``--checkpoint``: the model's metadata are the checkpoint's, and every head record is the one
     ``pretrained heads`` computes from its weights (spectra, singular values, conventions, theorems; certificate data
     stay with their checkers), compared field by field (:func:`flowcert.rederive.compare`)."""
     from ..documents import plain
@@ -368,7 +368,7 @@ def recheck_line(rec: dict[str, Any], result: Any, prefix: str, checkpoint: Chec
 
 
 def _provenance_bound(prov: dict[str, Any], result: Any, prefix: str, ref: CheckpointRef) -> None:
-    """The line's provenance is ``--checkpoint``'s (issue 44, item 5): its architecture, and a prompt that the
+    """The line's provenance is ``--checkpoint``'s: its architecture, and a prompt that the
     checkpoint's own tokenizer turns into exactly the line's tokens (re-tokenised; a checkpoint without a tokenizer
     cannot re-derive a prompt's tokens, which is refused rather than trusted)."""
     from .model import load_tokenizer
