@@ -126,6 +126,10 @@ LIMITS: dict[str, int | float] = {
     "sweep:jobs_per_core": 2,       # --jobs at most this many per core (and at most the number of files)
     "seed": 2**32 - 1,              # --seed and the files' seed (every numpy and torch generator accepts it)
     "magnitude": 1e150,             # largest |entry| of a matrix or a scalar such as beta or g
+    # recheck: the exact work its certificates' data call for, estimated before any of it is done
+    # (flowcert.certificates.budget; check_recheck_budget): the sum over every certificate and the largest one
+    "recheck:seconds": VERIFY_SECONDS,  # COMMAND_SECONDS less start-up, reading and re-deriving
+    "recheck:bytes": 1.5 * 2**30,       # COMMAND_BYTES less the interpreter, its modules and the parsed documents
 }
 
 
@@ -269,3 +273,36 @@ def check_kpflow_cost(B: int, T: int, H: int, I: int, cell: str, *, mode: str | 
                 what=f"predicted CPU seconds x {RNN_COST_MARGIN:g} ({what})")
     check_limit("rnn:bytes", RNN_COST_MARGIN * cost["bytes"], key, file,
                 what=f"predicted peak bytes x {RNN_COST_MARGIN:g} ({what})")
+
+
+# ---------------------------------------------------------------------------------------
+# recheck: the cost of a certificate's data (issue 44)
+# ---------------------------------------------------------------------------------------
+
+
+def check_recheck_budget(files: list[tuple[str, list[tuple[int | None, Any]]]]) -> None:
+    """Refuse (a :class:`~flowcert.schema.ParamError` naming the file, the certificate and the budget) documents
+    whose certificates' exact re-check is estimated (:func:`flowcert.certificates.budget.estimate`, from the size
+    of their data alone) to exceed ``recheck:seconds`` in all or ``recheck:bytes`` for one certificate; each
+    document's ``params`` (subjects are re-derived from them) are estimated as one more certificate.
+    ``files``: ``(name, [(line, document), ...])`` as :func:`flowcert.recheck.read_documents` reads them."""
+    from .certificates.budget import estimate
+    from .recheck import certificates_in
+    from .schema import ParamError
+
+    seconds, peak = float(LIMITS["recheck:seconds"]), float(LIMITS["recheck:bytes"])
+    spent = 0.0
+    for name, docs in files:
+        for line, doc in docs:
+            params = doc.get("params") if isinstance(doc, dict) else None
+            items = [("$.params", "parameters", params)] if isinstance(params, (dict, list)) else []
+            items += [(p, str(c.get("kind")), c.get("data")) for p, c in certificates_in(doc)]
+            for path, kind, data in items:
+                cost = estimate(data, seconds - spent, peak)
+                spent += cost.seconds
+                if spent > seconds or cost.bytes > peak:
+                    where = path if line is None else f"line {line}: {path}"
+                    what = "with the certificates before it " if cost.seconds <= seconds and cost.bytes <= peak else ""
+                    raise ParamError(None, f"{where} ({kind}) {what}exceeds the re-check budget ({seconds:g} s, "
+                                           f"{peak / 2**30:g} GB of exact work; flowcert.limits.LIMITS['recheck:seconds'"
+                                           f"], ['recheck:bytes']): {cost.describe()}", file=name)

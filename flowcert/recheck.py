@@ -199,6 +199,8 @@ class Recheck:
     checkpoint: dict[str, str] | None = None
     #: referenced parameter files that could not be read (``path: reason``): their documents are not re-checked
     unread: list[str] = field(default_factory=list)
+    #: every unbound certificate: ``{"file", "line", "path", "reason"}`` (:func:`flowcert.recheck_text.unbound_named`)
+    unbound_certificates: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -225,48 +227,13 @@ class Recheck:
                 "unchecked": list(self.unchecked),
                 "rechecked": self.rechecked, "strict": self.strict,
                 "checkpoint": self.checkpoint, "checkpoint_unbound": list(self.checkpoint_unbound),
-                "unread": list(self.unread)}
+                "unread": list(self.unread), "unbound_certificates": [dict(u) for u in self.unbound_certificates]}
 
     def summary(self) -> str:
-        """Plain-text report: totals, counts by kind, and the path of each refusal."""
-        lines = [f"flowcert {__version__} — recheck: {self.certificates} certificate(s) in {len(self.files)} file(s), "
-                 f"{self.accepted} accepted, {len(self.refused)} refused",
-                 f"  bound {self.bound} (subject re-derived from the document's parameters), unbound {self.unbound} "
-                 f"(each proves its claim only for the data it carries), refused {len(self.refused)}"]
-        if self.uncertified:
-            lines.append(f"  {len(self.uncertified)} 'fails' without a certificate (uncertified)")
-        if self.holds_unbound:
-            lines.append(f"  {len(self.holds_unbound)} 'holds' rest on no bound certificate: NOT re-checked")
-        for u in self.unread:
-            lines.append(f"  parameter file not read: {u}: its document is NOT re-checked")
-        if self.unchecked:
-            lines.append(f"  {len(self.unchecked)} certificate(s) name inputs this document does not carry (a "
-                         "checkpoint's head: pass --checkpoint): not checked")
-        if self.checkpoint_unbound:
-            why = "pass --checkpoint DIR" if self.checkpoint is None else \
-                "another checkpoint, or parameters that are float64 products of its weights"
-            lines.append(f"  {len(self.checkpoint_unbound)} certificate(s) about a checkpoint's heads not re-derived from "
-                         f"its weights ({why}): unbound, each proves its claim for the data it carries")
-        elif self.checkpoint is not None:
-            lines.append(f"  checkpoint {self.checkpoint['directory']} (sha256 {self.checkpoint['sha256']}): head "
-                         "certificates re-derived from its weights")
-        if self.by_kind:
-            width = max(len(k) for k in self.by_kind)
-            lines.append(f"  {'kind':<{width}}  accepted  refused")
-            for k, v in sorted(self.by_kind.items()):
-                lines.append(f"  {k:<{width}}  {v['accepted']:>8}  {v['refused']:>7}")
-        for r in self.refused:
-            at = r.file if r.line is None else f"{r.file}:{r.line}"
-            lines.append(f"REFUSED {at} {r.path} ({r.kind}): {r.reason}")
-        for p in self.holds_unbound:
-            lines.append(f"UNBOUND {p}: holds without a bound certificate")
-        if self.strict and self.unbound:
-            named = list(dict.fromkeys([*self.unchecked, *self.checkpoint_unbound]))[:self.unbound]
-            rest = self.unbound - len(named)
-            lines.append(f"STRICT: {self.unbound} unbound certificate(s)" + (":" if named else "")
-                         + (f" ({rest} more not listed: recheck records no path for them)" if named and rest else ""))
-            lines += [f"UNBOUND {p}" for p in named]
-        return "\n".join(lines) + "\n"
+        """Plain-text report: totals, counts by kind, the path of each refusal (:func:`flowcert.recheck_text.summary`)."""
+        from .recheck_text import summary
+
+        return summary(self)
 
 
 def recheck_files(paths: Sequence[str], *, strict: bool = False, checkpoint: Any = None) -> Recheck:
@@ -301,9 +268,12 @@ def recheck_files(paths: Sequence[str], *, strict: bool = False, checkpoint: Any
         A file is not something flowcert wrote (see :func:`read_documents`).
     """
     loaded = [(p, read_documents(p)) for p in paths]
+    from .limits import check_recheck_budget
+    check_recheck_budget([(str(p), docs) for p, docs in loaded])  # exit 2 naming the budget, before any exact work
     out = Recheck(files=[str(p) for p in paths], strict=strict)
     if checkpoint is not None:
         out.checkpoint = {"directory": str(checkpoint.directory), "sha256": str(checkpoint.sha256)}
+    from .recheck_text import unbound_named
     from .sweeplines import duplicate_refusals
     for p, docs in loaded:
         out.refused += [Refusal(str(p), n, path, "-", why) for n, path, why in duplicate_refusals(docs)]
@@ -323,6 +293,7 @@ def recheck_files(paths: Sequence[str], *, strict: bool = False, checkpoint: Any
             out.unchecked += [f"{where} {q}" for q in dc.unchecked]
             out.checkpoint_unbound += [f"{where} {q}" for q in dc.checkpoint_unbound]
             out.unread += [f"{where} {q}" for q in dc.unread]
+            out.unbound_certificates += unbound_named(str(p), line, dc, checkpoint is not None)
             out.refused += [Refusal(str(p), line, q, k, why) for q, k, why in dc.refused]
     return out
 
@@ -395,6 +366,9 @@ class DocumentCheck:
     rederived: bool = False
     #: records (simulations, cross-checks) checked for type and range only, not re-run
     records_not_rerun: int = 0
+    #: ``(path, why)`` of accepted certificates unbound for a reason of their own (besides ``unchecked`` and
+    #: ``checkpoint_unbound``): no subject, or no claim re-derived
+    unbound_reasons: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def rechecked(self) -> bool:
@@ -512,6 +486,8 @@ def _certificate(out: DocumentCheck, path: str, cert: Any, proof: Any, resolve: 
         out.bound += 1
         return True
     out.unbound += 1
+    out.unbound_reasons.append((path, "its claim is not re-derived from its data (no claim of this kind is declared)"
+                                if binds else "no subject: it proves its claim only for the data it carries"))
     return False
 
 
@@ -619,6 +595,7 @@ def _theorem(out: DocumentCheck, base: str, t: Any, entry: Any, resolve: Any, se
         out.refused += trial.refused
         out.records += trial.records
         out.unchecked += trial.unchecked
+        out.unbound_reasons += trial.unbound_reasons
         if not trial.bound and not trial.refused and status == "holds":
             out.holds_unbound.append(path)
     if t.get("applies") != _applies(statuses) and len(statuses) == len(hyps):
