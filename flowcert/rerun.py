@@ -102,6 +102,11 @@ def _verify_checks(doc: Mapping[str, Any], sysobj: Any) -> tuple[frozenset[str],
         if check is not None and not (cc.get("status") == "skipped" and isinstance(reason, str)
                                       and reason.startswith(_NOT_REQUESTED)):
             ran.add(check)
+    sim = doc.get("simulation")
+    if isinstance(sim, Mapping) and sim.get("skipped") is None and "simulation" in (getattr(sysobj, "checks", None) or {}):
+        ran.add("simulation")  # a system whose run is one of its named checks (attention)
+    if isinstance(doc.get("seed"), int) and not isinstance(doc.get("seed"), bool):
+        seed = doc["seed"]  # a document that states its seed at the top (attention)
     return frozenset(ran), seed
 
 

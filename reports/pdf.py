@@ -60,7 +60,7 @@ _MARK = "FLOWCERTTOCMARK"
 
 
 @dataclass(frozen=True)
-class Entry:
+class TocEntry:
     """One line of the contents: a heading of the page, its level (2 or 3), and its page (0: unknown)."""
 
     anchor: str
@@ -87,18 +87,18 @@ def _sections(body: str) -> tuple[str, list[str]]:
     return body[:starts[0]], [body[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
-def contents(body: str) -> list[Entry]:
+def contents(body: str) -> list[TocEntry]:
     """The headings the contents list: every section (``<h2>`` with a ``sec-`` anchor) and its ``<h3>``."""
     _, sections = _sections(body)
     entries = []
     for sec in sections:
         for m in _HEADING.finditer(sec):
-            entries.append(Entry(m.group(2), int(m.group(1)[1]), re.sub(r'<span id="[^"]*">|</span>', "", m.group(3))))
+            entries.append(TocEntry(m.group(2), int(m.group(1)[1]), re.sub(r'<span id="[^"]*">|</span>', "", m.group(3))))
     return entries
 
 
-def _toc_html(entries: list[Entry]) -> str:
-    def line(e: Entry) -> str:
+def _toc_html(entries: list[TocEntry]) -> str:
+    def line(e: TocEntry) -> str:
         page = str(e.page) if e.page else ""
         return (f'<span class="entry"><a href="#{e.anchor}">{e.title_html}</a><span class="leader"></span>'
                 f'<span class="page">{page}</span></span>')
@@ -122,7 +122,7 @@ def _toc_html(entries: list[Entry]) -> str:
     return "\n".join(out)
 
 
-def book(page: str, entries: list[Entry], markers: bool) -> str:
+def book(page: str, entries: list[TocEntry], markers: bool) -> str:
     """The print-mode page laid out as a book.
 
     Each section becomes a named page whose running header is its title; the front page's section
@@ -221,7 +221,7 @@ def print_book(page: str, pdf_path: Path, chromium: str) -> Path:
             html_path.write_text(book(page, entries, markers=False), encoding="utf-8")
             return print_pdf(html_path, pdf_path, chromium)
         pages = marker_pages(texts, len(entries))
-        numbered = [Entry(e.anchor, e.level, e.title_html, p) for e, p in zip(entries, pages)]
+        numbered = [TocEntry(e.anchor, e.level, e.title_html, p) for e, p in zip(entries, pages)]
         html_path.write_text(book(page, numbered, markers=False), encoding="utf-8")
         second = print_pdf(html_path, Path(tmp) / "second.pdf", chromium)
         again = page_texts(second)
