@@ -384,10 +384,28 @@ class _Stdout:
             raise OutputError("stdout", str(exc)) from None
 
     def write(self, text: str) -> int:
-        return self._call("write", text)
+        """Write all of ``text`` or raise: through the binary buffer, whose short writes (a pipe whose reader
+        left, which ``TextIOWrapper.write`` would report as written in full) are written on until they fail."""
+        buffer = getattr(self._stream, "buffer", None)
+        if buffer is None or not isinstance(text, str):
+            return self._call("write", text)
+        self._call("flush")  # what the text layer holds goes first
+        data = memoryview(text.encode(self._stream.encoding or "utf-8", self._stream.errors or "strict"))
+        while data:
+            try:
+                n = buffer.write(data)
+            except BrokenPipeError:
+                raise _BrokenPipe() from None
+            except (OSError, ValueError) as exc:
+                raise OutputError("stdout", exc if isinstance(exc, OSError) else str(exc)) from None
+            if not n:
+                raise OutputError("stdout", f"a short write ({len(data)} bytes not written)")
+            data = data[n:]
+        return len(text)
 
     def writelines(self, lines: Any) -> None:
-        self._call("writelines", lines)
+        for line in lines:
+            self.write(line)
 
     def flush(self) -> None:
         self._call("flush")
