@@ -294,8 +294,9 @@ def check_recheck_budget(files: list[tuple[str, list[tuple[int | None, Any]]]]) 
     spent = 0.0
     for name, docs in files:
         for line, doc in docs:
-            params = doc.get("params") if isinstance(doc, dict) else None
-            items = [("$.params", "parameters", params)] if isinstance(params, (dict, list)) else []
+            held = [("$", doc), ("$.result", doc.get("result"))] if isinstance(doc, dict) else []  # a sweep line: its result
+            items = [(f"{at}.params", "parameters", d["params"]) for at, d in held
+                     if isinstance(d, dict) and isinstance(d.get("params"), (dict, list))]
             items += [(p, str(c.get("kind")), c.get("data")) for p, c in certificates_in(doc)]
             for path, kind, data in items:
                 cost = estimate(data, seconds - spent, peak)

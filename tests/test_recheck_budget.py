@@ -151,3 +151,18 @@ def test_strict_names_unbound_certificates_of_json_lines_and_unchecked_ones(tmp_
 
     hand = Recheck(files=["a.json"], unbound=1, strict=True, unchecked=["a.json $.x.certificate"])
     assert f"UNBOUND a.json $.x.certificate: {UNCHECKED}" in hand.summary()
+
+
+def test_parameters_subjects_are_re_derived_from_are_estimated_too_in_a_sweep_line(tmp_path):
+    """A certificate may carry no matrix and name ``params.Sigma0`` as its subject: the parameters are estimated
+    as one more certificate, in a document and in a sweep line's ``result``."""
+    from flowcert.recheck import recheck_files
+    from flowcert.schema import ParamError
+
+    line = {"file": "a.json", "index": 0, "status": "ok", "exit_code": 0, "error": None,
+            "result": {"flowcert": "0.1.0", "system": "gaussian", "params": {"Sigma0": hostile_pd(20)["data"]["M"]}}}
+    path = tmp_path / "sweep.jsonl"
+    path.write_text(json.dumps(line) + "\n" + json.dumps(line) + "\n")
+    with pytest.raises(ParamError) as err:
+        recheck_files([str(path)])
+    assert "line 1: $.result.params (parameters) exceeds the re-check budget" in str(err.value)
