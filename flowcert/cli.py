@@ -223,7 +223,7 @@ def cmd_recheck(args: argparse.Namespace) -> int:
 
         checkpoint = open_checkpoint(args.checkpoint)  # bad input names --checkpoint (exit 2)
     try:
-        out = recheck.recheck_files(args.files, strict=args.strict, checkpoint=checkpoint)
+        out = recheck.recheck_files(args.files, strict=args.strict, checkpoint=checkpoint, rerun=args.rerun)
     except ParamError as exc:
         raise InputError(f"FILE: {exc.file!r}: {exc.problem}") from None
     _emit(out.to_json(), args.json, out.summary())
@@ -336,6 +336,9 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     rec.add_argument("--strict", action="store_true",
                      help="exit 3 also when a certificate is unbound (its subject not re-derived from the document)")
+    rec.add_argument("--rerun", action="store_true",
+                     help="run the records (simulations, cross-checks, reach integrations) again from the document's "
+                          "own parameters and seed, and compare them (slower: the cost of the runs)")
     rec.add_argument("--checkpoint", default=None, metavar="DIR",
                      help="the checkpoint folder (config.json + model.safetensors) pretrained documents name: each "
                           "head's certificates are re-derived from its weights (without it they count unbound)")

@@ -201,6 +201,9 @@ class Recheck:
     unread: list[str] = field(default_factory=list)
     #: every unbound certificate: ``{"file", "line", "path", "reason"}`` (:func:`flowcert.recheck_text.unbound_named`)
     unbound_certificates: list[dict[str, Any]] = field(default_factory=list)
+    #: records run again and compared (``--rerun``), and records checked for type and range only
+    records_rerun: int = 0
+    records_not_rerun: int = 0
 
     @property
     def ok(self) -> bool:
@@ -227,7 +230,8 @@ class Recheck:
                 "unchecked": list(self.unchecked),
                 "rechecked": self.rechecked, "strict": self.strict,
                 "checkpoint": self.checkpoint, "checkpoint_unbound": list(self.checkpoint_unbound),
-                "unread": list(self.unread), "unbound_certificates": [dict(u) for u in self.unbound_certificates]}
+                "unread": list(self.unread), "unbound_certificates": [dict(u) for u in self.unbound_certificates],
+                "records_rerun": self.records_rerun, "records_not_rerun": self.records_not_rerun}
 
     def summary(self) -> str:
         """Plain-text report: totals, counts by kind, the path of each refusal (:func:`flowcert.recheck_text.summary`)."""
@@ -236,7 +240,7 @@ class Recheck:
         return summary(self)
 
 
-def recheck_files(paths: Sequence[str], *, strict: bool = False, checkpoint: Any = None) -> Recheck:
+def recheck_files(paths: Sequence[str], *, strict: bool = False, checkpoint: Any = None, rerun: bool = False) -> Recheck:
     """Read every file (all of them first, so bad input is reported before any work), then
     re-check every document (:func:`recheck_document`) and every certificate they contain;
     ``checkpoint``: the weights pretrained documents are re-derived from
@@ -254,6 +258,9 @@ def recheck_files(paths: Sequence[str], *, strict: bool = False, checkpoint: Any
         Keyword-only. The checkpoint of ``--checkpoint DIR``, as
         :func:`~flowcert.pretrained.binding.open_checkpoint` returns it; None: certificates about a
         checkpoint's heads are not re-derived from its weights (counted as ``checkpoint_unbound``).
+    rerun : bool, default False
+        Keyword-only. Run the records (simulations, cross-checks, integrations) again and compare them
+        (:mod:`flowcert.rerun`); without it they are counted as not re-run.
 
     Returns
     -------
@@ -279,7 +286,9 @@ def recheck_files(paths: Sequence[str], *, strict: bool = False, checkpoint: Any
         out.refused += [Refusal(str(p), n, path, "-", why) for n, path, why in duplicate_refusals(docs)]
         for line, doc in docs:
             where = f"{p}:{line}" if line is not None else str(p)
-            dc = recheck_document(doc, checkpoint=checkpoint, origin=str(p))
+            dc = recheck_document(doc, checkpoint=checkpoint, origin=str(p), rerun=rerun)
+            out.records_rerun += dc.records_rerun
+            out.records_not_rerun += dc.records_not_rerun
             for _, kind, ok in dc.records:
                 tally = out.by_kind.setdefault(kind, {"accepted": 0, "refused": 0})
                 out.certificates += 1
@@ -366,6 +375,8 @@ class DocumentCheck:
     rederived: bool = False
     #: records (simulations, cross-checks) checked for type and range only, not re-run
     records_not_rerun: int = 0
+    #: records run again and compared (``recheck --rerun``, :mod:`flowcert.rerun`)
+    records_rerun: int = 0
     #: ``(path, why)`` of accepted certificates unbound for a reason of their own (besides ``unchecked`` and
     #: ``checkpoint_unbound``): no subject, or no claim re-derived
     unbound_reasons: list[tuple[str, str]] = field(default_factory=list)
@@ -603,14 +614,16 @@ def _theorem(out: DocumentCheck, base: str, t: Any, entry: Any, resolve: Any, se
                                                     f"{_applies(statuses)!r}"))
 
 
-def recheck_document(doc: Any, *, prefix: str = "$", checkpoint: Any = None, origin: str | None = None) -> DocumentCheck:
+def recheck_document(doc: Any, *, prefix: str = "$", checkpoint: Any = None, origin: str | None = None,
+                     rerun: bool = False) -> DocumentCheck:
     """Re-check one document against the catalogue (issue 38): every certificate's subject re-derived
     from the document's ``params``, every status from its certificate, names, claims and ``applies``
     from the catalogue entry, and the system's document-level checks (the gaussian regime); a system
     with a document checker of its own (:data:`flowcert.bindings.DOCUMENT_CHECKERS`: ``pretrained``)
     is re-checked by it, against ``checkpoint`` when given. Parameters given by reference
     (``{"$ref": FILE, "sha256": HEX}``) are read back from FILE (as named, else beside ``origin``, the
-    file being re-checked) and must have that digest (:func:`dereferenced`).
+    file being re-checked) and must have that digest (:func:`dereferenced`). With ``rerun``, the records of a
+    re-derived document are run again and compared (:func:`flowcert.rerun.rerun`).
 
     Returns
     -------
@@ -667,6 +680,11 @@ def recheck_document(doc: Any, *, prefix: str = "$", checkpoint: Any = None, ori
         found, out.records_not_rerun = rederive(doc, prefix)
         out.refused += [(path, "derived", reason) for path, reason in found]
         out.rederived = True
+        if rerun:
+            from .rerun import rerun as run_again
+
+            found, out.records_rerun, out.records_not_rerun = run_again(doc, prefix)
+            out.refused += [(path, "record", reason) for path, reason in found]
     return out
 
 

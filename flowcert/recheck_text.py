@@ -57,6 +57,10 @@ def summary(out: Any) -> str:
              f"{out.accepted} accepted, {len(out.refused)} refused",
              f"  bound {out.bound} (subject re-derived from the document's parameters), unbound {out.unbound} "
              f"(each proves its claim only for the data it carries), refused {len(out.refused)}"]
+    if out.records_rerun or out.records_not_rerun:
+        lines.append(f"  records (simulations, cross-checks, integrations): {out.records_rerun} re-run and compared, "
+                     f"{out.records_not_rerun} checked for type and range only"
+                     + (" (pass --rerun to run them again)" if out.records_not_rerun else ""))
     if out.uncertified:
         lines.append(f"  {len(out.uncertified)} 'fails' without a certificate (uncertified)")
     if out.holds_unbound:

@@ -1,4 +1,4 @@
-r"""``recheck --rerun``: a document's records run again and compared (issue 44, item 3).
+r"""``recheck --rerun``: a document's records run again and compared.
 
 Re-derivation (:mod:`flowcert.rederive`) checks a record (a simulation, a cross-check, a ``reach``
 integration) for type and range only: it is the output of a numerical run. With ``--rerun`` the run
@@ -128,7 +128,7 @@ def rerun(doc: Mapping[str, Any], prefix: str = "$") -> tuple[list[tuple[str, st
     from .documents import plain, verify_document
     from .errors import InputError
     from .gaussian.system import command_document
-    from .rederive import reader_input
+    from .rederive import classifier, reader_input
     from .systems import get_system
 
     system = doc["system"]
@@ -141,8 +141,10 @@ def rerun(doc: Mapping[str, Any], prefix: str = "$") -> tuple[list[tuple[str, st
         for key in ("terminal_error", "integration"):
             _record(doc.get(key), fresh[key], f"{prefix}.{key}", out, [fresh["params"], fresh["target"]])
         return out, 2, 0
-    if command_document(doc) == "design" or "equilibria" in doc:
-        return out, 0, 0  # nothing in them is a run (an equilibria listing without classes: not re-run)
+    if command_document(doc) == "design":
+        return out, 0, 0  # nothing in it is a run
+    if "equilibria" in doc:  # a listing of seeded runs' end states (no exact classes) is a record not re-run here
+        return out, 0, int(not doc.get("classes"))
     sysobj = get_system(system)
     checks, seed = _verify_checks(doc, sysobj)
     try:
@@ -154,11 +156,18 @@ def rerun(doc: Mapping[str, Any], prefix: str = "$") -> tuple[list[tuple[str, st
     if "simulation" in doc:
         _record(doc["simulation"], fresh.get("simulation"), f"{prefix}.simulation", out, fresh.get("params"))
         rerun_n += 1
+    classify = classifier(system, doc)
+    for key in doc:  # a system's other records (rnn: identities, effective rank, consensus)
+        if key not in ("flowcert", "provenance", "simulation") and classify(f"$.{key}") == "record" and key in fresh:
+            _record(doc[key], fresh[key], f"{prefix}.{key}", out, fresh.get("params"))
+            rerun_n += 1
     by_id = {t["id"]: t for t in fresh.get("theorems", [])}
     for i, t in enumerate(doc.get("theorems", [])):
         want = by_id.get(t.get("id")) if isinstance(t, Mapping) else None
         if want is None:
             continue  # re-derivation refuses an unknown or missing theorem
-        _record(t.get("cross_check"), want["cross_check"], f"{prefix}.theorems[{i}].cross_check", out)
-        rerun_n += 1
+        for key in t:  # its cross-check, and any part the system records (rnn: numerical predictions)
+            if key in want and classify(f"$.theorems[{i}].{key}") == "record":
+                _record(t[key], want[key], f"{prefix}.theorems[{i}].{key}", out)
+                rerun_n += 1
     return out, rerun_n, 0

@@ -65,3 +65,26 @@ def test_tolerance_is_scale_free():
         assert out == [], k
         compare_run({"x": 1.0 * k}, {"x": (1.0 + 3 * RERUN_RTOL) * k}, "$", 1e3 * RERUN_FLOOR * k, out)
         assert [p for p, _ in out] == ["$.x"], k
+
+
+def test_recheck_rerun_in_a_fresh_process(reach_doc, tmp_path):
+    """``flowcert recheck --rerun`` refuses a forged terminal error that plain ``recheck`` can only count as a record
+    not re-run, and says so in its JSON."""
+    import subprocess
+    import sys
+
+    forged = copy.deepcopy(reach_doc)
+    forged["terminal_error"]["Sigma"] = 0.5
+    f = tmp_path / "forged.json"
+    f.write_text(json.dumps(forged))
+
+    def recheck(*flags: str) -> tuple[int, dict]:
+        proc = subprocess.run([sys.executable, "-m", "flowcert", "recheck", *flags, "--json", str(f)],
+                              capture_output=True, text=True)
+        return proc.returncode, json.loads(proc.stdout)
+
+    rc, plain_out = recheck()
+    assert rc == 0 and plain_out["records_rerun"] == 0 and plain_out["records_not_rerun"] > 0
+    rc, rerun_out = recheck("--rerun")
+    assert rc == 3 and [r["path"] for r in rerun_out["refused"]] == ["$.terminal_error.Sigma"]
+    assert rerun_out["records_rerun"] == 2 and rerun_out["records_not_rerun"] == 0

@@ -233,6 +233,7 @@ FUZZ: dict[str, list[Case]] = {
     "recheck": [
         *(lambda d, f=f: ["recheck", str(d / f)] for f in (
             "deep_att.json", "utf8.json", "folder.json", "fifo.json", "zero.json", "missing.jsonl", "bad_gauss.json")),
+        *(lambda d, f=f: ["recheck", "--rerun", str(d / f)] for f in ("deep_att.json", "zero.json", "bad_gauss.json")),
     ],
     "pretrained experiment": [
         lambda d: ["pretrained", "experiment", "consensus", "--model", str(d / "ck_sparse")],
