@@ -32,6 +32,7 @@ HYPOTHESIS_TEX: dict[str, str] = {
     "eta(B + B^T) <= 0 and (H, A) detectable": r"$\eta(B+B^\top)\preceq0$ and $(H,A)$ detectable",
     "unstable count k of A certified": r"number $k$ of unstable eigenvalues of $A$ certified",
     "pd_equilibrium_exists": r"an equilibrium $\Sigma_\infty\succ0$ of eq. (18) exists",
+    "linearisation_hurwitz": r"the linearisation of eq. (18) at the equilibrium is Hurwitz on $\mathrm{Sym}(d)$",
     "-V > 0": r"$-V\succ0$",
     "B > 0": r"$B\succ0$",
     "V > 0": r"$V\succ0$",

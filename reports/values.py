@@ -14,7 +14,7 @@ import math
 import re
 from typing import Any, Mapping
 
-from .catalogue_tex import quantity_tex
+from .catalogue_tex import hypothesis_tex, quantity_tex
 
 __all__ = ["number", "tex_number", "value_markdown", "quantity_table", "table_safe", "key_markdown"]
 
@@ -85,7 +85,8 @@ def value_markdown(v: Any, depth: int = 0) -> str:
     if isinstance(v, Mapping):
         if {"name", "status"} <= set(v):
             margin = f"; margin {number(v['margin'])}" if _is_number(v.get("margin")) else ""
-            return f"`{v['status']}` {_plain(v['name'])} (decided by {_plain(v.get('method') or 'unspecified')}{margin})"
+            name = hypothesis_tex(v["name"]) or _plain(v["name"])  # the hypothesis as mathematics, not its identifier
+            return f"`{v['status']}` {name} (decided by {_plain(v.get('method') or 'unspecified')}{margin})"
         if {"kind", "claim"} <= set(v):
             return (f"certificate `{v['kind']}`: {_plain(v['claim'])} (re-checked by "
                     f"{_plain(v.get('checker') or 'unspecified')})")

@@ -146,7 +146,8 @@ def thm_4_7_1(p: GaussianParams, eq: Equilibrium) -> TheoremResult:
     hyps = [NEG_V.bind(definite(p.V, "V", -1)), B_PD.bind(definite(p.B, "B", 1)),
             SIGMA0_PD.bind(definite(p.Sigma0, "Sigma0", 1)), RE_POS.bind(spectrum.hurwitz("Re spec(A) > 0", -p.A))]
     prediction: dict[str, Any] = {"paper": r"a positive definite equilibrium $\Sigma_\infty$ of (18) exists (false in general)",
-                                  "corrected": "if a PD equilibrium with -(P V + V P) > 0 exists, it is locally exponentially stable"}
+                                  "corrected": r"if an equilibrium $\Sigma_\infty\succ0$ with $-(PV+VP)\succ0$, $P=\Sigma_\infty^{-1}$, exists, "
+                                               "it is locally exponentially stable"}
     result = THM_4_7_1.result(hyps, prediction)
     if eq.kind == "pd" and eq.S is not None:
         ex = PD_EQ.bind(cert.pd_equilibrium(p.A, p.B, p.V, eq.S))
