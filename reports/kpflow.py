@@ -123,7 +123,7 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
     _fig_prop1(rates, out / "kpflow_prop1.png")
     figs.append("kpflow_prop1.png")
     md += ["Discrete convention: $z_t=F(z_{t-1},x_t;\\theta)$, trajectories $[B,T,H]$, $z_0$ not stored, "
-           "Jacobians of step $t$ at $(z_{t-1},x_t)$. With $L=\\frac1B\\sum_{b,t}\\ell$ and $\\ell=\\frac12\\|W_{out}z+b_{out}-y^*\\|^2$:", "",
+           "Jacobians of step $t$ at $(z_{t-1},x_t)$. With $L=\\frac1B\\sum_{b,t}\\ell$ and $\\ell=\\frac12\\|W_{\\mathrm{out}}z+b_{\\mathrm{out}}-y^*\\|^2$:", "",
            "$$\\partial_s z=-\\mathcal P\\mathcal K\\mathcal P^*\\,\\mathrm{Err},\\qquad \\mathcal K=\\tfrac1B GG^\\top,\\qquad "
            "\\tfrac1B J_ZJ_Z^\\top=\\mathcal P\\mathcal K\\mathcal P^\\top,\\qquad (\\mathcal P^{-1}q)_t=q_t-A_tq_{t-1}.$$", "",
            "All operators are matrix-free in float64 (P: forward recurrence with stored Jacobians or jvp per step; "

@@ -18,7 +18,7 @@ its records with ``ENTRY.result(...)`` / ``HYPOTHESIS.result(...)``. Subjects:
   Jacobian are exact ``predicate``\ s (``one_of``) of it; the ReLU cell's smoothness along the run is
   ``nonzero_entries`` of its states :math:`z_{b,t-1}`, :math:`t\ge2` (``derived.relu_states``);
 * the analysis protocol the document records (``protocol``: plain GD steps, a frozen linear readout
-  with :math:`\ell=\frac12\|W_{out}z+b_{out}-y^*\|^2`), ``equals`` predicates;
+  with :math:`\ell=\frac12\|W_{\mathrm{out}}z+b_{\mathrm{out}}-y^*\|^2`), ``equals`` predicates;
 * :math:`\mathcal K\succeq0` is the SymPy identity ``kpflow:gram_psd``;
 * computed subjects (:data:`flowcert.bindings.DERIVED`, :data:`flowcert.bindings.COMPUTED`): the state
   Jacobians :math:`A_{b,t}` along the trajectory (``derived.jacobians``) and the linear cell's state
@@ -119,7 +119,7 @@ PROP_1 = Entry(
     correction="eq. 4 lacks d/dt; eq. 12 should read theta_{s+1} = theta_s - eta grad L; eq. 33 Phi(t, t0)")
 COR_1 = Entry(
     "kpflow:cor-1", "Corollary 1 (eq. 6)",
-    r"\partial_s y = -W_{out}\,\mathcal P\mathcal K\mathcal P^*\,W_{out}^\top (y-y^*)",
+    r"\partial_s y = -W_{\mathrm{out}}\,\mathcal P\mathcal K\mathcal P^*\,W_{\mathrm{out}}^\top (y-y^*)",
     (SMOOTH, PLAIN_GD, READOUT),
     correction="the proof (eq. 57) drops the minus sign; eq. 56 vs eq. 17 constants: l = 1/2||.||^2 used")
 THM_1 = Entry(
