@@ -23,7 +23,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-__all__ = ["PAPERS", "Paper"]
+__all__ = ["OBSERVATION", "PAPERS", "Paper"]
+
+#: how the label of flowcert's own observation on a paper begins (not a result the paper states)
+OBSERVATION = "flowcert's observation"
 
 
 @dataclass(frozen=True)
@@ -72,9 +75,8 @@ class Paper:
         str
         """
         base = f"{self.authors}, {self.title}, arXiv:{self.arxiv}"
-        if label.lower().startswith("note "):  # flowcert's own observation on the paper, not a result it states
-            what = label.split(",", 1)[1].strip() if "," in label else label
-            return f"{base}; not a result stated in the paper: flowcert's observation {what}"
+        if label.lower().startswith(OBSERVATION.lower()):  # flowcert's own observation on the paper, not a result it states
+            return f"{base}; not a result stated in the paper: {label}"
         return base + (f", {label}" if label else "")
 
 

@@ -131,7 +131,9 @@ THM_2 = Entry(
     r"Under Assumption 1 and any $Q,K$: consensus at $v_1$ is asymptotically stable, at $v_k$ ($k\ge2$) unstable; a bipartite point at $v_k$ with split $(n_1,n_2)$ is asymptotically stable iff $\delta_\ell\lambda_k>0$ for each group with $n_\ell\ge2$ and, for all $j\ne k$, $\big(1+\tfrac{\alpha_2(n_1^2+n_2^2)}{2\alpha_1n_1n_2}\big)\lambda_j-\big(1-\tfrac{\alpha_2^2}{\alpha_1^2}\big)\lambda_k<0$ and $\delta_1\delta_2\lambda_k^2-\big(\delta_2\tfrac{n_1\alpha_1}{\beta_1}+\delta_1\tfrac{n_2\alpha_1}{\beta_2}\big)\lambda_j\lambda_k+\tfrac{n_1n_2}{\beta_1\beta_2}(\alpha_1^2-\alpha_2^2)\lambda_j^2>0$.",
     (*_A1, STRUCTURE, VARIANT),
     optional=_LATER,
-    correction='Inequality (9) corrected: the sign of the alpha_2 (n1^2+n2^2) term, of the lambda_j lambda_k term and of the whole determinant condition were wrong; delta_l lambda_k > 0 is needed only for groups of >= 2 tokens (the paper uses ambient normal eigenvalues). Note 001 §3.')
+    correction=(r"Inequality (9) corrected: the sign of the $\alpha_2(n_1^2+n_2^2)$ term, of the $\lambda_j\lambda_k$ term "
+                r"and of the whole determinant condition were wrong; $\delta_l\lambda_k>0$ is needed only for groups of "
+                r"$\ge2$ tokens (the paper uses ambient normal eigenvalues)."))
 LEMMA_9 = Entry(
     "multistability:lemma-9", 'Lemma 9 (Jacobian at consensus of (1))',
     r"$F(v_k)=\tfrac1n\mathbb 1\mathbb 1^\top\otimes(I-v_kv_k^\top)V-I_n\otimes\lambda_k(I+v_kv_k^\top)$ for every $Q,K$ (eq. (7), identical to (5)).",
@@ -155,12 +157,12 @@ PROP_2 = Entry(
     (STRUCTURE, VARIANT),
     optional=_LATER)
 OBS_D2 = Entry(
-    "multistability:obs-D2", 'Note 001, D2 (equal split)',
+    "multistability:obs-D2", "flowcert's observation D2 (equal split)",
     r"At an equal-split bipartite point ($n_1=n_2$) the tangent spectrum is $\{-\tanh(a_k)\lambda_k\}^{(n-2)(d-1)}\cup\{\lambda_j-\tanh(a_k)\lambda_k,\ \tanh(a_k)(\lambda_j-\lambda_k)\}_{j\ne k}$.",
     (*_SA, N_EVEN),
     optional=_LATER)
 OBS_D3 = Entry(
-    "multistability:obs-D3", 'Note 001, D3 (alignment)',
+    "multistability:obs-D3", "flowcert's observation D3 (alignment)",
     r"A stable bipartite point with both groups of size $\ge2$ lies at $v_1$ or $v_d$; at $v_d$ it requires $|\lambda_d|>\lambda_1$.",
     _SA,
     optional=_LATER)
