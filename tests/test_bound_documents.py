@@ -178,7 +178,7 @@ def gaussian_params(draw):
 
 @pytest.mark.slow
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(gaussian_params(), st.sampled_from(["A", "B", "V", "Sigma0"]), st.integers(0, 3))
+@given(params=gaussian_params(), key=st.sampled_from(["A", "B", "V", "Sigma0"]), k=st.integers(0, 3))
 def test_random_parameters_bind_and_any_perturbation_is_refused(params, key, k, tmp_path):
     doc = verify(params, tmp_path, "random")
     f = tmp_path / "doc.json"

@@ -50,6 +50,9 @@ from ..numeric.gaussian import riccati
 from ..numeric.gaussian.moments import CONE_TOL
 from .params import GaussianParams
 
+#: the argument of a regime certified ``bounded`` by the Riccati comparison (unobservable modes on the imaginary axis)
+RICCATI_BOUNDED = (r"unobservable modes on the imaginary axis and $A+A^\top\preceq0$ (exact): "
+                   r"$\Sigma(t)\preceq e^{At}\Sigma_0e^{A^\top t}$ and $\lVert e^{At}\rVert\le1$")
 SIGMA_ORDER = ("blows_up", "unbounded", "bounded", "converges_zero", "converges_pd", "converges_singular")
 
 
@@ -92,8 +95,9 @@ def riccati_facts(p: GaussianParams) -> dict[str, Any]:
         out["Q_psd"] = False
         return out
     out["Q_psd"] = True
-    out["global_existence"] = ("Riccati form with Q = -eta(B + B^T) >= 0 (exact): Sigma(t) <= e^{At} Sigma0 "
-                               "e^{A^T t} (zero-noise Kalman-Bucy comparison), no finite-time blow-up")
+    out["global_existence"] = (r"Riccati form with $Q=-\eta(B+B^\top)\succeq0$ (exact): "
+                               r"$\Sigma(t)\preceq e^{At}\Sigma_0e^{A^\top t}$ (zero-noise Kalman-Bucy comparison), "
+                               "no finite-time blow-up")
     Sq = core.rational_matrix(p.Sigma0)
     if not core.is_pd(Sq):
         return out
@@ -108,14 +112,14 @@ def riccati_facts(p: GaussianParams) -> dict[str, Any]:
         rate = 2.0 * float(np.linalg.eigvals(AN).real.max())
         out["unbounded"] = {
             "growth_rate_lower_bound": rate,
-            "argument": (f"(H, A) is not detectable ({det.claim}); an unobservable eigenvector x with Re lambda > 0 "
-                         "has x^* Sigma(t)^-1 x = e^{-2 Re lambda t} x^* Sigma0^-1 x -> 0, so ||Sigma(t)|| grows at "
-                         "least like e^{2 Re lambda t}; P = Sigma^-1 stays PD, so no blow-up"),
+            "argument": (f"$(H,A)$ is not detectable ({det.claim}); an unobservable eigenvector $x$ with "
+                         r"$\operatorname{Re}\lambda>0$ has $x^*\Sigma(t)^{-1}x=e^{-2\operatorname{Re}\lambda t}"
+                         r"x^*\Sigma_0^{-1}x\to0$, so $\lVert\Sigma(t)\rVert$ grows at least like "
+                         r"$e^{2\operatorname{Re}\lambda t}$; $P=\Sigma^{-1}$ stays positive definite, so no blow-up"),
             "certificate": stamp(det, {"A": "params.A", "Q": Q_SUBJECT}).to_json()}
     elif not det.data["detectable"] and p_ == 0 and z_ > 0:
         if core.is_psd(-(Aq + Aq.T)):
-            out["bounded"] = ("unobservable modes on the imaginary axis, A + A^T <= 0 (exact): Sigma(t) <= "
-                              "e^{At} Sigma0 e^{A^T t} and ||e^{At}|| <= 1")
+            out["bounded"] = RICCATI_BOUNDED
     return out
 
 

@@ -271,8 +271,12 @@ def _certified_limit(reg: dict[str, Any], th: dict[str, Any], kind: Any, applies
                                                          "(params.A, Q) with an unobservable unstable mode")]
         return []
     if kind == "bounded":
-        if not hold("gaussian:thm-4.7.3", ("-V > 0", "B > 0")):
-            return [("$.regime.Sigma", "certified bounded needs the trace bound of Theorem 4.7 (-V > 0, B > 0 hold)")]
+        from ..gaussian.regime import RICCATI_BOUNDED
+
+        # the Riccati comparison's argument is re-derived with the whole regime (flowcert.rederive)
+        if not hold("gaussian:thm-4.7.3", ("-V > 0", "B > 0")) and reg.get("argument") != RICCATI_BOUNDED:
+            return [("$.regime.Sigma", "certified bounded needs the trace bound of Theorem 4.7 (-V > 0, B > 0 hold) "
+                                       "or the Riccati comparison (unobservable modes on the imaginary axis)")]
         return []
     return [("$.regime.basis", f"basis certified with Sigma {kind!r}: nothing certified to re-derive")]
 
