@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from .common import cell, section_anchor, theorem_anchor, theorem_blocks, verdict_word
+from .common import cell, plain, section_anchor, theorem_anchor, theorem_blocks, verdict_word
 from ..outputs import make_folder, write_bytes, write_text
 from .html import _MD, narrow_variant, write_report
 from .pdf import chromium_binary, print_book
@@ -212,12 +212,13 @@ def _front_page(sections: list[BuiltSection], quick: bool, pdf_note: str, params
               f"{n} theorems: " + ", ".join(f"{v} `{k}`" for k, v in counts.items()) + ". "
               "`applies`: every hypothesis certified; `inapplicable`: a hypothesis fails; `undecided`: a hypothesis "
               "is `unknown`. The cross-check is the simulation that tests the prediction.", "",
-              "| theorem | verdict | cross-check | section |", "|---|---|---|---|"]
+              "| theorem | in the paper | verdict | cross-check | section |", "|---|---|---|---|---|"]
     for s in sections:
         for t in s.theorems:
             status = t["cross_check"].get("status", "skipped")
-            lines.append(f"| [{t['id']}](#{theorem_anchor(t['id'])}) | `{verdict_word(t['applies'])}` | `{status}` | "
-                         f"[{s.key}](#{section_anchor(s.key)}) |")
+            label = plain((t.get("source") or {}).get("label") or "")
+            lines.append(f"| [{t['id']}](#{theorem_anchor(t['id'])}) | {label} | `{verdict_word(t['applies'])}` | "
+                         f"`{status}` | [{s.key}](#{section_anchor(s.key)}) |")
     return lines + [""]
 
 

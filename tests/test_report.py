@@ -86,7 +86,7 @@ def test_gaussian_rows_carry_the_verdicts_of_verify(report: tuple[build.Report, 
         block = _block(md, t["id"])
         assert f"Verdict {word}," in block, t["id"]  # the section's theorem block
         front = [line for line in md.splitlines() if line.startswith(f"| [{t['id']}](#{theorem_anchor(t['id'])})")]
-        assert len(front) == 1 and _cells(front[0])[1] == word  # the front page summary
+        assert len(front) == 1 and _cells(front[0])[2] == word  # the front page summary (id, label, verdict)
         items = [line for line in block.splitlines() if line.startswith("- `")]
         assert len(items) == len(t["hypotheses"])  # one list item per hypothesis, in order
         for item, h in zip(items, t["hypotheses"]):
