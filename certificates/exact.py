@@ -451,11 +451,11 @@ def decide_definite(M: Any, margin: Any = 0, *, strict: bool = True) -> tuple[bo
     res = ldl_inertia(Q)
     if strict:
         if res.status == "pd":
-            return True, None, "exact rational LDL^T"
-        return False, (res.witness if res.witness is not None else res.kernel_vector), "exact rational LDL^T"
+            return True, None, r"exact rational $LDL^\top$"
+        return False, (res.witness if res.witness is not None else res.kernel_vector), r"exact rational $LDL^\top$"
     if res.n_neg == 0:
-        return True, None, "exact rational LDL^T"
-    return False, res.witness, "exact rational LDL^T"
+        return True, None, r"exact rational $LDL^\top$"
+    return False, res.witness, r"exact rational $LDL^\top$"
 
 
 LDL_MAX_DIM = 64  # exact LDL^T in Python-level flint arithmetic; beyond it the characteristic polynomial

@@ -244,8 +244,8 @@ def pd_equilibrium(A: np.ndarray, B: np.ndarray, V: np.ndarray, Sigma: np.ndarra
     data = {"A": core.encode(Aq), "B": core.encode(Bq), "V": core.encode(Vq), "Sigma": core.encode(Sq), "rho": str(rho)}
     cert = core.Certificate("pd_equilibrium", "a positive definite equilibrium of eq. (18) lies within spectral distance rho of Sigma", data)
     margin = float(np.linalg.eigvalsh(Sigma).min())
-    out = core.certified(name, "holds", cert, margin, "Newton-Kantorovich (exact) + exact LDL^T of Sigma - rho I",
-                         f"rho = {float(rho):.3e}")
+    out = core.certified(name, "holds", cert, margin, r"Newton–Kantorovich (exact) + exact $LDL^\top$ of $\Sigma-\rho I$",
+                         f"$\\rho$ = {float(rho):.3e}")
     if out.status != "holds":
         out.detail = "the existence ball is not inside the PD cone (candidate singular or too close to the boundary)"
     return out

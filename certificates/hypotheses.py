@@ -169,7 +169,8 @@ def psd_hypothesis(name: str, M: Any, what: str) -> core.HypothesisResult:
     shown = [str(e) for e in w]
     res = core.HypothesisResult(
         name, "fails", margin, method, None,
-        f"witness v = {shown[:16]}{' ...' if len(shown) > 16 else ''} gives v^T M v = {_scientific(Fraction(int(value.p), int(value.q)))} < 0",
+        f"witness $v$ = {shown[:16]}{' ...' if len(shown) > 16 else ''} gives $v^\\top Mv$ = "
+        f"{_scientific(Fraction(int(value.p), int(value.q)))} < 0",
     )
     cert = definiteness_witness(given, strict=False, witness=w)
     return res if cert is None else _with_witness(res, cert)

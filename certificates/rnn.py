@@ -206,8 +206,9 @@ def contraction_rate(jacobians: Sequence[np.ndarray], name: str = "common quadra
             rho = math.sqrt(float(rho2))
             out = {"rho": rho, "kappa": float(kappa), "lyapunov_upper": math.log(rho)}
             res.margin = 1.0 - rho
-            res.detail = (f"rho = {rho:.6g}, kappa(X) <= {float(kappa):.6g}: ||Phi(t,s)|| <= sqrt(kappa) rho^(t-s), "
-                          f"lambda_max <= log rho = {math.log(rho):.4g}")
+            res.detail = (f"$\\rho$ = {rho:.6g}, $\\kappa(X)$ ≤ {float(kappa):.6g}: "
+                          r"$\lVert\Phi(t,s)\rVert\le\sqrt{\kappa}\,\rho^{t-s}$, "
+                          f"$\\lambda_{{\\max}}\\le\\log\\rho$ = {math.log(rho):.4g}")
             return res, out
     return core.HypothesisResult(name, "unknown", None, "CQLF LMI", None,
                                  "rounded certificate failed the exact re-check at every inflation"), None

@@ -553,10 +553,15 @@ def contraction_rate_float(A: Any, ref: dict[str, Any] | None = None,
             radius = max(0.0, (mu / k) / (afro + math.sqrt(afro * afro + mu / k)) * (1 - 1e-6))  # -a + sqrt(a^2 + mu/k)
             out = {"rho": rho, "kappa": k, "lyapunov_upper": math.log(rho), "x_choice": cname, "robust_radius": radius}
             res.margin = 1.0 - rho
-            res.detail = (f"X: {cname}; rho = {rho:.6g} ({'contracting' if rho < 1 else 'NOT contracting: rho >= 1'}), "
-                          f"kappa(X) <= {k:.6g}: ||Phi(t,s)|| <= sqrt(kappa) rho^(t-s), lambda_max <= log rho = "
-                          f"{math.log(rho):.4g}; proved lambda_min(rho^2 X - A_t^T X A_t) >= {mu:.3g}, so the bound "
-                          f"also holds for every A with ||A - A_t||_2 <= {radius:.3g}")
+            verdict = "contracting" if rho < 1 else r"NOT contracting: $\rho\ge1$"
+            res.detail = (f"$X$: {cname}; $\\rho$ = {rho:.6g} ({verdict}), "
+                          f"$\\kappa(X)$ ≤ {k:.6g}: "
+                          r"$\lVert\Phi(t,s)\rVert\le\sqrt{\kappa}\,\rho^{t-s}$, "
+                          f"$\\lambda_{{\\max}}\\le\\log\\rho$ = {math.log(rho):.4g}; proved "
+                          r"$\lambda_{\min}(\rho^2X-A_t^\top XA_t)$"
+                          f" ≥ {mu:.3g}, so the bound also holds for every $A$ with "
+                          r"$\lVert A-A_t\rVert_2$"
+                          f" ≤ {radius:.3g}")
             return res, out
         why = res.detail
     return core.HypothesisResult(name, "unknown", None, method, None,

@@ -418,7 +418,7 @@ def test_psd_exact_boundary_cases():
 
 def _witness_check(res, Mq: sp.Matrix) -> None:
     """If the verdict names a witness v, v^T M v < 0 must hold exactly."""
-    m = re.search(r"v = \[([^\]]*)\]", res.detail)
+    m = re.search(r"\$v\$ = \[([^\]]*)\]", res.detail)
     assert m, res.detail
     v = sp.Matrix([sp.Rational(s.strip().strip("'\"")) for s in m.group(1).split(",")])
     assert (v.T * Mq * v)[0, 0] < 0

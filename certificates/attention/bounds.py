@@ -274,7 +274,7 @@ def frobenius_sup_bound(M: sp.Matrix, t: sp.Symbol, allow_sign: bool = False) ->
         except Unbounded as exc:
             return None, f"entry {e}: {exc}"
         if not _finite((lo, hi)):
-            return None, f"entry {e} is not bounded on t >= 0 by interval evaluation"
+            return None, f"entry {e} is not bounded on $t\\ge0$ by interval evaluation"
         m = max(abs(lo), abs(hi))
         total += m * m
     return sqrt_upper(total), "interval evaluation of each entry over t in [0, oo), Frobenius norm"
@@ -332,6 +332,20 @@ class SupBounds:
     dP: list[Fraction | None]
 
 
+_DOT_P = r"\dot P"
+
+
+def _tex(x: Fraction) -> str:
+    """``x`` to 6 significant digits as TeX (an exponent as a power of ten)."""
+    mantissa, _, exponent = f"{float(x):.6g}".partition("e")
+    return mantissa if not exponent else rf"{mantissa}\times10^{{{int(exponent)}}}"
+
+
+def _sup(what: str, b: Fraction) -> str:
+    r"""The TeX of :math:`\sup_t\|P(t)\|_F\le b` for ``what`` (``P`` or its derivative)."""
+    return rf"\sup_t\lVert {what}(t)\rVert_F\le{_tex(b)}"
+
+
 def sup_bounds(heads_P: Sequence[Any]) -> tuple[SupBounds, list[str]]:
     """Interval bounds for every head's :math:`P_\\eta(t)` and :math:`\\dot P_\\eta(t)` (see :func:`frobenius_sup_bound`).
 
@@ -342,8 +356,8 @@ def sup_bounds(heads_P: Sequence[Any]) -> tuple[SupBounds, list[str]]:
     for k, P in enumerate(heads_P):
         if isinstance(P, ScaledProduct):
             b, db = P.frobenius_upper(), Fraction(0)
-            notes.append(f"head {k + 1}: constant, |P|_F bounded from its float data, sup|P| <= {float(b):.6g}; "
-                         "dP/dt = 0")
+            notes.append(f"head {k + 1}: constant, $\\lVert P\\rVert_F$ bounded from its float data, "
+                         f"$\\sup_t\\lVert P(t)\\rVert_F\\le{_tex(b)}$; $\\dot P=0$")
             out.P.append(b)
             out.dP.append(db)
             continue
@@ -353,8 +367,9 @@ def sup_bounds(heads_P: Sequence[Any]) -> tuple[SupBounds, list[str]]:
         db, why_d = frobenius_sup_bound(Ms.diff(t), t, allow_sign=True) if b is not None else (None, "P(t) not bounded")
         out.P.append(b)
         out.dP.append(db)
-        notes.append(f"head {k + 1}: {why if b is None else 'sup|P| <= %.6g' % float(b)}; "
-                     f"{why_d if db is None else 'sup|dP/dt| <= %.6g' % float(db)}")
+        bound_P = why if b is None else f"${_sup('P', b)}$"
+        bound_dP = why_d if db is None else f"${_sup(_DOT_P, db)}$"
+        notes.append(f"head {k + 1}: {bound_P}; {bound_dP}")
     return out, notes
 
 
@@ -375,11 +390,12 @@ def bounded(heads_P: Sequence[Any], name: str = "P_bounded") -> tuple[core.Hypot
     Each head is a constant :class:`ScaledProduct` or a SymPy matrix in ``t``."""
     bounds, notes = sup_bounds(heads_P)
     if any(b is None for b in bounds.P):
-        return core.HypothesisResult(name, "unknown", None, "interval arithmetic on t >= 0", None, "; ".join(notes)), None
+        return core.HypothesisResult(name, "unknown", None, r"interval arithmetic on $t\ge0$", None, "; ".join(notes)), None
     k = max(range(len(bounds.P)), key=lambda i: bounds.P[i])
     b = bounds.P[k]
     res = core.certified(name, "holds", _bound_certificate(heads_P[k], b, False), float(b),
-                         "interval arithmetic on t >= 0 (sup |P|_2 <= sup |P|_F); re-evaluated", "; ".join(notes))
+                         r"interval arithmetic on $t\ge0$ ($\sup_t\lVert P(t)\rVert_2\le\sup_t\lVert P(t)\rVert_F$); re-evaluated",
+                         "; ".join(notes))
     return res, (b if res.status == "holds" else None)
 
 
@@ -391,8 +407,8 @@ def uniformly_continuous(heads_P: Sequence[Any], name: str = "P_uniformly_contin
     """
     bounds, notes = sup_bounds(heads_P)
     if any(b is None for b in bounds.dP):
-        return core.HypothesisResult(name, "unknown", None, "interval arithmetic on dP/dt, t >= 0", None, "; ".join(notes))
+        return core.HypothesisResult(name, "unknown", None, r"interval arithmetic on $\dot P(t)$, $t\ge0$", None, "; ".join(notes))
     k = max(range(len(bounds.dP)), key=lambda i: bounds.dP[i])
     b = bounds.dP[k]
     return core.certified(name, "holds", _bound_certificate(heads_P[k], b, True), float(b),
-                          "Lipschitz: interval arithmetic on dP/dt over t >= 0; re-evaluated", "; ".join(notes))
+                          r"Lipschitz: interval arithmetic on $\dot P(t)$ over $t\ge0$; re-evaluated", "; ".join(notes))

@@ -168,7 +168,8 @@ def open_hemisphere(Y: np.ndarray, name: str = "open_hemisphere") -> tuple[core.
     Yf = np.asarray(Y, dtype=float)
     Yenc = core.encode(Yf)  # exact "p/q" strings of the float tokens
     s, v, status = hemisphere_socp(Yf)
-    method = f"SOCP max s s.t. Yv >= s, |v| <= 1 (cvxpy CLARABEL, {status}); exact rational re-check"
+    method = (rf"SOCP $\max s$ subject to $Yv\ge s$, $\lVert v\rVert\le1$ (cvxpy CLARABEL, {status}); "
+              "exact rational re-check")
     if v is not None and s > 0:
         for bits in (30, 45, 52):
             vq = _rational_vector(v, bits)
@@ -177,7 +178,7 @@ def open_hemisphere(Y: np.ndarray, name: str = "open_hemisphere") -> tuple[core.
             vf = np.array([float(x) for x in vq])
             vf = vf / np.linalg.norm(vf)
             margin = float(np.min(Yf @ vf / np.linalg.norm(Yf, axis=1)))
-            res = core.certified(name, "holds", cert, margin, method, f"SOCP margin s* = {s:.6g}")
+            res = core.certified(name, "holds", cert, margin, method, f"SOCP margin $s^*$ = {s:.6g}")
             if res.status == "holds":
                 return res, vf
     if v is not None and s <= 1e-6:
@@ -187,9 +188,9 @@ def open_hemisphere(Y: np.ndarray, name: str = "open_hemisphere") -> tuple[core.
             cert = core.Certificate("no_open_hemisphere", canonical_claim("no_open_hemisphere", data) or "", data,
                                     "exact-rational")
             return core.certified(name, "fails", cert, s, "LP support + exact rational null vector (Gordan)",
-                                  f"SOCP margin s* = {s:.3g}"), None
+                                  f"SOCP margin $s^*$ = {s:.3g}"), None
     return core.HypothesisResult(name, "unknown", None if s != s else s, method, None,
-                                 f"no certificate passed its exact re-check (SOCP status {status}, s* = {s:.3g})"), None
+                                 f"no certificate passed its exact re-check (SOCP status {status}, $s^*$ = {s:.3g})"), None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -262,7 +263,7 @@ def simple_positive_top_eigenvalue(U: np.ndarray, name: str = "top_eigenvalue_si
     te = top_eigen(as_float(Uq))
     w = np.linalg.eigvalsh(as_float(Uq))
     lam2 = float(w[-2]) if len(w) > 1 else -math.inf
-    method = "exact inertia of U - cI (Sylvester, rational LDL^T)"
+    method = r"exact inertia of $U-cI$ (Sylvester, rational $LDL^\top$)"
     if te.lam > 0 and te.gap > 0:
         mid = 0.5 * (te.lam + lam2) if math.isfinite(lam2) else 0.5 * te.lam
         for cand in (max(mid, 0.0), max(te.lam - 0.25 * te.gap, 0.0), 0.0):
@@ -271,25 +272,25 @@ def simple_positive_top_eigenvalue(U: np.ndarray, name: str = "top_eigenvalue_si
             cert = core.Certificate("simple_positive_top_eigenvalue", canonical_claim("simple_positive_top_eigenvalue", data) or "",
                                     data, "exact-ldl")
             res = core.certified(name, "holds", cert, min(te.lam - float(c), float(c) - lam2), method,
-                                 f"lambda_1 = {te.lam:.6g}, lambda_2 = {lam2:.6g}, separator c = {float(c):.6g}")
+                                 f"$\\lambda_1$ = {te.lam:.6g}, $\\lambda_2$ = {lam2:.6g}, separator $c$ = {float(c):.6g}")
             if res.status == "holds":
                 te.c = c
                 return res, te
     if te.lam <= 0:
         data = {"U": core.encode(Uq)}
         cert = core.Certificate("nonpositive_top_eigenvalue", canonical_claim("nonpositive_top_eigenvalue", data) or "", data)
-        res = core.certified(name, "fails", cert, te.lam, method, f"lambda_1 = {te.lam:.6g} <= 0")
+        res = core.certified(name, "fails", cert, te.lam, method, f"$\\lambda_1$ = {te.lam:.6g} ≤ 0")
         if res.status == "fails":
             return res, None
     else:
         lam = Fraction(te.lam).limit_denominator(2**40)
         data = {"U": core.encode(Uq), "lambda": str(lam)}
         cert = core.Certificate("repeated_top_eigenvalue", canonical_claim("repeated_top_eigenvalue", data) or "", data)
-        res = core.certified(name, "fails", cert, te.gap, method, f"lambda_1 = {te.lam:.6g} is repeated")
+        res = core.certified(name, "fails", cert, te.gap, method, f"$\\lambda_1$ = {te.lam:.6g} is repeated")
         if res.status == "fails":
             return res, None
     return core.HypothesisResult(name, "unknown", te.gap, method, None,
-                                 f"lambda_1 = {te.lam:.6g}, gap {te.gap:.3g}: no certificate passed its exact re-check"), None
+                                 f"$\\lambda_1$ = {te.lam:.6g}, gap {te.gap:.3g}: no certificate passed its exact re-check"), None
 
 
 from .bounds import (  # noqa: F401  (re-exported: the consensus certificates' public names)
@@ -421,7 +422,7 @@ def theorem_6_1_stability(top: core.HypothesisResult, name: str = "consensus_loc
                                      "needs a simple positive top eigenvalue", None, top.detail)
     return core.certified(name, "holds", top.certificate, top.margin,
                           "block-triangular linearisation; diagonal blocks negative definite by the certified separator",
-                          "eigenvalues (mu_k - i lambda)/(i sqrt(d)) < 0")
+                          r"eigenvalues $(\mu_k-i\lambda)/(i\sqrt d)<0$")
 
 
 def tetrahedron_stability(beta: Fraction | float, name: str = "tetrahedron_locally_stable") -> core.HypothesisResult:
@@ -437,12 +438,12 @@ def tetrahedron_stability(beta: Fraction | float, name: str = "tetrahedron_local
     data = {"beta": str(b), "stable": bool(b > sym.TETRAHEDRON_THRESHOLD)}
     cert = core.Certificate("tetrahedron_spectrum_sign", canonical_claim("tetrahedron_spectrum_sign", data) or "", data,
                             "exact-rational")
-    detail = f"lambda_E = {spec['E']:.6g} (x2), lambda_T = {spec['T']:.6g} (x3), 0 (x3, rotations)"
+    detail = f"$\\lambda_E$ = {spec['E']:.6g} (×2), $\\lambda_T$ = {spec['T']:.6g} (×3), 0 (×3, rotations)"
     if b > sym.TETRAHEDRON_THRESHOLD:
         return core.certified(name, "holds", cert, min(-spec["E"], -spec["T"]), "closed-form tangent spectrum, exact sign", detail)
     if b < sym.TETRAHEDRON_THRESHOLD:
         return core.certified(name, "fails", cert, max(spec["E"], spec["T"]), "closed-form tangent spectrum, exact sign", detail)
-    return core.HypothesisResult(name, "unknown", 0.0, "closed-form tangent spectrum", None, f"beta = 3/2 is marginal; {detail}")
+    return core.HypothesisResult(name, "unknown", 0.0, "closed-form tangent spectrum", None, f"$\\beta=3/2$ is marginal; {detail}")
 
 
 def _check_tetra(data: dict[str, Any]) -> bool:
