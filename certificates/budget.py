@@ -31,9 +31,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-__all__ = ["Cost", "check_recheck_budget", "estimate", "exceeds"]
+__all__ = ["Cost", "estimate", "exceeds"]
 
 #: rows decided by the characteristic polynomial (:data:`flowcert.certificates.second_opinion.DESCARTES_MAX`)
 EXACT_ROWS = 128
@@ -232,39 +232,3 @@ def exceeds(data: Any, seconds: float, peak_bytes: float) -> Cost | None:
     """The estimate of :func:`estimate` when it is over ``seconds`` or ``peak_bytes``, else None."""
     cost = estimate(data, seconds, peak_bytes)
     return cost if cost.seconds > seconds or cost.bytes > peak_bytes else None
-
-
-# ---------------------------------------------------------------------------------------
-# the budget of a recheck run: every certificate's data, estimated before any exact work
-# ---------------------------------------------------------------------------------------
-
-
-def check_recheck_budget(files: list[tuple[str, list[tuple[int | None, Any]]]],
-                         certificates_in: Callable[[Any], Any]) -> None:
-    """Refuse (a :class:`~flowcert.schema.ParamError` naming the file, the certificate and the budget) documents
-    whose certificates' exact re-check is estimated (:func:`flowcert.certificates.budget.estimate`, from the size
-    of their data alone) to exceed ``recheck:seconds`` in all or ``recheck:bytes`` for one certificate; each
-    document's ``params`` (subjects are re-derived from them) are estimated as one more certificate.
-    ``files``: ``(name, [(line, document), ...])`` as :func:`flowcert.recheck.read_documents` reads them;
-    ``certificates_in``: the ``(path, certificate)`` pairs of a document (:func:`flowcert.recheck.certificates_in`)."""
-    from ..limits import LIMITS
-    from ..schema import ParamError
-
-
-    seconds, peak = float(LIMITS["recheck:seconds"]), float(LIMITS["recheck:bytes"])
-    spent = 0.0
-    for name, docs in files:
-        for line, doc in docs:
-            held = [("$", doc), ("$.result", doc.get("result"))] if isinstance(doc, dict) else []  # a sweep line: its result
-            items = [(f"{at}.params", "parameters", d["params"]) for at, d in held
-                     if isinstance(d, dict) and isinstance(d.get("params"), (dict, list))]
-            items += [(p, str(c.get("kind")), c.get("data")) for p, c in certificates_in(doc)]
-            for path, kind, data in items:
-                cost = estimate(data, seconds - spent, peak)
-                spent += cost.seconds
-                if spent > seconds or cost.bytes > peak:
-                    where = path if line is None else f"line {line}: {path}"
-                    what = "with the certificates before it " if cost.seconds <= seconds and cost.bytes <= peak else ""
-                    raise ParamError(None, f"{where} ({kind}) {what}exceeds the re-check budget ({seconds:g} s, "
-                                           f"{peak / 2**30:g} GB of exact work; flowcert.limits.LIMITS['recheck:seconds'"
-                                           f"], ['recheck:bytes']): {cost.describe()}", file=name)

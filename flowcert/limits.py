@@ -127,7 +127,7 @@ LIMITS: dict[str, int | float] = {
     "seed": 2**32 - 1,              # --seed and the files' seed (every numpy and torch generator accepts it)
     "magnitude": 1e150,             # largest |entry| of a matrix or a scalar such as beta or g
     # recheck: the exact work its certificates' data call for, estimated before any of it is done
-    # (flowcert.certificates.budget; check_recheck_budget): the sum over every certificate and the largest one
+    # (flowcert.certificates.budget; flowcert.recheck_budget.check_recheck_budget): the sum over every certificate and the largest one
     "recheck:seconds": VERIFY_SECONDS,  # COMMAND_SECONDS less start-up, reading and re-deriving
     "recheck:bytes": 1.5 * 2**30,       # COMMAND_BYTES less the interpreter, its modules and the parsed documents
 }

@@ -275,7 +275,7 @@ def recheck_files(paths: Sequence[str], *, strict: bool = False, checkpoint: Any
         A file is not something flowcert wrote (see :func:`read_documents`).
     """
     loaded = [(p, read_documents(p)) for p in paths]
-    from .certificates.budget import check_recheck_budget
+    from .recheck_budget import check_recheck_budget
     check_recheck_budget([(str(p), docs) for p, docs in loaded], certificates_in)  # exit 2 naming the budget, before any exact work
     out = Recheck(files=[str(p) for p in paths], strict=strict)
     if checkpoint is not None:

@@ -125,41 +125,27 @@ def rerun(doc: Mapping[str, Any], prefix: str = "$") -> tuple[list[tuple[str, st
     (list of (str, str), int, int)
         Refusals ``(JSON path, reason)``, the records re-run, and the records that could not be.
     """
-    from .documents import plain, verify_document
     from .errors import InputError
-    from .gaussian.system import command_document
     from .rederive import classifier, reader_input
     from .systems import get_system
 
     system = doc["system"]
     out: list[tuple[str, str]] = []
-    raw = reader_input(system, dict(doc["params"]))
-    if command_document(doc) == "reach":
-        from .gaussian.reach import rerun_record
-
-        fresh = rerun_record(raw, doc)
-        for key in ("terminal_error", "integration"):
-            _record(doc.get(key), fresh[key], f"{prefix}.{key}", out, [fresh["params"], fresh["target"]])
-        return out, 2, 0
-    if command_document(doc) == "design":
-        return out, 0, 0  # nothing in it is a run
     if "equilibria" in doc:  # a listing of seeded runs' end states (no exact classes) is a record not re-run here
         return out, 0, int(not doc.get("classes"))
+    raw = reader_input(system, dict(doc["params"]))
     sysobj = get_system(system)
+    classify = classifier(system, doc)
     checks, seed = _verify_checks(doc, sysobj)
     try:
-        fresh = plain(verify_document(system, raw, simulate="simulation" in doc or bool(checks), seed=seed,
-                                      checks=checks))
+        fresh = sysobj.rerun_document(raw, doc, simulate="simulation" in doc or bool(checks), seed=seed, checks=checks)
     except InputError as exc:
         return [(f"{prefix}.params", f"cannot be re-run: {exc}")], 0, 0
+    state = [fresh.get("params"), fresh.get("target")]  # where the runs start (reach: and where they end)
     rerun_n = 0
-    if "simulation" in doc:
-        _record(doc["simulation"], fresh.get("simulation"), f"{prefix}.simulation", out, fresh.get("params"))
-        rerun_n += 1
-    classify = classifier(system, doc)
-    for key in doc:  # a system's other records (rnn: identities, effective rank, consensus)
-        if key not in ("flowcert", "provenance", "simulation") and classify(f"$.{key}") == "record" and key in fresh:
-            _record(doc[key], fresh[key], f"{prefix}.{key}", out, fresh.get("params"))
+    for key in doc:  # the simulation, a reach integration, a system's other records (rnn: identities, ...)
+        if key not in ("flowcert", "provenance") and classify(f"$.{key}") == "record" and key in fresh:
+            _record(doc[key], fresh[key], f"{prefix}.{key}", out, state)
             rerun_n += 1
     by_id = {t["id"]: t for t in fresh.get("theorems", [])}
     for i, t in enumerate(doc.get("theorems", [])):

@@ -215,6 +215,15 @@ class SystemBase:
         """The record paths of ``doc`` (:attr:`record_paths`; a command's documents may have others)."""
         return self.record_paths
 
+    def rerun_document(self, raw: dict[str, Any], doc: Mapping[str, Any], *, simulate: bool, seed: int | None,
+                       checks: frozenset[str]) -> dict[str, Any]:
+        """The document ``doc`` made again with its runs repeated (``recheck --rerun``, :mod:`flowcert.rerun`): here
+        ``verify`` on the reader input ``raw`` with ``simulate``, ``seed`` and ``checks`` (a system whose commands
+        write other documents with runs extends this)."""
+        from .documents import plain, verify_document
+
+        return plain(verify_document(self.name, raw, simulate=simulate, seed=seed, checks=checks))
+
     def rederived(self, raw: dict[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:
         """The document ``verify`` writes for the reader input ``raw`` without simulating (plain JSON): what
         ``recheck`` compares ``doc`` with. A system whose document depends on a run overrides this."""

@@ -39,7 +39,7 @@ def test_honest_records_rerun_equal(simulated, reach_doc):
     found, n, not_rerun = rerun(simulated)
     assert found == [] and n == 1 + len(simulated["theorems"]) and not_rerun == 0
     found, n, _ = rerun(reach_doc)
-    assert found == [] and n == 2
+    assert found == [] and n == 3  # terminal error, integration, controls
 
 
 def test_forged_records_are_refused(simulated, reach_doc):
@@ -87,4 +87,4 @@ def test_recheck_rerun_in_a_fresh_process(reach_doc, tmp_path):
     assert rc == 0 and plain_out["records_rerun"] == 0 and plain_out["records_not_rerun"] > 0
     rc, rerun_out = recheck("--rerun")
     assert rc == 3 and [r["path"] for r in rerun_out["refused"]] == ["$.terminal_error.Sigma"]
-    assert rerun_out["records_rerun"] == 2 and rerun_out["records_not_rerun"] == 0
+    assert rerun_out["records_rerun"] == 3 and rerun_out["records_not_rerun"] == 0

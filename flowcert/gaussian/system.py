@@ -214,6 +214,21 @@ class GaussianSystem(SystemBase):
             return (r"^\$\.terminal_error$", r"^\$\.integration$", r"^\$\.controls$")
         return self.record_paths
 
+    def rerun_document(self, raw: dict[str, Any], doc: Mapping[str, Any], *, simulate: bool, seed: int | None,
+                       checks: frozenset[str]) -> dict[str, Any]:
+        """``design`` made again (it has no run); ``reach`` with its construction and integration repeated; a verify
+        document through ``verify``."""
+        kind = command_document(doc)
+        if kind == "design":
+            from ..documents import plain
+
+            return plain(self.design_document(raw))
+        if kind == "reach":
+            from .reach import rerun_record
+
+            return rerun_record(raw, doc)
+        return super().rerun_document(raw, doc, simulate=simulate, seed=seed, checks=checks)
+
     def rederived(self, raw: dict[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:
         """Without a run; for a document that ran eq. (7), its regime and Table 1 from the run as its
         ``simulation`` record has it (:func:`~flowcert.gaussian.catalogue.recorded_run`). A ``design`` document
