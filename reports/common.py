@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from .catalogue_tex import hypothesis_tex
 from .html import mathml, slugify
-from .values import quantity_table, value_markdown
+from .values import claim_markdown, quantity_table, value_markdown
 
 
 def verdict_word(applies: bool | None) -> str:
@@ -239,7 +239,7 @@ def _hypothesis(h: Mapping[str, Any]) -> list[str]:
         detail.append(f"margin: {value_markdown(h['margin'])}")
     cert = h.get("certificate")
     if isinstance(cert, Mapping):
-        detail.append(f"certificate `{cert.get('kind')}`: {plain(cert.get('claim', ''))} "
+        detail.append(f"certificate `{cert.get('kind')}`: {claim_markdown(cert.get('claim', ''))} "
                       f"(re-checked by {plain(cert.get('checker', 'unspecified'))})")
     if h.get("detail"):
         detail.append(plain(h["detail"]))

@@ -72,6 +72,15 @@ def _inline_mapping(d: Mapping[str, Any], depth: int) -> str:
     return "; ".join(f"{key_markdown(k)}: {value_markdown(v, depth + 1)}" for k, v in d.items() if k != "data")
 
 
+def claim_markdown(claim: Any) -> str:
+    """A certificate's claim as Markdown: in code font, verbatim, since it is the exact string ``flowcert recheck``
+    re-derives and compares (its terms are JSON paths of the document, ``params.A``, not formulas)."""
+    text = " ".join(str(claim).split())
+    fence = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}" if text else "none"
+
+
 def value_markdown(v: Any, depth: int = 0) -> str:
     """One JSON value of a record as one line of Markdown (see the module docstring)."""
     if v is None:
@@ -88,7 +97,7 @@ def value_markdown(v: Any, depth: int = 0) -> str:
             name = hypothesis_tex(v["name"]) or _plain(v["name"])  # the hypothesis as mathematics, not its identifier
             return f"`{v['status']}` {name} (decided by {_plain(v.get('method') or 'unspecified')}{margin})"
         if {"kind", "claim"} <= set(v):
-            return (f"certificate `{v['kind']}`: {_plain(v['claim'])} (re-checked by "
+            return (f"certificate `{v['kind']}`: {claim_markdown(v['claim'])} (re-checked by "
                     f"{_plain(v.get('checker') or 'unspecified')})")
         return "(" + _inline_mapping(v, depth) + ")" if depth else _inline_mapping(v, depth)
     if isinstance(v, (list, tuple)):
