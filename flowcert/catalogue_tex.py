@@ -145,7 +145,7 @@ QUANTITY_TEX: dict[str, str] = {
     "polygonal": r"polygonal", "|f_beta - f_0|/beta at beta = 1e-2, 1e-3, 1e-4":
         r"$|f_\beta-f_0|/\beta$ at $\beta=10^{-2},10^{-3},10^{-4}$",
     "counts": r"counts", "stable_bipartite_at_interior_k": r"stable bipartite points at $1<k<d$",
-    "stable_at_v_d_without_|lambda_d|>lambda_1": r"stable at $v_d$ without $|\lambda_d|>\lambda_1$",
+    "stable_at_v_d_without_|lambda_d|>lambda_1": r"stable at $v_d$ without $\lvert\lambda_d\rvert>\lambda_1$",
     "certified": r"certified", "spectrum_error": r"spectrum error", "rows": r"rows", "tanh_a": r"$\tanh a$",
     "closed_form_stable": r"closed form: stable", "final_alignment_|x^T v1|": r"final $|x^\top v_1|$",
     "max_W_increase": r"largest increase of $W$", "max_Wdot_identity_residual": r"residual of the $\dot W$ identity",

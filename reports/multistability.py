@@ -308,7 +308,7 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
         f"{ex3a['instances']} instances, $d={ex3a['d']}$, $n={ex3a['n']}$, all {ex3a['d'] * 2 ** ex3a['n']} points by certified "
         f"class verdicts): stable count min {ex3a['min']}, median {ex3a['median']:g}, max {ex3a['max']}; only the $\\pm v_1$ pair "
         f"in {ex3a['only_pm_v1']}; instances with a stable point at an interior $v_k$: {ex3a['with_interior_k']}; with a stable "
-        f"point at $v_d$: {ex3a['with_vd']}, each with $|\\lambda_d|>\\lambda_1$: {ex3a['vd_needs_|lambda_d|>lambda_1']}; "
+        f"point at $v_d$: {ex3a['with_vd']}, each with $\\lvert\\lambda_d\\rvert>\\lambda_1$: {ex3a['vd_needs_|lambda_d|>lambda_1']}; "
         f"undecided points: {ex3a['unknown']}.",
         "",
         f"![Example 3(a): histogram of certified stable counts and instances with a stable point at each $v_k$ "

@@ -163,7 +163,7 @@ OBS_D2 = Entry(
     optional=_LATER)
 OBS_D3 = Entry(
     "multistability:obs-D3", "flowcert's observation D3 (alignment)",
-    r"A stable bipartite point with both groups of size $\ge2$ lies at $v_1$ or $v_d$; at $v_d$ it requires $|\lambda_d|>\lambda_1$.",
+    r"A stable bipartite point with both groups of size $\ge2$ lies at $v_1$ or $v_d$; at $v_d$ it requires $\lvert\lambda_d\rvert>\lambda_1$.",
     _SA,
     optional=_LATER)
 
