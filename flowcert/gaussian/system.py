@@ -291,7 +291,14 @@ def command_document(doc: Mapping[str, Any]) -> str | None:
     """``"design"`` or ``"reach"`` for the documents of those commands (by the keys only each has), else None."""
     if SystemBase.VERIFY_KEYS & doc.keys():
         return None
-    return "design" if "A_exact" in doc else "reach" if "terminal_error" in doc else None
+    if _DESIGN_KEYS & doc.keys():
+        return "design"
+    return "reach" if _REACH_KEYS & doc.keys() else None
+
+
+#: keys only a design / a reach document has (any one makes a document one, so a removed key is refused, not unread)
+_DESIGN_KEYS = frozenset({"A_exact", "M_spectrum", "residual_is_zero", "formula"})
+_REACH_KEYS = frozenset({"terminal_error", "integration", "target", "rank_basis"})
 
 
 def _ensemble(p: GaussianParams, options: SimulateOptions) -> dict[str, Any] | None:
