@@ -428,6 +428,6 @@ def test_predictions_are_tables_of_math() -> None:
            "cross_check": {"status": "agrees", "details": {"margin": 2.9999999999999925}}}
     md = "\n".join(theorem_block(rec))
     assert "| quantity | value |" in md and "2.9999" not in md
-    assert r"without $\vert \lambda_d\vert >\lambda_1$" in md  # the key as mathematics, safe in a table cell
+    assert r"without $\lvert\lambda_d\rvert>\lambda_1$" in md  # the key as mathematics, safe in a table cell (no bare |)
     page = render_page(md, strict=True).page
     assert "\\|" not in page and "<table>" in page
