@@ -240,8 +240,9 @@ def thm_3_3(p: GaussianParams, seed: int = 0) -> TheoremResult:
     """Thm 3.3: every (mu, Sigma) with Sigma >= 0 of the rank of Sigma0 is reachable in any time T."""
     from ..numeric.gaussian import reach
 
-    n_pos, n_neg, _ = core.inertia_certificate(p.Sigma0, "Sigma0").data["inertia"]
-    r0 = n_pos + n_neg  # the exact rank (Lemma 3.1's certificate), never a float threshold's (issue 44, item 6)
+    from .reach import exact_rank
+
+    r0 = exact_rank(p.Sigma0, "Sigma0")  # the exact rank (Lemma 3.1's certificate), never a float threshold's
     result = THM_3_3.result(
         [sigma0_psd(p.Sigma0)],
         {"reachable_set": rf"all $(\mu,\Sigma)$ with $\Sigma\succeq0$ of rank {r0}, for every $T>0$",

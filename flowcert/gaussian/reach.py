@@ -258,17 +258,10 @@ def _document(result: Any, T: float, written: str | None, mu0: np.ndarray, Sigma
     }
 
 
-def rederived_document(raw: Mapping[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:
-    """The derived parts of a ``reach gaussian`` document made again from its own start (``raw``: its ``params``),
-    ``target`` and ``T``, validated as the command validates its files, without integrating: the records
-    (``terminal_error``, ``integration``, ``controls``) are left null (:mod:`flowcert.rederive` checks them by type
-    and range, :func:`check_records`).
-
-    Raises
-    ------
-    flowcert.errors.ParamError
-        What ``reach`` refuses: keys, shapes, an asymmetric or indefinite covariance, ``T <= 0``, ranks that differ.
-    """
+def _inputs(raw: Mapping[str, Any], doc: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                                  float, int]:
+    """A ``reach`` document's start (``raw``: its ``params``), target, horizon and their common exact rank, validated
+    as the command validates its files: ``(mu0, Sigma0, mu_hat, Sigma_hat, T, rank)``."""
     unknown = sorted(set(raw) - {"mu0", "Sigma0"})
     if unknown:
         raise ParamError(f"params.{unknown[0]}", "a reach document's start has only mu0 and Sigma0")
@@ -280,25 +273,37 @@ def rederived_document(raw: Mapping[str, Any], doc: Mapping[str, Any]) -> dict[s
         raise ParamError("params.Sigma0", f"expected a square matrix, got shape {Sigma0.shape}")
     check_symmetric(Sigma0, "params.Sigma0")
     check_not_indefinite(Sigma0, "params.Sigma0")
-    mu0 = as_vector(raw["mu0"], "params.mu0", Sigma0.shape[0])
+    mu0 = np.asarray(as_vector(raw["mu0"], "params.mu0", Sigma0.shape[0]))
     target = doc.get("target")
     if not isinstance(target, Mapping):
         raise ParamError("target", "the target, an object with mu and Sigma")
     values = validate(dict(target), target_schema(Sigma0.shape[0]))
     T = as_positive_float(doc.get("T"), "T")
-    rank = _same_rank(Sigma0, values["Sigma"], "the document")
-    return _document(None, T, None, np.asarray(mu0), Sigma0, values["mu"], values["Sigma"], rank)
+    return mu0, Sigma0, values["mu"], values["Sigma"], T, _same_rank(Sigma0, values["Sigma"], "the document")
+
+
+def rederived_document(raw: Mapping[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The derived parts of a ``reach gaussian`` document made again from its own start (``raw``: its ``params``),
+    ``target`` and ``T``, validated as the command validates its files, without integrating: the records
+    (``terminal_error``, ``integration``, ``controls``) are left null (:mod:`flowcert.rederive` checks them by type
+    and range, :func:`check_records`).
+
+    Raises
+    ------
+    flowcert.errors.ParamError
+        What ``reach`` refuses: keys, shapes, an asymmetric or indefinite covariance, ``T <= 0``, ranks that differ.
+    """
+    mu0, Sigma0, mu_hat, Sigma_hat, T, rank = _inputs(raw, doc)
+    return _document(None, T, None, mu0, Sigma0, mu_hat, Sigma_hat, rank)
 
 
 def rerun_record(raw: Mapping[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:
     """A ``reach`` document made again with its construction and integration re-run (``recheck --rerun``)."""
     from ..numeric.gaussian import reach as gr
 
-    derived = rederived_document(raw, doc)
-    mu0, Sigma0 = (np.asarray(derived["params"][k], dtype=float) for k in ("mu0", "Sigma0"))
-    mu_hat, Sigma_hat = (np.asarray(derived["target"][k], dtype=float) for k in ("mu", "Sigma"))
-    result = gr.reach(mu0, Sigma0, mu_hat, Sigma_hat, derived["T"])
-    return _document(result, derived["T"], doc.get("controls"), mu0, Sigma0, mu_hat, Sigma_hat, derived["rank"])
+    mu0, Sigma0, mu_hat, Sigma_hat, T, rank = _inputs(raw, doc)
+    result = gr.reach(mu0, Sigma0, mu_hat, Sigma_hat, T)
+    return _document(result, T, doc.get("controls"), mu0, Sigma0, mu_hat, Sigma_hat, rank)
 
 
 def check_records(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
