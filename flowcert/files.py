@@ -24,7 +24,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .schema import ParamError
+from .errors import ParamError
 
 #: Largest parameter file read (bytes); larger files are refused before reading.
 MAX_FILE_BYTES = 64 * 2**20

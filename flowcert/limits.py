@@ -160,7 +160,7 @@ def check_limit(name: str, value: float, key: str, file: str | None = None, what
     problem = limit_problem(name, value, what)
     if problem is None:
         return
-    from .schema import OptionError, ParamError
+    from .errors import OptionError, ParamError
 
     if key.startswith("-"):
         raise OptionError(key, problem)

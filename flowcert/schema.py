@@ -25,7 +25,7 @@ from typing import Any, Union
 import numpy as np
 import sympy as sp
 
-from .errors import OptionError, ParamError, _rebuild_param_error  # noqa: F401  (re-exported: the one input-error type)
+from .errors import OptionError, ParamError  # noqa: F401  (re-exported: the one input-error type)
 
 
 INDEFINITE_RTOL = 1e-10
