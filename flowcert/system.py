@@ -17,11 +17,23 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypedDict, runtime_checkable
 
 from .errors import InputError
+from .records import Document, JSONObject, JSONValue
 
-__all__ = ["SimulateOptions", "System", "SystemBase", "VerifyRun", "load_any"]
+__all__ = ["ParameterKey", "SimulateOptions", "System", "SystemBase", "VerifyRun", "load_any"]
+
+
+class ParameterKey(TypedDict):
+    """One key of a system's parameter file, as ``flowcert schema SYSTEM`` lists it."""
+
+    key: str
+    #: ``"required"`` or ``"optional"``
+    required: str
+    #: the value an absent optional key takes (None: none, or a required key)
+    default: JSONValue
+    doc: str
 
 
 @dataclass(frozen=True)
@@ -129,7 +141,7 @@ class System(Protocol):
         ...
 
     def verify(self, p: Any, *, simulate: bool = False, seed: int | None = None,
-               checks: frozenset[str] | None = None) -> dict[str, Any]:
+               checks: frozenset[str] | None = None) -> Document:
         """The ``verify`` document of validated parameters ``p`` (``checks``: the cross-checks asked
         for, names of :attr:`checks`; None: the default set), with theorem records
         (:class:`SystemBase` derives it from :meth:`verify_run`)."""
@@ -151,14 +163,14 @@ class SystemBase:
     #: the system's parameter-file schema (:class:`flowcert.schema.Schema`), where it has one
     schema: Any = None
 
-    def parameter_keys(self) -> list[dict[str, Any]]:
+    def parameter_keys(self) -> list[ParameterKey]:
         """The keys of a parameter file, as ``flowcert schema SYSTEM`` lists them: ``{"key", "required",
         "default", "doc"}`` each, in the schema's order (from :attr:`schema`; a system without one
         overrides this).
 
         Returns
         -------
-        list of dict
+        list of ParameterKey
         """
         if self.schema is None:
             return []
@@ -166,7 +178,7 @@ class SystemBase:
                  "default": None if f.required else f.default, "doc": f.doc} for k, f in self.schema.fields.items()]
 
     def verify(self, p: Any, *, simulate: bool = False, seed: int | None = None,
-               checks: frozenset[str] | None = None) -> dict[str, Any]:
+               checks: frozenset[str] | None = None) -> Document:
         """The ``verify`` document of validated parameters ``p``, with theorem records."""
         from .documents import records
         from .engine import explain_skips
@@ -215,8 +227,8 @@ class SystemBase:
         """The record paths of ``doc`` (:attr:`record_paths`; a command's documents may have others)."""
         return self.record_paths
 
-    def rerun_document(self, raw: dict[str, Any], doc: Mapping[str, Any], *, simulate: bool, seed: int | None,
-                       checks: frozenset[str]) -> dict[str, Any]:
+    def rerun_document(self, raw: JSONObject, doc: Mapping[str, Any], *, simulate: bool, seed: int | None,
+                       checks: frozenset[str]) -> Document:
         """The document ``doc`` made again with its runs repeated (``recheck --rerun``, :mod:`flowcert.rerun`): here
         ``verify`` on the reader input ``raw`` with ``simulate``, ``seed`` and ``checks`` (a system whose commands
         write other documents with runs extends this)."""
@@ -224,7 +236,7 @@ class SystemBase:
 
         return plain(verify_document(self.name, raw, simulate=simulate, seed=seed, checks=checks))
 
-    def rederived(self, raw: dict[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:
+    def rederived(self, raw: JSONObject, doc: Mapping[str, Any]) -> Document:
         """The document ``verify`` writes for the reader input ``raw`` without simulating (plain JSON): what
         ``recheck`` compares ``doc`` with. A system whose document depends on a run overrides this."""
         from .documents import plain, verify_document
