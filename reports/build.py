@@ -40,7 +40,7 @@ from typing import Any, Sequence
 
 from .common import cell, plain, section_anchor, theorem_anchor, theorem_blocks, verdict_word
 from ..outputs import make_folder, write_bytes, write_text
-from .html import _MD, narrow_variant, write_report
+from .html import narrow_variant, parse_markdown, write_report
 from .pdf import chromium_binary, print_book
 
 #: The paper sections, in report order. The lead appends "multistability", "consensus", "kpflow"
@@ -123,7 +123,7 @@ def _token_attrs(md: str, token_type: str, attr: str) -> list[str]:
                 found.append(str(tok.attrs.get(attr, "")))
             if tok.children:
                 walk(tok.children)
-    walk(_MD.parse(md))
+    walk(parse_markdown(md))
     return found
 
 

@@ -48,7 +48,8 @@ from ..mathml import mathml  # the converter sits in the flowcert layer: the not
 from ..outputs import make_folder, write_text
 from .css import PAGE_CSS as _CSS
 
-__all__ = ["VERDICTS", "TexLeakError", "check_visible_text", "render", "markdown_to_html", "write_report", "slugify"]
+__all__ = ["VERDICTS", "TexLeakError", "check_visible_text", "render", "markdown_to_html", "write_report", "slugify",
+           "parse_markdown"]
 
 _DEFAULT_TITLE = "flowcert report"
 
@@ -256,6 +257,11 @@ def _parser() -> MarkdownIt:
 
 
 _MD = _parser()
+
+
+def parse_markdown(md: str) -> list[Token]:
+    """The tokens of a Markdown text, parsed exactly as the report renders it (same parser and plugins)."""
+    return _MD.parse(md)
 
 
 #: Below this viewport width a multi-panel figure is shown in its two-row form (``<stem>.narrow.png``).
@@ -469,7 +475,7 @@ def markdown_to_html(md: str, title: str = _DEFAULT_TITLE) -> str:
 
 
 def _title_from_markdown(md: str) -> str | None:
-    tokens = _MD.parse(md)
+    tokens = parse_markdown(md)
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open" and tok.tag == "h1":
             inline = tokens[i + 1]

@@ -51,15 +51,16 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, TypedDict
 
 import numpy as np
 
 from ..errors import ParamError
 from ..files import load_json
-from .safetensors_file import MAX_HEADER_BYTES, SafeTensors, _read_tensors, bad  # noqa: F401  (re-exported)
+from ..records import JSONObject
+from .safetensors_file import MAX_HEADER_BYTES, SafeTensors, bad  # noqa: F401  (re-exported)
 
-__all__ = ["LayerWeights", "Checkpoint", "load_checkpoint", "from_tensors", "find_minilm", "bad", "from_model",
+__all__ = ["LayerWeights", "Checkpoint", "CheckpointSummary", "load_checkpoint", "from_tensors", "find_minilm", "bad", "from_model",
            "from_state_dict", "hub_snapshot", "load_model", "architecture", "ARCHITECTURES", "ROTARY_MODEL_TYPES"]
 
 
@@ -86,6 +87,23 @@ class LayerWeights:
     ln2_b: np.ndarray
 
 
+class CheckpointSummary(TypedDict):
+    """A checkpoint's sizes and kind as JSON (:meth:`Checkpoint.summary`)."""
+
+    path: str
+    sha256: str
+    kind: str
+    d: int
+    n_heads: int
+    d_head: int
+    n_layers: int
+    d_ff: int
+    causal: bool
+    activation: str
+    layer_norm_eps: float
+    vocab_size: int
+
+
 @dataclass
 class Checkpoint:
     """A loaded checkpoint: architecture, sizes and weights (float64, exact stored values)."""
@@ -108,7 +126,7 @@ class Checkpoint:
     emb_ln_b: np.ndarray | None = None
     lnf_w: np.ndarray | None = None
     lnf_b: np.ndarray | None = None
-    config: dict[str, Any] = field(default_factory=dict)
+    config: JSONObject = field(default_factory=dict)
     #: SHA-256 of the weights (:mod:`flowcert.pretrained.provenance`): of the folder's weight files
     #: when loaded from a folder; None until :func:`~flowcert.pretrained.provenance.checkpoint_sha256` hashes the tensors.
     sha256: str | None = None
@@ -135,7 +153,7 @@ class Checkpoint:
         False for post-LayerNorm blocks (BERT, OPT with ``do_layer_norm_before: false``)."""
         return self.pre_layernorm if self.pre_layernorm is not None else self.kind == "gpt2"
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> CheckpointSummary:
         """Sizes as JSON."""
         from .provenance import checkpoint_sha256
 
@@ -303,14 +321,14 @@ def load_checkpoint(directory: str | os.PathLike[str], *, attention_only: bool =
     architecture(cfg)  # a rotary model is refused before its weights are looked for
     if not st_path.is_file():
         raise bad(f"--model: '{directory}' has no model.safetensors")
-    ckpt = from_tensors(cfg, _read_tensors(st_path), root, attention_only=attention_only)
+    ckpt = from_tensors(cfg, SafeTensors(st_path), root, attention_only=attention_only)
     from .provenance import files_sha256
 
     ckpt.sha256 = files_sha256(root)  # the weight files, in their canonical order
     return ckpt
 
 
-def from_tensors(cfg: dict[str, Any], tensors: Mapping[str, np.ndarray], root: Path | None = None,
+def from_tensors(cfg: JSONObject, tensors: Mapping[str, np.ndarray], root: Path | None = None,
                  attention_only: bool = False) -> Checkpoint:
     """Build a :class:`Checkpoint` from a config mapping and HF-named tensors (what
     :func:`load_checkpoint` does after reading the files; also used for in-memory models);
@@ -332,7 +350,7 @@ def _heads_ok(d: int, h: int) -> None:
         raise bad(f"config.json: hidden size {d} is not divisible by the number of heads {h}")
 
 
-def _load_bert(root: Path, cfg: dict[str, Any], T: _Tensors) -> Checkpoint:
+def _load_bert(root: Path, cfg: JSONObject, T: _Tensors) -> Checkpoint:
     d, h, L = _cfg_int(cfg, "hidden_size"), _cfg_int(cfg, "num_attention_heads"), _cfg_int(cfg, "num_hidden_layers")
     _heads_ok(d, h)
     ff, V = _cfg_int(cfg, "intermediate_size"), _cfg_int(cfg, "vocab_size")
@@ -369,7 +387,7 @@ def _load_bert(root: Path, cfg: dict[str, Any], T: _Tensors) -> Checkpoint:
     )
 
 
-def _load_gpt2(root: Path, cfg: dict[str, Any], T: _Tensors) -> Checkpoint:
+def _load_gpt2(root: Path, cfg: JSONObject, T: _Tensors) -> Checkpoint:
     d, h, L = _cfg_int(cfg, "n_embd"), _cfg_int(cfg, "n_head"), _cfg_int(cfg, "n_layer")
     _heads_ok(d, h)
     ff = _cfg_int(cfg, "n_inner", 4 * d)
@@ -413,7 +431,7 @@ def _cfg_bool(cfg: Mapping[str, Any], key: str, default: bool) -> bool:
     return v
 
 
-def _load_opt(root: Path, cfg: dict[str, Any], T: _Tensors) -> Checkpoint:
+def _load_opt(root: Path, cfg: JSONObject, T: _Tensors) -> Checkpoint:
     """OPT (``OPTModel`` / ``OPTForCausalLM`` names, ``decoder.`` or ``model.decoder.``): see the module docstring."""
     d, h, L = _cfg_int(cfg, "hidden_size"), _cfg_int(cfg, "num_attention_heads"), _cfg_int(cfg, "num_hidden_layers")
     _heads_ok(d, h)
@@ -545,7 +563,7 @@ class _TorchTensors(Mapping[str, np.ndarray]):
         return len(self.state)
 
 
-def _config_dict(config: Any) -> dict[str, Any]:
+def _config_dict(config: Any) -> JSONObject:
     """A config given as a mapping, a ``transformers`` config object or a path to ``config.json``."""
     if config is None:
         raise bad("config: required with a state dict (the number of heads cannot be read from the weights); "

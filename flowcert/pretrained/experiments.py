@@ -25,11 +25,16 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
-__all__ = ["sliced_w2", "gaussianity", "covariance_growth", "consensus", "summary", "PROMPTS"]
+if TYPE_CHECKING:
+    from .checkpoint import CheckpointSummary
+
+__all__ = ["sliced_w2", "gaussianity", "covariance_growth", "consensus", "summary", "PROMPTS", "GaussianityProtocol",
+           "GaussianityStudy", "CovarianceRun", "CovarianceProtocol", "CovarianceStudy", "ConsensusRun",
+           "ConsensusModelRuns", "ConsensusStudy"]
 
 PROMPTS = (
     "Describe a futuristic city where humans and robots live together. Talk about what the city looks like "
@@ -37,6 +42,99 @@ PROMPTS = (
     "The meaning of life is a question that philosophers have debated for centuries.",
     "Control systems use feedback to keep a process close to a desired operating point.",
 )
+
+
+class GaussianityProtocol(TypedDict):
+    """The settings of :func:`gaussianity` and the definitions of its statistic and threshold."""
+
+    n_tokens: int
+    batches: int
+    projections: int
+    calibration_draws: int
+    seed: int
+    input: str
+    statistic: str
+    threshold: str
+
+
+class GaussianityStudy(TypedDict):
+    """Experiment 1 (:func:`gaussianity`): per layer ``0 .. L``, the statistic over batches, the threshold and the verdict."""
+
+    layers: list[int]
+    statistic_mean: list[float]
+    statistic_q10: list[float]
+    statistic_q90: list[float]
+    threshold: list[float]
+    null_mean: list[float]
+    exceeds: list[bool]
+    excess_kurtosis_mean: list[float]
+    protocol: GaussianityProtocol
+
+
+class _CovarianceRunBase(TypedDict):
+    signs: str
+    ffn: bool
+    V: str
+    B: str
+    trace_cov: list[float]
+    mean_norm: list[float]
+
+
+class CovarianceRun(_CovarianceRunBase, total=False):
+    """One run of :func:`covariance_growth`: the signs, whether the feed-forward blocks are kept, and the
+    trace and mean norm after every block (``trace_cov_meanfield``: the mean-field prediction, attention-only runs)."""
+
+    trace_cov_meanfield: list[float]
+
+
+class CovarianceProtocol(TypedDict):
+    """The settings of :func:`covariance_growth`."""
+
+    n_tokens: int
+    seed: int
+    passes: int
+    layers_per_pass: int
+    v: float
+    b: float
+    blocks: str
+
+
+class CovarianceStudy(TypedDict):
+    """Experiment 2 (:func:`covariance_growth`): four runs and the protocol."""
+
+    runs: list[CovarianceRun]
+    protocol: CovarianceProtocol
+
+
+class ConsensusRun(TypedDict):
+    """One prompt through :func:`consensus`, with or without feed-forward blocks: ``E`` and the mean cosine
+    before the first pass and after each one, and the final fraction of tokens opposite :math:`y_1`."""
+
+    prompt: str
+    n_tokens: int
+    ffn: bool
+    E: list[float]
+    mean_cos: list[float]
+    final_fraction_opposite_y1: float
+
+
+class ConsensusModelRuns(TypedDict, total=False):
+    """One model of :func:`consensus`: its summary, its number of passes and its runs (the random GPT-2
+    also its ``seed`` and ``init``)."""
+
+    model: CheckpointSummary
+    passes: int
+    seed: int
+    init: str
+    runs: list[ConsensusRun]
+
+
+class ConsensusStudy(TypedDict, total=False):
+    """Experiment 3 (:func:`consensus`): the pretrained model, the random GPT-2 and the definitions (``protocol``)."""
+
+    pretrained: ConsensusModelRuns
+    gpt2_random: ConsensusModelRuns
+    protocol: dict[str, str]
 
 
 def _torch() -> Any:
@@ -91,7 +189,7 @@ def _model(model: Any) -> Any:
 
 
 def gaussianity(model: Any, *, quick: bool = True, seed: int = 0, n: int | None = None, batches: int | None = None,
-                n_proj: int = 128, calib: int | None = None) -> dict[str, Any]:
+                n_proj: int = 128, calib: int | None = None) -> GaussianityStudy:
     r"""Experiment 1 (gaussian §5.2). Returns per-layer statistics, thresholds and the protocol.
 
     Parameters
@@ -116,7 +214,7 @@ def gaussianity(model: Any, *, quick: bool = True, seed: int = 0, n: int | None 
 
     Returns
     -------
-    dict
+    GaussianityStudy
         Per layer ``0 .. L`` (0: the input tokens): ``statistic_mean``, ``statistic_q10``,
         ``statistic_q90`` (over batches) of :math:`\mathrm{SW}_2/\sqrt{\operatorname{tr}\hat\Sigma/d}`,
         ``threshold`` (largest null value over batches and calibration draws), ``null_mean``,
@@ -165,7 +263,7 @@ def gaussianity(model: Any, *, quick: bool = True, seed: int = 0, n: int | None 
 
 
 def covariance_growth(model: Any, *, quick: bool = True, seed: int = 0, n: int | None = None, passes: int = 2,
-                      v: float | None = None, b: float | None = None) -> dict[str, Any]:
+                      v: float | None = None, b: float | None = None) -> CovarianceStudy:
     r"""Experiment 2 (gaussian §5.3): tr of the empirical covariance per layer for V = -vI (with B = bI:
     Thm 4.7 signs) and V = +vI (Thm 4.8 signs), with the pretrained feed-forward blocks and without
     them (attention-only control). Defaults b = 1/d (mean-field regime: self-logit b|x|^2 ~ 1) and
@@ -193,7 +291,7 @@ def covariance_growth(model: Any, *, quick: bool = True, seed: int = 0, n: int |
 
     Returns
     -------
-    dict
+    CovarianceStudy
         ``runs``: four runs (``signs`` ``opposing`` / ``positive`` times ``ffn`` True / False), each with
         ``trace_cov`` and ``mean_norm`` (the norm of the empirical mean) after every block, from the
         input on (``inf`` once the tokens are no longer finite), and for ``ffn=False`` the mean-field
@@ -212,7 +310,7 @@ def covariance_growth(model: Any, *, quick: bool = True, seed: int = 0, n: int |
     v = 0.5 if v is None else v
     rng = np.random.default_rng(seed)
     X0 = torch.as_tensor(rng.standard_normal((n, d)), dtype=m.dtype)
-    out: dict[str, Any] = {"runs": []}
+    runs: list[CovarianceRun] = []
     for ffn in (True, False):
         for label, vv in (("opposing", -v), ("positive", v)):
             def mixer(Y: Any, vv: float = vv) -> Any:
@@ -227,7 +325,8 @@ def covariance_growth(model: Any, *, quick: bool = True, seed: int = 0, n: int |
                     ok = bool(np.all(np.isfinite(Xn)))
                     tr.append(float(np.trace(np.cov(Xn, rowvar=False))) if ok else float("inf"))
                     mean.append(float(np.linalg.norm(Xn.mean(0))) if ok else float("inf"))
-            run = {"signs": label, "ffn": ffn, "V": f"{vv:+g} I", "B": f"{b:.6g} I", "trace_cov": tr, "mean_norm": mean}
+            run: CovarianceRun = {"signs": label, "ffn": ffn, "V": f"{vv:+g} I", "B": f"{b:.6g} I", "trace_cov": tr,
+                                  "mean_norm": mean}
             if not ffn:
                 S = np.cov(X0.numpy(), rowvar=False)
                 mf = [float(np.trace(S))]
@@ -236,11 +335,11 @@ def covariance_growth(model: Any, *, quick: bool = True, seed: int = 0, n: int |
                     S = G @ S @ G.T
                     mf.append(float(np.trace(S)))
                 run["trace_cov_meanfield"] = mf
-            out["runs"].append(run)
-    out["protocol"] = {"n_tokens": n, "seed": seed, "passes": passes, "layers_per_pass": L, "v": v, "b": b,
-                       "blocks": "LayerNorm removed; attention replaced by X + softmax(X B X^T) X V^T; "
-                                 "pretrained FF kept (ffn=True) or removed (ffn=False)"}
-    return out
+            runs.append(run)
+    return {"runs": runs,
+            "protocol": {"n_tokens": n, "seed": seed, "passes": passes, "layers_per_pass": L, "v": v, "b": b,
+                         "blocks": "LayerNorm removed; attention replaced by X + softmax(X B X^T) X V^T; "
+                                   "pretrained FF kept (ffn=True) or removed (ffn=False)"}}
 
 
 def _cos_stats(Y: np.ndarray) -> tuple[float, float]:
@@ -295,7 +394,7 @@ def gpt2_random(seed: int = 0, d: int = 128, n_heads: int = 4, n_layers: int = 1
 
 
 def consensus(model: Any, *, quick: bool = True, seed: int = 0, passes: int | None = None,
-              gpt2_passes: int | None = None, prompts: tuple[str, ...] = PROMPTS) -> dict[str, Any]:
+              gpt2_passes: int | None = None, prompts: tuple[str, ...] = PROMPTS) -> ConsensusStudy:
     r"""Experiment 3 (consensus §7.5) on ``model`` (pretrained, with tokenizer) and on the random GPT-2.
 
     Parameters
@@ -320,7 +419,7 @@ def consensus(model: Any, *, quick: bool = True, seed: int = 0, passes: int | No
 
     Returns
     -------
-    dict
+    ConsensusStudy
         ``pretrained`` and ``gpt2_random``, each with the model's summary, its number of passes and
         ``runs``: per prompt and ``ffn``, ``E`` and ``mean_cos`` before the first pass and after each
         one, and ``final_fraction_opposite_y1`` (tokens with :math:`\cos(y_1,y_i)<0` at the end);
@@ -336,7 +435,7 @@ def consensus(model: Any, *, quick: bool = True, seed: int = 0, passes: int | No
     passes = passes or (15 if quick else 300)
     gpt2_passes = gpt2_passes or (100 if quick else 2000)
     g = gpt2_random(seed)
-    res: dict[str, Any] = {"pretrained": {"model": m.ckpt.summary(), "passes": passes, "runs": []},
+    res: ConsensusStudy = {"pretrained": {"model": m.ckpt.summary(), "passes": passes, "runs": []},
                            "gpt2_random": {"model": g.ckpt.summary(), "passes": gpt2_passes, "seed": seed,
                                            "init": "N(0, 0.02^2), residual projections N(0, 0.02^2/(2L)), biases 0, LN (1, 0)",
                                            "runs": []}}
@@ -359,7 +458,7 @@ def consensus(model: Any, *, quick: bool = True, seed: int = 0, passes: int | No
     return res
 
 
-def summary(name: str, res: dict[str, Any]) -> str:
+def summary(name: str, res: GaussianityStudy | CovarianceStudy | ConsensusStudy) -> str:
     """A few text lines per experiment (CLI output).
 
     Parameters
@@ -367,7 +466,7 @@ def summary(name: str, res: dict[str, Any]) -> str:
     name : str
         ``"gaussianity"`` (:func:`gaussianity`), ``"covariance"`` (:func:`covariance_growth`); any
         other name reads ``res`` as a :func:`consensus` result.
-    res : dict
+    res : GaussianityStudy, CovarianceStudy or ConsensusStudy
         The experiment's result.
 
     Returns

@@ -29,14 +29,46 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping, TypedDict
 
 import numpy as np
 
 from .checkpoint import bad
 from .checkpoint import Checkpoint
 
-__all__ = ["CheckpointHead", "extract_heads", "head_at", "gaussian_params", "attention_params", "write_params"]
+if TYPE_CHECKING:
+    from ..records import ProvenanceRecord
+
+__all__ = ["CheckpointHead", "extract_heads", "head_at", "gaussian_params", "attention_params", "write_params",
+           "GaussianHeadParams", "HeadFactors", "AttentionHeadParams"]
+
+
+class GaussianHeadParams(TypedDict):
+    """A ``gaussian`` parameter mapping of one head (:func:`gaussian_params`), as float64 arrays."""
+
+    A: np.ndarray
+    B: np.ndarray
+    V: np.ndarray
+    b: np.ndarray
+    mu0: np.ndarray
+    Sigma0: np.ndarray
+
+
+class HeadFactors(TypedDict):
+    """One head of an ``attention`` parameter mapping: ``Q``, ``K`` (d_h x d) and ``V`` (d x d), as nested lists."""
+
+    Q: list[list[float]]
+    K: list[list[float]]
+    V: list[list[float]]
+
+
+class AttentionHeadParams(TypedDict):
+    """An ``attention`` parameter mapping of one block's heads (:func:`attention_params`), JSON-ready."""
+
+    heads: list[HeadFactors]
+    beta: float
+    causal: bool
+    normalization: str
 
 
 @dataclass
@@ -195,7 +227,7 @@ def _pick(ckpt: Checkpoint, layer: int, head: int | None) -> list[CheckpointHead
     return hs if head is None else [hs[head]]
 
 
-def gaussian_params(ckpt: Checkpoint, layer: int, head: int) -> dict[str, Any]:
+def gaussian_params(ckpt: Checkpoint, layer: int, head: int) -> GaussianHeadParams:
     """A ``gaussian`` parameter mapping for one head (attention only: A = 0, b = 0;
     B = K^T Q / sqrt(d_h), V = W_O W_V; mu0 = 0, Sigma0 = I), validated by ``parse_gaussian``.
 
@@ -210,7 +242,7 @@ def gaussian_params(ckpt: Checkpoint, layer: int, head: int) -> dict[str, Any]:
 
     Returns
     -------
-    dict
+    GaussianHeadParams
         ``A``, ``B``, ``V``, ``b``, ``mu0``, ``Sigma0`` as float64 numpy arrays (d x d or d), ready for
         :func:`flowcert.verify` with ``"gaussian"`` or :func:`write_params`.
 
@@ -224,12 +256,13 @@ def gaussian_params(ckpt: Checkpoint, layer: int, head: int) -> dict[str, Any]:
 
     h = _pick(ckpt, layer, head)[0]
     d = h.d
-    raw = {"A": np.zeros((d, d)), "B": h.B, "V": h.U, "b": np.zeros(d), "mu0": np.zeros(d), "Sigma0": np.eye(d)}
+    raw: GaussianHeadParams = {"A": np.zeros((d, d)), "B": h.B, "V": h.U, "b": np.zeros(d), "mu0": np.zeros(d),
+                               "Sigma0": np.eye(d)}
     parse_gaussian({k: v.tolist() for k, v in raw.items()})
     return raw
 
 
-def attention_params(ckpt: Checkpoint, layer: int, head: int | None = None) -> dict[str, Any]:
+def attention_params(ckpt: Checkpoint, layer: int, head: int | None = None) -> AttentionHeadParams:
     """An ``attention`` parameter mapping (the keys of :mod:`flowcert.attention.params`):
     ``heads: [{Q, K, V}]`` with Q, K the raw (d_h x d) projections, V the value–output map W_O W_V
     (d x d), ``beta = 1/sqrt(d_h)``, ``causal`` for GPT-2 and OPT, ``normalization: "unit"`` (rows of the
@@ -245,7 +278,7 @@ def attention_params(ckpt: Checkpoint, layer: int, head: int | None = None) -> d
 
     Returns
     -------
-    dict
+    AttentionHeadParams
         ``heads`` (a list of ``{"Q", "K", "V"}`` as nested lists), ``beta``, ``causal`` and
         ``normalization``: JSON-ready, for :func:`flowcert.verify` with ``"attention"`` or
         :func:`write_params`.
@@ -261,19 +294,21 @@ def attention_params(ckpt: Checkpoint, layer: int, head: int | None = None) -> d
             "beta": hs[0].beta, "causal": ckpt.causal, "normalization": "unit"}
 
 
-def write_params(raw: dict[str, Any], path: str | Path, provenance: dict[str, Any] | None = None) -> Path:
+def write_params(raw: Mapping[str, object], path: str | Path,
+                 provenance: ProvenanceRecord | None = None) -> Path:
     """Write a parameter mapping as ``.json`` (nested lists) or ``.npz`` (flat arrays only), with its
     ``provenance`` (:mod:`flowcert.pretrained.provenance`) as the first key (``.npz``: a JSON string).
 
     Parameters
     ----------
-    raw : dict
-        The parameter mapping (:func:`gaussian_params` or :func:`attention_params`); numpy arrays are
+    raw : mapping
+        The parameter mapping (:func:`gaussian_params` or :func:`attention_params`, possibly with the
+        initial tokens ``X0`` and ``n`` of an export); numpy arrays are
         written as nested lists in ``.json``.
     path : str or pathlib.Path
         The output file; its suffix, ``.json`` or ``.npz``, chooses the format. Written to a temporary
         file beside it and renamed onto it (never through a link).
-    provenance : dict, optional
+    provenance : ProvenanceRecord, optional
         The provenance record, stored under its key before the parameters; None: none.
 
     Returns

@@ -22,7 +22,7 @@ as information only.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -30,10 +30,66 @@ from ..bindings import FAILS, HOLDS, HypothesisBinding, ProofRoute
 from ..catalogue import TheoremResult
 from ..certificates import core, lowrank
 from ..certificates.hypotheses import holds_by
+from ..records import HypothesisRecord, JSONObject, TheoremRecord
 from .heads import CheckpointHead
 
 __all__ = ["HEAD_HYPOTHESES", "HEAD_THEOREMS", "BY_TYPE", "head_subject", "head_location", "head_record",
-           "head_theorems"]
+           "head_theorems", "HeadLocation", "ProvedInertia", "SymmetricPart", "FactorSpectrum", "HeadRecord"]
+
+
+class HeadLocation(TypedDict):
+    """Where a head is in its checkpoint (:func:`head_location`): the digest, the slices of the weight
+    tensors (``tensors``: Q, K, V, O) and how each factor ``N = A B`` is split (``factors``: P, U)."""
+
+    checkpoint_sha256: str
+    layer: int
+    head: int
+    tensors: dict[str, str]
+    factors: dict[str, str]
+
+
+class ProvedInertia(TypedDict):
+    """The inertia of a symmetric part proved from the factors (None where it is not proved), and how."""
+
+    inertia: list[int] | None
+    method: str
+    detail: str
+
+
+class SymmetricPart(TypedDict):
+    """The symmetric part of a head's product: its extreme float64 eigenvalues and its inertia (float, proved)."""
+
+    lambda_max: float
+    lambda_min: float
+    inertia_float: list[int]
+    inertia_proved: ProvedInertia
+
+
+class FactorSpectrum(TypedDict):
+    """The float64 spectrum of a head's product ``M`` or ``U`` (information, not a verdict)."""
+
+    asymmetry: float
+    eigenvalues_nonzero_part: list[list[float]]
+    spectral_abscissa: float
+    trace: float
+    sym_part: SymmetricPart
+
+
+class HeadRecord(TypedDict, total=False):
+    """The JSON record of one head (:func:`head_record`); ``location`` only with the checkpoint's digest."""
+
+    layer: int
+    head: int
+    d: int
+    d_head: int
+    location: HeadLocation
+    conventions: dict[str, str | float]
+    M: FactorSpectrum
+    U: FactorSpectrum
+    value_map_singular_values: list[float]
+    sym_M_indefinite: HypothesisRecord
+    sym_U_indefinite: HypothesisRecord
+    theorems: list[TheoremRecord]
 
 _STRUCT = "structural: rank <= d_head < d"
 
@@ -157,7 +213,7 @@ HEAD_HYPOTHESES: dict[str, HypothesisBinding] = {h.name: h for h in (
 BY_TYPE = frozenset({"P(t) bounded"})
 
 #: The theorem records of a head: (id, label, statement, hypothesis names, prediction, causal models only)
-HEAD_THEOREMS: tuple[tuple[str, str, str, tuple[str, ...], dict[str, Any], bool], ...] = (
+HEAD_THEOREMS: tuple[tuple[str, str, str, tuple[str, ...], JSONObject, bool], ...] = (
     ("consensus:thm-3.2", "Theorem 3.2", r"P=P^\top\succ0,\ U=I,\ W=P\Rightarrow\text{every trajectory converges}",
      ("P symmetric", "P > 0", "U = I"), {"converges_to_equilibrium": True}, False),
     ("consensus:thm-4.1", "Theorem 4.1", r"U_\eta=I,\ P_\eta(t)\ \text{bounded, u.c.}\Rightarrow\text{consensus from a hemisphere}",
@@ -199,7 +255,7 @@ def head_subject(sha: str, layer: int, head: int, factor: str) -> str:
     return f"checkpoint:{sha}/layers/{int(layer)}/heads/{int(head)}/{factor}"
 
 
-def head_location(sha: str, layer: int, head: int, d_head: int) -> dict[str, Any]:
+def head_location(sha: str, layer: int, head: int, d_head: int) -> HeadLocation:
     """Where a head is in its checkpoint: the digest, the weight tensors and slices of Q, K, V, O, and
     what the certificates' vectors are (rows of A, columns of B, for N = A B)."""
     lo, hi = head * d_head, (head + 1) * d_head
@@ -232,7 +288,7 @@ def head_theorems(h: CheckpointHead, causal: bool, ev: _Evidence | None = None, 
             for tid, label, stmt, names, pred, causal_only in HEAD_THEOREMS if causal or not causal_only]
 
 
-def _inertia(A: np.ndarray, B: np.ndarray) -> dict[str, Any]:
+def _inertia(A: np.ndarray, B: np.ndarray) -> ProvedInertia:
     inert = lowrank.symmetric_part_inertia(A, B)
     return {"inertia": None if inert is None else list(inert),
             "method": "F = [A, B^T] has full column rank (F^T F > 0: exact integer Gram + is_pd_rounded when "
@@ -246,14 +302,14 @@ def _c(z: complex) -> list[float]:
     return [float(z.real), float(z.imag)]
 
 
-def head_record(h: CheckpointHead, causal: bool, sha: str | None = None) -> dict[str, Any]:
+def head_record(h: CheckpointHead, causal: bool, sha: str | None = None) -> HeadRecord:
     """JSON record of one head: float64 spectra (information) and certified theorem verdicts; with ``sha``
     (the checkpoint's digest) its ``location`` and every certificate's subject (:func:`head_subject`)."""
     ev = _Evidence(h)
     M, U = h.M, h.U
     eM, eU, sM, sU = h.eig_M(), h.eig_U(), h.eig_sym("M"), h.eig_sym("U")
     tol = lambda ev_: 1e-12 * max(1.0, float(np.max(np.abs(ev_))))  # noqa: E731
-    info = {}
+    info: dict[str, FactorSpectrum] = {}
     for name, N, e, s in (("M", M, eM, sM), ("U", U, eU, sU)):
         nrm = float(np.linalg.norm(N))
         info[name] = {

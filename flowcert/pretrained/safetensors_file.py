@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 import os
 import stat
-from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
@@ -148,8 +147,3 @@ class SafeTensors(Mapping[str, np.ndarray]):
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries
-
-
-def _read_tensors(path: Path) -> Mapping[str, np.ndarray]:
-    """The tensors of ``model.safetensors``, read lazily (:class:`SafeTensors`)."""
-    return SafeTensors(path)

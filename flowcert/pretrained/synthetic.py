@@ -15,13 +15,16 @@ from typing import Any
 
 import numpy as np
 
+from ..records import JSONObject
+
 __all__ = ["random_tensors", "write_checkpoint", "random_checkpoint"]
 
 
 def random_tensors(kind: str, *, d: int, n_heads: int, n_layers: int, d_ff: int, vocab: int = 64,
                    n_pos: int = 64, seed: int = 0, std: float = 0.02, bias_std: float = 0.0,
-                   ln_std: float = 0.0) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """(config, tensors) of a seeded random BERT (``kind="bert"``) or GPT-2 (``"gpt2"``) model."""
+                   ln_std: float = 0.0) -> tuple[JSONObject, dict[str, np.ndarray]]:
+    """(config, tensors) of a seeded random BERT (``kind="bert"``) or GPT-2 (``"gpt2"``) model: the config as
+    its ``config.json`` object, the tensors by their Hugging Face names."""
     rng = np.random.default_rng(seed)
     T: dict[str, np.ndarray] = {}
 
@@ -35,6 +38,7 @@ def random_tensors(kind: str, *, d: int, n_heads: int, n_layers: int, d_ff: int,
         T[prefix + "weight"] = (1.0 + rng.standard_normal(d) * ln_std).astype(np.float32)
         T[prefix + "bias"] = (rng.standard_normal(d) * ln_std).astype(np.float32)
 
+    cfg: JSONObject
     if kind == "bert":
         cfg = {"model_type": "bert", "hidden_size": d, "num_attention_heads": n_heads, "num_hidden_layers": n_layers,
                "intermediate_size": d_ff, "vocab_size": vocab, "max_position_embeddings": n_pos, "type_vocab_size": 2,
@@ -80,7 +84,7 @@ def random_tensors(kind: str, *, d: int, n_heads: int, n_layers: int, d_ff: int,
     return cfg, T
 
 
-def write_checkpoint(directory: str | Path, cfg: dict[str, Any], tensors: dict[str, np.ndarray],
+def write_checkpoint(directory: str | Path, cfg: JSONObject, tensors: dict[str, np.ndarray],
                      tokenizer_vocab: list[str] | None = None) -> Path:
     """Write ``config.json`` + ``model.safetensors`` (and a WordLevel ``tokenizer.json`` over
     ``tokenizer_vocab`` with whitespace pre-tokenisation, when given)."""

@@ -18,11 +18,15 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, python_terms
 from ..result import Applies, Result, Verdict
 from ..systems import get_system, names
+
+if TYPE_CHECKING:
+    from ..records import SweepLine
+    from .checkpoint import CheckpointSummary
 
 __all__ = ["PretrainedResult", "load", "verify"]
 
@@ -69,7 +73,7 @@ class PretrainedResult:
     ----------
     system : str
         ``gaussian`` or ``attention``.
-    model : Mapping
+    model : CheckpointSummary
         The checkpoint's sizes and kind (``Checkpoint.summary()``).
     results : Mapping[tuple[int, int], Result]
         By (layer, head), layer-major.
@@ -78,7 +82,7 @@ class PretrainedResult:
     """
 
     system: str
-    model: Mapping[str, Any]
+    model: CheckpointSummary
     results: Mapping[tuple[int, int], Result]
     seconds: Mapping[tuple[int, int], float] = field(default_factory=dict)
 
@@ -95,7 +99,7 @@ class PretrainedResult:
     def __len__(self) -> int:
         return len(self.results)
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[SweepLine]:
         """The heads as ``pretrained verify`` sweep records (``file`` ``L{layer}_H{head}.json``,
         ``status``, ``result`` the verify document, ``seconds``)."""
         return [{"file": f"L{layer}_H{head}.json", "status": "ok", "exit_code": 0,
