@@ -19,10 +19,10 @@ from typing import Any
 from .errors import InputError, python_terms
 from .result import Result
 
-__all__ = ["check_names", "verify"]
+__all__ = ["check_names", "checked_seed", "strict_flag", "verify"]
 
 
-def _flag(name: str, value: Any) -> bool:
+def strict_flag(name: str, value: Any) -> bool:
     """A strict boolean keyword (``True``/``False``; numpy booleans too): ``"yes"`` or ``1`` is refused."""
     import numpy as np
 
@@ -31,7 +31,8 @@ def _flag(name: str, value: Any) -> bool:
     raise InputError(f"{name}: must be True or False, got {value!r}")
 
 
-def _seed(seed: Any) -> int | None:
+def checked_seed(seed: Any) -> int | None:
+    """A ``seed=`` keyword: None, or a non-negative integer (numpy integers too); a bool or a negative is refused."""
     import numpy as np
 
     if seed is None:
@@ -138,10 +139,10 @@ def verify(system: str, params: Any, *, simulate: bool = False, checks: Any = No
     """
     from .systems import get_system
 
-    simulate = _flag("simulate", simulate)
-    seed = _seed(seed)
+    simulate = strict_flag("simulate", simulate)
+    seed = checked_seed(seed)
     if progress is not None:
-        _flag("progress", progress)
+        strict_flag("progress", progress)
     sysobj = get_system(system)
     chosen = check_names(sysobj, checks)
     options = {k: v for k, v in (("inputs", inputs), ("h0", h0), ("targets", targets), ("assume", assume))

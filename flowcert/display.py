@@ -16,16 +16,17 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ARRAY_ENTRIES", "MAPPING_KEYS", "TEXT_CAP", "certificate_html", "hypothesis_html", "object_html",
+__all__ = ["ARRAY_ENTRIES", "MAPPING_KEYS", "RESULT_STYLE", "TEXT_CAP", "certificate_html", "hypothesis_html", "object_html",
            "recheck_html", "result_html", "result_markdown", "simulation_html", "summarise", "table_html",
-           "theorem_html", "verdict_badge"]
+           "theorem_html", "verdict_badge", "word_badge"]
 
 #: Longest method / detail text shown in the table (characters); the full text is in the JSON.
 TEXT_CAP = 100
 #: Size the page aims to stay under (bytes); past it, the per-hypothesis notes are left out.
 PAGE_BUDGET = 19_000
 
-_STYLE = (
+#: The style sheet of a result's table (``<style>`` of :func:`result_html`; the verdict words' colours).
+RESULT_STYLE = (
     ".flowcert-result{font:13px/1.35 system-ui,-apple-system,'Segoe UI',sans-serif;max-width:78em}"
     ".flowcert-result table{border-collapse:collapse;width:100%;margin:4px 0}"
     ".flowcert-result th,.flowcert-result td{border-bottom:1px solid #d8d8d8;padding:3px 8px;text-align:left;"
@@ -53,7 +54,8 @@ def _cut(text: Any, cap: int = TEXT_CAP) -> str:
     return s if len(s) <= cap else s[: cap - 1] + "…"
 
 
-def _word(word: Any) -> str:
+def word_badge(word: Any) -> str:
+    """A verdict or status word (``applies``, ``holds``, ``agrees`` …) as its coloured badge (styled by :data:`RESULT_STYLE`)."""
     w = html.escape(str(word))
     return f'<b class="{w}">{w}</b>'
 
@@ -81,7 +83,7 @@ def _hypotheses(t: Any, notes_on: bool = True, maths: bool = True) -> str:
         if notes_on and h.certificate is not None:
             notes.append(e(f"certificate: {_cut(h.certificate.kind, 30)}"))
         name = _hypothesis_name(h.name) if maths else e(_cut(h.name, 80))
-        items.append(f"<li>{_word(h.status.value)} {name}"
+        items.append(f"<li>{word_badge(h.status.value)} {name}"
                      + (f" <small>{' · '.join(notes)}</small>" if notes else "") + "</li>")
     return f"<details><summary>{e(summary)}</summary><ul>{''.join(items)}</ul></details>"
 
@@ -103,7 +105,7 @@ def _theorem_row(t: Any, notes_on: bool = True, maths: bool = True, claims: bool
     claim = f'<br/><small class="claim">{_math(t.statement)}</small>' if claims and t.statement else ""
     look = ' class="look"' if look_here_first(t) else ""
     return (f"<tr{look}><td>{e(t.id)}{label}{claim}</td><td>{verdict_badge(t)}</td>"
-            f"<td>{_word(t.cross_check.status.value)}</td><td>{_hypotheses(t, notes_on, maths)}</td></tr>")
+            f"<td>{word_badge(t.cross_check.status.value)}</td><td>{_hypotheses(t, notes_on, maths)}</td></tr>")
 
 
 def table_html(theorems: Any, notes_on: bool = True, maths: bool = True, claims: bool = True) -> str:
@@ -177,7 +179,7 @@ def result_html(result: Any) -> str:
     """
     e = html.escape
     c = result.counts()
-    head = (f"<p><strong>flowcert verify {e(result.system)}</strong> {_word(result.status.value)} "
+    head = (f"<p><strong>flowcert verify {e(result.system)}</strong> {word_badge(result.status.value)} "
             f"<small>{len(result.theorems)} theorems: {c['applies']} apply, {c['inapplicable']} "
             f"inapplicable, {c['undecided']} undecided · cross-checks: {c['agrees']} agree, "
             f"{c['disagrees']} disagree, {c['skipped']} skipped</small></p>")
@@ -194,7 +196,7 @@ def result_html(result: Any) -> str:
         table = table_html(result.theorems.values(), notes_on=False, maths=False, claims=False)
         notes.append("each theorem's claim: result.theorems[id] (its own view)")
     lines = "".join(f"<li>{e(_cut(x, 300))}</li>" for x in notes)
-    return (f'<div class="flowcert-result"><style>{_STYLE}</style>{head}{table}'
+    return (f'<div class="flowcert-result"><style>{RESULT_STYLE}</style>{head}{table}'
             + (f"<ul>{lines}</ul>" if lines else "") + "</div>")
 
 
@@ -395,7 +397,7 @@ def _nested(mapping: Mapping[str, Any], cap: int) -> str:
 
 
 def _view(kind: str, body: str) -> str:
-    return (f'<div class="flowcert-result flowcert-view flowcert-{kind}"><style>{_STYLE}{_VIEW_STYLE}</style>'
+    return (f'<div class="flowcert-result flowcert-view flowcert-{kind}"><style>{RESULT_STYLE}{_VIEW_STYLE}</style>'
             f"{body}</div>")
 
 
@@ -418,7 +420,7 @@ def verdict_badge(theorem: Any) -> str:
     if word == "applies" and assumed:
         names = ", ".join(_cut(h.name, 40) for h in assumed)
         return f'<b class="assumed-applies" title="{html.escape(names)}">applies, assuming {len(assumed)}</b>'
-    return _word(word)
+    return word_badge(word)
 
 
 def hypothesis_html(h: Any, *, certificate: bool = True) -> str:
@@ -443,7 +445,7 @@ def hypothesis_html(h: Any, *, certificate: bool = True) -> str:
         c = h.certificate
         rows.append(("certificate", f"<code>{html.escape(c.kind)}</code> re-checked by <code>"
                                     f"{html.escape(c.checker)}</code>: {html.escape(_cut(c.claim, 200))}"))
-    head = f"<p>{_word(h.status.value)} {_hypothesis_name(h.name)}</p>"
+    head = f"<p>{word_badge(h.status.value)} {_hypothesis_name(h.name)}</p>"
     return _view("hypothesis", head + _fields(rows))
 
 
@@ -514,7 +516,7 @@ def theorem_html(t: Any) -> str:
         notes = [x for x in (e(_margin(h.margin)), _prose(h.method, 60)) if x]
         if h.status.value != "holds" and h.detail:
             notes.append(_prose(h.detail))
-        items.append(f"<li>{_word(h.status.value)} {_hypothesis_name(h.name)}"
+        items.append(f"<li>{word_badge(h.status.value)} {_hypothesis_name(h.name)}"
                      + (f" <small>{' · '.join(notes)}</small>" if notes else "") + "</li>")
     hyps = f"<p>hypotheses</p><ul>{''.join(items)}</ul>" if items else ""
     prediction = t.prediction
@@ -524,7 +526,7 @@ def theorem_html(t: Any) -> str:
     details = cc.details if isinstance(cc.details, Mapping) else {"details": cc.details}
     return _view("theorem", head + statement + correction + hyps
                  + (f"<p>prediction</p>{_keyed(prediction)}" if prediction else "")
-                 + f"<p>cross-check {_word(cc.status.value)}</p>" + _keyed(details, cap=300))
+                 + f"<p>cross-check {word_badge(cc.status.value)}</p>" + _keyed(details, cap=300))
 
 
 def simulation_html(s: Any) -> str:
@@ -544,7 +546,7 @@ def simulation_html(s: Any) -> str:
     e = html.escape
     word = {True: "agrees", False: "disagrees", None: "skipped"}[s.agrees] if "agrees" in s.record else "skipped"
     ok = {True: "reached the end", False: "failed", None: ""}[s.success]
-    head = (f"<p><strong>simulation</strong> {_word(word)} <small>{e(ok)}"
+    head = (f"<p><strong>simulation</strong> {word_badge(word)} <small>{e(ok)}"
             f"{' · ' if ok and s.message else ''}{e(_cut(s.message))}</small></p>")
     rows = [("t", e(summarise(s.t)) if s.t is not None else "")]
     rows += [(f"{k}", e(summarise(v))) for k, v in list(s.states.items())[:MAPPING_KEYS]]

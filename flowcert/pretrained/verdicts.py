@@ -144,7 +144,7 @@ class PretrainedResult:
     def _repr_html_(self) -> str:
         import html
 
-        from ..display import _STYLE, _word
+        from ..display import RESULT_STYLE, word_badge
         from .command import head_row
 
         e = html.escape
@@ -152,12 +152,12 @@ class PretrainedResult:
         for (layer, head), rec in zip(self.results, self.records()):
             _, _, regime, applies, deciding, secs = head_row(rec)
             res = self.results[(layer, head)]
-            rows.append(f"<tr><td>{layer}</td><td>{head}</td><td>{_word(res.status.value)}</td><td>{e(regime)}</td>"
+            rows.append(f"<tr><td>{layer}</td><td>{head}</td><td>{word_badge(res.status.value)}</td><td>{e(regime)}</td>"
                         f"<td>{e(', '.join(applies) or 'none')}</td><td>{e(deciding or '-')}</td>"
                         f"<td>{'' if secs is None else f'{secs:.1f}'}</td></tr>")
         head = "".join(f"<th>{c}</th>" for c in ("layer", "head", "status", "regime / limit", "theorems that apply",
                                                   "deciding hypothesis", "CPU s"))
-        return (f'<div class="flowcert-result"><style>{_STYLE}</style><p><strong>flowcert.pretrained.verify '
+        return (f'<div class="flowcert-result"><style>{RESULT_STYLE}</style><p><strong>flowcert.pretrained.verify '
                 f"{e(str(self.model.get('kind')))}</strong> <small>{len(self)} heads as {e(self.system)}; "
                 f"result[(layer, head)] for one head's table</small></p><table><thead><tr>{head}</tr></thead>"
                 f"<tbody>{''.join(rows)}</tbody></table></div>")
@@ -209,7 +209,7 @@ def verify(model: Any, *, system: str = "gaussian", layers: Any = None, heads: A
         ``result[(layer, head)]`` is each head's :class:`~flowcert.result.Result`; ``.summary_table()``
         the per-head table, ``.summary()`` one line per head; renders as a table in Jupyter.
     """
-    from ..api import _flag
+    from ..api import strict_flag
     from ..progress import bar
     from .checkpoint import load_model
     from .command import DEFAULT_PROMPT, exported
@@ -217,9 +217,9 @@ def verify(model: Any, *, system: str = "gaussian", layers: Any = None, heads: A
 
     if system not in SYSTEMS:
         raise InputError(f"system: a head is checked as one of {', '.join(SYSTEMS)}, got {system!r}")
-    _flag("simulate", simulate)
+    strict_flag("simulate", simulate)
     if progress is not None:
-        _flag("progress", progress)
+        strict_flag("progress", progress)
     if prompt is not None and tokens is not None:
         raise InputError("tokens: give a prompt or tokens, not both")
     ck = load_model(model, config)

@@ -418,9 +418,9 @@ def analyze_cell(cell: Any, inputs: Any, *, h0: Any = None, targets: Any = None,
     """
     if mode not in ("stored", "recompute"):
         raise InputError(f"mode: must be 'stored' or 'recompute', got {mode!r}")
-    from ..api import _seed
+    from ..api import checked_seed
 
-    seed = _seed(seed) or 0
+    seed = checked_seed(seed) or 0
     p = cell_params(cell, inputs, h0=h0, targets=targets, assume=assume, dtype=dtype)
     doc, tr = verify_cell(p, seed=seed, mode=mode, consensus=consensus, probes=probes, consensus_op=consensus_op,
                           exact_max=exact_max)
