@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, TypedDict
 
 import numpy as np
 
@@ -22,12 +22,71 @@ from ..attention import multistability as fm  # noqa: E402
 from ..attention.params import parse_attention  # noqa: E402
 from ..certificates import core  # noqa: E402
 from ..numeric.attention import multistability as nm  # noqa: E402
+from ..records import JSONObject
+from .common import Section
 from .figures import new_figure, save_figure, subplots  # noqa: E402
 
 #: Default parameters of the section: a multistable d = 3 instance (consensus v1 and the 2:2
 #: bipartite point at v1 are both certified stable).
 DEFAULT = {"V": [[1, 0.2, 0], [0.2, 0.1, 0], [0, 0, -0.5]], "Q": [[1, 0, 0], [0, 1, 0], [0, 0, 1]],
            "K": [[3, 0.5, 0], [0, 0.5, 0], [0.3, 0, -1]], "n": 6, "seed": 1}
+
+
+class StableCounts(TypedDict):
+    """One instance of Example 3(a): the certified stable points at each :math:`v_k` (``per_k``), their
+    ``total``, the points left ``unknown``, and the eigenvalues of :math:`V` (``lam``, ascending)."""
+
+    per_k: list[int]
+    total: int
+    unknown: int
+    lam: list[float]
+
+
+#: Example 3(a) (:func:`example3a`): the instances' counts and their summary; the key ``vd_needs_…``
+#: says whether every instance with a stable point at :math:`v_d` has :math:`\lvert\lambda_d\rvert>\lambda_1`.
+Example3a = TypedDict("Example3a", {
+    "rows": list[StableCounts], "instances": int, "min": int, "median": float, "max": int, "only_pm_v1": int,
+    "with_interior_k": int, "with_vd": int, "vd_needs_|lambda_d|>lambda_1": bool, "unknown": int,
+    "seed": int, "d": int, "n": int})
+
+
+class Example3b(TypedDict):
+    """Example 3(b) (:func:`example3b`): per instance the certified stable count at each :math:`v_k`
+    (``rows``), the totals' range, mean and zeros, and per k the instances with a stable point there."""
+
+    rows: list[list[int]]
+    min: int
+    max: int
+    mean: float
+    none: int
+    instances_with_stable_at_k: list[int]
+    seed: int
+    d: int
+    n: int
+    per_k: int
+
+
+class BasinsRow(TypedDict):
+    """One instance of Example 2: the limits reached (``outcomes`` of the basin study), whether they agree
+    with the certified verdicts, and the certified-unstable limits reached."""
+
+    outcomes: list[JSONObject]
+    agrees: bool | None
+    unstable_reached: list[str]
+
+
+class Example2(TypedDict):
+    """Example 2, scaled (:func:`example2`): the instances' basin studies and their summary."""
+
+    rows: list[BasinsRow]
+    instances: int
+    samples: int
+    d: int
+    n: int
+    seed: int
+    t_max: float
+    multistable_instances: int
+    all_agree: bool
 
 
 def _random_instance(rng: np.random.Generator, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -44,12 +103,12 @@ def _separated_instances(rng: np.random.Generator, instances: int, d: int, n: in
     encoder separates the points; lazy, so the caller's own draws from ``rng`` interleave as before."""
     for _ in range(instances):
         Q, K, V = _random_instance(rng, d)
-        D = fm._data(parse_attention({"V": V.tolist(), "Q": Q.tolist(), "K": K.tolist(), "n": n}))
+        D = fm.data_of(parse_attention({"V": V.tolist(), "Q": Q.tolist(), "K": K.tolist(), "n": n}))
         if D.enc.separated:
             yield D
 
 
-def _counts(D: fm.Data) -> dict[str, Any]:
+def _counts(D: fm.Data) -> StableCounts:
     """Certified stable count among the d 2^n consensus+bipartite points, by (k, n1) class."""
     n, d = D.p.n, D.p.d
     per_k = [0] * d
@@ -65,7 +124,7 @@ def _counts(D: fm.Data) -> dict[str, Any]:
     return {"per_k": per_k, "total": sum(per_k), "unknown": unknown, "lam": D.lam.tolist()}
 
 
-def example3a(instances: int, seed: int = 2025, d: int = 4, n: int = 10) -> dict[str, Any]:
+def example3a(instances: int, seed: int = 2025, d: int = 4, n: int = 10) -> Example3a:
     """Example 3(a): certified count of stable points among d 2^n, per instance."""
     rng = np.random.default_rng(seed)
     rows = [_counts(D) for D in _separated_instances(rng, instances, d, n)]
@@ -79,7 +138,7 @@ def example3a(instances: int, seed: int = 2025, d: int = 4, n: int = 10) -> dict
             "seed": seed, "d": d, "n": n}
 
 
-def example3b(instances: int, seed: int = 7, d: int = 10, n: int = 100, per_k: int = 100) -> dict[str, Any]:
+def example3b(instances: int, seed: int = 7, d: int = 10, n: int = 100, per_k: int = 100) -> Example3b:
     """Example 3(b): ``per_k`` uniformly random sign patterns at each v_k; certified stable count."""
     rng = np.random.default_rng(seed)
     rows = []
@@ -100,10 +159,10 @@ def example3b(instances: int, seed: int = 7, d: int = 10, n: int = 100, per_k: i
             "instances_with_stable_at_k": by_k, "seed": seed, "d": d, "n": n, "per_k": per_k}
 
 
-def example2(instances: int, samples: int, d: int, n: int, seed: int = 100, t_max: float = 400.0) -> dict[str, Any]:
+def example2(instances: int, samples: int, d: int, n: int, seed: int = 100, t_max: float = 400.0) -> Example2:
     """Example 2, scaled: random instances, ``samples`` runs to rest each, limits classified."""
     rng = np.random.default_rng(seed)
-    rows = []
+    rows: list[BasinsRow] = []
     for i in range(instances):
         Q, K, V = _random_instance(rng, d)
         p = parse_attention({"V": V.tolist(), "Q": Q.tolist(), "K": K.tolist(), "n": n, "seed": seed + i})
@@ -141,8 +200,9 @@ def _printed9_study(blocks: int = 300, seed: int = 3) -> dict[str, int]:
 # ---------------------------------------------------------------------------------------
 
 
-def plot_simulation(sim: dict[str, Any], path: Path, narrow: bool = True) -> Path:
-    """``simulate attention --plot``: basin fractions with Wilson intervals, or the final tokens."""
+def plot_simulation(sim: JSONObject, path: Path, narrow: bool = True) -> Path:
+    """``simulate attention --plot``: basin fractions with Wilson intervals, or the final tokens (``sim``: the
+    ``simulation`` record of an attention document)."""
     fig, ax = subplots()
     if "basins" in sim:
         outs = sim["basins"]["outcomes"]
@@ -216,7 +276,7 @@ def _fig_spectra(out: Path) -> tuple[str, dict[str, Any]]:
         if np.linalg.eigvalsh(V)[-1] <= 0:
             continue
         M = np.round(rng.normal(size=(d, d)) * 3, 3)
-        D = fm._data(parse_attention({"V": V.tolist(), "P": M.tolist(), "n": n}))
+        D = fm.data_of(parse_attention({"V": V.tolist(), "P": M.tolist(), "n": n}))
         if not D.enc.separated:
             continue
         for k in (0, d - 1):
@@ -240,7 +300,7 @@ def _fig_spectra(out: Path) -> tuple[str, dict[str, Any]]:
     return "", {}
 
 
-def section(out: Path, *, quick: bool) -> dict[str, Any]:
+def section(out: Path, *, quick: bool) -> Section:
     """The multistability section (report contract of HELPER_RULES.md)."""
     out = Path(out)
     make_folder("--out", out)  # through no link (flowcert.outputs)
@@ -248,8 +308,8 @@ def section(out: Path, *, quick: bool) -> dict[str, Any]:
     p = parse_attention(DEFAULT)
     ths = fm.theorems(p, simulate=True, seed=1)
     theorems = [t.to_json() for t in ths]
-    D = fm._data(p)
-    stable = [c for c in fm._classes(D) if c["verdict"] == "stable"]
+    D = fm.data_of(p)
+    stable = [c for c in fm.class_results(D) if c["verdict"] == "stable"]
     figures: list[str] = []
 
     eqs = fm.equilibria(p, cap=8, samples=0)

@@ -117,7 +117,7 @@ def test_subspace_class_is_a_continuum_of_equilibria():
 
 
 def test_subspace_certificate_recheck_refuses_a_wrong_claim():
-    D = en._data(parse(RAW))
+    D = en.data_of(parse(RAW))
     cl = en.class_result(D, 1, 2, 2)
     assert cl["certificate"] is not None
     bad = json.loads(json.dumps(cl["certificate"]))

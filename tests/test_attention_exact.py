@@ -113,7 +113,7 @@ def test_skew_scores_2_2_points_are_bipartite_and_polygonal(tmp_path):
 
 def test_zero_eigenvalue_makes_every_class_at_it_polygonal():
     raw = {"V": np.diag([1.0, 0.0, -0.3]).tolist(), "Q": np.eye(3).tolist(), "K": np.diag([1.0, 2.0, 0.5]).tolist(), "n": 3}
-    D = en._data(parse(raw))
+    D = en.data_of(parse(raw))
     assert en.lambda_is_zero(D, 1) and not en.lambda_is_zero(D, 0) and not en.lambda_is_zero(D, 2)
     assert en.eigen_labels(D, 1, 3, 0) == ["consensus", "polygonal"]
     assert en.eigen_labels(D, 0, 2, 1) == ["bipartite"]
@@ -126,7 +126,7 @@ def test_a_sign_exact_where_the_interval_straddles_zero():
     V = [[1.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -2.0]]  # v1 ~ (phi, 1, 0)
     # v^T M v = phi^2 m11 + phi (m12 + m21) + m22 with phi^2 = phi + 1: m11 = 1, m12 + m21 = -1, m22 = -1 -> 0
     K = [[1.0, -0.5, 0.0], [-0.5, -1.0, 0.0], [0.0, 0.0, 1.0]]
-    D = en._data(parse({"V": V, "Q": np.eye(3).tolist(), "K": K, "n": 2}))
+    D = en.data_of(parse({"V": V, "Q": np.eye(3).tolist(), "K": K, "n": 2}))
     assert en.a_sign(D, 0) == 0
     phi = (1 + math.sqrt(5)) / 2
     v = np.array([phi, 1.0, 0.0]) / math.hypot(phi, 1.0)

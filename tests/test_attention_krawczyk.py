@@ -97,7 +97,7 @@ def test_clustering_point_of_the_repository_example():
     from flowcert.numeric.attention import multistability as nm
 
     p = load(DATA / "clustering_d3.json")
-    D = en._data(p)
+    D = en.data_of(p)
     W = np.array(json.loads((DATA / "clustering_d3_point.json").read_text())["X_near"])
     nr = nm.newton(W, D.Mb, D.V, D.c)
     assert nr.converged and np.abs(_field(nr.X, D.V, D.Mb)).max() < 1e-12

@@ -176,12 +176,12 @@ def test_repeated_eigenvalue_is_not_separated_and_lambda1_simple_fails_exactly()
     V = np.diag([1.0, 1.0, 0.0])
     assert not cm.eigen_enclosure(V).separated
     p = ap.parse_attention({"V": V.tolist(), "P": np.eye(3).tolist(), "n": 3})
-    D = fm._data(p)
-    hyp = {h.name: h for h in fm._assumption1(D)}
+    D = fm.data_of(p)
+    hyp = {h.name: h for h in fm.assumption_1(D)}
     assert hyp["Assumption 1: lambda_1 simple"].status == "fails"
     # a repeated lower eigenvalue does not hide a simple top one (exact inertia of V - tI)
-    D = fm._data(ap.parse_attention({"V": np.diag([2.0, 1.0, 1.0]).tolist(), "P": np.eye(3).tolist(), "n": 3}))
-    h = {h.name: h for h in fm._assumption1(D)}["Assumption 1: lambda_1 simple"]
+    D = fm.data_of(ap.parse_attention({"V": np.diag([2.0, 1.0, 1.0]).tolist(), "P": np.eye(3).tolist(), "n": 3}))
+    h = {h.name: h for h in fm.assumption_1(D)}["Assumption 1: lambda_1 simple"]
     assert h.status == "holds" and core.recheck(h.certificate)
 
 
@@ -193,7 +193,7 @@ def test_consensus_v1_is_certified_stable_and_vk_unstable_for_any_QK(seed, n, d,
     V = _sym_V(rng, d)
     Q, K = rng.normal(size=(2, d, d)) * scale
     p = ap.parse_attention({"V": V.tolist(), "Q": Q.tolist(), "K": K.tolist(), "n": n})
-    D = fm._data(p)
+    D = fm.data_of(p)
     r1 = fm.class_result(D, 0, n, 0)
     assert r1["verdict"] == "stable" and core.recheck(r1["certificate"])
     for k in range(1, d):
@@ -216,7 +216,7 @@ def test_equal_split_verdicts_match_the_tanh_closed_form(seed, half, d, scale):
     n = 2 * half
     M = np.round(rng.normal(size=(d, d)) * scale, 3)
     p = ap.parse_attention({"V": V.tolist(), "P": M.tolist(), "n": n})
-    D = fm._data(p)
+    D = fm.data_of(p)
     for k in range(d):
         t = math.tanh(D.a(k))
         lam = D.lam
@@ -231,7 +231,7 @@ def test_certificates_reject_tampering():
     rng = np.random.default_rng(9)
     V = _sym_V(rng, 3)
     p = ap.parse_attention({"V": V.tolist(), "P": (3 * np.eye(3)).tolist(), "n": 4})
-    D = fm._data(p)
+    D = fm.data_of(p)
     r = fm.class_result(D, 0, 4, 0)
     cert = json.loads(json.dumps(r["certificate"]))
     assert core.recheck(cert)
@@ -255,7 +255,7 @@ def test_singleton_group_bipartite_can_be_stable_although_the_paper_says_unstabl
         V = _sym_V(rng, d)
         M = rng.normal(size=(d, d)) * 3
         p = ap.parse_attention({"V": V.tolist(), "P": M.tolist(), "n": n})
-        D = fm._data(p)
+        D = fm.data_of(p)
         for k in (0, d - 1):
             r = fm.class_result(D, k, n - 1, 1)
             a = D.a(k)
@@ -293,7 +293,7 @@ def test_basins_agree_with_certified_verdicts_on_a_multistable_example():
 
 def test_newton_converges_to_equilibria_and_classify_names_them():
     p = ap.parse_attention(MULTI)
-    D = fm._data(p)
+    D = fm.data_of(p)
     X = nm.bipartite_point(D.U[:, 0], np.array([1, 1, -1, -1.0])) + 1e-3
     nr = nm.newton(X, D.Mb, D.V)
     assert nr.converged and np.abs(nm.field_one_head(nr.X, D.Mb, D.V)).max() < 1e-12
@@ -343,7 +343,7 @@ def test_cli_equilibria_verify_and_bad_input(tmp_path, capsys):
 
 def test_single_run_is_classified_only_once_settled(tmp_path, capsys):
     p = ap.parse_attention(MULTI)
-    D = fm._data(p)
+    D = fm.data_of(p)
     X = nm.bipartite_point(D.U[:, 0], np.array([1, 1, -1, -1.0]))
     assert fm.classify_run(p, X)["limit_verdict"] == "stable"
     moved = nf.project(X + 1e-3 * np.random.default_rng(0).normal(size=X.shape))
@@ -364,7 +364,7 @@ def test_clustering_equilibria_are_found_by_newton_from_simulation_limits():
     """A d = 3, n = 10 instance whose random runs reach consensus v1 or a 2-clustering: the
     clustering is located by Newton (a zero of the field), labelled, and gets no verdict."""
     p = ap.load_attention("tests/data/attention/clustering_d3.json")
-    D = fm._data(p)
+    D = fm.data_of(p)
     doc = fm.equilibria(p, cap=2, samples=24)
     found = [e for e in doc["equilibria"] if e["eigvec_index"] is None]
     assert found and all(e["class"] == ["clustering"] and e["stable"] is None for e in found)

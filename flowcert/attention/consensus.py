@@ -58,11 +58,9 @@ SAMPLES = 1501
 
 
 from .consensus_hypotheses import (  # noqa: F401 - re-exported: the entries below and callers use them
-    _finite_or_none,
-    _fails,
     Setting,
     setting,
-    _exact_equal,
+    exactly_equal,
     value_identity,
     full_attention,
     causal_attention,
@@ -84,6 +82,14 @@ from .consensus_hypotheses import (  # noqa: F401 - re-exported: the entries bel
     side_of_v,
     tetrahedron,
 )
+
+
+def _finite_or_none(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def _fails(name: str, method: str, detail: str) -> core.HypothesisResult:
+    return core.HypothesisResult(name, "fails", None, method, None, detail)
 
 
 # simulation shared by the cross-checks
@@ -145,7 +151,7 @@ def consensus_limit(s: Setting, run: Run) -> dict[str, Any]:
     out = {"spread_final": spread, "E_paper_final": float(num.paper_measure(X)), "E_signed_final": float(num.signed_measure(X)),
            "final_speed": run.speed}
     if spread <= CONSENSUS_SPREAD:
-        if all(_exact_equal(U, np.eye(s.d)) for U in s.U):
+        if all(exactly_equal(U, np.eye(s.d)) for U in s.U):
             st = cert.consensus_stability(s.p.causal, s.ell, s.h, s.d).status
         elif s.p.causal and s.h == 1 and not isinstance(s.U[0], sp.MatrixBase):
             # Thm 6.1 setting: consensus points are (+-v, ..., +-v); certified by the separator
@@ -407,7 +413,7 @@ def _tetrahedron_beta(s: Setting) -> float | None:
     if s.p.causal or s.h != 1 or s.ell != 4 or s.d != 3 or not s.P_constant or s.p.W is not None:
         return None
     P = np.asarray(s.P[0], float)
-    if not _exact_equal(s.U[0], np.eye(3)) or not np.array_equal(P, P[0, 0] * np.eye(3)) or P[0, 0] >= 0:
+    if not exactly_equal(s.U[0], np.eye(3)) or not np.array_equal(P, P[0, 0] * np.eye(3)) or P[0, 0] >= 0:
         return None
     G = s.X0 @ s.X0.T
     if np.abs(G - (4 / 3 * np.eye(4) - 1 / 3)).max() > 1e-12:

@@ -37,14 +37,6 @@ from ..papers.consensus import (ANTIPODE_FREE, BOUNDED, CAUSAL, CAUSAL_STABLE, E
 from .params import AttentionParams
 
 
-def _finite_or_none(x: float) -> float | None:
-    return x if math.isfinite(x) else None
-
-
-def _fails(name: str, method: str, detail: str) -> core.HypothesisResult:
-    return core.HypothesisResult(name, "fails", None, method, None, detail)
-
-
 # the setting as the consensus paper writes it
 
 
@@ -117,7 +109,7 @@ class Setting:
             M = core.qmat(np.asarray(hd.K, float))
             if not hd.from_P:
                 M = core.qmat(np.asarray(hd.Q, float)).transpose() * M
-            cache[eta] = M * core._fmpq(self.p.beta)
+            cache[eta] = M * core.to_fmpq(self.p.beta)
         return flint.fmpq_mat(cache[eta])  # a copy: no caller shares it
 
     @property
@@ -217,7 +209,8 @@ def causal_transverse_of(doc: Any) -> Any:
 # structural hypotheses (decided exactly on the given data)
 
 
-def _exact_equal(A: Any, B: Any) -> bool:
+def exactly_equal(A: Any, B: Any) -> bool:
+    """Whether two matrices (numpy, or SymPy in t) are equal exactly (SymPy: their difference simplifies to 0)."""
     if isinstance(A, sp.MatrixBase) or isinstance(B, sp.MatrixBase):
         return sp.simplify(sp.Matrix(A) - sp.Matrix(B)) == sp.zeros(*sp.Matrix(A).shape)
     return bool(np.array_equal(np.asarray(A, float), np.asarray(B, float)))
@@ -235,7 +228,7 @@ def _heads_predicate(h: bd.HypothesisBinding, s: Setting, method: str, why_not: 
 
 
 def value_identity(s: Setting) -> core.HypothesisResult:
-    bad = [k + 1 for k, U in enumerate(s.U) if not _exact_equal(U, np.eye(s.d))]
+    bad = [k + 1 for k, U in enumerate(s.U) if not exactly_equal(U, np.eye(s.d))]
     return _heads_predicate(U_IDENTITY, s, "exact comparison", f"value matrix of head(s) {bad} is not the identity",
                             "every head's value matrix is the identity")
 
@@ -263,7 +256,7 @@ def _W_json(s: Setting) -> Any:
 
 
 def sphere(s: Setting) -> core.HypothesisResult:
-    on = s.p.W is None or _exact_equal(s.p.W, np.eye(s.d))
+    on = s.p.W is None or exactly_equal(s.p.W, np.eye(s.d))
     c = predicate_certificate("unit_sphere", on, dict(SPHERE.proofs[0].subject), x=_W_json(s))
     return SPHERE.result("holds" if on else "fails", c, None, "parameter" if on else "exact comparison",
                          "" if on else "W is not the identity")

@@ -92,7 +92,8 @@ class Data:
         return float(self.U[:, k] @ self.Mb @ self.U[:, k])
 
 
-def _data(p: AttentionParams) -> Data:
+def data_of(p: AttentionParams) -> Data:
+    """The float and exact data of ``p``'s head 0 (:class:`Data`), enclosures included."""
     q, k, V = p.head_matrices(0.0)[0]
     V = np.asarray(V, float)
     Mb = np.zeros_like(V) if q is None else p.beta * (np.asarray(q).T @ np.asarray(k))
@@ -109,7 +110,8 @@ def _data(p: AttentionParams) -> Data:
     return Data(p, V, Mb, c, symmetric, enc, lam, U, Mq, Vq)
 
 
-def _applicable_structure(p: AttentionParams) -> core.HypothesisResult:
+def applicable_structure(p: AttentionParams) -> core.HypothesisResult:
+    """Whether ``p`` is model (1)/(2)/(5): one constant head, full attention, the unit sphere (a certified predicate)."""
     bad = []
     if len(p.heads) != 1:
         bad.append(f"{len(p.heads)} heads (the paper has one)")
@@ -128,7 +130,8 @@ def _applicable_structure(p: AttentionParams) -> core.HypothesisResult:
     return STRUCTURE.result("fails" if bad else "holds", c, None, "parameter structure", "; ".join(bad), key=key)
 
 
-def _assumption1(D: Data, need_positive: bool = True) -> list[core.HypothesisResult]:
+def assumption_1(D: Data, need_positive: bool = True) -> list[core.HypothesisResult]:
+    """Assumption 1 on ``D``: V symmetric, :math:`\\lambda_1` simple and (``need_positive``) positive, each certified."""
     bound = _V_bound(D)
     out = []
     if not D.symmetric:
@@ -239,7 +242,8 @@ def _top_multiplicity(D: Data) -> core.HypothesisResult:
                                  "exact eigen-enclosures", None, r"$\lambda_1$ and $\lambda_2$ could not be separated")
 
 
-def _ok(hyps: list[core.HypothesisResult]) -> bool:
+def all_hold(hyps: list[core.HypothesisResult]) -> bool:
+    """Whether every hypothesis of ``hyps`` holds."""
     return all(h.status == "holds" for h in hyps)
 
 
@@ -319,7 +323,7 @@ def equilibrium_labels(doc: Mapping[str, Any]) -> Any:
         p = params_of(doc)
     except (KeyError, SubjectError) as exc:
         return f"the parameters do not read back ({exc})"
-    D = _data(p)
+    D = data_of(p)
     memo: dict[tuple[int, int, int], list[str]] = {}
 
     def of(k: int, n1: int, n2: int) -> list[str] | None:
@@ -362,7 +366,7 @@ def class_result(D: Data, k: int, n1: int, n2: int, variant: str | None = None, 
     return out
 
 
-def _classes(D: Data, variant: str | None = None) -> list[dict[str, Any]]:
+def class_results(D: Data, variant: str | None = None) -> list[dict[str, Any]]:
     n = D.p.n
     return [class_result(D, k, n1, n - n1, variant) for k in class_indices(D) for n1 in range(n, (n - 1) // 2, -1)]
 
@@ -373,13 +377,13 @@ def _classes(D: Data, variant: str | None = None) -> list[dict[str, Any]]:
 
 
 def _require_enumerable(p: AttentionParams) -> Data:
-    h = _applicable_structure(p)
+    h = applicable_structure(p)
     if h.status != "holds":
         raise InputError(f"equilibria attention: {h.detail} is not covered (the enumeration is for model (1)/(2)/(5))")
     if p.d > MAX_D or p.n > MAX_N:
         raise InputError(f"equilibria attention: n = {p.n}, d = {p.d} is too large for the exact enumeration "
                          f"(limits n <= {MAX_N}, d <= {MAX_D}: exact eigen-enclosures and one class per (k, n1))")
-    D = _data(p)
+    D = data_of(p)
     if not D.symmetric:
         raise InputError("params: key 'V': equilibria attention needs a symmetric V (Assumption 1); "
                          f"max |V - V^T| = {float(np.abs(D.V - D.V.T).max()):.3e}")
@@ -388,7 +392,7 @@ def _require_enumerable(p: AttentionParams) -> Data:
     return D
 
 
-def _patterns(n: int, cap: int) -> tuple[list[np.ndarray], int]:
+def sign_patterns(n: int, cap: int) -> tuple[list[np.ndarray], int]:
     """Sign patterns with s_1 = +1 (one per antipodal pair), ordered by number of minus signs."""
     from itertools import combinations
 
@@ -416,18 +420,18 @@ def equilibria(p: AttentionParams, cap: int | None = None, samples: int = 16, se
     if p.time_varying:
         raise InputError("equilibria attention: time-varying heads have no equilibria to enumerate "
                          "(the field depends on t); use verify attention --simulate")
-    if _applicable_structure(p).status != "holds":  # several heads, causal, ellipsoid: runs to rest, classified
+    if applicable_structure(p).status != "holds":  # several heads, causal, ellipsoid: runs to rest, classified
         from .search import search
 
         return search(p, samples, p.seed if seed is None else seed)
     D = _require_enumerable(p)
     n, d = p.n, p.d
-    classes = _classes(D)
+    classes = class_results(D)
     for c in classes:  # in the document: bound to its V and beta Q^T K
         if c["certificate"] is not None:
             c["certificate"] = bd.stamp(core.Certificate.from_json(c["certificate"]), class_subject(p)).to_json()
     index = {(c["k"], c["n1"], c["n2"]): i for i, c in enumerate(classes)}
-    pats, total = _patterns(n, cap)
+    pats, total = sign_patterns(n, cap)
     eqs = []
     for k in class_indices(D):
         for s in pats:
@@ -553,9 +557,9 @@ def classify_run(p: AttentionParams, X: np.ndarray, settle_tol: float = 1e-7, t:
 
     lc = limit_of(p, X, t=t, settle_tol=settle_tol)
     out = limit_record(lc)
-    if not lc.settled or _applicable_structure(p).status != "holds":
+    if not lc.settled or applicable_structure(p).status != "holds":
         return out
-    D = _data(p)
+    D = data_of(p)
     name, info = _label(D, X)
     if name == "newton_failed":
         out["limit_label_reason"] = f"Newton did not converge ({info['residual']:.2e}); classes from the end state"
@@ -581,8 +585,8 @@ def basins(p: AttentionParams, samples: int, seed: int = 0, device: Any = "cpu",
     from .search import run_to_rest
 
     rest = run_to_rest(p, samples, seed, t_max=t_max, dt=dt, device=device)
-    applicable = _applicable_structure(p).status == "holds"
-    D = _data(p) if applicable else None
+    applicable = applicable_structure(p).status == "holds"
+    D = data_of(p) if applicable else None
     verdicts: dict[str, Any] = {}
     counts: dict[str, int] = {}
     for X, settled, drift in zip(rest["X"], rest["settled"], rest["drift"]):

@@ -44,12 +44,12 @@ from .enumeration import (  # noqa: F401 - equilibria, basins, wilson … re-exp
     Data,
     MAX_D,
     MAX_N,
-    _applicable_structure,
-    _assumption1,
-    _classes,
-    _data,
-    _ok,
-    _patterns,
+    applicable_structure,
+    assumption_1,
+    class_results,
+    data_of,
+    all_hold,
+    sign_patterns,
     a_sign,
     basins,
     decidable,
@@ -176,20 +176,20 @@ class _Context:
 
     @cached_property
     def structure(self) -> core.HypothesisResult:
-        return _applicable_structure(self.p)
+        return applicable_structure(self.p)
 
     @cached_property
     def D(self) -> Data:
-        return _data(self.p)
+        return data_of(self.p)
 
     @cached_property
     def A1(self) -> list[core.HypothesisResult]:
-        return _assumption1(self.D)
+        return assumption_1(self.D)
 
     def unpack(self) -> tuple[Any, ...]:
         """``(p, D, simulate, seed, structure, A1, A1s, sa_ok, can)``: A1s is Assumption 1 without
         lambda_1 > 0 (Lemma 1 does not need it); ``can``: classes decidable (only lambda_1 simple)."""
-        ok = _ok([self.structure])
+        ok = all_hold([self.structure])
         A1s = self.A1[:2] if len(self.A1) > 1 else self.A1
         return (self.p, self.D, self.simulate, self.seed, self.structure, self.A1, A1s,
                 ok and self.p.variant == "self_attention", ok and decidable(self.D))
@@ -204,18 +204,18 @@ class _Context:
 
     @cached_property
     def mao(self) -> list[dict[str, Any]]:
-        return _classes(self.D, "multiagent_oja") if self.can else []
+        return class_results(self.D, "multiagent_oja") if self.can else []
 
     @cached_property
     def mao_p(self) -> AttentionParams | None:
         from dataclasses import replace
 
         p = self.p
-        return replace(p, variant="multiagent_oja", heads=(replace(p.heads[0], Q=None, K=None),)) if _ok([self.structure]) else None
+        return replace(p, variant="multiagent_oja", heads=(replace(p.heads[0], Q=None, K=None),)) if all_hold([self.structure]) else None
 
     @cached_property
     def sac(self) -> list[dict[str, Any]]:
-        return _classes(self.D) if self.can and self.sa_ok else []
+        return class_results(self.D) if self.can and self.sa_ok else []
 
     @cached_property
     def hyp_sa(self) -> list[core.HypothesisResult]:
@@ -228,7 +228,7 @@ class _Context:
         if not (self.can and self.sa_ok):
             return None
         return max(float(np.abs(nm.field_one_head(nm.bipartite_point(D.U[:, k], s), D.Mb, D.V, D.c)).max())
-                   for k in range(p.d) for s in _patterns(p.n, 16)[0])
+                   for k in range(p.d) for s in sign_patterns(p.n, 16)[0])
 
     @cached_property
     def rank_info(self) -> list[dict[str, Any]] | None:
@@ -299,7 +299,7 @@ def _lemma_2(ctx: _Context) -> TheoremResult:
     res2 = None
     if can:
         res2 = max(float(np.abs(nm.field_one_head(nm.bipartite_point(D.U[:, k], s), D.Mb, D.V, D.c, variant="multiagent_oja")).max())
-                   for k in range(p.d) for s in _patterns(p.n, 16)[0])
+                   for k in range(p.d) for s in sign_patterns(p.n, 16)[0])
     return (_th(LEMMA_2, [*A1s, structure], {"consensus_bipartite_points": rf"${p.d}\times2^{{{p.n}}}$ sign patterns",
                                        "max_field_residual_at_points": res2},
                    CrossCheck("agrees" if res2 is not None and res2 <= 1e-12 * (1 + np.abs(D.V).max()) else "skipped",
@@ -415,7 +415,7 @@ def _prop_2(ctx: _Context) -> TheoremResult:
     p, D, simulate, seed, structure, A1, A1s, sa_ok, can = ctx.unpack()
     hyp_sa = ctx.hyp_sa
     prop2 = None
-    if _ok([structure]) and p.variant == "self_attention":
+    if all_hold([structure]) and p.variant == "self_attention":
         rng = np.random.default_rng(seed)
         X = rng.normal(size=(p.n, p.d))
         X /= np.linalg.norm(X, axis=1, keepdims=True)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from .matrices import MAX_DIM, check_dim, exact_float, _step, positive_definite, scaled_orthogonal, symmetric
+from .matrices import MAX_DIM, check_dim, exact_float, grid_exponent, positive_definite, scaled_orthogonal, symmetric
 from .states import MAX_TOKENS, ellipsoid_tokens, hemisphere_tokens, no_hemisphere_tokens, sphere_tokens
 
 
@@ -33,7 +33,7 @@ def simple_top_with_vector(draw: st.DrawFn, d: int, gap: float = 0.25, bound: fl
     """``(V, v)``: :func:`simple_top_symmetric` and its unit top eigenvector ``v`` (exact direction, float-normalised)."""
     check_dim(d)
     Q, c = draw(scaled_orthogonal(d))
-    e = _step(gap, c)
+    e = grid_exponent(gap, c)
     unit = c / 2**e
     top = draw(st.integers(math.ceil(bound / 2 / unit), math.floor(bound / unit)))
     rest_hi = top - math.ceil(gap / unit)

@@ -88,7 +88,7 @@ def exact_float(M_int: np.ndarray, denominator: int) -> np.ndarray:
     return out
 
 
-def _step(margin: float, scale: int) -> int:
+def grid_exponent(margin: float, scale: int) -> int:
     """Exponent ``e`` with step ``scale * 2**-e <= margin / 16``."""
     return max(0, math.ceil(math.log2(16 * scale / margin)))
 
@@ -131,7 +131,7 @@ def symmetric(
         raise ValueError(f"inertia: must be three non-negative integers summing to d, got {inertia!r}")
     d = check_dim(p + n + z)
     Q, c = draw(scaled_orthogonal(d))
-    e = _step(margin, c)
+    e = grid_exponent(margin, c)
     lo, hi = math.ceil(margin * 2**e / c), math.floor(bound * 2**e / c)
     mags = draw(st.lists(st.integers(lo, hi), min_size=p + n, max_size=p + n))
     k = [m for m in mags[:p]] + [-m for m in mags[p:]] + [0] * z
@@ -229,7 +229,7 @@ def with_spectrum(
     if not 0 <= n_unstable <= d:
         raise ValueError(f"n_unstable: must be in [0, {d}], got {n_unstable!r}")
     _check_scales(margin, bound)
-    e = _step(margin, 1) if abscissa is None else max(_step(margin, 1), math.ceil(math.log2(2.0**_GRID_BITS / abs(abscissa))))
+    e = grid_exponent(margin, 1) if abscissa is None else max(grid_exponent(margin, 1), math.ceil(math.log2(2.0**_GRID_BITS / abs(abscissa))))
     lo, hi = math.ceil(margin * 2**e), math.floor(bound * 2**e)
     # real parts (in steps), with pairs of complex eigenvalues sharing one
     blocks: list[tuple[int, int]] = []  # (size, index into real parts)
