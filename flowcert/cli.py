@@ -23,7 +23,6 @@ from .documents import emit as _emit
 from .documents import finite as _finite  # noqa: F401  (kept for callers of the former private names)
 from .documents import json_default as _json_default  # noqa: F401
 from .documents import verify_document
-from .documents import verify_summary as _summary
 from .errors import EXIT_IO, InputError, OutputError, ParamError, precision_notes
 from .options import device_arg, one_line, positive_int_arg, seed_arg
 from .systems import capability, get_system, names
@@ -66,7 +65,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
         raise InputError(f"--params: one file for 'verify {args.system}' (sweeps cover {' and '.join(names('sweep'))})")
     checks = _checks(args.system, args.checks)
     doc = verify_document(args.system, args.params[0], simulate=args.simulate, seed=args.seed, checks=checks)
-    _emit(doc, args.json, _summary(doc))
+    from .result import verify_summary
+
+    _emit(doc, args.json, verify_summary(doc))
     return 0
 
 

@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 __all__ = ["REF_KEY", "document", "emit", "header", "finite", "json_default", "params_reference", "plain", "records",
-           "understood_params", "verify_document", "verify_summary"]
+           "understood_params", "verify_document"]
 
 
 def header(system: str) -> dict[str, Any]:
@@ -141,29 +141,6 @@ def emit(doc: dict[str, Any], as_json: bool, summary: str) -> None:
         sys.stdout.write(indented(plain(doc)) + "\n")
     else:
         sys.stdout.write(summary)
-
-
-def verify_summary(doc: dict[str, Any]) -> str:
-    """The human-readable lines of a ``verify`` document (without ``--json``): the status line and one line
-    per theorem of :meth:`flowcert.result.Result.summary` (the verdict words: ``applies`` /
-    ``inapplicable`` / ``undecided``, ``agrees`` / ``disagrees`` / ``skipped``), each theorem's
-    hypotheses under it, then the lines of the system's own parts (its ``summary_lines(doc)``, where the
-    system has one: gaussian the regime, gaussian and attention the simulation). ``doc`` may hold typed
-    theorems (as the systems return them) or theorem records."""
-    from .result import Result
-    from .systems import REGISTRY, get_system
-
-    doc = records(doc)
-    res = Result.from_document(doc)
-    head, *rows = res.summary().splitlines()
-    lines = [f"flowcert {doc['flowcert']} — verify {doc['system']}", head]
-    for th, row in zip(res.theorems.values(), rows):
-        lines.append(row)
-        for h in th.hypotheses:
-            lines.append(f"    {h.status.value:<8} {h.name}  ({h.method})")
-    if doc["system"] in REGISTRY:
-        lines += get_system(doc["system"]).summary_lines(doc)
-    return "\n".join(lines) + "\n"
 
 
 #: the key of a parameter reference, ``{"$ref": FILE, "sha256": HEX}``: a document's ``params`` when they

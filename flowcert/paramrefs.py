@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .recheck import DocumentCheck
+    from .recheck_certificate import DocumentCheck
 
 
 def dereferenced(doc: dict[str, Any], prefix: str, origin: str | None, out: DocumentCheck) -> dict[str, Any]:

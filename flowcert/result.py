@@ -55,7 +55,7 @@ from .certificates.verdicts import Applies, CheckStatus, Status, Verdict, ordere
 from .papers import PAPERS, Paper
 
 __all__ = ["Applies", "CheckStatus", "Certificate", "CrossCheck", "Hypothesis", "PAPERS", "Paper", "Result",
-           "Simulation", "Status", "Theorem", "Verdict"]
+           "Simulation", "Status", "Theorem", "Verdict", "verify_summary"]
 
 
 @dataclass(frozen=True)
@@ -380,3 +380,26 @@ class Result:
         from .display import result_markdown
 
         return result_markdown(self)
+
+
+def verify_summary(doc: Mapping[str, object]) -> str:
+    """The human-readable lines of a ``verify`` document (without ``--json``): the status line and one line
+    per theorem of :meth:`Result.summary` (the verdict words: ``applies`` /
+    ``inapplicable`` / ``undecided``, ``agrees`` / ``disagrees`` / ``skipped``), each theorem's
+    hypotheses under it, then the lines of the system's own parts (its ``summary_lines(doc)``, where the
+    system has one: gaussian the regime, gaussian and attention the simulation). ``doc`` may hold typed
+    theorems (as the systems return them) or theorem records."""
+    from .documents import records
+    from .systems import REGISTRY, get_system
+
+    rec = records(dict(doc))
+    res = Result.from_document(rec)
+    head, *rows = res.summary().splitlines()
+    lines = [f"flowcert {rec['flowcert']} — verify {rec['system']}", head]
+    for th, row in zip(res.theorems.values(), rows):
+        lines.append(row)
+        for h in th.hypotheses:
+            lines.append(f"    {h.status.value:<8} {h.name}  ({h.method})")
+    if rec["system"] in REGISTRY:
+        lines += get_system(rec["system"]).summary_lines(rec)
+    return "\n".join(lines) + "\n"

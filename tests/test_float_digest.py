@@ -94,7 +94,7 @@ def test_recheck_accepts_a_digest_written_in_the_text_form(tmp_path) -> None:
 
     def legacy(cert: dict) -> str:
         from flowcert.bindings import DERIVED
-        from flowcert.recheck import _encoded, resolver
+        from flowcert.recheck_certificate import _encoded, resolver
 
         resolve = resolver(doc, DERIVED.get("gaussian"))
         return subjects.subject_digest({k: _encoded(subjects.evaluate(e, resolve)) for k, e in cert["subject"].items()},

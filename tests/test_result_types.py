@@ -210,12 +210,12 @@ def test_applies_follows_the_statuses(statuses, expected):
     all holding (or assumed) make it apply; recheck re-derives applies with the same rule."""
     from flowcert.catalogue import Theorem
     from flowcert.certificates.core import Hypothesis
-    from flowcert.recheck import _applies
+    from flowcert.recheck_certificate import applies_of
 
     assert Applies.of(statuses) is expected
     t = Theorem("gaussian:prop-2.1", "P", "", [Hypothesis(f"h{i}", s) for i, s in enumerate(sorted(statuses))])
     assert t.applies is expected and t.to_json()["applies"] is expected.json
-    assert _applies(sorted(statuses)) is expected.json
+    assert applies_of(sorted(statuses)) is expected.json
 
 
 def test_a_subject_stamped_after_reading_is_written():
@@ -238,7 +238,7 @@ def test_the_display_and_the_text_share_the_systems_lines():
     """The notebook's extra lines are the system's own summary lines (with the reasons), the command
     line's text the same lines without them: no system's keys are read in shared code."""
     from flowcert.display import extras
-    from flowcert.documents import verify_summary
+    from flowcert.result import verify_summary
 
     res = flowcert.verify("gaussian", DATA / "gaussian_time_varying.json")
     reason = res.regime["reason"]

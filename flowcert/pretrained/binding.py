@@ -33,7 +33,7 @@ its parameters read back from the export it references (``{"$ref": FILE, "sha256
 :func:`flowcert.recheck.dereferenced`); :func:`recheck_line` adds that its ``provenance`` is its
 document's, and with ``--checkpoint`` that the digest is the checkpoint's, that the parameters that
 are exact slices of the weights (``Q``, ``K`` of an attention head) equal them, and that the whole
-export, recomputed from the weights by the same float64 program (:func:`flowcert.pretrained.command.exported`:
+export, recomputed from the weights by the same float64 program (:func:`flowcert.pretrained.export.exported`:
 ``B``, ``V = W_O W_V``, the prompt's tokens), equals the document's parameters bit for bit. Then its
 certificates are **bound**: the parameters they are bound to are this checkpoint's export. Without
 ``--checkpoint``, or where the recomputation differs by rounding only (another BLAS or torch build,
@@ -194,10 +194,10 @@ class _Heads:
                 self.refuse(f"{tb}.hypotheses", f"the hypotheses of {tid} are {list(names)}, in this order")
                 continue
             statuses = [self.hypothesis(f"{tb}.hypotheses[{j}]", h, layer, head, factors) for j, h in enumerate(hyps)]
-            from ..recheck import _applies
+            from ..recheck_certificate import applies_of
 
-            if None not in statuses and t.get("applies") != _applies(statuses):
-                self.refuse(f"{tb}.applies", f"applies is {t.get('applies')!r}, the statuses give {_applies(statuses)!r}")
+            if None not in statuses and t.get("applies") != applies_of(statuses):
+                self.refuse(f"{tb}.applies", f"applies is {t.get('applies')!r}, the statuses give {applies_of(statuses)!r}")
         for key, name in (("sym_M_indefinite", "sym(P) indefinite"), ("sym_U_indefinite", "sym(U) indefinite")):
             h = rec.get(key)
             if not isinstance(h, dict) or h.get("name") != name:
@@ -222,7 +222,7 @@ class _Heads:
         """Check one hypothesis record; its status when it stands (None when refused)."""
         from ..certificates.core import explain
         from ..certificates.lowrank import asymmetry_claim, minors_claim
-        from ..recheck import _kind_of, is_certificate
+        from ..recheck_certificate import is_certificate, kind_of
         from .hypotheses import BY_TYPE, HEAD_HYPOTHESES, head_subject
 
         name, status, cert = h["name"], h.get("status"), h.get("certificate")
@@ -240,7 +240,7 @@ class _Heads:
             return status
         cpath = f"{path}.certificate"
         self.seen.add(cpath)
-        kind = _kind_of(cert)
+        kind = kind_of(cert)
         proof = HEAD_HYPOTHESES[name].proof(kind)
         if proof is None:
             return self.refuse(cpath, f"a {kind} certificate cannot decide {name!r}", kind)
@@ -283,7 +283,7 @@ def recheck_heads(doc: dict[str, Any], prefix: str = "$", checkpoint: Checkpoint
     -------
     flowcert.recheck.DocumentCheck
     """
-    from ..recheck import DocumentCheck, _certificate, certificates_in, resolver
+    from ..recheck_certificate import DocumentCheck, certificates_in, check_certificate, resolver
 
     out = DocumentCheck()
     model = (doc.get("params") or {}).get("model") if isinstance(doc.get("params"), dict) else None
@@ -311,7 +311,7 @@ def recheck_heads(doc: dict[str, Any], prefix: str = "$", checkpoint: Checkpoint
         _rederived_heads(out, doc, heads, prefix, ref)
     for path, cert in certificates_in(doc, prefix):
         if path not in state.seen and not any(path.startswith(s + ".") for s in state.seen):
-            _certificate(out, path, cert, None, resolver({}), None)
+            check_certificate(out, path, cert, None, resolver({}), None)
     return out
 
 
@@ -417,7 +417,7 @@ REEXPORT_RTOL = 1e-9
 
 
 def _reexported(doc: dict[str, Any], prov: dict[str, Any], result: Any, prefix: str, ref: CheckpointRef) -> bool:
-    """Whether the document's parameters are the export of its head (:func:`flowcert.pretrained.command.exported`:
+    """Whether the document's parameters are the export of its head (:func:`flowcert.pretrained.export.exported`:
     B, V = W_O W_V and the prompt's tokens, float64 computations) recomputed from ``ref`` bit for bit.
 
     Equal: the certificates, bound to the parameters by their subjects, are bound to the checkpoint. Within
@@ -427,7 +427,7 @@ def _reexported(doc: dict[str, Any], prov: dict[str, Any], result: Any, prefix: 
 
     from ..documents import params_reference, understood_params
     from ..errors import InputError
-    from .command import exported
+    from .export import exported
 
     params, system = doc.get("params"), prov.get("system")
     if not isinstance(params, dict) or params_reference(params) is not None or not isinstance(system, str) \

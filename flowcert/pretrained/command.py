@@ -20,6 +20,7 @@ from typing import Any
 
 from ..documents import document, header
 from ..systems import names
+from .export import DEFAULT_PROMPT, exported, prompt_tokens  # noqa: F401  (re-exported: the CLI's export)
 
 __all__ = ["run"]
 
@@ -102,18 +103,6 @@ def _experiment(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     doc = document("pretrained", {"model": args.model, "experiment": args.name, "full": args.full, "seed": args.seed},
                    experiment=res)
     return doc, experiments.summary(args.name, res)
-
-
-DEFAULT_PROMPT = "Flows of tokens converge to consensus."
-
-
-def prompt_tokens(ckpt: Any, layer: int, prompt: str, ids: list[int] | None = None) -> Any:
-    """The prompt's hidden states entering ``layer`` (embeddings, then layers ``0..layer-1``), rows
-    scaled to unit norm: the tokens on the sphere that the attention system starts from (``ids``:
-    the prompt's token ids when already known)."""
-    from .model import Transformer, tokens_entering
-
-    return tokens_entering(ckpt, layer, Transformer(ckpt).tokenize(prompt) if ids is None else ids)
 
 
 def _exports_wanted(ckpt: Any, system: str, layers: list[int], heads: list[int], prompt: str | None,
@@ -213,22 +202,6 @@ def _reusable(out_dir: Any, wanted: dict[tuple[int, int], dict[str, Any]]) -> se
                                            "choose another --out-dir (or remove it)")
         found.add((layer, head))
     return found
-
-
-def exported(ckpt: Any, system: str, layer: int, head: int, prov: dict[str, Any],
-             X0: dict[int, Any] | None = None) -> dict[str, Any]:
-    """The parameter mapping ``pretrained verify`` exports for one head: the system's declared export, and
-    for the token systems (attention) the prompt's tokens of ``prov`` as ``X0`` (``X0``: a per-layer cache).
-    ``flowcert recheck --checkpoint`` recomputes it to bind a line's parameters to the weights."""
-    from ..systems import capability, get_system
-
-    raw = capability(system, "export")(ckpt, layer, head)
-    if get_system(system).from_tokens:  # the token systems start from the prompt's tokens
-        X0 = {} if X0 is None else X0
-        if layer not in X0:
-            X0[layer] = prompt_tokens(ckpt, layer, prov["prompt"], prov["tokens"])
-        raw.update(X0=X0[layer].tolist(), n=int(X0[layer].shape[0]))
-    return raw
 
 
 def _write_exports(ckpt: Any, system: str, wanted: dict[tuple[int, int], dict[str, Any]], folder: Any,
