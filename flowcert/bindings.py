@@ -22,9 +22,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .certificates.core import Certificate, HypothesisResult
+
+if TYPE_CHECKING:
+    from .catalogue import Theorem
 
 __all__ = ["HOLDS", "FAILS", "ProofRoute", "HypothesisBinding", "Entry", "register", "entry", "entries_of", "EXTRA_CHECKS", "DERIVED", "DOCUMENT_CHECKERS", "COMPUTED",
            "definite", "semidefinite", "hurwitz", "predicate", "by_value"]
@@ -139,9 +142,10 @@ class Entry:
         """The declared hypothesis called ``name``, or None."""
         return next((h for h in self.hypotheses if h.name == name), None)
 
-    def result(self, hypotheses: list[HypothesisResult], prediction: dict[str, Any],
-               cross_check: Any = None) -> Any:
-        """The record of this entry on given parameters (:class:`flowcert.catalogue.TheoremResult`)."""
+    def result(self, hypotheses: list[HypothesisResult], prediction: Mapping[str, object],
+               cross_check: Any = None) -> Theorem:
+        """The record of this entry on given parameters (:class:`flowcert.catalogue.TheoremResult`), predicting
+        ``prediction`` (what the theorem says happens, numpy values kept until the document is written)."""
         from .catalogue import TheoremResult
 
         out = TheoremResult(self.id, self.label, self.statement, hypotheses, prediction, correction=self.correction)

@@ -18,6 +18,7 @@ from .certificates.verdicts import Applies, CheckStatus, Itself, Status, ordered
 from .graph import rests_on
 from .papers import PAPERS as _PAPERS
 from .papers import Paper
+from .records import CrossCheckRecord, HypothesisRecord, TheoremRecord
 
 #: paper key -> the file of its text (read from :data:`flowcert.papers.PAPERS`, the one table; kept
 #: under this name for older imports)
@@ -35,7 +36,7 @@ def whole_data(h: HypothesisResult) -> bool:
     return c is not None and any(e in COMPUTED for e in (c.subject or {}).values())
 
 
-def hypothesis_record(h: HypothesisResult) -> dict[str, Any]:
+def hypothesis_record(h: HypothesisResult) -> HypothesisRecord:
     """The JSON record of one hypothesis (:meth:`HypothesisResult.to_json`, with the data of a
     certificate about a computed subject kept whole: :func:`whole_data`)."""
     out = h.to_json()
@@ -62,7 +63,7 @@ class CrossCheck(Itself):
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, CheckStatus(value) if name == "status" else value)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CrossCheckRecord:
         """The cross-check record of the document."""
         return {"status": self.status.value, "details": self.details}
 
@@ -181,7 +182,7 @@ class Theorem(Itself):
         return tuple(h for h in self.hypotheses if h.status is Status.ASSUMED)
 
     @property
-    def record(self) -> dict[str, Any]:
+    def record(self) -> TheoremRecord:
         """The theorem record of the document (:meth:`to_json`)."""
         return self.to_json()
 
@@ -202,7 +203,7 @@ class Theorem(Itself):
             line += " assuming " + ", ".join(a.name for a in self.assumptions)
         return line.rstrip()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TheoremRecord:
         """The theorem record of a document: the one writer of theorem records (the CLI, the sweep,
         :meth:`flowcert.result.Result.to_json` and the report all encode through it)."""
         return ordered({

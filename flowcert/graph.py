@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 PAPER_KEYS = ("gaussian", "multistability", "consensus", "kpflow")
 
@@ -174,7 +174,21 @@ def paper_of(theorem_id: str) -> str:
     return theorem_id.split(":", 1)[0]
 
 
-def rests_on(theorem_id: str) -> list[dict[str, Any]]:
+class PremiseRecord(TypedDict):
+    """One entry of a theorem record's ``rests_on``: a result or assumption the proof uses (:func:`rests_on`)."""
+
+    id: str
+    #: ``"result"`` or ``"assumption"``
+    kind: str
+    false_as_printed: bool
+    erratum: str | None
+    #: the shortest chain ``[ancestor, …, theorem]``
+    path: list[str]
+    #: the links of :attr:`path` whose step is wrong as printed: ``[premise, result, why]`` each
+    erratum_links: list[list[str]]
+
+
+def rests_on(theorem_id: str) -> list[PremiseRecord]:
     """The chain a result rests on: every result or assumption its proof uses, directly or not.
 
     Returns one entry per ancestor, nearest first: ``{"id", "kind", "false_as_printed",
@@ -194,7 +208,7 @@ def rests_on(theorem_id: str) -> list[dict[str, Any]]:
                 parent[e.premise] = e
                 order.append(e.premise)
                 queue.append(e.premise)
-    out = []
+    out: list[PremiseRecord] = []
     for u in order:
         path, links, w = [u], [], u
         while (e := parent[w]) is not None:
@@ -235,5 +249,5 @@ def to_networkx(paper: str | None = None) -> Any:
     return G
 
 
-__all__ = ["EDGES", "Edge", "NODES", "Node", "PAPER_KEYS", "downstream_of_false", "node", "paper_of", "rests_on",
+__all__ = ["EDGES", "Edge", "NODES", "Node", "PAPER_KEYS", "PremiseRecord", "downstream_of_false", "node", "paper_of", "rests_on",
            "to_networkx"]
