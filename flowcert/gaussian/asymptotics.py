@@ -39,6 +39,7 @@ from ..certificates.hypotheses import (definite, lower_eigenvalue_bound, min_eig
                                       sym_part)
 from ..numeric import gaussian as ng
 from ..numeric.gaussian import riccati
+from ..records import RegimeRecord
 from .params import GaussianParams
 
 ZERO_TOL = 1e-9
@@ -613,7 +614,7 @@ def generic_mean(mu0: np.ndarray, seed: int = 0) -> np.ndarray:
     return mu0 + 1e-3 * (1.0 + float(np.linalg.norm(mu0))) * u / max(float(np.linalg.norm(u)), 1e-300)
 
 
-def entries(p: GaussianParams, sol: ng.MomentSolution) -> tuple[list[TheoremResult], dict[str, Any]]:
+def entries(p: GaussianParams, sol: ng.MomentSolution) -> tuple[list[TheoremResult], RegimeRecord]:
     """All Table 1 entries for constant parameters, and the regime block."""
     from ..engine import evaluate
     from ..papers.gaussian import TABLE_1

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, TypedDict
 
 import numpy as np
 import sympy as sp
@@ -37,6 +37,7 @@ from ..papers.gaussian import (ACTIVATION, CLOSURE, CONTINUOUS, LEMMA23, LEMMA_2
                                SIGMA0_PSD, TABLE_1, THM_3_3)
 from .params import GaussianParams
 from ..symbolic import gaussian as sym
+from ..records import Document, JSONValue, RegimeRecord
 from ..system import VerifyRun
 
 ZERO_TOL = 1e-9
@@ -371,7 +372,7 @@ CROSS_CHECK_LIMITED = (LEMMA_3_1, THM_3_3)
 TABLE_SECONDS = 2 * ENTRY_SECONDS
 
 
-def _agrees(reg: dict[str, Any], sol: ng.MomentSolution) -> bool | None:
+def _agrees(reg: RegimeRecord, sol: ng.MomentSolution) -> bool | None:
     """Does the moment-ODE run agree with the regime? None when the run is no evidence (failed,
     left the PSD cone) or the regime makes no checkable claim."""
     if sol.status in ("failed", "skipped") or (sol.drift or {}).get("negative_eigenvalue", 0.0) > ng.moments.CONE_TOL:
@@ -401,7 +402,7 @@ DEFAULT_CHECKS = frozenset({"moments", "particles", "relu", "transport", "reach"
 
 
 def verify(p: GaussianParams, simulate: bool = False, seed: int = 0,
-           checks: frozenset[str] | None = None) -> dict[str, Any]:
+           checks: frozenset[str] | None = None) -> Document:
     """Run every gaussian catalogue entry on ``p``; the JSON document of ``verify gaussian`` (theorem
     records: :func:`flowcert.documents.records` of :func:`verify_run`).
 
@@ -430,7 +431,30 @@ def verify_run(p: GaussianParams, simulate: bool = False, seed: int = 0,
         return VerifyRun(*_verify(p, simulate or checks is not None, seed, recorded))
 
 
-def recorded_run(p: GaussianParams, sim: dict[str, Any]) -> ng.MomentSolution:
+class GaussianSimulation(TypedDict, total=False):
+    """The ``simulation`` record of a gaussian document: one run of eq. (7) (``verify --simulate``, ``simulate``);
+    ``skipped`` says why no run was made."""
+
+    t_end: float | None
+    blowup_time: float | None
+    #: ``ok``, ``blowup`` or ``failed`` (``simulate gaussian``)
+    status: str
+    mu_final: list[float] | None
+    Sigma_final: list[list[float]] | None
+    #: whether the run agrees with the regime (None: the run is no evidence, or nothing to compare)
+    agrees: bool | None
+    compares: str
+    integrator: str | None
+    method: str | None
+    integrator_message: str | None
+    manifold_drift: JSONValue
+    mean_escape_time: float | None
+    skipped: str
+    #: the ``--plot`` file written
+    plot: str
+
+
+def recorded_run(p: GaussianParams, sim: GaussianSimulation) -> ng.MomentSolution:
     r"""The run of eq. (7) a ``simulation`` record describes: from :math:`(\mu_0,\Sigma_0)` at t = 0 to its
     final state at ``t_end`` (its status: ``blowup`` with a blow-up time, ``ok`` with a final state, else
     ``failed``)."""

@@ -21,7 +21,7 @@ states of the samples that reached ``t_end``.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -34,14 +34,52 @@ ESCAPE_FACTOR = 1e8
 MAX_SAMPLES = 100_000
 
 
-def _spread(x: np.ndarray) -> dict[str, float] | None:
+class Spread(TypedDict):
+    """Minimum, maximum, mean and sample standard deviation of a set of numbers."""
+
+    min: float
+    max: float
+    mean: float
+    std: float
+
+
+class FinalStates(TypedDict, total=False):
+    """The states of the samples that reached ``t_end``: how many, their means and largest deviations from them."""
+
+    samples: int
+    mu_mean: list[float]
+    Sigma_mean: list[list[float]]
+    mu_max_deviation: float
+    Sigma_max_deviation: float
+
+
+class EnsembleRecord(TypedDict):
+    """The ``ensemble`` record of ``simulate gaussian --samples N`` (:func:`ensemble`)."""
+
+    samples: int
+    device: str
+    seed: int
+    t_end: float
+    #: how the initial states were perturbed (``relative``, ``scale`` and the two formulas)
+    perturbation: dict[str, float | str]
+    integrator: str
+    blowup_criterion: str
+    blowups: int
+    blowup_fraction: float
+    #: the spread of the escape times of the samples that escaped (None: none did)
+    blowup_time: Spread | None
+    stopped: int
+    final_states: FinalStates
+
+
+def _spread(x: np.ndarray) -> Spread | None:
     if x.size == 0:
         return None
     return {"min": float(x.min()), "max": float(x.max()), "mean": float(x.mean()),
             "std": float(x.std(ddof=1)) if x.size > 1 else 0.0}
 
 
-def ensemble(p: GaussianParams, samples: int, t_end: float, *, device: str = "cpu", seed: int = 0) -> dict[str, Any]:
+def ensemble(p: GaussianParams, samples: int, t_end: float, *, device: str = "cpu", seed: int = 0) -> EnsembleRecord:
     r"""Integrate ``samples`` perturbed initial states of eq. (7) in one batch.
 
     Parameters
@@ -58,7 +96,7 @@ def ensemble(p: GaussianParams, samples: int, t_end: float, *, device: str = "cp
 
     Returns
     -------
-    dict
+    EnsembleRecord
         The ``ensemble`` record: protocol, escape-time spread, final-state spread.
     """
     import torch
@@ -85,7 +123,7 @@ def ensemble(p: GaussianParams, samples: int, t_end: float, *, device: str = "cp
     mu_T, Sigma_T = (c.detach().cpu().numpy() for c in res.y)
     escaped = np.isfinite(escape)
     reached = ~escaped & (t_final >= t_end * (1 - 1e-12))
-    finals: dict[str, Any] = {"samples": int(reached.sum())}
+    finals: FinalStates = {"samples": int(reached.sum())}
     if reached.any():
         mu_mean, Sigma_mean = mu_T[reached].mean(0), Sigma_T[reached].mean(0)
         finals.update({

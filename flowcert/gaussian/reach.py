@@ -23,7 +23,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, TypedDict
 
 import numpy as np
 
@@ -42,8 +42,9 @@ from ..schema import (
 )
 from .params import GaussianParams, load_gaussian
 from ..numeric.gaussian.reach import FORMAT, ReachControls, ReachResult, build_controls
+from ..records import JSONObject
 
-__all__ = ["run", "load_target", "target_schema", "THEOREM"]
+__all__ = ["run", "load_target", "target_schema", "THEOREM", "ReachDocument", "ControlsData"]
 
 THEOREM = "gaussian:thm-3.3"
 
@@ -114,11 +115,89 @@ def load_target(path: str | os.PathLike[str], d: int) -> tuple[np.ndarray, np.nd
     return mu, sigma
 
 
+class TerminalError(TypedDict):
+    """The distance of the integrated state at ``T`` from the target (null where the integration failed)."""
+
+    mu: float | None
+    Sigma: float | None
+    Sigma_relative: float | None
+    mu_relative: float | None
+
+
+class Integration(TypedDict):
+    """The record of the integration of eq. (7) under the constructed controls."""
+
+    method: str
+    rtol: float
+    atol: float
+    status: str
+    message: str
+    #: condition number of the planned :math:`\Sigma(t)` (the feedback's amplification)
+    condition: float
+
+
+class ReachStart(TypedDict):
+    """The start of a ``reach`` document as understood: ``mu0`` and ``Sigma0``."""
+
+    mu0: list[float]
+    Sigma0: list[list[float]]
+
+
+class ReachTarget(TypedDict):
+    """The target of a ``reach`` document: ``mu`` and ``Sigma``."""
+
+    mu: list[float]
+    Sigma: list[list[float]]
+
+
+class ReachDocument(TypedDict):
+    """The ``reach gaussian`` document (:func:`run`; ``docs/cli.md``)."""
+
+    flowcert: str
+    system: str
+    T: float
+    rank: int
+    rank_basis: str
+    terminal_error: TerminalError
+    #: the controls file written, or None
+    controls: str | None
+    method: str
+    theorem: str
+    params: ReachStart
+    target: ReachTarget
+    integration: Integration | None
+    notes: list[str]
+
+
+class ControlsData(TypedDict):
+    """A controls file as read back (:func:`load_controls`): float64 arrays over ``k`` knots in dimension ``d``."""
+
+    format: str
+    #: the ramp of the path (``smoothstep`` or ``linear``)
+    ramp: str
+    t: np.ndarray
+    A: np.ndarray
+    B: np.ndarray
+    V: np.ndarray
+    b: np.ndarray
+    mu0: np.ndarray
+    Sigma0: np.ndarray
+    mu_hat: np.ndarray
+    Sigma_hat: np.ndarray
+    T: float
+    M: np.ndarray
+    rank: int
+    rank_rtol: float
+    Phi: np.ndarray
+    Sigma_plan: np.ndarray
+    mu_plan: np.ndarray
+
+
 def _finite_or_none(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
-def run(params_path: str, target_path: str, T: float, out: str | None = None) -> dict[str, Any]:
+def run(params_path: str, target_path: str, T: float, out: str | None = None) -> ReachDocument:
     """The job behind ``flowcert reach gaussian --params FILE --target FILE --T T [--out CONTROLS]``.
 
     Parameters
@@ -135,7 +214,7 @@ def run(params_path: str, target_path: str, T: float, out: str | None = None) ->
 
     Returns
     -------
-    dict
+    ReachDocument
         JSON-ready: ``flowcert``, ``system`` (``"gaussian"``), ``T``, ``rank``,
         ``terminal_error`` (``mu``, ``Sigma``, ``Sigma_relative``, ``mu_relative``; null if the
         integration failed), ``controls`` (the path written, or null), ``method``, ``theorem``
@@ -218,7 +297,7 @@ def _same_rank(Sigma0: np.ndarray, Sigma_hat: np.ndarray, start: str) -> int:
 
 
 def _document(result: Any, T: float, written: str | None, mu0: np.ndarray, Sigma0: np.ndarray, mu_hat: np.ndarray,
-              Sigma_hat: np.ndarray, rank: int) -> dict[str, Any]:
+              Sigma_hat: np.ndarray, rank: int) -> ReachDocument:
     """The ``reach gaussian`` JSON document of a construction (see :func:`run`, "Returns"); ``result`` None: the
     derived parts only, with the records (terminal error, integration, controls) left null."""
     err = result.terminal_error() if result is not None else {}
@@ -282,7 +361,7 @@ def _inputs(raw: Mapping[str, Any], doc: Mapping[str, Any]) -> tuple[np.ndarray,
     return mu0, Sigma0, values["mu"], values["Sigma"], T, _same_rank(Sigma0, values["Sigma"], "the document")
 
 
-def rederived_document(raw: Mapping[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:
+def rederived_document(raw: Mapping[str, Any], doc: Mapping[str, Any]) -> ReachDocument:
     """The derived parts of a ``reach gaussian`` document made again from its own start (``raw``: its ``params``),
     ``target`` and ``T``, validated as the command validates its files, without integrating: the records
     (``terminal_error``, ``integration``, ``controls``) are left null (:mod:`flowcert.rederive` checks them by type
@@ -297,7 +376,7 @@ def rederived_document(raw: Mapping[str, Any], doc: Mapping[str, Any]) -> dict[s
     return _document(None, T, None, mu0, Sigma0, mu_hat, Sigma_hat, rank)
 
 
-def rerun_record(raw: Mapping[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:
+def rerun_record(raw: Mapping[str, Any], doc: Mapping[str, Any]) -> ReachDocument:
     """A ``reach`` document made again with its construction and integration re-run (``recheck --rerun``)."""
     from ..numeric.gaussian import reach as gr
 
@@ -337,7 +416,7 @@ def _controls_of(obj: ReachResult | ReachControls) -> tuple[ReachControls, int]:
     return obj, 101
 
 
-def controls_json(obj: ReachResult | ReachControls, n_knots: int | None = None) -> dict[str, Any]:
+def controls_json(obj: ReachResult | ReachControls, n_knots: int | None = None) -> JSONObject:
     """The controls file as a JSON-serialisable dict (same keys as the ``.npz``, nested lists).
 
     Parameters
@@ -348,7 +427,7 @@ def controls_json(obj: ReachResult | ReachControls, n_knots: int | None = None) 
     """
     ctl, default = _controls_of(obj)
     table = ctl.tabulate(n_knots or default)
-    out: dict[str, Any] = {}
+    out: JSONObject = {}
     for key, value in table.items():
         out[key] = value.item() if value.ndim == 0 else value.tolist()
     return out
@@ -403,12 +482,12 @@ _SHAPES: dict[str, Callable[[int, int], tuple[int, ...]]] = {
 }
 
 
-def load_controls(path: str | os.PathLike[str]) -> dict[str, Any]:
+def load_controls(path: str | os.PathLike[str]) -> ControlsData:
     """Read a controls file (``.npz`` or ``.json``) and check its keys and shapes.
 
     Returns
     -------
-    dict
+    ControlsData
         Arrays as float64 numpy arrays (``T``, ``rank_rtol`` as float, ``rank`` as int,
         ``format``, ``ramp`` as str).
 

@@ -34,7 +34,7 @@ Arguments used (constant :math:`A,B,V`):
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import sympy as sp
@@ -48,6 +48,7 @@ from ..catalogue import TheoremResult
 from ..numeric import gaussian as ng
 from ..numeric.gaussian import riccati
 from ..numeric.gaussian.moments import CONE_TOL
+from ..records import CertificateRecord, Document, RegimeRecord
 from .params import GaussianParams
 
 #: the argument of a regime certified ``bounded`` by the Riccati comparison (unobservable modes on the imaginary axis)
@@ -84,13 +85,77 @@ def _trace_bound(p: GaussianParams, by_id: dict[str, TheoremResult]) -> dict[str
             "argument": "Thm 4.7 trace bound with the corrected constant (36): tr Sigma(t) <= max(tr Sigma0, y*)"}
 
 
-def riccati_facts(p: GaussianParams) -> dict[str, Any]:
+class UnboundedFact(TypedDict):
+    r"""The Riccati form's proof that :math:`\Sigma(t)` is unbounded (not detectable, an unstable unobservable mode)."""
+
+    growth_rate_lower_bound: float
+    argument: str
+    certificate: CertificateRecord
+
+
+class RiccatiFacts(TypedDict, total=False):
+    """What the Riccati form proves (:func:`riccati_facts`); a key is absent when its argument does not apply."""
+
+    #: which form: ``B = 0`` or ``V = eta I``
+    form: str
+    Q_psd: bool
+    #: the argument for existence for all t
+    global_existence: str
+    #: the exact PBH certificate of (H, A) (a :class:`~flowcert.certificates.core.Certificate`)
+    detectability: core.Certificate
+    unbounded: UnboundedFact
+    #: the argument for a bounded solution
+    bounded: str
+
+
+class LimitSpectra(TypedDict, total=False):
+    r"""Whole spectra at a limit :math:`\Sigma_\infty` as ``[re, im]`` pairs (:func:`spectra`)."""
+
+    M_inf: list[list[float]]
+    J_s: list[list[float]] | None
+    J_s_abscissa: float | None
+    #: why :math:`J_s` was not computed (size)
+    J_s_skipped: str
+    #: eigenvalues of :math:`PV+VP`, :math:`P=\Sigma_\infty^{-1}` (only where :math:`\Sigma_\infty\succ0`)
+    PV_plus_VP: list[float]
+
+
+class ConsistencyRecord(TypedDict):
+    """The ``consistency`` block of a ``verify gaussian`` document (:func:`consistency`)."""
+
+    checked: list[str]
+    conflicts: list[str]
+
+
+class DesignRecord(TypedDict):
+    """Lemma 4.4 read backwards (:func:`lemma_4_4_design`): the keys a ``design gaussian`` document adds."""
+
+    A: list[list[float]]
+    #: ``"p/q"`` strings
+    A_exact: list[list[str]]
+    residual_is_zero: bool
+    M_spectrum: list[list[float]]
+    lemma: str
+    formula: str
+    certificate: CertificateRecord
+
+
+class DesignDocument(DesignRecord):
+    """The ``design gaussian`` document: the specification as understood (``params``: ``Sigma_inf, K, V, B``)
+    and the designed :math:`A` with its certificate (:class:`DesignRecord`)."""
+
+    flowcert: str
+    system: str
+    params: dict[str, list[list[float]]]
+
+
+def riccati_facts(p: GaussianParams) -> RiccatiFacts:
     """What the Riccati form proves for these parameters (empty when it does not apply)."""
     pair = riccati_pair(p)
     if pair is None:
         return {}
     Aq, Q, why = pair
-    out: dict[str, Any] = {"form": why}
+    out: RiccatiFacts = {"form": why}
     if Q != Q.T or not core.is_psd(Q):
         out["Q_psd"] = False
         return out
@@ -123,7 +188,7 @@ def riccati_facts(p: GaussianParams) -> dict[str, Any]:
     return out
 
 
-def regime(p: GaussianParams, sol: ng.MomentSolution, eq: Any, by_id: dict[str, TheoremResult]) -> dict[str, Any]:
+def regime(p: GaussianParams, sol: ng.MomentSolution, eq: Any, by_id: dict[str, TheoremResult]) -> RegimeRecord:
     """Table 1 as an answer for constant parameters: proved where a theorem or the Riccati form
     decides, read off a settled run at a certified equilibrium otherwise, else ``unknown``."""
     out: dict[str, Any] = {"Sigma": "unknown", "mu": "unknown", "Sigma_inf": None, "mu_inf": None,
@@ -159,7 +224,7 @@ def regime(p: GaussianParams, sol: ng.MomentSolution, eq: Any, by_id: dict[str, 
         out.update(Sigma="converges_zero" if k == 0 else ("converges_pd" if k == p.d else "converges_singular"),
                    Sigma_inf=S_inf.tolist(), basis="certified",
                    argument="Theorem 4.1 (corrected: eta(B + B^T) <= 0 with (H, A) detectable, exact PBH)")
-        out = mean_limit(p, sol, S_inf, out)
+        out = _mean_limit(p, sol, S_inf, out)
         t411 = by_id["gaussian:thm-4.11.2"]
         if t411.applies and t411.cross_check.details.get("given_mu0_grew"):  # generic mu0 only: the given one must grow
             out["mu"] = "diverges"
@@ -172,7 +237,7 @@ def regime(p: GaussianParams, sol: ng.MomentSolution, eq: Any, by_id: dict[str, 
     if by_id["gaussian:thm-4.7.2"].applies:
         out.update(Sigma="converges_zero", Sigma_inf=np.zeros((p.d, p.d)).tolist(), basis="certified",
                    argument="Theorem 4.7 (2)")
-        return mean_limit(p, sol, np.zeros((p.d, p.d)), out)
+        return _mean_limit(p, sol, np.zeros((p.d, p.d)), out)
     proved_bounded = facts.get("bounded") or (tb and tb["argument"])
     if sol.status == "ok":
         eq.settle()
@@ -195,7 +260,7 @@ def regime(p: GaussianParams, sol: ng.MomentSolution, eq: Any, by_id: dict[str, 
                 f"observed: the run settled by t = {eq.horizon:.6g} and Newton from its end found an equilibrium whose "
                 "linearisation on Sym(d) is certified exponentially stable (stable_equilibrium certificate); that the "
                 "solution converges to it, and its class (relative to the run's scale), are read off the run, not proved"))
-            out = mean_limit(p, sol, eq.S, out)
+            out = _mean_limit(p, sol, eq.S, out)
             if proved_bounded:
                 out["bounded_by"] = proved_bounded
             return out
@@ -222,7 +287,7 @@ def _riccati_numeric(p: GaussianParams) -> dict[str, Any]:
 JS_SPECTRUM_MAX_D = 32
 
 
-def spectra(p: GaussianParams, S: np.ndarray) -> dict[str, Any]:
+def spectra(p: GaussianParams, S: np.ndarray) -> LimitSpectra:
     r"""Whole spectra at a limit :math:`\Sigma_\infty` (float64, ``[re, im]`` pairs): :math:`J_s` (the
     linearisation of (7) on Sym(d)), :math:`M_\infty=A+V\Sigma_\infty B` (Lemma 4.4) and, where
     :math:`\Sigma_\infty\succ0`, :math:`PV+VP` with :math:`P=\Sigma_\infty^{-1}` (Thm 4.7 (1'))."""
@@ -230,7 +295,7 @@ def spectra(p: GaussianParams, S: np.ndarray) -> dict[str, Any]:
         z = z[np.lexsort((z.imag, z.real))]
         return [[float(x.real), float(x.imag)] for x in z]
 
-    out: dict[str, Any] = {"M_inf": pairs(np.linalg.eigvals(p.A + p.V @ S @ p.B))}
+    out: LimitSpectra = {"M_inf": pairs(np.linalg.eigvals(p.A + p.V @ S @ p.B))}
     n = p.d * (p.d + 1) // 2
     if p.d <= JS_SPECTRUM_MAX_D:
         out["J_s"] = pairs(np.linalg.eigvals(ng.jacobian_vech(p.A, p.B, p.V, S)))
@@ -246,7 +311,7 @@ def spectra(p: GaussianParams, S: np.ndarray) -> dict[str, Any]:
     return out
 
 
-def mean_limit(p: GaussianParams, sol: ng.MomentSolution, S_inf: np.ndarray, out: dict[str, Any]) -> dict[str, Any]:
+def _mean_limit(p: GaussianParams, sol: ng.MomentSolution, S_inf: np.ndarray, out: dict[str, Any]) -> dict[str, Any]:
     """Mean limit :math:`-(A+V+V\\Sigma_\\infty B)^{-1}b` when that matrix is Hurwitz; also the
     whole :func:`spectra` at the limit (``spectra``)."""
     try:
@@ -269,7 +334,7 @@ def mean_limit(p: GaussianParams, sol: ng.MomentSolution, S_inf: np.ndarray, out
 # ---------------------------------------------------------------------------------------
 
 
-def consistency(doc: dict[str, Any]) -> dict[str, Any]:
+def consistency(doc: Document) -> ConsistencyRecord:
     """Cross-check the claims of one ``verify gaussian`` document and downgrade conflicts.
 
     Pairs checked: the regime against the certified blow-up bounds (Thm 4.8), the global-existence
@@ -323,7 +388,7 @@ def consistency(doc: dict[str, Any]) -> dict[str, Any]:
         if sim.get("agrees") and drift > CONE_TOL:
             conflicts.append(f"simulation.agrees on a run that left the PSD cone (relative eigenvalue -{drift:.2e})")
             sim["agrees"] = None
-    block = {"checked": checked, "conflicts": conflicts}
+    block: ConsistencyRecord = {"checked": checked, "conflicts": conflicts}
     doc["consistency"] = block
     return block
 
@@ -333,7 +398,7 @@ def consistency(doc: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------
 
 
-def lemma_4_4_design(Sigma_inf: Any, K: Any, V: Any, B: Any) -> dict[str, Any]:
+def lemma_4_4_design(Sigma_inf: Any, K: Any, V: Any, B: Any) -> DesignRecord:
     r"""Lemma 4.4 read backwards: the A for which a prescribed :math:`\Sigma_\infty\succ0` solves (18).
 
     :math:`\Sigma_\infty` solves (18) iff :math:`M=A+V\Sigma_\infty B` satisfies
@@ -349,7 +414,7 @@ def lemma_4_4_design(Sigma_inf: Any, K: Any, V: Any, B: Any) -> dict[str, Any]:
 
     Returns
     -------
-    dict
+    DesignRecord
         ``A`` (floats, nearest), ``A_exact`` (``"p/q"`` strings), ``residual_is_zero`` (exact),
         ``M_spectrum`` (eigenvalues of :math:`K\Sigma_\infty^{-1}`, ``[re, im]`` pairs).
 

@@ -13,13 +13,32 @@ torch ensemble, :mod:`.ensemble`) and the generated moment and linearisation ker
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, TypedDict
 
 from ..errors import InputError, ParamError
+from ..records import Document, JSONObject
 from ..system import SimulateOptions, SystemBase, VerifyRun, load_any
 from .params import GaussianParams, load_gaussian, parse_gaussian
 
-__all__ = ["SYSTEM", "GaussianSystem"]
+if TYPE_CHECKING:
+    from ..pretrained.heads import GaussianHeadParams
+    from .catalogue import GaussianSimulation
+    from .ensemble import EnsembleRecord
+    from .reach import ReachDocument
+    from .regime import DesignDocument
+
+__all__ = ["SYSTEM", "GaussianSystem", "SimulateDocument"]
+
+
+class SimulateDocument(TypedDict, total=False):
+    """The ``simulate gaussian`` document: the parameters as understood, the run of eq. (7) and the
+    ``--samples`` ensemble where one was asked for."""
+
+    flowcert: str
+    system: str
+    params: JSONObject
+    simulation: GaussianSimulation
+    ensemble: EnsembleRecord
 
 
 class GaussianSystem(SystemBase):
@@ -70,7 +89,7 @@ class GaussianSystem(SystemBase):
         return p
 
     @staticmethod
-    def summary_lines(doc: dict[str, Any], detail: bool = False) -> list[str]:
+    def summary_lines(doc: Mapping[str, Any], detail: bool = False) -> list[str]:
         """The text lines of this system's own parts of a ``verify`` document (after the theorems):
         the Table 1 regime (``detail``: with its reason) and the run of eq. (7)."""
         lines = []
@@ -92,7 +111,7 @@ class GaussianSystem(SystemBase):
 
         return verify_run(p, simulate=simulate, seed=seed or 0, checks=checks)
 
-    def design(self, spec: Any) -> tuple[dict[str, Any], str]:
+    def design(self, spec: Any) -> tuple[DesignDocument, str]:
         r"""``design gaussian --spec FILE``: Lemma 4.4 read backwards, the :math:`A` for which a prescribed
         :math:`\Sigma_\infty\succ0` solves (18), from ``Sigma_inf, K, V, B``
         (:func:`flowcert.gaussian.regime.lemma_4_4_design`); the document and its text."""
@@ -109,7 +128,7 @@ class GaussianSystem(SystemBase):
         return doc, (f"A =\n{np.array2string(np.array(doc['A']), precision=12)}\n"
                      f"(18) residual exactly zero: {doc['residual_is_zero']}\n")
 
-    def design_document(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+    def design_document(self, raw: Mapping[str, Any]) -> DesignDocument:
         """The ``design gaussian`` document of a specification ``raw`` (keys ``Sigma_inf, K, V, B``), validated as
         the command validates its file: what ``recheck`` re-derives a design document from.
 
@@ -145,14 +164,14 @@ class GaussianSystem(SystemBase):
             mats.append(m)
         return document(self.name, {k: m.tolist() for k, m in zip(keys, mats)}, **lemma_4_4_design(*mats))
 
-    def export(self, checkpoint: Any, layer: int, head: int) -> dict[str, Any]:
+    def export(self, checkpoint: Any, layer: int, head: int) -> GaussianHeadParams:
         """``pretrained export --system gaussian``: one head as a gaussian parameter mapping
         (:func:`flowcert.pretrained.heads.gaussian_params`)."""
         from ..pretrained.heads import gaussian_params
 
         return gaussian_params(checkpoint, layer, head)
 
-    def simulate(self, p: GaussianParams, options: SimulateOptions) -> tuple[dict[str, Any], str]:
+    def simulate(self, p: GaussianParams, options: SimulateOptions) -> tuple[SimulateDocument, str]:
         """``simulate gaussian``: one run of eq. (7) to ``t_end``, and the ``--samples`` ensemble if asked."""
         import numpy as np
 
@@ -193,7 +212,7 @@ class GaussianSystem(SystemBase):
         header = {"numpy": "import numpy as np\n\n\n", "torch": "import torch\n\n\n", "c": ""}[backend]
         return header + "\n\n".join(printer.print(prog) for prog in programs)
 
-    def reach(self, params: str, target: str, T: float, out: str | None = None) -> tuple[dict[str, Any], str]:
+    def reach(self, params: str, target: str, T: float, out: str | None = None) -> tuple[ReachDocument, str]:
         """``reach gaussian``: Theorem 3.3's controls steering ``(mu0, Sigma0)`` to ``target`` in time ``T``;
         the document and its one line of text (rank and terminal errors)."""
         from .reach import run
@@ -214,8 +233,8 @@ class GaussianSystem(SystemBase):
             return (r"^\$\.terminal_error$", r"^\$\.integration$", r"^\$\.controls$")
         return self.record_paths
 
-    def rerun_document(self, raw: dict[str, Any], doc: Mapping[str, Any], *, simulate: bool, seed: int | None,
-                       checks: frozenset[str]) -> dict[str, Any]:
+    def rerun_document(self, raw: JSONObject, doc: Mapping[str, Any], *, simulate: bool, seed: int | None,
+                       checks: frozenset[str]) -> Document:
         """``design`` made again (it has no run); ``reach`` with its construction and integration repeated; a verify
         document through ``verify``."""
         kind = command_document(doc)
@@ -229,7 +248,7 @@ class GaussianSystem(SystemBase):
             return rerun_record(raw, doc)
         return super().rerun_document(raw, doc, simulate=simulate, seed=seed, checks=checks)
 
-    def rederived(self, raw: dict[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:
+    def rederived(self, raw: JSONObject, doc: Mapping[str, Any]) -> Document:
         """Without a run; for a document that ran eq. (7), its regime and Table 1 from the run as its
         ``simulation`` record has it (:func:`~flowcert.gaussian.catalogue.recorded_run`). A ``design`` document
         is made again from its specification; a ``reach`` document's derived parts from its start, target and
@@ -301,7 +320,7 @@ _DESIGN_KEYS = frozenset({"A_exact", "M_spectrum", "residual_is_zero", "formula"
 _REACH_KEYS = frozenset({"terminal_error", "integration", "target", "rank_basis"})
 
 
-def _ensemble(p: GaussianParams, options: SimulateOptions) -> dict[str, Any] | None:
+def _ensemble(p: GaussianParams, options: SimulateOptions) -> EnsembleRecord | None:
     """``--samples N [--device cpu|cuda] [--seed S]``: the batched torch ensemble, or None."""
     if options.samples is None:
         for flag, value in (("--device", options.device), ("--seed", options.seed)):
