@@ -43,12 +43,17 @@ The system's :class:`flowcert.system.System` object, listed in :mod:`flowcert.sy
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from .flow import field, integrate, reduced  # noqa: F401 - the public field and integrator
 from .params import AttentionParams, load_attention, parse_attention
+
+if TYPE_CHECKING:
+    from ..records import Document
+    from .records import EquilibriaDocument, SimulationRecord
 
 __all__ = ["CATALOGUES", "AttentionParams", "codegen_source", "equilibria", "field", "integrate", "load", "parse",
            "simulate", "verify", "verify_document", "verify_results"]
@@ -62,7 +67,7 @@ def load(path: str) -> AttentionParams:
     return load_attention(path)
 
 
-def parse(raw: dict[str, Any]) -> AttentionParams:
+def parse(raw: Mapping[str, object]) -> AttentionParams:
     """Validate a mapping (see :mod:`flowcert.attention.params`)."""
     return parse_attention(raw)
 
@@ -97,7 +102,7 @@ def _grid_args(p: AttentionParams, n: int, device: Any) -> Callable[[np.ndarray]
 
 
 def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None = None, device: str = "cpu",
-             dt: float | None = None, seed: int | None = None) -> dict[str, Any]:
+             dt: float | None = None, seed: int | None = None) -> SimulationRecord:
     """Batched torch runs on the manifold with the retraction after every step.
 
     Without ``samples``: one run from ``X0`` (random tokens from ``seed`` if the file has none),
@@ -139,7 +144,7 @@ def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None
     if fixed_dt is None:
         run = ga.simulate_adaptive(q.structure, X0t, _tensor_args(q, q.n, dev), t_end, W=W, max_steps=budget)
         X, t_reached, drift = run.X[0].cpu().numpy(), float(run.t[0]), run.max_drift
-        step: dict[str, Any] = {"dt": None, "integrator": "Dormand-Prince 5(4) + retraction (torch)",
+        step: SimulationRecord = {"dt": None, "integrator": "Dormand-Prince 5(4) + retraction (torch)",
                                 "steps": int(run.steps[0]), "rejected_steps": int(run.rejected[0]),
                                 "rtol": 1e-9, "atol": 1e-11}
     else:
@@ -151,7 +156,7 @@ def simulate(p: AttentionParams, t_end: float | None = None, samples: int | None
     if sub is not None:
         X = sub.lift(X)
     speed = float(np.abs(field(p)(t_reached, X)).max())  # the full field at the lifted tokens
-    out: dict[str, Any] = {"t_end": t_end, "t_reached": t_reached, "blowup_time": None, **step, "device": str(dev),
+    out: SimulationRecord = {"t_end": t_end, "t_reached": t_reached, "blowup_time": None, **step, "device": str(dev),
                            "X0": X0.tolist(), "X_final": X.tolist(), "max_drift": drift,
                            "final_speed": speed, "limit_class": None, "limit_classes": None, "agrees": None,
                            "reduction": None if sub is None else sub.record()}
@@ -201,7 +206,7 @@ def verify(p: Any, simulate: bool = False, seed: int | None = None, *, checks: A
 
 
 def verify_document(p: AttentionParams, simulate: bool = False, seed: int | None = None,
-                    checks: frozenset[str] | None = None) -> dict[str, Any]:
+                    checks: frozenset[str] | None = None) -> Document:
     """The ``verify attention`` document with theorem records (:func:`flowcert.documents.records` of
     :func:`verify_results`)."""
     from ..documents import records
@@ -210,7 +215,7 @@ def verify_document(p: AttentionParams, simulate: bool = False, seed: int | None
 
 
 def verify_results(p: AttentionParams, simulate: bool = False, seed: int | None = None,
-                   checks: frozenset[str] | None = None) -> dict[str, Any]:
+                   checks: frozenset[str] | None = None) -> Document:
     """The ``verify attention`` document with typed ``theorems`` (:class:`~flowcert.catalogue.TheoremResult`,
     from every catalogue module; encoded at the edge by :func:`flowcert.documents.plain`).
 
@@ -227,7 +232,7 @@ def verify_results(p: AttentionParams, simulate: bool = False, seed: int | None 
     from . import consensus, multistability  # the catalogues (CATALOGUES), in their order
 
     theorems = multistability.theorems(p, simulate=simulate, seed=seed, **wanted)
-    reused: dict[str, Any] | None = None
+    reused: SimulationRecord | None = None
     if simulate and p.time_varying:  # the consensus catalogue's run also serves as the simulation
         results, run = consensus.theorems_with_run(p, simulate=True, seed=seed, **wanted)
         if run is not None:
@@ -249,7 +254,7 @@ def verify_results(p: AttentionParams, simulate: bool = False, seed: int | None 
     return doc
 
 
-def _simulation_from_run(p: AttentionParams, module: Any, run: Any, results: list, seed: int) -> dict[str, Any]:
+def _simulation_from_run(p: AttentionParams, module: Any, run: Any, results: list, seed: int) -> SimulationRecord:
     """The ``simulation`` record from a catalogue's run (``module.Run``, scipy on the manifold).
 
     ``limit_class`` is ``"consensus"`` only when the catalogue's :func:`consensus_limit` certifies
@@ -257,7 +262,7 @@ def _simulation_from_run(p: AttentionParams, module: Any, run: Any, results: lis
     the reason. ``agrees`` is False if any of the catalogue's cross-checks disagrees, True if at
     least one agrees and none disagrees, None otherwise (all skipped, or a failed run)."""
     s = module.setting(p, seed)
-    out: dict[str, Any] = {"t_end": p.t_end, "blowup_time": None, "dt": None, "integrator": run.summary()["integrator"],
+    out: SimulationRecord = {"t_end": p.t_end, "blowup_time": None, "dt": None, "integrator": run.summary()["integrator"],
                            "device": "cpu", "X0": s.X0.tolist(), "X_final": run.X[-1].tolist(),
                            "t_reached": float(run.t[-1]), "max_drift": run.drift, "final_speed": run.speed,
                            "limit_class": None, "limit_classes": None, "agrees": None,
@@ -282,7 +287,7 @@ def _simulation_from_run(p: AttentionParams, module: Any, run: Any, results: lis
     return out
 
 
-def equilibria(p: AttentionParams, cap: int | None = None) -> dict[str, Any]:
+def equilibria(p: AttentionParams, cap: int | None = None) -> EquilibriaDocument:
     """The ``equilibria attention`` document (see :func:`flowcert.attention.enumeration.equilibria`)."""
     from ..documents import document
     from . import enumeration

@@ -10,15 +10,34 @@ r"""The end state of an attention run, classified for every parameter structure:
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
 from ..numeric.attention.classify import CLUSTER_TOL, SETTLE_TOL, LimitClass, classify_limit
 from ..numeric.attention.consensus import attention_weights
+from ..records import JSONObject
 from .params import AttentionParams
 
-__all__ = ["drive", "limit_of", "limit_record", "speed_of"]
+__all__ = ["ClassKeys", "LimitRecord", "class_keys", "drive", "limit_of", "limit_record", "speed_of"]
+
+
+class ClassKeys(TypedDict):
+    """The classes of a run's end state as the ``simulation`` record writes them (docs/cli.md)."""
+
+    #: the first label, or None (not settled, or no label)
+    limit_class: str | None
+    #: every label, or None
+    limit_classes: list[str] | None
+
+
+class LimitRecord(ClassKeys, total=False):
+    """The ``simulation`` keys of a classification (:func:`limit_record`)."""
+
+    limit_label: str | None
+    #: :meth:`flowcert.numeric.attention.classify.LimitClass.to_json`
+    limit: JSONObject
+    limit_class_reason: str
 
 
 def drive(p: AttentionParams, t: float, X: np.ndarray) -> np.ndarray:
@@ -53,17 +72,17 @@ def limit_of(p: AttentionParams, X: np.ndarray, t: float | None = None, speed: f
     return classify_limit(X, speed, t, drive=drive(p, t, X), settle_tol=settle_tol, cluster_tol=cluster_tol)
 
 
-def class_keys(labels: list[str] | None) -> dict[str, Any]:
+def class_keys(labels: list[str] | None) -> ClassKeys:
     """``{"limit_class": first label or None, "limit_classes": labels or None}`` (docs/cli.md: a string and a list)."""
     labels = None if labels is None else list(labels)
     return {"limit_class": labels[0] if labels else None, "limit_classes": labels}
 
 
-def limit_record(lc: LimitClass) -> dict[str, Any]:
+def limit_record(lc: LimitClass) -> LimitRecord:
     """The ``simulation`` keys of a classification: ``limit_classes`` (the labels, or None when not
     settled), ``limit_class`` (the first label as a string, or None: the contract's type since
     the start), ``limit_label`` and ``limit``; ``limit_class_reason`` when not settled."""
-    out: dict[str, Any] = {**class_keys(lc.labels if lc.settled else None), "limit_label": lc.label, "limit": lc.to_json()}
+    out: LimitRecord = {**class_keys(lc.labels if lc.settled else None), "limit_label": lc.label, "limit": lc.to_json()}
     if not lc.settled:
         out["limit_class_reason"] = lc.details["reason"]
     return out

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any, Callable, TypedDict
 
 import numpy as np
 import sympy as sp
@@ -46,6 +46,7 @@ from ..papers.consensus import (LEMMA_3_1, LEMMA_4_1, LEMMA_4_2, LEMMA_5_1, LEMM
                                 THM_5_1, THM_6_1)
 from .isolation import attempt, guarded
 from .examples import THM51_ANGLES, Fig5, fig5_parameters, paper_examples  # noqa: F401 - re-exported
+from ..records import JSONObject
 from .params import AttentionParams
 
 #: Tolerance on a Lyapunov function's step increase, relative to its size (integration round-off).
@@ -95,6 +96,33 @@ def _fails(name: str, method: str, detail: str) -> core.HypothesisResult:
 # simulation shared by the cross-checks
 
 
+class RunSummary(TypedDict):
+    """What a cross-check records of the run it used (:meth:`Run.summary`)."""
+
+    t_end: float
+    samples: int
+    integrator: str
+    manifold_drift: float
+    final_speed: float
+    ok: bool
+    message: str
+
+
+class ConsensusLimit(TypedDict, total=False):
+    """The end of a run classified (:func:`consensus_limit`): ``limit_class`` (``consensus``,
+    ``non_consensus``, ``not_settled`` or ``unknown``) with its ``basis``, the final spread and measures,
+    and the shared classifier's ``classes`` and ``limit``."""
+
+    spread_final: float
+    E_paper_final: float
+    E_signed_final: float
+    final_speed: float
+    limit_class: str
+    basis: str
+    classes: list[str] | None
+    limit: JSONObject
+
+
 @dataclass
 class Run:
     t: np.ndarray
@@ -104,7 +132,8 @@ class Run:
     drift: float
     speed: float
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> RunSummary:
+        """The run as a cross-check records it (end time, samples, integrator, drift, final speed, success)."""
         return {"t_end": float(self.t[-1]), "samples": int(self.t.size), "integrator": "scipy DOP853 + retraction (rtol 1e-9)",
                 "manifold_drift": self.drift, "final_speed": self.speed, "ok": self.ok, "message": self.message}
 
@@ -142,13 +171,13 @@ def _cross_checked(r: TheoremResult, simulate_: bool, check: Callable[[], CrossC
     return r
 
 
-def consensus_limit(s: Setting, run: Run) -> dict[str, Any]:
+def consensus_limit(s: Setting, run: Run) -> ConsensusLimit:
     """Classify the end of a run: ``consensus`` once settled with spread below
     :data:`CONSENSUS_SPREAD` and the transverse linearisation at consensus certified; otherwise
     ``not_settled`` or ``non_consensus`` (a settled equilibrium with spread away from 0)."""
     X = run.X[-1]
     spread = float(num.spread(X))
-    out = {"spread_final": spread, "E_paper_final": float(num.paper_measure(X)), "E_signed_final": float(num.signed_measure(X)),
+    out: ConsensusLimit = {"spread_final": spread, "E_paper_final": float(num.paper_measure(X)), "E_signed_final": float(num.signed_measure(X)),
            "final_speed": run.speed}
     if spread <= CONSENSUS_SPREAD:
         if all(exactly_equal(U, np.eye(s.d)) for U in s.U):
@@ -360,14 +389,14 @@ def thm_4_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hypo
                             "limit": "consensus set attractive (spread -> 0); which point is not predicted"}
     r = THM_4_1.result(hyps, pred)
     if not r.applies:
-        r.prediction = {**pred, **non_consensus_prediction(s, hemi)}
+        r.prediction = {**pred, **_non_consensus_prediction(s, hemi)}
     if simulate_:
         if run is None:
             r.cross_check = CrossCheck("skipped", {"reason": "no run"})
         elif (f := _failed(run)) is not None:
             r.cross_check = f
         elif not r.applies:
-            r.cross_check = non_consensus_check(s, run, r.prediction)
+            r.cross_check = _non_consensus_check(s, run, r.prediction)
         else:
             from .flow import field
 
@@ -385,11 +414,11 @@ def thm_4_1(s: Setting, simulate_: bool, run: Run | None, bound: tuple[core.Hypo
     return r
 
 
-def non_consensus_prediction(s: Setting, hemi: core.HypothesisResult) -> dict[str, Any]:
+def _non_consensus_prediction(s: Setting, hemi: core.HypothesisResult) -> JSONObject:
     """Where the hemisphere fails: is X0 an equilibrium, and is it a certified stable non-consensus one?"""
     from .flow import field
 
-    out: dict[str, Any] = {"consensus_predicted": None, "reason": f"hypotheses fail ({hemi.name}: {hemi.status})"}
+    out: JSONObject = {"consensus_predicted": None, "reason": f"hypotheses fail ({hemi.name}: {hemi.status})"}
     if s.p.time_varying:
         return out
     F = field(s.p)(0.0, s.X0)
@@ -421,7 +450,7 @@ def _tetrahedron_beta(s: Setting) -> float | None:
     return float(-P[0, 0])
 
 
-def non_consensus_check(s: Setting, run: Run, pred: dict[str, Any]) -> CrossCheck:
+def _non_consensus_check(s: Setting, run: Run, pred: JSONObject) -> CrossCheck:
     """Start 1e-6 away from X0 (seeded) and check the run stays at the non-consensus equilibrium when it is certified stable."""
     if pred.get("consensus_predicted") is not False:
         lim = consensus_limit(s, run)
@@ -674,5 +703,5 @@ def _theorems_with_run(s: Setting, simulate: bool) -> tuple[list[TheoremResult],
 
 # the paper's examples (§7), as parameter mappings
 
-__all__ = ["Fig5", "Setting", "consensus_limit", "fig5_parameters", "paper_examples", "run_simulation", "setting",
+__all__ = ["ConsensusLimit", "Fig5", "RunSummary", "Setting", "consensus_limit", "fig5_parameters", "paper_examples", "run_simulation", "setting",
            "theorems", "theorems_with_run"]

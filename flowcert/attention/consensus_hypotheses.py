@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import flint
 import numpy as np
@@ -34,7 +34,10 @@ from ..certificates.predicates import predicate_certificate, predicate_value
 from ..papers.consensus import (ANTIPODE_FREE, BOUNDED, CAUSAL, CAUSAL_STABLE, ELLIPSOID, FULL, HEADS, HEMISPHERE,
                                IDENTITIES, P_CONSTANT, P_FORMS, P_PD, P_VARIES, SIDE, SINGLE, SPHERE, THM61_STABLE,
                                TOKENS, TOP, U_CONSTANT, U_IDENTITY, UNIFORMLY_CONTINUOUS, W_IS_P)
-from .params import AttentionParams
+from .params import AttentionParams, HeadJSON
+
+if TYPE_CHECKING:
+    from ..certificates.attention.head_bounds import HeadEntry
 
 
 # the setting as the consensus paper writes it
@@ -96,7 +99,7 @@ class Setting:
         return [hd.V for hd in self.p.heads]
 
     @cached_property
-    def heads_json(self) -> list[dict[str, Any]]:
+    def heads_json(self) -> list[HeadJSON]:
         """The heads as the document's ``params.heads`` writes them (the subject of the head predicates)."""
         return self.p.to_json()["heads"]
 
@@ -185,12 +188,13 @@ def _drawn(text: str, seed: int) -> Any:
     return setting(_parsed(text), seed).X0
 
 
-def score_matrices_of(doc: Any) -> list[dict[str, Any]]:
+def score_matrices_of(doc: Any) -> list[HeadEntry]:
+    """Each head's score matrix :math:`P_\\eta` of the document's parameters, as a certificate's ``heads`` carry it."""
     return _scores(_params_text(doc))
 
 
 @functools.lru_cache(maxsize=8)
-def _scores(text: str) -> list[dict[str, Any]]:
+def _scores(text: str) -> list[HeadEntry]:
     from ..certificates.attention.head_bounds import head_data
 
     p = _parsed(text)

@@ -30,6 +30,7 @@ from ..numeric.attention import multistability as nm
 from ..papers.multistability import (LAMBDA_POSITIVE, LAMBDA_SIMPLE, STABLE, STRUCTURE, V_FORMS, V_SYMMETRIC,
                                      class_subject as _class_subject)
 from .params import AttentionParams
+from .records import ClassRecord, EquilibriaBody, EquilibriumRecord, RunClassification, SimulationRecord
 
 DEFAULT_CAP = 64
 MAX_D, MAX_N = 64, 5000
@@ -78,7 +79,7 @@ class Data:
     Vq: sp.Matrix | None
 
     @property
-    def encoded(self) -> dict[str, Any]:
+    def encoded(self) -> cm.SpectralData:
         """Rational V, U, beta M as certificate strings (computed once)."""
         if not hasattr(self, "_encoded"):
             self._encoded = cm.encode_data(self.Vq, self.Mq, self.enc)
@@ -342,7 +343,7 @@ def equilibrium_labels(doc: Mapping[str, Any]) -> Any:
 # ---------------------------------------------------------------------------------------
 
 
-def class_result(D: Data, k: int, n1: int, n2: int, variant: str | None = None, certify: bool = True) -> dict[str, Any]:
+def class_result(D: Data, k: int, n1: int, n2: int, variant: str | None = None, certify: bool = True) -> ClassRecord:
     """Certified verdict, certificate and closed-form spectra at the class (k, n1, n2) (0-based k).
     With ``certify=False`` the (equally rigorous) verdict is returned without the certificate object."""
     variant = variant or D.variant
@@ -355,7 +356,7 @@ def class_result(D: Data, k: int, n1: int, n2: int, variant: str | None = None, 
         if not core.recheck(cert):
             status, reason, cert = "unknown", "certificate re-check failed", None
     tang, normal = nm.bipartite_spectra(D.lam, D.a(k) if variant == "self_attention" else 0.0, k, n1, n2, D.c, variant)
-    out = {"k": k + 1, "n1": n1, "n2": n2, "stable": STABLE.get(status),
+    out: ClassRecord = {"k": k + 1, "n1": n1, "n2": n2, "stable": STABLE.get(status),
            "verdict": status, "reason": reason, "certificate": cert.to_json() if cert else None,
            "tangent_spectrum": [[float(z.real), float(z.imag)] for z in tang],
            "ambient_spectrum": [[float(z.real), float(z.imag)] for z in np.concatenate([tang, normal])]}
@@ -366,7 +367,8 @@ def class_result(D: Data, k: int, n1: int, n2: int, variant: str | None = None, 
     return out
 
 
-def class_results(D: Data, variant: str | None = None) -> list[dict[str, Any]]:
+def class_results(D: Data, variant: str | None = None) -> list[ClassRecord]:
+    """The verdict of every class (k, n1, n2) of ``D`` (:func:`class_result`), n1 from n down to n/2."""
     n = D.p.n
     return [class_result(D, k, n1, n - n1, variant) for k in class_indices(D) for n1 in range(n, (n - 1) // 2, -1)]
 
@@ -408,7 +410,7 @@ def sign_patterns(n: int, cap: int) -> tuple[list[np.ndarray], int]:
     return out, total
 
 
-def equilibria(p: AttentionParams, cap: int | None = None, samples: int = 16, seed: int | None = None) -> dict[str, Any]:
+def equilibria(p: AttentionParams, cap: int | None = None, samples: int = 16, seed: int | None = None) -> EquilibriaBody:
     """The ``equilibria attention`` document body: ``classes`` (one certified verdict per
     (k, n1, n2), which by permutation symmetry covers every sign pattern), ``equilibria`` (listed
     patterns, up to ``cap`` per eigenvector, plus Newton-refined simulation limits that are not
@@ -432,7 +434,7 @@ def equilibria(p: AttentionParams, cap: int | None = None, samples: int = 16, se
             c["certificate"] = bd.stamp(core.Certificate.from_json(c["certificate"]), class_subject(p)).to_json()
     index = {(c["k"], c["n1"], c["n2"]): i for i, c in enumerate(classes)}
     pats, total = sign_patterns(n, cap)
-    eqs = []
+    eqs: list[EquilibriumRecord] = []
     for k in class_indices(D):
         for s in pats:
             n1, n2 = int((s > 0).sum()), int((s < 0).sum())
@@ -459,7 +461,7 @@ def equilibria(p: AttentionParams, cap: int | None = None, samples: int = 16, se
             "eigenvalue_enclosures": [[float(a), float(b)] for a, b in zip(D.enc.lo, D.enc.hi)]}
 
 
-def _newton_limits(D: Data, samples: int, seed: int) -> list[dict[str, Any]]:
+def _newton_limits(D: Data, samples: int, seed: int) -> list[EquilibriumRecord]:
     """Non-eigenvector equilibria (clustering, polygonal) from simulation limits + Newton."""
     from .classify import limit_of
 
@@ -468,7 +470,7 @@ def _newton_limits(D: Data, samples: int, seed: int) -> list[dict[str, Any]]:
     from .search import run_to_rest
 
     rest = run_to_rest(D.p, samples, seed, t_max=D.p.t_end if "t_end" in D.p.given else 400.0)
-    out: list[dict[str, Any]] = []
+    out: list[EquilibriumRecord] = []
     seen: list[np.ndarray] = []
     for X, settled in zip(rest["X"], rest["settled"]):
         if not settled:
@@ -547,7 +549,7 @@ def _label(D: Data, X: np.ndarray) -> tuple[str, dict[str, Any]]:
     return f"{'/'.join(cl.labels)} (m={cl.clusters})", {"labels": cl.labels, "clusters": cl.clusters, "X": nr.X}
 
 
-def classify_run(p: AttentionParams, X: np.ndarray, settle_tol: float = 1e-7, t: float | None = None) -> dict[str, Any]:
+def classify_run(p: AttentionParams, X: np.ndarray, settle_tol: float = 1e-7, t: float | None = None) -> RunClassification:
     r"""``limit_class`` of one simulated final state (at time ``t``, default ``p.t_end``), for every
     structure, from the one classifier (:func:`flowcert.attention.classify.limit_of`): the labels
     once the run has settled (speed :math:`\max_i|f_i|<` ``settle_tol``), else None with the final
@@ -556,7 +558,7 @@ def classify_run(p: AttentionParams, X: np.ndarray, settle_tol: float = 1e-7, t:
     from .classify import class_keys, limit_of, limit_record
 
     lc = limit_of(p, X, t=t, settle_tol=settle_tol)
-    out = limit_record(lc)
+    out: RunClassification = {**limit_record(lc)}
     if not lc.settled or applicable_structure(p).status != "holds":
         return out
     D = data_of(p)
@@ -578,7 +580,7 @@ def classify_run(p: AttentionParams, X: np.ndarray, settle_tol: float = 1e-7, t:
 
 
 def basins(p: AttentionParams, samples: int, seed: int = 0, device: Any = "cpu", dt: float = 0.05,
-           t_max: float = 400.0) -> dict[str, Any]:
+           t_max: float = 400.0) -> SimulationRecord:
     """``samples`` random initial conditions to rest (batched torch RK4), each limit refined by
     Newton and classified; fractions with 95% Wilson intervals and the certified verdict of each
     outcome. ``agrees`` is False if any sample reached a certified-unstable point."""

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from ..records import JSONObject
+
 
 P_7_1 = [[0.9432, 0.0587, -0.1813], [0.0587, 0.8450, -0.1013], [-0.1813, -0.1013, 0.5519]]
 P_7_2 = ([[0.0805, -0.1929, 0.1991], [-0.2312, 0.3131, -0.2335], [0.1788, -0.1732, -0.1594]],
@@ -68,7 +70,7 @@ def fig5_parameters(n: int, d: int, heads: int = 2, seed: int = 5) -> Fig5:
     return Fig5(Pp, w, phi, X0 / np.linalg.norm(X0, axis=1)[:, None])
 
 
-def paper_examples() -> dict[str, dict[str, Any]]:
+def paper_examples() -> dict[str, JSONObject]:
     """Parameter mappings of §7.1–7.4 (printed matrices), a reduced §7.4 and the stable tetrahedron;
     ``tests/data/attention/consensus_<key>.json`` hold exactly these."""
     I3 = np.eye(3).tolist()

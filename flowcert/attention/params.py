@@ -42,7 +42,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypedDict, Union
 
 import numpy as np
 import sympy as sp
@@ -52,10 +52,11 @@ from ..expressions import t
 from ..files import load_file
 from ..schema import PROVENANCE_KEY, ParamError, as_choice, as_positive_float, check_symmetric
 from ..limits import check_limit
+from ..records import JSONObject
 from ..schema import check_magnitude
 from ..symbolic.attention import Structure
 
-__all__ = ["ATTENTION_KEYS", "AttentionParams", "Head", "load_attention", "parse_attention"]
+__all__ = ["ATTENTION_KEYS", "AttentionParams", "Head", "HeadJSON", "load_attention", "parse_attention"]
 
 ATTENTION_KEYS = ("V", "Q", "K", "P", "heads", "variant", "X0", "n", "beta", "causal", "normalization", "W",
                   "t_end", "seed")
@@ -81,6 +82,17 @@ MANIFOLD_TOL = 1e-9
 DEFAULT_N = 10
 
 Value = Any  # np.ndarray (constant) or sp.Matrix (entries in t)
+#: A matrix as a parameter file writes it: rows of numbers, or of expression strings in t.
+MatrixJSON = list[list[Union[float, str]]]
+
+
+class HeadJSON(TypedDict, total=False):
+    """One head as ``params.heads`` writes it: ``Q``, ``K`` and ``V``, or ``P`` (:math:`Q^\\top K`) and ``V``."""
+
+    Q: MatrixJSON
+    K: MatrixJSON
+    P: MatrixJSON
+    V: MatrixJSON
 
 
 def _echo(value: Value) -> Any:
@@ -163,7 +175,8 @@ class Head:
     def time_varying(self) -> bool:
         return any(isinstance(m, sp.MatrixBase) for m in (self.Q, self.K, self.V))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> HeadJSON:
+        """The head as ``params.heads`` writes it (``P`` when the file gave P)."""
         if self.from_P:
             return {"P": _echo(self.K), "V": _echo(self.V)}
         return {"Q": _echo(self.Q), "K": _echo(self.K), "V": _echo(self.V)}
@@ -300,9 +313,9 @@ class AttentionParams:
         shape = (self.n, self.d) if batch is None else (batch, self.n, self.d)
         return project(rng.normal(size=shape), self.W)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The parameters as understood (after validation and defaults)."""
-        out: dict[str, Any] = {"variant": self.variant, "n": self.n, "d": self.d}
+        out: JSONObject = {"variant": self.variant, "n": self.n, "d": self.d}
         if self.variant == "self_attention":
             out.update({"heads": [h.to_json() for h in self.heads], "beta": self.beta, "causal": self.causal,
                         "normalization": self.normalization})

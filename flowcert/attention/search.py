@@ -18,19 +18,32 @@ interval certificate is available for these structures.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 from .params import AttentionParams
+from .records import EquilibriaBody, EquilibriumRecord
 
 
-def search(p: AttentionParams, samples: int, seed: int) -> dict[str, Any]:
+class RestRuns(TypedDict):
+    """Runs to rest (:func:`run_to_rest`), one row per run: initial and final tokens, whether each settled,
+    its final speed, settling time and largest drift off the manifold."""
+
+    X0: np.ndarray
+    X: np.ndarray
+    settled: np.ndarray
+    speed: np.ndarray
+    t_settled: np.ndarray
+    drift: np.ndarray
+
+
+def search(p: AttentionParams, samples: int, seed: int) -> EquilibriaBody:
     """The ``equilibria attention`` body for a constant structure outside model (1)."""
     from .classify import limit_of
 
     rest = run_to_rest(p, samples, seed, t_max=p.t_end if "t_end" in p.given else 400.0)
-    found: list[dict[str, Any]] = []
+    found: list[EquilibriumRecord] = []
     seen: list[np.ndarray] = []
     for X, settled, speed in zip(rest["X"], rest["settled"], rest["speed"]):
         if not settled:
@@ -54,7 +67,7 @@ def search(p: AttentionParams, samples: int, seed: int) -> dict[str, Any]:
 
 
 def run_to_rest(p: AttentionParams, samples: int, seed: int, t_max: float = 400.0, dt: float = 0.05,
-                 device: Any = "cpu") -> dict[str, Any]:
+                 device: Any = "cpu") -> RestRuns:
     """``samples`` runs of ``p`` from seeded random tokens to rest (batched torch RK4 with the retraction,
     :func:`flowcert.gpu.attention.simulate_to_rest`): initial and final states, which settled, their
     final speeds, settling times and drift off the manifold."""

@@ -12,11 +12,17 @@ delegate to :mod:`flowcert.attention` (the report section and figures: :mod:`flo
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..system import SimulateOptions, SystemBase, VerifyRun, load_any
 from .params import AttentionParams, load_attention, parse_attention
+
+if TYPE_CHECKING:
+    from ..pretrained.heads import AttentionHeadParams
+    from ..records import Document, JSONObject
+    from ..system import ParameterKey
+    from .records import EquilibriaDocument
 
 __all__ = ["SYSTEM", "AttentionSystem"]
 
@@ -31,7 +37,7 @@ class AttentionSystem(SystemBase):
         """Verify documents, and ``equilibria attention`` documents that name their cap."""
         return super().rederivable(doc) or ("equilibria" in doc and isinstance(doc.get("cap"), int))
 
-    def rederived(self, raw: dict[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:
+    def rederived(self, raw: JSONObject, doc: Mapping[str, Any]) -> Document:
         """An ``equilibria`` document: the listing again, with the document's cap; else the verify document."""
         if "equilibria" not in doc:
             return super().rederived(raw, doc)
@@ -59,7 +65,7 @@ class AttentionSystem(SystemBase):
               "basins": "multistability paper: sampled basins against the certified stable classes (Thms 1, 2) "
                         "and W along runs (Lemma 5)"}
 
-    def parameter_keys(self) -> list[dict[str, Any]]:
+    def parameter_keys(self) -> list[ParameterKey]:
         """The keys of a parameter file (:data:`flowcert.attention.params.ATTENTION_KEY_DOCS`)."""
         from .params import ATTENTION_KEY_DOCS
 
@@ -98,7 +104,7 @@ class AttentionSystem(SystemBase):
         doc = verify_results(p, simulate=simulate, seed=seed, checks=checks)
         return VerifyRun(doc, doc.get("simulation"))
 
-    def equilibria(self, p: AttentionParams, cap: int | None = None, *, file: Any = None) -> tuple[dict[str, Any], str]:
+    def equilibria(self, p: AttentionParams, cap: int | None = None, *, file: Any = None) -> tuple[EquilibriaDocument, str]:
         """The ``equilibria attention`` document (:func:`flowcert.attention.equilibria`), after the
         ``equilibria:*`` limits (``file``: the parameter file their messages name), and its text (one
         line per equilibrium)."""
@@ -118,14 +124,14 @@ class AttentionSystem(SystemBase):
                   for e in doc["equilibria"]]
         return doc, "\n".join(lines) + "\n"
 
-    def export(self, checkpoint: Any, layer: int, head: int | None = None) -> dict[str, Any]:
+    def export(self, checkpoint: Any, layer: int, head: int | None = None) -> AttentionHeadParams:
         """``pretrained export --system attention``: the heads of ``layer`` (or one) as an attention
         parameter mapping (:func:`flowcert.pretrained.heads.attention_params`)."""
         from ..pretrained.heads import attention_params
 
         return attention_params(checkpoint, layer, head)
 
-    def simulate(self, p: AttentionParams, options: SimulateOptions) -> tuple[dict[str, Any], str]:
+    def simulate(self, p: AttentionParams, options: SimulateOptions) -> tuple[Document, str]:
         """``simulate attention``: one run from ``X0``, or ``--samples`` runs with basin statistics."""
         from ..documents import document
         from . import simulate
