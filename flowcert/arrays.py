@@ -22,8 +22,8 @@ import numpy as np
 import sympy as sp
 
 from .errors import PrecisionWarning, note_precision, precision_message
-from .expressions import _symbolic_leaf
-from .schema import ParamError, Value, _check_shape, _leaves, _number, check_finite, nested_shape
+from .expressions import symbolic_leaf
+from .schema import ParamError, Value, check_shape, nested_leaves, leaf_number, check_finite, nested_shape
 
 __all__ = ["as_matrix", "as_vector", "is_tensor", "to_numpy"]
 
@@ -142,7 +142,7 @@ def _as_array(
     value = raw
     if isinstance(value, np.ndarray):
         if value.dtype.kind in "fiu":
-            _check_shape(raw, key, tuple(value.shape), shape)
+            check_shape(raw, key, tuple(value.shape), shape)
             arr = np.array(value, dtype=np.float64)  # a copy we own
             check_finite(arr, key)
             arr.setflags(write=False)
@@ -152,7 +152,7 @@ def _as_array(
         value = value.tolist()
     fast = _float_rows(value) if len(shape) == 2 else None
     if fast is not None:
-        _check_shape(raw, key, tuple(fast.shape), shape)
+        check_shape(raw, key, tuple(fast.shape), shape)
         check_finite(fast, key)
         fast.setflags(write=False)
         return fast
@@ -162,11 +162,11 @@ def _as_array(
         else:
             value = value.tolist()
     got = nested_shape(value, key)
-    _check_shape(raw, key, got, shape)
-    leaves = list(_leaves(value, got))
+    check_shape(raw, key, got, shape)
+    leaves = list(nested_leaves(value, got))
     symbolic = allow_expr and any(isinstance(leaf, (str, sp.Basic)) for _, leaf in leaves)
     if symbolic:
-        exprs = [_symbolic_leaf(leaf, key, index) for index, leaf in leaves]
+        exprs = [symbolic_leaf(leaf, key, index) for index, leaf in leaves]
         rows = got[0]
         return sp.Matrix(rows, len(exprs) // rows if rows else 0, exprs)
     if all(type(leaf) in (float, int) for _, leaf in leaves):
@@ -177,7 +177,7 @@ def _as_array(
     else:
         arr = None
     if arr is None:
-        flat = [_number(leaf, key, index, allow_expr) for index, leaf in leaves]
+        flat = [leaf_number(leaf, key, index, allow_expr) for index, leaf in leaves]
         arr = np.array(flat, dtype=np.float64).reshape(got)
     check_finite(arr, key)
     arr.setflags(write=False)

@@ -31,7 +31,7 @@ from sympy.core.function import AppliedUndef
 from sympy.printing.str import StrPrinter
 
 from .certificates import continuity
-from .schema import ParamError, Value, _fmt_index, _nonfinite_name, _number
+from .schema import ParamError, Value, index_text, nonfinite_name, leaf_number
 
 
 #: The time symbol of time-varying parameters.
@@ -253,7 +253,7 @@ def as_time_expression(text: str, key: str, index: tuple[int, ...] = ()) -> sp.E
         One line: grammar violations, other names, bound violations, or a value at ``t = 0``
         that is not a finite real number.
     """
-    where = f"entry {_fmt_index(index)} {text[:60]!r}" + ("..." if len(text) > 60 else "")
+    where = f"entry {index_text(index)} {text[:60]!r}" + ("..." if len(text) > 60 else "")
     try:
         with _time_budget(TIME_BUDGET_S):
             expr = _parse(text)
@@ -314,22 +314,24 @@ def _check_time_expr(expr: object, key: str, where: str) -> sp.Expr:
     return expr
 
 
-def _symbolic_leaf(leaf: object, key: str, index: tuple[int, ...]) -> sp.Expr:
+def symbolic_leaf(leaf: object, key: str, index: tuple[int, ...]) -> sp.Expr:
+    """One entry of a matrix that may depend on ``t``: an expression string parsed, a SymPy value
+    checked, a number as a finite float (exact: an integer stays an integer)."""
     if isinstance(leaf, str):
         return as_time_expression(leaf, key, index)
     if isinstance(leaf, sp.Basic):
-        return _check_time_expr(leaf, key, f"entry {_fmt_index(index)} {str(leaf)!r}")
-    x = _number(leaf, key, index, allow_expr=True)
+        return _check_time_expr(leaf, key, f"entry {index_text(index)} {str(leaf)!r}")
+    x = leaf_number(leaf, key, index, allow_expr=True)
     if not math.isfinite(x):
         raise ParamError(
-            key, f"entry {_fmt_index(index)} is {_nonfinite_name(x)}, expected a finite number"
+            key, f"entry {index_text(index)} is {nonfinite_name(x)}, expected a finite number"
         )
     if isinstance(leaf, (int, np.integer)):
         return sp.Integer(int(leaf))
     return sp.Float(x)  # from a Python float: exact (53-bit) value
 
 
-def _compile(key: str, matrix: sp.Matrix, vector: bool) -> Callable[[float], np.ndarray]:
+def compile_matrix(key: str, matrix: sp.Matrix, vector: bool) -> Callable[[float], np.ndarray]:
     """Numeric evaluator of a time-varying matrix; numbers keep their exact float value."""
     entries = list(matrix)  # row-major
     shape = (matrix.rows * matrix.cols,) if vector else (matrix.rows, matrix.cols)
@@ -371,7 +373,7 @@ def _compile(key: str, matrix: sp.Matrix, vector: bool) -> Callable[[float], np.
                     index = (pos,) if vector else divmod(pos, cols)
                     raise ParamError(
                         key,
-                        f"entry {_fmt_index(tuple(index))} {str(expr)!r} is not a finite "
+                        f"entry {index_text(tuple(index))} {str(expr)!r} is not a finite "
                         f"real number at t = {time!r}",
                     )
         return out.reshape(shape)
@@ -379,7 +381,9 @@ def _compile(key: str, matrix: sp.Matrix, vector: bool) -> Callable[[float], np.
     return evaluate
 
 
-def _echo(value: Value, vector: bool) -> list[Any]:
+def echo_value(value: Value, vector: bool) -> list[Any]:
+    """A matrix or vector of parameters as written back into a document: nested lists of numbers and
+    expression strings (``vector``: a flat list)."""
     if isinstance(value, np.ndarray):
         return value.tolist()
     entries = []

@@ -42,15 +42,16 @@ MAX_JSON_DEPTH = 32
 # ---------------------------------------------------------------------------------------
 
 
-class _DuplicateKey(Exception):
-    pass
+class DuplicateKeyError(Exception):
+    """A JSON object names one key twice (the key is ``args[0]``); flowcert reads no such document."""
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` of :func:`json.loads`: the object, or :class:`DuplicateKeyError` for a key given twice."""
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise _DuplicateKey(key)
+            raise DuplicateKeyError(key)
         out[key] = value
     return out
 
@@ -103,21 +104,23 @@ def _parsed(raw: bytes, suffix: str, fail: Callable[[str], ParamError]) -> dict[
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError:
             raise fail("not valid UTF-8 text") from None
-        data = _parse_json(text, fail)
+        data = parse_json(text, fail)
         if not isinstance(data, dict):
             raise fail(f"top level must be an object, got {_json_kind(data)}")
         return data
     return _read_npz(raw, fail)
 
 
-class _LongInteger(ValueError):
-    pass
+class LongIntegerError(ValueError):
+    """A JSON integer of more than :data:`MAX_JSON_DIGITS` digits (its digit count is ``args[0]``)."""
 
 
-def _json_int(text: str) -> int:
+def json_int(text: str) -> int:
+    """``parse_int`` of :func:`json.loads`: the integer, or :class:`LongIntegerError` beyond
+    :data:`MAX_JSON_DIGITS` digits."""
     digits = len(text.lstrip("-"))
     if digits > MAX_JSON_DIGITS:
-        raise _LongInteger(digits)
+        raise LongIntegerError(digits)
     return int(text)
 
 
@@ -170,7 +173,7 @@ def load_json(path: str | os.PathLike[str], what: str | None = None, *, max_byte
         return ParamError(None, problem, file=what or name)
 
     text = _decode(read_regular(name, fail, max_bytes), fail)
-    return _parse_json(text, fail, max_depth)
+    return parse_json(text, fail, max_depth)
 
 
 def read_json_text(path: str | os.PathLike[str], what: str | None = None, *, max_bytes: int | None = None) -> str:
@@ -193,21 +196,23 @@ def _decode(raw: bytes, fail: Callable[[str], ParamError]) -> str:
         raise fail(f"not valid UTF-8 text (byte {exc.start})") from None
 
 
-def _parse_json(text: str, fail: Callable[[str], ParamError], max_depth: int | None = None) -> Any:
+def parse_json(text: str, fail: Callable[[str], ParamError], max_depth: int | None = None) -> Any:
+    """The JSON value of ``text`` (nesting at most ``max_depth``, no duplicate key, no overlong integer);
+    anything else raises ``fail(problem)``."""
     try:
         check_json_depth(text, fail, max_depth)
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_int=_json_int)
+        return json.loads(text, object_pairs_hook=no_duplicate_keys, parse_int=json_int)
     except json.JSONDecodeError as exc:
         raise fail(f"not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg})") from None
-    except _DuplicateKey as exc:
+    except DuplicateKeyError as exc:
         raise fail(f"duplicate key {exc.args[0]!r}") from None
     except RecursionError:
         raise fail("not valid JSON (nested too deeply)") from None
-    except _LongInteger as exc:
+    except LongIntegerError as exc:
         raise fail(f"a JSON integer has {exc.args[0]} digits (at most {MAX_JSON_DIGITS})") from None
 
 
-def _open_regular(name: str, fail: Callable[[str], ParamError]) -> tuple[int, os.stat_result]:
+def open_regular(name: str, fail: Callable[[str], ParamError]) -> tuple[int, os.stat_result]:
     """A descriptor of a regular file, opened without blocking and checked with ``fstat`` on the
     open descriptor (so a FIFO cannot block and a symlink to ``/dev/zero`` cannot be read)."""
     try:
@@ -234,7 +239,7 @@ def read_lines(name: str, fail: Callable[[str], ParamError], max_line_bytes: int
     """The lines of a regular file (JSON lines of any total size), one at a time, each strict UTF-8
     and at most ``max_line_bytes`` (default :data:`MAX_FILE_BYTES`); same checks as :func:`read_regular`."""
     cap = MAX_FILE_BYTES if max_line_bytes is None else max_line_bytes
-    fd, _ = _open_regular(name, fail)
+    fd, _ = open_regular(name, fail)
     with os.fdopen(fd, "rb") as fh:
         for number, raw in enumerate(iter(lambda: fh.readline(cap + 1), b""), 1):
             if len(raw) > cap:
@@ -244,8 +249,8 @@ def read_lines(name: str, fail: Callable[[str], ParamError], max_line_bytes: int
 
 def _read_regular(name: str, fail: Callable[[str], ParamError], max_bytes: int | None = None) -> bytes:
     """Bytes of a regular file of at most :data:`MAX_FILE_BYTES` (FIFOs, devices, directories refused,
-    :func:`_open_regular`)."""
-    fd, info = _open_regular(name, fail)
+    :func:`open_regular`)."""
+    fd, info = open_regular(name, fail)
     try:
         cap = MAX_FILE_BYTES if max_bytes is None else max_bytes
         if info.st_size > cap:

@@ -29,7 +29,7 @@ from typing import Any
 
 from . import __version__
 from .paramrefs import dereferenced  # noqa: F401  (re-exported: flowcert.recheck.dereferenced)
-from .files import _json_int, _no_duplicates, _read_regular, _DuplicateKey, _LongInteger, MAX_JSON_DIGITS
+from .files import json_int, no_duplicate_keys, read_regular, DuplicateKeyError, LongIntegerError, MAX_JSON_DIGITS
 from .recheck_certificate import (CERTIFICATE_KEYS, DocumentCheck, applies_of,  # noqa: F401  (re-exported)
                                   certificates_in, check_certificate, is_certificate, kind_of,
                                   looks_like_certificate, resolver)
@@ -67,23 +67,23 @@ def _json_float(text: str) -> float:
 
 
 def _parse(text: str) -> Any:
-    return json.loads(text, object_pairs_hook=_no_duplicates, parse_int=_json_int, parse_float=_json_float,
+    return json.loads(text, object_pairs_hook=no_duplicate_keys, parse_int=json_int, parse_float=_json_float,
                       parse_constant=_json_constant)
 
 
 def _problem(exc: Exception) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg})"
-    if isinstance(exc, _DuplicateKey):
+    if isinstance(exc, DuplicateKeyError):
         return f"duplicate key {exc.args[0]!r}"
-    if isinstance(exc, _LongInteger):
+    if isinstance(exc, LongIntegerError):
         return f"a JSON integer has {exc.args[0]} digits (at most {MAX_JSON_DIGITS})"
     if isinstance(exc, _BadLiteral):
         return f"not a flowcert document: {exc.args[0]}"
     return "not valid JSON (nested too deeply)"
 
 
-_PARSE_ERRORS = (json.JSONDecodeError, _DuplicateKey, _LongInteger, _BadLiteral, RecursionError)
+_PARSE_ERRORS = (json.JSONDecodeError, DuplicateKeyError, LongIntegerError, _BadLiteral, RecursionError)
 
 
 def read_documents(path: str | os.PathLike[str]) -> list[tuple[int | None, Any]]:
@@ -101,7 +101,7 @@ def read_documents(path: str | os.PathLike[str]) -> list[tuple[int | None, Any]]
         return ParamError(None, problem, file=name)
 
     try:
-        text = _read_regular(name, fail).decode("utf-8-sig")
+        text = read_regular(name, fail).decode("utf-8-sig")
     except UnicodeDecodeError:
         raise fail("not valid UTF-8 text") from None
     try:

@@ -38,7 +38,7 @@ Value = Union[np.ndarray, sp.Matrix]
 # ---------------------------------------------------------------------------------------
 
 
-def _show(value: object, limit: int = 40) -> str:
+def show_value(value: object, limit: int = 40) -> str:
     """Short, JSON-flavoured rendering of a raw value for messages."""
     if value is None:
         text = "null"
@@ -65,19 +65,22 @@ def _type_name(value: object) -> str:
     if isinstance(value, dict):
         return "object"
     if isinstance(value, np.ndarray):
-        return f"array of shape {_fmt_shape(value.shape)}"
+        return f"array of shape {shape_text(value.shape)}"
     return type(value).__name__
 
 
-def _fmt_shape(shape: tuple[int, ...]) -> str:
+def shape_text(shape: tuple[int, ...]) -> str:
+    """A shape as Python writes a tuple: ``(3, 4)``, ``(3,)``."""
     return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
-def _fmt_index(index: tuple[int, ...]) -> str:
+def index_text(index: tuple[int, ...]) -> str:
+    """An entry's index as it is subscripted: ``[1][2]``."""
     return "".join(f"[{i}]" for i in index)
 
 
-def _nonfinite_name(x: float) -> str:
+def nonfinite_name(x: float) -> str:
+    """The name of a non-finite float in messages: ``NaN``, ``inf`` or ``-inf``."""
     if math.isnan(x):
         return "NaN"
     return "inf" if x > 0 else "-inf"
@@ -127,9 +130,9 @@ def _list_shape(raw: object, key: str, path: tuple[int, ...]) -> tuple[int, ...]
         if sub != subs[0]:
             raise ParamError(
                 key,
-                f"not a rectangular nested list: {_fmt_index(path + (i,))} has shape "
-                f"{_fmt_shape(sub)} but {_fmt_index(path + (0,))} has shape "
-                f"{_fmt_shape(subs[0])}",
+                f"not a rectangular nested list: {index_text(path + (i,))} has shape "
+                f"{shape_text(sub)} but {index_text(path + (0,))} has shape "
+                f"{shape_text(subs[0])}",
             )
     return (len(raw),) + subs[0]
 
@@ -150,19 +153,20 @@ def _matrix_rows(raw: list[object] | tuple[object, ...]) -> int | None:
     return lengths.pop()
 
 
-def _leaves(raw: object, shape: tuple[int, ...]) -> Iterator[tuple[tuple[int, ...], object]]:
+def nested_leaves(raw: object, shape: tuple[int, ...]) -> Iterator[tuple[tuple[int, ...], object]]:
     """Yield ``(index, leaf)`` in row-major order for a nested list of ``shape``."""
     if not shape:
         yield (), raw
         return
     for i, item in enumerate(raw):  # type: ignore[arg-type]
-        for sub, leaf in _leaves(item, shape[1:]):
+        for sub, leaf in nested_leaves(item, shape[1:]):
             yield (i,) + sub, leaf
 
 
-def _check_shape(
+def check_shape(
     raw: object, key: str, got: tuple[int, ...], shape: tuple[int | None, ...]
 ) -> None:
+    """Raise :class:`ParamError` for ``key`` unless the shape ``got`` of ``raw`` is ``shape`` (None: any size)."""
     ok = len(got) == len(shape) and all(s is None or s == g for s, g in zip(shape, got))
     if ok:
         return
@@ -171,26 +175,26 @@ def _check_shape(
     elif len(shape) == 1 and shape[0] is None:
         expected = "a vector (a flat list)"
     else:
-        expected = "shape " + _fmt_shape(tuple(shape))  # type: ignore[arg-type]
+        expected = "shape " + shape_text(tuple(shape))  # type: ignore[arg-type]
     if got == ():
-        found = f"a scalar ({_show(raw)})"
+        found = f"a scalar ({show_value(raw)})"
     else:
-        found = _fmt_shape(got)
+        found = shape_text(got)
     raise ParamError(key, f"expected {expected}, got {found}")
 
 
-def _number(leaf: object, key: str, index: tuple[int, ...], allow_expr: bool) -> float:
+def leaf_number(leaf: object, key: str, index: tuple[int, ...], allow_expr: bool) -> float:
     """Convert one numeric leaf to float, with a precise error for anything else."""
-    where = f"entry {_fmt_index(index)}"
+    where = f"entry {index_text(index)}"
     if isinstance(leaf, (bool, np.bool_)):
-        raise ParamError(key, f"{where} is a boolean ({_show(leaf)}), expected a number")
+        raise ParamError(key, f"{where} is a boolean ({show_value(leaf)}), expected a number")
     if leaf is None:
         raise ParamError(key, f"{where} is null, expected a number")
     if isinstance(leaf, str):
         hint = (
             "" if allow_expr else "; strings in t are allowed only in A, B, V and b"
         )
-        raise ParamError(key, f"{where} is a string ({_show(leaf)}), expected a number{hint}")
+        raise ParamError(key, f"{where} is a string ({show_value(leaf)}), expected a number{hint}")
     if isinstance(leaf, (int, np.integer)):
         try:
             return float(leaf)
@@ -223,7 +227,7 @@ def check_finite(array: np.ndarray, key: str) -> None:
         index = tuple(int(i) for i in np.argwhere(bad)[0])
         raise ParamError(
             key,
-            f"entry {_fmt_index(index)} is {_nonfinite_name(float(array[index]))}, "
+            f"entry {index_text(index)} is {nonfinite_name(float(array[index]))}, "
             "expected a finite number",
         )
 
@@ -282,7 +286,7 @@ def check_magnitude(array: object, key: str, file: str | None = None) -> None:
     big = np.abs(array.astype(float, copy=False)) > limit
     if big.any():
         index = tuple(int(i) for i in np.argwhere(big)[0])
-        raise ParamError(key, f"entry {_fmt_index(index)} = {float(array[index]):.3g} is larger than {limit:g} in "
+        raise ParamError(key, f"entry {index_text(index)} = {float(array[index]):.3g} is larger than {limit:g} in "
                               "absolute value (flowcert.limits.LIMITS['magnitude']); rescale the parameters",
                          file=file)
 
@@ -304,7 +308,7 @@ def as_positive_float(raw: object, key: str) -> float:
         except OverflowError:
             value = None
     if value is None or not math.isfinite(value) or value <= 0:
-        raise ParamError(key, f"must be a positive finite number, got {_show(raw)}")
+        raise ParamError(key, f"must be a positive finite number, got {show_value(raw)}")
     return value
 
 
@@ -318,7 +322,7 @@ def as_choice(raw: object, key: str, choices: tuple[str, ...]) -> str:
     """
     if not isinstance(raw, str) or raw not in choices:
         options = ", ".join(repr(c) for c in choices)
-        raise ParamError(key, f"expected one of {options}, got {_show(raw)}")
+        raise ParamError(key, f"expected one of {options}, got {show_value(raw)}")
     return raw
 
 

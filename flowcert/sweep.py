@@ -47,7 +47,7 @@ def resumed_records(resume: str, keep: Callable[[dict[str, Any]], Any] = lambda 
     folder, a FIFO or a device is bad input (exit 2). ``keep`` reduces each record as it is read,
     so memory holds one line at a time.
     """
-    from .files import MAX_JSON_DEPTH, _json_int, check_json_depth, read_lines
+    from .files import MAX_JSON_DEPTH, json_int, check_json_depth, read_lines
     from .schema import OptionError
 
     def fail(problem: str) -> OptionError:
@@ -57,7 +57,7 @@ def resumed_records(resume: str, keep: Callable[[dict[str, Any]], Any] = lambda 
     for line in read_lines(resume, fail):
         check_json_depth(line, fail, 2 * MAX_JSON_DEPTH)  # bad input (exit 2), not a line to skip
         try:
-            rec = json.loads(line, parse_int=_json_int)
+            rec = json.loads(line, parse_int=json_int)
         except (ValueError, RecursionError):  # JSONDecodeError, a huge integer: not a record
             continue
         if isinstance(rec, dict) and isinstance(rec.get("file"), str):

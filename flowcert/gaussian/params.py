@@ -46,7 +46,7 @@ import numpy as np
 import sympy as sp
 
 from ..arrays import as_matrix, as_vector
-from ..expressions import _compile, _echo
+from ..expressions import compile_matrix, echo_value
 from ..files import load_file
 from ..schema import (
     PROVENANCE_KEY,
@@ -55,8 +55,8 @@ from ..schema import (
     Schema,
     Validator,
     Value,
-    _fmt_shape,
-    _show,
+    shape_text,
+    show_value,
     as_choice,
     as_positive_float,
     check_keys,
@@ -74,7 +74,7 @@ def _gaussian_dims(raw: Mapping[str, object]) -> dict[str, int]:
     if shape and 0 in shape:
         raise ParamError("Sigma0", "dimension d must be at least 1, got an empty matrix")
     if len(shape) != 2 or shape[0] != shape[1]:
-        found = f"a scalar ({_show(sigma)})" if shape == () else _fmt_shape(shape)
+        found = f"a scalar ({show_value(sigma)})" if shape == () else shape_text(shape)
         raise ParamError("Sigma0", f"expected a square d x d matrix, got {found}")
     return {"d": shape[0]}
 
@@ -189,7 +189,7 @@ class GaussianParams:
     @cached_property
     def _evaluators(self) -> dict[str, Callable[[float], np.ndarray]]:
         return {
-            key: _compile(key, getattr(self, key), vector=(key == "b"))
+            key: compile_matrix(key, getattr(self, key), vector=(key == "b"))
             for key in self.time_varying_keys
         }
 
@@ -231,12 +231,12 @@ class GaussianParams:
         parameter whose entries are all plain numbers comes back constant).
         """
         return {
-            "A": _echo(self.A, False),
-            "B": _echo(self.B, False),
-            "V": _echo(self.V, False),
-            "b": _echo(self.b, True),
-            "mu0": _echo(self.mu0, True),
-            "Sigma0": _echo(self.Sigma0, False),
+            "A": echo_value(self.A, False),
+            "B": echo_value(self.B, False),
+            "V": echo_value(self.V, False),
+            "b": echo_value(self.b, True),
+            "mu0": echo_value(self.mu0, True),
+            "Sigma0": echo_value(self.Sigma0, False),
             "t_end": self.t_end,
             "activation": self.activation,
         }

@@ -67,14 +67,14 @@ def files_sha256(directory: str | os.PathLike[str]) -> str:
     refused, :class:`~flowcert.errors.ParamError`), in chunks.
     """
     from ..errors import ParamError
-    from ..files import _open_regular
+    from ..files import open_regular
 
     h = hashlib.sha256()
     for name in weight_files(directory):
         def fail(problem: str, name: str = name) -> ParamError:
             return ParamError(None, f"{name}: {problem}")
 
-        fd, info = _open_regular(os.path.join(directory, name), fail)
+        fd, info = open_regular(os.path.join(directory, name), fail)
         with os.fdopen(fd, "rb") as fh:
             _framed(h, name.encode("utf-8", "surrogateescape"))
             h.update(int(info.st_size).to_bytes(8, "big"))
@@ -171,9 +171,9 @@ def check_provenance(value: object, key: str = KEY) -> dict[str, Any]:
     from ..errors import ParamError
 
     if isinstance(value, str):  # an .npz file holds the record as JSON text (its members are arrays)
-        from ..files import _parse_json
+        from ..files import parse_json
 
-        value = _parse_json(value, lambda problem: ParamError(key, problem), 4)
+        value = parse_json(value, lambda problem: ParamError(key, problem), 4)
     if not isinstance(value, Mapping):
         raise ParamError(key, f"must be an object, got {type(value).__name__}")
     for name, types in _TYPES.items():

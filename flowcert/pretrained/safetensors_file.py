@@ -45,7 +45,7 @@ class SafeTensors(Mapping[str, np.ndarray]):
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        from ..files import _parse_json
+        from ..files import parse_json
         from ..limits import LIMITS
 
         self.path = os.fspath(path)
@@ -77,7 +77,7 @@ class SafeTensors(Mapping[str, np.ndarray]):
             header_text = text.decode("utf-8")
         except UnicodeDecodeError:
             raise fail("the header is not valid UTF-8") from None
-        header = _parse_json(header_text, fail)
+        header = parse_json(header_text, fail)
         if not isinstance(header, dict):
             raise fail("the header is not a JSON object")
         data_size, start = size - 8 - n, 8 + n
