@@ -20,6 +20,7 @@ the heads (``params.heads``), :math:`W` (``params.W``), and inputs the document 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from .. import bindings as bd
@@ -184,7 +185,7 @@ bd.DERIVED.setdefault("attention", {}).update({TOKENS: _derived("initial_tokens_
 _P_ENTRIES = ("consensus:lemma-3.1", "consensus:thm-3.1", "consensus:thm-3.2")
 
 
-def check(doc: dict[str, Any]) -> list[tuple[str, str]]:
+def check(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     r"""Refusals ``(JSON path, reason)`` of an attention document beyond its hypotheses: the equilibria
     records (:func:`flowcert.papers.multistability.check_equilibria`); in a ``verify`` document, exactly one
     of ``P > 0`` / ``P = P^T > 0`` per entry that needs P, and a tetrahedron prediction whose stability
@@ -208,7 +209,7 @@ def check(doc: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def _tetrahedron(where: str, stab: dict[str, Any], form: str) -> list[tuple[str, str]]:
+def _tetrahedron(where: str, stab: Mapping[str, Any], form: str) -> list[tuple[str, str]]:
     c = stab.get("certificate")
     want = {"beta": f"-({P_FORMS[form]})[0,0]"}
     if c is None:

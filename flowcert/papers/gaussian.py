@@ -18,6 +18,7 @@ too, so that ``flowcert recheck`` needs nothing heavier than this module.
 from __future__ import annotations
 
 from fractions import Fraction
+from collections.abc import Mapping
 from typing import Any
 
 from .. import bindings as bd
@@ -186,7 +187,7 @@ ENTRIES = (PROP_2_1, LEMMA_2_3, PROP_2_4, LEMMA_3_1, THM_3_3, *TABLE_1)
 DESIGN_SUBJECT = {"A": "A_exact", "B": "params.B", "V": "params.V", "Sigma": "params.Sigma_inf"}
 
 
-def _design(doc: dict[str, Any]) -> list[tuple[str, str]]:
+def _design(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     c = doc.get("certificate") or {}
     if c.get("kind") != "lemma44_design" or c.get("subject") != DESIGN_SUBJECT or \
             (c.get("data") or {}).get("residual_is_zero") is not doc.get("residual_is_zero"):
@@ -198,7 +199,7 @@ def _design(doc: dict[str, Any]) -> list[tuple[str, str]]:
     return [] if nearest == doc.get("A") else [("$.A", "A is not the nearest floats of A_exact")]
 
 
-def check_regime(doc: dict[str, Any]) -> list[tuple[str, str]]:
+def check_regime(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Refusals ``(JSON path, reason)`` of a saved document's ``regime``, re-derived from its theorem
     records (whose statuses and ``applies`` the recheck has bound to certificates): a certified claim
     needs the theorem that proves it, with the same numbers, and no claim may contradict one.
@@ -247,7 +248,7 @@ def check_regime(doc: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def _certified_limit(reg: dict[str, Any], th: dict[str, Any], kind: Any, applies: Any, hold: Any) -> list[tuple[str, str]]:
+def _certified_limit(reg: Mapping[str, Any], th: Mapping[str, Any], kind: Any, applies: Any, hold: Any) -> list[tuple[str, str]]:
     """A certified regime other than blow-up: a limit (Thm 4.1, Thm 4.7 (2)), unbounded growth (a bound
     detectability certificate) or boundedness (Thm 4.7's trace bound)."""
     t41 = th.get("gaussian:thm-4.1", {}).get("prediction", {})

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from .. import bindings as bd
@@ -159,7 +160,7 @@ _THM1_FORMS = ([ONCE.name, GRAM_PSD.name, OUTER_CONSTANT.name], [STRUCTURE.name]
                [GRAM_PSD.name, OUTER_CONSTANT.name, STRUCTURE.name])
 
 
-def check(doc: dict[str, Any]) -> list[tuple[str, str]]:
+def check(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     r"""Refusals ``(JSON path, reason)`` of an rnn document beyond its theorems' hypotheses: the four
     entries, in order, each once; the analysis ``protocol`` is flowcert's; Thm 1 reports one of its two forms (a built-in cell's three hypotheses, or a
     module's unknown structure); every record of the top-level ``certificates`` list is a declared one
@@ -214,7 +215,7 @@ def check(doc: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def _predictions(doc: dict[str, Any], theorems: list[Any], found: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
+def _predictions(doc: Mapping[str, Any], theorems: list[Any], found: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
     """The Thm 2 predictions certified by the contraction / bounded-real certificates, re-derived from them."""
     from ..certificates.rnn import propagation_bound
 

@@ -15,6 +15,7 @@ document (:func:`check_equilibria`) live here too, so that ``flowcert recheck`` 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .. import bindings as bd
@@ -176,7 +177,7 @@ bd.register("attention", *ENTRIES)
 # ---------------------------------------------------------------------------------------------
 
 
-def check_equilibria(doc: dict[str, Any]) -> list[tuple[str, str]]:
+def check_equilibria(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     r"""Refusals ``(JSON path, reason)`` of an ``equilibria`` document beyond its certificates: each class
     record's verdict and ``stable`` are its certificate's (an ``attention_bipartite_spectrum`` bound to the
     document's :math:`V` and :math:`\beta Q^\top K`, for the class :math:`(k,n_1,n_2)` the record names); each
@@ -227,7 +228,7 @@ def _class(where: str, c: Any, subject: dict[str, str]) -> list[tuple[str, str]]
     return out
 
 
-def _labels(doc: dict[str, Any]) -> Any:
+def _labels(doc: Mapping[str, Any]) -> Any:
     """``(k, n1, n2) -> exact labels`` (0-based k) of the document's eigenvector classes, memoised; a
     string (the reason) when its parameters do not read back
     (:func:`flowcert.attention.enumeration.equilibrium_labels`, taken by name: the decision code is above
@@ -235,7 +236,7 @@ def _labels(doc: dict[str, Any]) -> Any:
     return bd.derived_by("flowcert.attention.enumeration", "equilibrium_labels")(doc)
 
 
-def _record(where: str, e: dict[str, Any], classes: list[Any], params: dict[str, Any], labels: Any,
+def _record(where: str, e: Mapping[str, Any], classes: list[Any], params: Mapping[str, Any], labels: Any,
             subject: dict[str, str]) -> list[tuple[str, str]]:
     ptr, k = e.get("certificate"), e.get("eigvec_index")
     if k is None:  # a Newton point: its stability is its Krawczyk certificate's

@@ -23,7 +23,7 @@ Statements (corrected as in note §2, §5):
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
@@ -33,14 +33,47 @@ from ..certificates import core
 from ..gpu.rnn.work import THM2_BYTES  # trials of the Theorem 2 checks (torch-free module)
 from ..limits import check_kpflow_cost
 from ..papers import kpflow as cat
+from ..records import Document, HypothesisRecord, JSONObject
 from .params import RNNParams
+
+if TYPE_CHECKING:
+    import torch
+
+    from ..gpu.rnn.identities import Prop1Check, StepRow
 
 #: the catalogue entries this module evaluates (declared in :mod:`flowcert.papers.kpflow`)
 THEOREM_IDS = ("kpflow:prop-1", "kpflow:cor-1", "kpflow:thm-1", "kpflow:thm-2")
 EXACT_MAX = 1200  # dense references (SVD, partial traces) up to B*T*H = EXACT_MAX
 
 
-def build_model(p: RNNParams) -> dict[str, Any]:
+class Model(TypedDict):
+    """A built model (:func:`build_model`, or a user's cell in :func:`flowcert.rnn.cell.verify_cell`): the
+    cell, its parameters θ, inputs ``x`` [B, T, I], targets ``y`` [B, T, O], the readout ``W_out``,
+    ``b_out`` and the trajectory ``tr`` (:class:`flowcert.gpu.rnn.operators.Trajectory`)."""
+
+    cell: Any
+    theta: dict[str, torch.Tensor]
+    x: torch.Tensor
+    y: torch.Tensor
+    W_out: torch.Tensor
+    b_out: torch.Tensor
+    tr: Any
+
+
+class KPFlowDocument(Document, total=False):
+    """The ``kpflow analyze`` document (:func:`analyze`): the header and ``params``, then the identities'
+    residuals, the effective ranks of K, P and PKP*, the contraction records, the theorems, the operator
+    mode, the analysis protocol and, where asked, the consensus spectrum."""
+
+    identities: JSONObject
+    effective_rank: JSONObject
+    certificates: list[HypothesisRecord]
+    operator_mode: str
+    protocol: dict[str, str]
+    consensus: JSONObject
+
+
+def build_model(p: RNNParams) -> Model:
     """Cell, θ, inputs, targets, readout and trajectory of a parameter set (all float64)."""
     import torch
 
@@ -78,7 +111,7 @@ ABOVE_FLOOR = 8.0
 UNDECIDABLE_TOLERANCE = 1e-3
 
 
-def _fd_agrees(rows: list[dict[str, Any]]) -> tuple[bool, str]:
+def _fd_agrees(rows: list[StepRow]) -> tuple[bool, str]:
     """First order where measurable, rounding elsewhere.
 
     A row is above the rounding floor when its residual exceeds :data:`ABOVE_FLOOR` times the
@@ -97,7 +130,7 @@ def _fd_agrees(rows: list[dict[str, Any]]) -> tuple[bool, str]:
     return False, f"observed orders above the rounding floor: {[round(o, 3) for o in orders]}"
 
 
-def _exact_tolerance(ident: dict[str, Any]) -> float:
+def _exact_tolerance(ident: Prop1Check) -> float:
     """Tolerance of the exact identities (jvp, gradient): from the dtype and size (identities.rounding);
     1e-9 for a document without it."""
     return float(ident.get("rounding", {}).get("tolerance", 1e-9))
@@ -127,7 +160,7 @@ def _protocol(hyp: Any, key: str, method: str) -> core.HypothesisResult:
     return _predicate(hyp, "equals", True, {"x": f"protocol.{key}"}, method, x=value, literal=value)
 
 
-def smoothness(m: dict[str, Any]) -> core.HypothesisResult:
+def smoothness(m: Model) -> core.HypothesisResult:
     """'F differentiable in (z, theta) along the trajectory': by construction for the smooth cells;
     for the ReLU cell, no state met by a Jacobian after the first step sits on a kink (exact zero test);
     for a user's module, not inspected (``unknown``)."""
@@ -152,7 +185,8 @@ def smoothness(m: dict[str, Any]) -> core.HypothesisResult:
     return _cell_predicate(cat.SMOOTH, kind, cat.SMOOTH_CELLS, "cell definition (smooth activations)")
 
 
-def prop_1(ident: dict[str, Any], which: str = "prop1", smooth: core.HypothesisResult | None = None) -> TheoremResult:
+def prop_1(ident: Prop1Check, which: str = "prop1", smooth: core.HypothesisResult | None = None) -> TheoremResult:
+    """Prop. 1 (``which="prop1"``) or Cor. 1 (``"cor1"``) from the finite-difference and exact residuals ``ident``."""
     rows = ident["fd"]
     ok, why = _fd_agrees(rows if which == "prop1" else [
         {**r, "residual": r["cor1_residual"], "roundoff_floor": r.get("cor1_roundoff_floor", r["roundoff_floor"])}
@@ -183,7 +217,7 @@ def prop_1(ident: dict[str, Any], which: str = "prop1", smooth: core.HypothesisR
                             "reference": ident.get("reference"), "why": why}))
 
 
-def thm_1(m: dict[str, Any], exact_max: int = EXACT_MAX) -> TheoremResult:
+def thm_1(m: Model, exact_max: int = EXACT_MAX) -> TheoremResult:
     """Rank of each K_j against the effective dimension of the multiplied features F_j."""
     import torch
 
@@ -262,7 +296,7 @@ def _jacobian_chunks(tr: Any, P: Any, trials: int) -> Any:
         yield b0, state_jacobians(Trajectory(tr.cell, tr.theta, tr.x[sl], tr.h0[sl], tr.Z[sl]))
 
 
-def thm_2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[TheoremResult, list[dict[str, Any]]]:
+def thm_2(m: Model, kp: Any, exact_max: int = EXACT_MAX) -> tuple[TheoremResult, list[HypothesisRecord]]:
     """P = U V U^-1, Volterra spectrum, QR Lyapunov exponents, Kaplan–Yorke, LMI bounds.
 
     The factorisation is compared with P on the first trials that fit :data:`THM2_BYTES` (P is
@@ -353,12 +387,12 @@ def thm_2(m: dict[str, Any], kp: Any, exact_max: int = EXACT_MAX) -> tuple[Theor
     Vd = torch.tril(torch.ones(T, T, dtype=torch.float64))
     vol_res = float(np.abs(torch.linalg.svdvals(Vd).numpy() - disc).max() / disc[0])
     ky = kaplan_yorke(lams)
-    certs: list[dict[str, Any]] = []
-    pred: dict[str, Any] = {"lyapunov_exponents_per_step": lams.tolist(), "kaplan_yorke_dimension": ky,
+    certs: list[HypothesisRecord] = []
+    pred: JSONObject = {"lyapunov_exponents_per_step": lams.tolist(), "kaplan_yorke_dimension": ky,
                             "volterra_singular_values_first": disc[:5].tolist(),
                             "volterra_continuous_2T_over_(2j-1)pi": cont[:5].tolist()}
     P_norm = float(torch.linalg.matrix_norm(P.dense(torch.float64), 2)) if tr.Z.numel() <= exact_max else None
-    details: dict[str, Any] = {"uvu_relative_residual": res_uvu, "uvu_tolerance": uvu_tol, "uvu_trials": bc,
+    details: JSONObject = {"uvu_relative_residual": res_uvu, "uvu_tolerance": uvu_tol, "uvu_trials": bc,
                                "volterra_max_rel_error": vol_res, "P_norm_2": P_norm}
     ok = (res_uvu is None or uvu_tol is None or res_uvu <= uvu_tol) and vol_res < 1e-12
     if skip_why is not None:
@@ -411,7 +445,7 @@ def _float_stack(tr: Any, P: Any) -> Any:
     return as_stack(P.J if P.J is not None else state_jacobians(tr))
 
 
-def _decision_path(exact: bool, rigorous: bool, steps: int, H: int) -> dict[str, Any]:
+def _decision_path(exact: bool, rigorous: bool, steps: int, H: int) -> JSONObject:
     """Which path decided "every A_t invertible" and the contraction (Thm 2 details), and its limits."""
     if exact:
         return {"path": "exact_rational", "jacobians": steps, "H": H,
@@ -439,7 +473,7 @@ def _exact_rows(A: np.ndarray) -> list[list[str]]:
 
 
 def analyze(p: RNNParams, *, mode: str = "stored", exact_max: int = EXACT_MAX, consensus: str | None = None,
-            probes: int = 64, consensus_op: str = "PKP", typed: bool = False) -> dict[str, Any]:
+            probes: int = 64, consensus_op: str = "PKP", typed: bool = False) -> KPFlowDocument:
     r"""The ``kpflow analyze`` document (see docs/design.md, "The command line and JSON contract"); a
     request whose predicted cost exceeds the limits (:func:`flowcert.limits.check_kpflow_cost`) is
     refused before anything is built. ``typed``: as :func:`analyze_model`.
@@ -470,7 +504,7 @@ def analyze(p: RNNParams, *, mode: str = "stored", exact_max: int = EXACT_MAX, c
 
     Returns
     -------
-    dict
+    KPFlowDocument
         The document: the header (version, ``system: "rnn"``), ``params``, ``identities`` (Prop. 1
         and Cor. 1 finite differences, exact residuals, operator identities), ``effective_rank`` of
         K, P and PKP*, ``certificates``, ``theorems``, ``operator_mode``, ``protocol``, and with
@@ -497,9 +531,9 @@ def analyze(p: RNNParams, *, mode: str = "stored", exact_max: int = EXACT_MAX, c
                          probes=probes, consensus_op=consensus_op, typed=typed)
 
 
-def analyze_model(m: dict[str, Any], params: dict[str, Any], *, mode: str = "stored", exact_max: int = EXACT_MAX,
+def analyze_model(m: Model, params: JSONObject, *, mode: str = "stored", exact_max: int = EXACT_MAX,
                   seed: int = 0, consensus: str | None = None, probes: int = 64, consensus_op: str = "PKP",
-                  smooth: core.HypothesisResult | None = None, typed: bool = False) -> dict[str, Any]:
+                  smooth: core.HypothesisResult | None = None, typed: bool = False) -> KPFlowDocument:
     """The document of :func:`analyze` for a built model ``m`` (keys ``cell, tr, W_out, b_out, y``);
     ``smooth``: the verdict on "F differentiable" when the caller decided it (a user's cell:
     :mod:`flowcert.rnn.smooth`), else :func:`smoothness`. ``typed``: ``theorems`` holds the
@@ -515,7 +549,7 @@ def analyze_model(m: dict[str, Any], params: dict[str, Any], *, mode: str = "sto
     ranks = {name: effective_rank(op, exact_max=exact_max) for name, op in (("K", kp.K), ("P", kp.P), ("PKP", kp.PKP))}
     from ..engine import evaluate
 
-    certs: list[dict[str, Any]] = []
+    certs: list[HypothesisRecord] = []
 
     def thm_2_with_records() -> TheoremResult:
         th2, records = thm_2(m, kp, exact_max)
@@ -527,7 +561,7 @@ def analyze_model(m: dict[str, Any], params: dict[str, Any], *, mode: str = "sto
               lambda: thm_1(m, exact_max), thm_2_with_records)
     # each entry through the one evaluator, in isolation (issue 44): an entry that raises is undecided alone
     theorems = [evaluate(e.id, e.label, build, seconds=None) for e, build in zip(cat.ENTRIES, builds)]
-    doc = {
+    doc: KPFlowDocument = {
         **header("rnn"), "params": params,
         "identities": {
             "prop1": {"name": "prop1", "statement": ident["statement"], "fd": ident["fd"],

@@ -20,10 +20,14 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, ParamError, python_terms
 from ..result import Result
+
+if TYPE_CHECKING:
+    from ..records import JSONObject
+    from .analyze import KPFlowDocument, Model
 
 __all__ = ["CellAnalysis", "CellParams", "analyze_cell", "cell_params", "is_module"]
 
@@ -329,7 +333,7 @@ def _blame_state(module: Any, x0: Any, H: int) -> None:
 
 
 def verify_cell(p: CellParams, *, seed: int = 0, mode: str = "stored", consensus: str | None = None,
-                probes: int = 64, consensus_op: str = "PKP", exact_max: int | None = None) -> tuple[dict[str, Any], Any]:
+                probes: int = 64, consensus_op: str = "PKP", exact_max: int | None = None) -> tuple[KPFlowDocument, Any]:
     """The ``kpflow analyze`` document of a validated cell (``theorems`` as typed
     :class:`~flowcert.catalogue.TheoremResult` objects, encoded at the edge), and its trajectory (the run)."""
     import torch
@@ -354,9 +358,9 @@ def verify_cell(p: CellParams, *, seed: int = 0, mode: str = "stored", consensus
         tr = Trajectory.run(mc, theta, p.x, p.z0)
     if tuple(tr.Z.shape) != (B, T, H) or not bool(torch.isfinite(tr.Z).all()):
         raise InputError("params: the cell's trajectory is not finite or not of shape [B, T, H]")
-    m = {"cell": mc, "theta": theta, "x": p.x, "y": y, "W_out": W_out, "b_out": b_out, "tr": tr}
+    m: Model = {"cell": mc, "theta": theta, "x": p.x, "y": y, "W_out": W_out, "b_out": b_out, "tr": tr}
     smooth = assumed("smooth") if "smooth" in p.assume else smooth_cell(p.module)
-    params = {"cell": "module", "module": p.name, "B": B, "T": T, "H": H, "I": I, "seed": seed,
+    params: JSONObject = {"cell": "module", "module": p.name, "B": B, "T": T, "H": H, "I": I, "seed": seed,
               "parameters": {k: list(v.shape) for k, v in theta.items()},
               "targets": "given" if p.targets is not None else "random", "dtype": str(dt).replace("torch.", "")}
     if p.parts:

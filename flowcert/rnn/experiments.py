@@ -16,12 +16,61 @@ r"""CPU-scale reproductions of the KPFlow experiments (note §4.4: R2/R3, R4, R5
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Sequence, TypedDict
 
 import numpy as np
 
 PRO_ANTI = ((0, 2), (2, 0), (1, 3), (3, 1))  # (MP, DP), (MA, DA)
 MEM_DEL = ((0, 1), (1, 0), (2, 3), (3, 2))  # (MP, MA), (DP, DA)
+
+
+class CollapseRun(TypedDict):
+    """One gain of :func:`collapse_sweep`: the effective ranks at each checkpoint and the loss per step."""
+
+    g: float
+    checkpoints: list[dict[str, int]]
+    loss: list[float]
+
+
+class CollapseSweep(TypedDict):
+    """:func:`collapse_sweep`: the gains, one run per gain and the training protocol."""
+
+    gains: list[float]
+    runs: list[CollapseRun]
+    protocol: dict[str, object]
+
+
+class InterferenceRun(TypedDict):
+    """:func:`interference_run`: the interference matrices M(s) and their running mean C, the cosine of the
+    summed corrections, the hidden-state alignments, their averages over the pro/anti and memory/delay
+    task pairs, the loss and the protocol."""
+
+    iters: list[int]
+    C: list[list[list[float]]]
+    C_of_sum: list[list[float]]
+    M: list[list[list[float]]]
+    hidden_cos: list[list[list[float]]]
+    loss: list[float]
+    pro_anti_C: list[float]
+    mem_del_C: list[float]
+    pro_anti_hidden: list[float]
+    mem_del_hidden: list[float]
+    protocol: dict[str, object]
+
+
+class LyapunovRow(TypedDict):
+    """One gain of :func:`lyapunov_sweep`: the top exponent per step and the Kaplan–Yorke dimension."""
+
+    g: float
+    lambda_max: float
+    kaplan_yorke: float
+
+
+class LyapunovSweep(TypedDict):
+    """:func:`lyapunov_sweep`: one row per gain and the protocol."""
+
+    rows: list[LyapunovRow]
+    protocol: dict[str, object]
 
 
 def _pca95(Z: Any) -> int:
@@ -32,7 +81,7 @@ def _pca95(Z: Any) -> int:
     return effrank_from(np.linalg.svd(X, compute_uv=False) ** 2)
 
 
-def _spectra(cell: Any, theta: dict, x: Any) -> dict[str, Any]:
+def _spectra(cell: Any, theta: dict, x: Any) -> dict[str, int]:
     import torch
 
     from ..gpu.rnn.operators import Propagation, Trajectory
@@ -75,20 +124,20 @@ def _gd_step(opt: Any, cell: Any, params: dict, W_out: Any, b_out: Any, x: Any, 
 
 def collapse_sweep(gains: Sequence[float] = (0.5, 1.0, 2.0), H: int = 16, n_angles: int = 8, steps: int = 10,
                    iters: int = 150, checkpoints: Sequence[int] = (0, 50, 150), lr: float = 1e-2,
-                   seed: int = 0) -> dict[str, Any]:
+                   seed: int = 0) -> CollapseSweep:
     """Memory-Pro training per gain with effective ranks of K, P, PKP* at checkpoints."""
     import torch
 
     from ..gpu.rnn import cells, tasks
     torch.set_num_threads(1)
     x, y = tasks.memory_task("MP", n_angles, steps=steps)
-    out: dict[str, Any] = {"gains": list(gains), "runs": [], "protocol": {
+    out: CollapseSweep = {"gains": list(gains), "runs": [], "protocol": {
         "cell": "rnn_tanh, dt = 1", "H": H, "trials": n_angles, "T": 3 * steps, "iters": iters, "lr": lr,
         "optimizer": "Adam", "seed": seed, "loss": "(1/B) sum_{b,t} 1/2 ||W_out z + b_out - y*||^2"}}
     for g in gains:
         cell, th = cells.init_params("rnn_tanh", H, 3, g=g, seed=seed, dt=1.0)
         params, W_out, b_out, opt = _trainable(th, H, seed, lr)
-        run: dict[str, Any] = {"g": g, "checkpoints": [], "loss": []}
+        run: CollapseRun = {"g": g, "checkpoints": [], "loss": []}
         for it in range(iters + 1):
             if it in checkpoints:
                 run["checkpoints"].append({"iter": it, **_spectra(cell, params, x)})
@@ -100,7 +149,7 @@ def collapse_sweep(gains: Sequence[float] = (0.5, 1.0, 2.0), H: int = 16, n_angl
 
 
 def interference_run(H: int = 16, n_angles: int = 4, steps: int = 5, context: int = 5, iters: int = 200,
-                     every: int = 10, lr: float = 1e-2, seed: int = 0) -> dict[str, Any]:
+                     every: int = 10, lr: float = 1e-2, seed: int = 0) -> InterferenceRun:
     """Multi-task GRU: cumulative interference matrix and hidden-state alignment (Fig. 4 analogue)."""
     import torch
 
@@ -149,7 +198,7 @@ def interference_run(H: int = 16, n_angles: int = 4, steps: int = 5, context: in
 
 
 def lyapunov_sweep(gains: Sequence[float] = (0.5, 1.0, 1.5, 2.0, 3.0), H: int = 32, T: int = 400,
-                   burn: int = 100, seed: int = 0) -> dict[str, Any]:
+                   burn: int = 100, seed: int = 0) -> LyapunovSweep:
     """QR Lyapunov exponents (per step) and Kaplan–Yorke dimension of :math:`z_t=W\\tanh z_{t-1}`."""
     import torch
 
@@ -158,7 +207,7 @@ def lyapunov_sweep(gains: Sequence[float] = (0.5, 1.0, 1.5, 2.0, 3.0), H: int = 
     from ..gpu.rnn.spectra import kaplan_yorke, lyapunov_qr
 
     torch.set_num_threads(1)
-    rows = []
+    rows: list[LyapunovRow] = []
     for g in gains:
         cell, th = cells.init_params("rnn_tanh", H, 1, g=g, seed=seed, dt=1.0)
         h0 = torch.randn(1, H, generator=torch.Generator().manual_seed(seed + 2), dtype=torch.float64)

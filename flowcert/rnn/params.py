@@ -38,6 +38,7 @@ import numpy as np
 from ..arrays import as_matrix, as_vector
 from ..files import load_file
 from ..limits import LIMITS, check_kpflow_cost, check_limit
+from ..records import JSONObject
 from ..schema import Field, ParamError, Schema, as_choice, as_positive_float, check_magnitude, validate
 from ..symbolic.rnn import param_shapes
 
@@ -194,8 +195,9 @@ class RNNParams:
     noise: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in ("cell", "B", "T", "H", "I", "dt", "seed", "g", "task", "bias", "noise")}
+    def to_json(self) -> JSONObject:
+        """The parameters as understood (after validation and defaults)."""
+        d: JSONObject = {k: getattr(self, k) for k in ("cell", "B", "T", "H", "I", "dt", "seed", "g", "task", "bias", "noise")}
         d["weights"] = None if self.weights is None else {k: v.tolist() for k, v in self.weights.items()}
         d["A"] = None if self.A is None else self.A.tolist()
         return d

@@ -37,7 +37,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..certificates.rnn_float import StackRef
 
 __all__ = ["jacobians_of", "jacobian_stack_of", "state_matrix_of", "relu_states_of"]
 
@@ -119,7 +122,7 @@ def jacobians_of(doc: Mapping[str, Any]) -> list[list[list[str]]]:
     return [_exact(A) for A in _model(doc)["jacobians"]]
 
 
-def jacobian_stack_of(doc: Mapping[str, Any]) -> dict[str, Any]:
+def jacobian_stack_of(doc: Mapping[str, Any]) -> StackRef:
     r"""The same Jacobians at any size, as the reference of one float64 stack ``[B*T, H, H]`` (trial-major)
     put in the store of :mod:`flowcert.certificates.rnn_float` (``{"sha256", "shape", "dtype",
     "fingerprint"}``): what the real-size certificates (``invertible_float``, ``contraction_float``)

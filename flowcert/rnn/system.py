@@ -15,11 +15,16 @@ generated inside :mod:`flowcert.gpu.rnn`), so it declares none and has no stub.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..system import SystemBase, VerifyRun, load_any
 from .params import RNNParams, load_rnn, parse_rnn
+
+if TYPE_CHECKING:
+    from ..records import Document, JSONObject
+    from .analyze import KPFlowDocument
 
 __all__ = ["SYSTEM", "RNNSystem"]
 
@@ -64,7 +69,7 @@ class RNNSystem(SystemBase):
         return load_any(params, RNNParams, parse_rnn, load_rnn)
 
     def verify(self, p: Any, *, simulate: bool = False, seed: int | None = None,
-               checks: frozenset[str] | None = None, mode: str = "stored", **consensus: Any) -> dict[str, Any]:
+               checks: frozenset[str] | None = None, mode: str = "stored", **consensus: Any) -> Document:
         """The ``kpflow analyze`` document, with theorem records (``mode``: store the Jacobians or
         recompute them; ``consensus``, ``probes``, ``consensus_op``: the consensus spectrum of
         :func:`~flowcert.rnn.analyze.analyze`)."""
@@ -86,7 +91,7 @@ class RNNSystem(SystemBase):
         return VerifyRun(analyze(p, mode=mode, typed=True, **consensus))
 
     def kpflow(self, p: Any, *, mode: str = "stored", consensus: str | None = None, probes: int = 64,
-               consensus_op: str = "PKP") -> tuple[dict[str, Any], str]:
+               consensus_op: str = "PKP") -> tuple[Document, str]:
         """``kpflow analyze``: the document of :meth:`verify` (theorem records) with the consensus
         spectrum where asked (``--consensus``, ``--probes``, ``--consensus-op``), and its text.
 
@@ -120,7 +125,7 @@ class RNNSystem(SystemBase):
         params = doc.get("params")
         return super().rederivable(doc) and not (isinstance(params, Mapping) and params.get("cell") == "module")
 
-    def rederived(self, raw: dict[str, Any], doc: Mapping[str, Any]) -> dict[str, Any]:
+    def rederived(self, raw: JSONObject, doc: Mapping[str, Any]) -> Document:
         """In the operator mode the document names, without a consensus spectrum (a record)."""
         from ..documents import plain
         from .analyze import analyze
@@ -131,7 +136,7 @@ class RNNSystem(SystemBase):
         return plain(analyze(self.load(raw, command="verify"), mode=mode))
 
 
-def _kpflow_text(doc: dict[str, Any]) -> str:
+def _kpflow_text(doc: KPFlowDocument) -> str:
     """The lines ``kpflow analyze`` prints without ``--json``: the identities' residuals, the effective
     ranks, one line per theorem and the consensus spectrum."""
     ident, ranks = doc["identities"], doc["effective_rank"]

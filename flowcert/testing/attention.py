@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from ..records import JSONObject
 from .matrices import MAX_DIM, check_dim, exact_float, grid_exponent, positive_definite, scaled_orthogonal, symmetric
 from .states import MAX_TOKENS, ellipsoid_tokens, hemisphere_tokens, no_hemisphere_tokens, sphere_tokens
 
@@ -67,7 +68,7 @@ def attention_params(
     beta: float = 1.0,
     t_end: float = 10.0,
     on_P_ellipsoid: bool = False,
-) -> dict[str, Any]:
+) -> JSONObject:
     r"""An attention parameter file as a JSON object.
 
     Parameters
@@ -134,7 +135,7 @@ def attention_params(
         else:
             raise ValueError(f"score: unknown kind {score!r}")
         hs.append({"Q": _lists(Qm), "K": _lists(Km), "V": _lists(V)})
-    doc: dict[str, Any] = {"heads": hs, "n": n, "beta": beta, "causal": causal, "normalization": normalization,
+    doc: JSONObject = {"heads": hs, "n": n, "beta": beta, "causal": causal, "normalization": normalization,
                            "t_end": t_end}
     if on_P_ellipsoid:
         doc["W"] = hs[0]["K"]
@@ -158,7 +159,7 @@ def attention_params(
 
 @st.composite
 def oja_params(draw: st.DrawFn, variant: str = "multiagent_oja", d: int | None = None, n: int = 4,
-               value: str = "assumption-1") -> dict[str, Any]:
+               value: str = "assumption-1") -> JSONObject:
     """Parameter file of the Oja (``variant="oja"``) or multiagent Oja flow: ``V`` and ``n`` only."""
     d = draw(st.integers(2, 4)) if d is None else check_dim(d)
     base = draw(attention_params(d=d, n=n, value=value, score="zero", tokens="sphere"))

@@ -24,6 +24,7 @@ from typing import Any, Callable
 import numpy as np
 from hypothesis import strategies as st
 
+from ..records import JSONObject
 from .attention import attention_params
 from .matrices import hurwitz, negative_definite, positive_definite, symmetric, with_spectrum
 from .states import gaussian_state
@@ -35,8 +36,8 @@ class Case:
 
     id: str
     system: str
-    satisfied: st.SearchStrategy[dict[str, Any]] | None
-    violated: st.SearchStrategy[dict[str, Any]] | None
+    satisfied: st.SearchStrategy[JSONObject] | None
+    violated: st.SearchStrategy[JSONObject] | None
     reason: str = ""
 
 
@@ -70,7 +71,7 @@ def _semidefinite_part(draw: st.DrawFn, d: int, sign: int, bound: float = 1.0) -
 def gaussian_params(draw: st.DrawFn, d: int | None = None, *, A: Callable[[int], st.SearchStrategy] | None = None,
                     V: Callable[[int], st.SearchStrategy] | None = None, B: Callable[[int], st.SearchStrategy] | None = None,
                     rank: int | None = None, sigma: tuple[float, float] = (0.25, 1.0), t_end: float = 2.0,
-                    generic_b: bool = False, **extra: Any) -> dict[str, Any]:
+                    generic_b: bool = False, **extra: Any) -> JSONObject:
     r"""A gaussian parameter file; each matrix from its strategy factory ``d -> strategy`` (default: small symmetric)."""
     d = draw(_dims()) if d is None else d
     default = (lambda k: symmetric(k, margin=0.25, bound=1.0))
@@ -141,7 +142,7 @@ def _gaussian_cases() -> list[Case]:
     ]
 
 
-def _discontinuous_b(doc: dict[str, Any]) -> dict[str, Any]:
+def _discontinuous_b(doc: JSONObject) -> JSONObject:
     """Lemma 3.1 needs continuous coefficients: a jump of ``b`` inside ``[0, t_end]``."""
     out = dict(doc)
     b = [str(x) for x in doc["b"]]
@@ -191,7 +192,7 @@ def _consensus_cases() -> list[Case]:
 
 
 @st.composite
-def rnn_params(draw: st.DrawFn, cell: str = "rnn_tanh", **extra: Any) -> dict[str, Any]:
+def rnn_params(draw: st.DrawFn, cell: str = "rnn_tanh", **extra: Any) -> JSONObject:
     """A small rnn parameter file (B = 2 trials, T <= 6 steps, H <= 3)."""
     H = draw(st.integers(2, 3))
     doc = {"cell": cell, "B": 2, "T": draw(st.integers(3, 6)), "H": H, "I": 2, "seed": draw(st.integers(0, 99))}
@@ -215,7 +216,7 @@ CASES: dict[str, Case] = {c.id: c for c in _gaussian_cases() + _multistability_c
                           + _kpflow_cases()}
 
 
-def for_theorem(theorem_id: str, satisfied: bool = True) -> st.SearchStrategy[dict[str, Any]]:
+def for_theorem(theorem_id: str, satisfied: bool = True) -> st.SearchStrategy[JSONObject]:
     """Parameter files (JSON objects) that satisfy (``True``) or violate (``False``) an entry's hypotheses.
 
     Parameters
