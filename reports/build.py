@@ -9,7 +9,8 @@ section per paper, each built by ``flowcert.reports.<paper>.section(out, quick=.
 ``out/<paper>/``, followed by one block per theorem generated from its records
 (:func:`flowcert.reports.common.theorem_blocks`, anchored for the front page's links).
 
-The section contract: ``section(out: Path, *, quick: bool) -> dict`` returns ``title`` (str),
+The section contract: ``section(out: Path, *, quick: bool) -> Section``
+(:class:`flowcert.reports.common.Section`) returns ``title`` (str),
 ``markdown`` (the body: GitHub Markdown, ``$$…$$`` display and ``$…$`` inline math, headings
 from ``###``, images ``![caption stating the protocol](file.png)`` relative to ``out``),
 ``theorems`` (``TheoremResult.to_json()`` records on the default parameters) and ``figures``
@@ -38,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..records import TheoremRecord
 from .common import cell, plain, section_anchor, theorem_anchor, theorem_blocks, verdict_word
 from ..outputs import make_folder, write_bytes, write_text
 from .html import narrow_variant, parse_markdown, write_report
@@ -59,7 +61,7 @@ class BuiltSection:
     key: str
     title: str
     markdown: str
-    theorems: list[dict[str, Any]]
+    theorems: list[TheoremRecord]
     figures: list[Path]
     cpu_s: float
     wall_s: float
@@ -89,7 +91,7 @@ def section_files(key: str, res: Any, out: Path) -> list[Path]:
     return [_written(key, out, f, "file") for f in res.get("files", [])]
 
 
-def _check_contract(key: str, res: Any, out: Path) -> tuple[str, str, list[dict[str, Any]], list[Path]]:
+def _check_contract(key: str, res: Any, out: Path) -> tuple[str, str, list[TheoremRecord], list[Path]]:
     """Validate a section's return value; figures are resolved against ``out`` and must be referenced."""
     if not isinstance(res, dict) or not {"title", "markdown", "theorems", "figures"} <= set(res):
         raise SectionError(f"section '{key}' must return a dict with title, markdown, theorems, figures")

@@ -11,11 +11,28 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, TypedDict
 
+from ..records import TheoremRecord
 from .catalogue_tex import hypothesis_tex
 from .html import mathml, slugify
 from .values import claim_markdown, quantity_table, value_markdown
+
+
+class _SectionParts(TypedDict):
+    title: str
+    markdown: str
+    theorems: list[TheoremRecord]
+    figures: list[str]
+
+
+class Section(_SectionParts, total=False):
+    """What a report section returns (the contract of :mod:`flowcert.reports.build`): its ``title``, its
+    ``markdown`` body, its ``theorems`` (records on the default parameters), the ``figures`` it wrote and
+    referenced, and optionally other ``files`` written for the reader to download (paths relative to
+    the section's folder)."""
+
+    files: list[str]
 
 
 def verdict_word(applies: bool | None) -> str:
@@ -289,7 +306,7 @@ def theorem_blocks(records: Iterable[Mapping[str, Any]], link: Callable[[Any], s
     return [line for r in records for line in theorem_block(r, link)]
 
 
-def defaults(func: Callable[..., Any], *names: str) -> dict[str, Any]:
+def defaults(func: Callable[..., Any], *names: str) -> dict[str, object]:
     """Default values of keyword parameters of ``func`` (a protocol quoted from the code, not typed)."""
     params = inspect.signature(func).parameters
     return {n: params[n].default for n in names if n in params and params[n].default is not inspect.Parameter.empty}

@@ -26,7 +26,7 @@ from ..attention import consensus as cat
 from ..attention import parse
 from ..numeric.attention import consensus as num
 from ..symbolic.attention import consensus as sym
-from .common import cell_math, plain
+from .common import Section, cell_math, plain
 from .figures import new_figure, save_figure, subplots
 
 TITLE = "The asymptotic behaviour of attention: consensus (Rodríguez Abella, Silvestre, Tabuada)"
@@ -377,7 +377,7 @@ HOME = {"consensus:lemma-3.1": "fig1", "consensus:thm-3.1": "fig1", "consensus:t
         "consensus:lemma-6.1": "fig4", "consensus:thm-6.1": "fig4"}
 
 
-def section(out: Path, *, quick: bool, full: bool = False) -> dict:
+def section(out: Path, *, quick: bool, full: bool = False) -> Section:
     """The consensus paper's report section (see the report contract in the module docstring)."""
     out = Path(out)
     make_folder("--out", out)  # through no link (flowcert.outputs)

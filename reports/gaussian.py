@@ -31,7 +31,8 @@ from ..numeric import gaussian as ng
 from ..gaussian.params import parse_gaussian
 from ..symbolic import codegen
 from ..symbolic import gaussian as sym
-from .common import cell, cell_math, defaults
+from ..records import Document
+from .common import Section, cell, cell_math, defaults
 from .figures import plot_convergence, plot_mean_matching, plot_moments, plot_regimes, plot_relu_w2
 
 TITLE = "Gaussian Transformer dynamics (paper gaussian)"
@@ -469,7 +470,7 @@ def default_params() -> Any:
     return parse_gaussian(EXAMPLE)
 
 
-def theorems(quick: bool) -> dict[str, Any]:
+def theorems(quick: bool) -> Document:
     """``verify gaussian`` on the default parameters, with every simulation cross-check (Prop. 2.1's
     particle study included: :data:`REPORT_CHECKS`)."""
     from .. import gaussian
@@ -481,7 +482,7 @@ def theorems(quick: bool) -> dict[str, Any]:
 REPORT_CHECKS = frozenset({"moments", "particles", "relu", "transport", "reach", "perturbation"})
 
 
-def section(out: Path, *, quick: bool) -> dict[str, Any]:
+def section(out: Path, *, quick: bool) -> Section:
     """The gaussian section (report contract: title, markdown, theorems, figures).
 
     Parameters

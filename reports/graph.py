@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import graph
-from .common import plain
+from .common import Section, plain
 from .values import table_safe
 
 #: Node colours: false as printed, resting on a false statement, a sound result, an assumption.
@@ -187,7 +187,7 @@ def _chain(theorem_id: str) -> str:
     return ""
 
 
-def section(out: Path, *, quick: bool) -> dict[str, Any]:
+def section(out: Path, *, quick: bool) -> Section:
     """The report section (contract of ``reports/<paper>.py``); ``quick`` changes nothing (cheap)."""
     out = Path(out)
     figures: list[str] = []

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..outputs import make_folder
-from .common import plain
+from .common import Section, plain
 
 TITLE = "KPFlow: operators of gradient descent on recurrent models"
 
@@ -105,7 +105,7 @@ def _first_cross(its: list[int], a: list[float], b: list[float]) -> int | None:
     return None
 
 
-def section(out: Path, *, quick: bool) -> dict[str, Any]:
+def section(out: Path, *, quick: bool) -> Section:
     """The KPFlow report section (see the module docstring)."""
     from ..rnn import experiments as E
     from ..rnn.analyze import analyze

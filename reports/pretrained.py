@@ -12,19 +12,25 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..outputs import make_folder
+from .common import Section
 from .values import number
+
+if TYPE_CHECKING:
+    from ..pretrained.experiments import ConsensusStudy, CovarianceStudy, GaussianityStudy
+    from ..pretrained.hypotheses import HeadRecord
+    from ..records import SweepLine
 
 __all__ = ["section"]
 
 TITLE = "Real pretrained transformers: all-MiniLM-L6-v2 and a GPT-2-shaped random model"
 
 
-def _heads(model: Any) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
+def _heads(model: Any) -> tuple[list[HeadRecord], list[str], dict[str, Any]]:
     from ..certificates import core
     from ..pretrained.heads import extract_heads
     from ..pretrained.hypotheses import head_record
@@ -56,12 +62,12 @@ def _heads(model: Any) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]
     return recs, rows, stats
 
 
-def _inert(r: dict[str, Any], name: str) -> str:
+def _inert(r: HeadRecord, name: str) -> str:
     p = r[name]["sym_part"]["inertia_proved"]["inertia"]
     return "not proved" if p is None else str(tuple(p))
 
 
-def _indefinite(r: dict[str, Any], key: str) -> str:
+def _indefinite(r: HeadRecord, key: str) -> str:
     return "indefinite (certified)" if r[key]["status"] == "holds" else r[key]["status"]
 
 
@@ -93,10 +99,10 @@ def _span(values: list[float], digits: int = 3) -> str:
     return number(lo, digits) if number(lo, digits) == number(hi, digits) else f"{number(lo, digits)} to {number(hi, digits)}"
 
 
-def _head_groups(recs: list[dict[str, Any]]) -> list[str]:
+def _head_groups(recs: list[HeadRecord]) -> list[str]:
     """One row per verdict pattern (symmetric parts, inertia, theorems applying) with its heads, their count
     and the range of each measured quantity over them (per-head values: ``heads.csv``)."""
-    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, ...], list[HeadRecord]] = {}
     for r in recs:
         app = ", ".join(f"`{t['id']}`" for t in r["theorems"] if t["applies"]) or "none"
         key = (_indefinite(r, "sym_M_indefinite"), _indefinite(r, "sym_U_indefinite"),
@@ -114,7 +120,7 @@ def _head_groups(recs: list[dict[str, Any]]) -> list[str]:
     return rows
 
 
-def write_heads_csv(recs: list[dict[str, Any]], path: Path) -> Path:
+def write_heads_csv(recs: list[HeadRecord], path: Path) -> Path:
     """Every head's row (full precision) as CSV, beside the report."""
     import csv
     import io
@@ -134,7 +140,7 @@ def write_heads_csv(recs: list[dict[str, Any]], path: Path) -> Path:
     return path
 
 
-def _fig_gauss(res: dict[str, Any], path: Path) -> None:
+def _fig_gauss(res: GaussianityStudy, path: Path) -> None:
     from .figures import save_figure, subplots
 
     fig, ax = subplots()
@@ -148,7 +154,7 @@ def _fig_gauss(res: dict[str, Any], path: Path) -> None:
     save_figure(fig, path)
 
 
-def _fig_cov(res: dict[str, Any], path: Path) -> None:
+def _fig_cov(res: CovarianceStudy, path: Path) -> None:
     from .figures import save_figure, subplots
 
     fig, axs = subplots(1, 2)
@@ -168,7 +174,7 @@ def _fig_cov(res: dict[str, Any], path: Path) -> None:
     save_figure(fig, path)
 
 
-def _fig_cons(res: dict[str, Any], path: Path) -> None:
+def _fig_cons(res: ConsensusStudy, path: Path) -> None:
     from .figures import save_figure, subplots
 
     fig, axs = subplots(1, 2)
@@ -191,7 +197,7 @@ def _fig_cons(res: dict[str, Any], path: Path) -> None:
 SWEEP_RECORD = Path(__file__).parent / "data" / "minilm_verify.jsonl"
 
 
-def _sweep_rows(records: list[dict[str, Any]]) -> list[str]:
+def _sweep_rows(records: list[SweepLine]) -> list[str]:
     """The sweep as one row per verdict pattern (regime, theorems that apply, deciding hypothesis), with
     its heads, their count and seconds (median, max); names as mathematics."""
     import re
@@ -255,7 +261,7 @@ def _sweep_tables(path: Path = SWEEP_RECORD) -> list[str]:
     return md
 
 
-def section(out: Path, *, quick: bool) -> dict[str, Any]:
+def section(out: Path, *, quick: bool) -> Section:
     """The report section (see HELPER_RULES, "Report sections")."""
     import torch
 

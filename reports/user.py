@@ -17,19 +17,18 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from .common import cell
+from .common import Section, cell
 from .values import number
 
 from ..outputs import make_folder
+from ..records import Document
 
-Section = dict[str, Any]
 
-
-def _params_block(doc: dict[str, Any]) -> list[str]:
+def _params_block(doc: Document) -> list[str]:
     return ["### Parameters as understood", "", "```json", json.dumps(doc["params"]), "```", ""]
 
 
-def gaussian_section(p: Any, doc: dict[str, Any], sol: Any, out: Path, label: str) -> Section:
+def gaussian_section(p: Any, doc: Document, sol: Any, out: Path, label: str) -> Section:
     """Parameters as understood, the Table 1 regime, the simulation and its figure (the verify run's own)."""
     from .figures import plot_moments
     from .gaussian import integrator_protocol
@@ -55,7 +54,7 @@ def gaussian_section(p: Any, doc: dict[str, Any], sol: Any, out: Path, label: st
             "theorems": doc["theorems"], "figures": figures}
 
 
-def attention_section(p: Any, doc: dict[str, Any], sim: Any, out: Path, label: str) -> Section:
+def attention_section(p: Any, doc: Document, sim: Any, out: Path, label: str) -> Section:
     """Parameters as understood, the verdicts, and the cross-checking run (final tokens plotted)."""
     from .multistability import plot_simulation
 
@@ -77,7 +76,7 @@ def attention_section(p: Any, doc: dict[str, Any], sim: Any, out: Path, label: s
             "theorems": doc["theorems"], "figures": figures}
 
 
-def rnn_section(p: Any, doc: dict[str, Any], run: Any, out: Path, label: str) -> Section:
+def rnn_section(p: Any, doc: Document, run: Any, out: Path, label: str) -> Section:
     """Parameters as understood, the KPFlow identities and effective ranks, and the verdicts."""
     ident, ranks = doc["identities"], doc["effective_rank"]
     lines = [*_params_block(doc), "### KPFlow identities (the cross-checks)", "",
@@ -93,7 +92,7 @@ def rnn_section(p: Any, doc: dict[str, Any], run: Any, out: Path, label: str) ->
 
 #: The ``report --params`` section of each system, called with (parameters, verify document, the
 #: run behind its simulation, output folder, file name).
-SECTIONS: dict[str, Callable[[Any, dict[str, Any], Any, Path, str], Section]] = {
+SECTIONS: dict[str, Callable[[Any, Document, Any, Path, str], Section]] = {
     "gaussian": gaussian_section, "attention": attention_section, "rnn": rnn_section}
 
 
