@@ -13,20 +13,24 @@ from __future__ import annotations
 import json
 import math
 import sys
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .records import Document, JSONObject
 
 __all__ = ["REF_KEY", "document", "emit", "header", "finite", "json_default", "params_reference", "plain", "records",
            "understood_params", "verify_document"]
 
 
-def header(system: str) -> dict[str, Any]:
+def header(system: str) -> Document:
     """The first two keys of every document: ``{"flowcert": version, "system": system}``."""
     from . import __version__
 
     return {"flowcert": __version__, "system": system}
 
 
-def document(system: str, params: Any, **rest: Any) -> dict[str, Any]:
+def document(system: str, params: object, **rest: object) -> Document:
     """A document: :func:`header`, ``params`` as understood (after validation), then the command's own
     keys in order."""
     return {**header(system), "params": params, **rest}
@@ -59,7 +63,7 @@ def json_default(obj: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
-def records(doc: dict[str, Any]) -> dict[str, Any]:
+def records(doc: Mapping[str, object]) -> Document:
     """``doc`` with its typed parts written as their records (``theorems``: the
     :class:`~flowcert.catalogue.TheoremResult` objects the systems return, as theorem records);
     numpy values are kept (:func:`plain` converts them). What the systems' ``verify`` returns."""
@@ -67,7 +71,7 @@ def records(doc: dict[str, Any]) -> dict[str, Any]:
             for k, v in doc.items()}
 
 
-def plain(doc: dict[str, Any]) -> dict[str, Any]:
+def plain(doc: Mapping[str, object]) -> JSONObject:
     """``doc`` as the plain JSON value ``--json`` prints (numpy converted, non-finite floats null)."""
     return json.loads(json.dumps(doc, default=json_default), parse_constant=lambda _: None)  # as finite()
 
@@ -135,7 +139,7 @@ def indented(value: Any) -> str:
     return "".join(out)
 
 
-def emit(doc: dict[str, Any], as_json: bool, summary: str) -> None:
+def emit(doc: Mapping[str, object], as_json: bool, summary: str) -> None:
     """Print ``doc`` as one JSON document (``as_json``) or the human ``summary``."""
     if as_json:
         sys.stdout.write(indented(plain(doc)) + "\n")
@@ -156,7 +160,7 @@ def params_reference(params: Any) -> tuple[str, str] | None:
     return None
 
 
-def understood_params(system: str, raw: Any) -> dict[str, Any]:
+def understood_params(system: str, raw: object) -> JSONObject:
     """The ``params`` a ``verify`` document of the raw mapping ``raw`` carries: the system's validation of
     it, as plain JSON (what ``recheck`` re-derives a referenced or recomputed parameter file into).
 
@@ -171,7 +175,7 @@ def understood_params(system: str, raw: Any) -> dict[str, Any]:
 
 
 def verify_document(system: str, path: Any, *, simulate: bool = False, seed: int | None = None,
-                    checks: frozenset[str] | None = None, reference: bool = False) -> dict[str, Any]:
+                    checks: frozenset[str] | None = None, reference: bool = False) -> Document:
     """The ``verify SYSTEM --params FILE`` document (one parameter set; the sweep calls this per file).
 
     Parameters

@@ -20,11 +20,14 @@ import stat
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
 from .errors import ParamError
+
+if TYPE_CHECKING:
+    from .records import JSONObject, JSONValue
 
 #: Largest parameter file read (bytes); larger files are refused before reading.
 MAX_FILE_BYTES = 64 * 2**20
@@ -46,9 +49,9 @@ class DuplicateKeyError(Exception):
     """A JSON object names one key twice (the key is ``args[0]``); flowcert reads no such document."""
 
 
-def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def no_duplicate_keys(pairs: list[tuple[str, JSONValue]]) -> JSONObject:
     """``object_pairs_hook`` of :func:`json.loads`: the object, or :class:`DuplicateKeyError` for a key given twice."""
-    out: dict[str, Any] = {}
+    out: JSONObject = {}
     for key, value in pairs:
         if key in out:
             raise DuplicateKeyError(key)

@@ -4,13 +4,14 @@ r"""Parameters given by reference: a document whose ``params`` is ``{"$ref": FIL
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .recheck_certificate import DocumentCheck
+    from .records import Document
 
 
-def dereferenced(doc: dict[str, Any], prefix: str, origin: str | None, out: DocumentCheck) -> dict[str, Any]:
+def dereferenced(doc: Document, prefix: str, origin: str | None, out: DocumentCheck) -> Document:
     """``doc`` with a parameter reference ``{"$ref": FILE, "sha256": HEX}`` replaced by the parameters as
     understood (the system's validation of FILE, as ``verify`` writes them); ``doc`` itself without one.
 

@@ -25,7 +25,7 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from . import __version__
 from .paramrefs import dereferenced  # noqa: F401  (re-exported: flowcert.recheck.dereferenced)
@@ -35,7 +35,11 @@ from .recheck_certificate import (CERTIFICATE_KEYS, DocumentCheck, applies_of,  
                                   looks_like_certificate, resolver)
 from .schema import ParamError
 
-__all__ = ["CERTIFICATE_KEYS", "is_certificate", "looks_like_certificate", "certificates_in", "read_documents", "Refusal", "Recheck", "recheck_files"]
+__all__ = ["CERTIFICATE_KEYS", "is_certificate", "looks_like_certificate", "certificates_in", "read_documents", "Refusal",
+           "RefusalRecord", "Recheck", "RecheckDocument", "recheck_files"]
+
+if TYPE_CHECKING:
+    from .recheck_text import UnboundRecord
 
 #: Keys that make a top-level object a sweep record (``flowcert verify`` on several files).
 SWEEP_RECORD_KEYS = frozenset({"file", "index", "status", "result"})
@@ -126,6 +130,41 @@ def read_documents(path: str | os.PathLike[str]) -> list[tuple[int | None, Any]]
     return docs
 
 
+class RefusalRecord(TypedDict):
+    """A refusal as ``recheck --json`` writes it (:meth:`Refusal.to_json`)."""
+
+    file: str
+    line: int | None
+    path: str
+    kind: str
+    reason: str
+
+
+class RecheckDocument(TypedDict):
+    """The ``recheck --json`` document (:meth:`Recheck.to_json`; ``docs/cli.md`` lists its keys)."""
+
+    flowcert: str
+    files: list[str]
+    certificates: int
+    accepted: int
+    refused: list[RefusalRecord]
+    by_kind: dict[str, dict[str, int]]
+    bound: int
+    unbound: int
+    refused_count: int
+    uncertified: list[str]
+    holds_unbound: list[str]
+    unchecked: list[str]
+    rechecked: bool
+    strict: bool
+    checkpoint: dict[str, str] | None
+    checkpoint_unbound: list[str]
+    unread: list[str]
+    unbound_certificates: list[UnboundRecord]
+    records_rerun: int
+    records_not_rerun: int
+
+
 @dataclass
 class Refusal:
     """One refused certificate: where it is and why."""
@@ -136,7 +175,8 @@ class Refusal:
     kind: str
     reason: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RefusalRecord:
+        """The refusal as ``recheck --json`` writes it."""
         return {"file": self.file, "line": self.line, "path": self.path, "kind": self.kind, "reason": self.reason}
 
 
@@ -166,7 +206,7 @@ class Recheck:
     #: referenced parameter files that could not be read (``path: reason``): their documents are not re-checked
     unread: list[str] = field(default_factory=list)
     #: every unbound certificate: ``{"file", "line", "path", "reason"}`` (:func:`flowcert.recheck_text.unbound_named`)
-    unbound_certificates: list[dict[str, Any]] = field(default_factory=list)
+    unbound_certificates: list[UnboundRecord] = field(default_factory=list)
     #: records run again and compared (``--rerun``), and records checked for type and range only
     records_rerun: int = 0
     records_not_rerun: int = 0
@@ -187,7 +227,8 @@ class Recheck:
 
         return recheck_html(self)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RecheckDocument:
+        """The ``recheck --json`` document."""
         return {"flowcert": __version__, "files": list(self.files), "certificates": self.certificates,
                 "accepted": self.accepted, "refused": [r.to_json() for r in self.refused],
                 "by_kind": {k: dict(v) for k, v in sorted(self.by_kind.items())},

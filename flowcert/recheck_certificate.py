@@ -17,9 +17,10 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .records import CertificateRecord
+if TYPE_CHECKING:
+    from .records import CertificateRecord
 
 __all__ = ["CERTIFICATE_KEYS", "OPTIONAL_CERTIFICATE_KEYS", "is_certificate", "looks_like_certificate",
            "certificates_in", "resolver", "DocumentCheck", "kind_of", "check_certificate", "applies_of"]
@@ -47,7 +48,7 @@ def _step(path: str, key: str) -> str:
     return f"{path}.{key}" if _IDENT.match(key) else f"{path}[{json.dumps(key)}]"
 
 
-def certificates_in(doc: Any, path: str = "$") -> Iterator[tuple[str, dict[str, Any]]]:
+def certificates_in(doc: Any, path: str = "$") -> Iterator[tuple[str, CertificateRecord]]:
     """Every certificate (every object that :func:`looks_like_certificate`) in a JSON value with its
     JSON path (``$.theorems[3].hypotheses[1].certificate``), in document order; the data of a
     certificate are not searched further."""

@@ -8,11 +8,11 @@ document, by file, line and JSON path, with why it is unbound; :func:`summary` i
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from . import __version__
 
-__all__ = ["UNCHECKED", "CHECKPOINT", "unbound_named", "summary"]
+__all__ = ["UNCHECKED", "CHECKPOINT", "UnboundRecord", "unbound_named", "summary"]
 
 #: why a certificate that names an input the document does not carry is unbound
 UNCHECKED = ("names an input this document does not carry (a checkpoint's head, a side file not kept, an unfollowed "
@@ -23,7 +23,16 @@ CHECKPOINT = ("about a checkpoint's head, not re-derived from its weights (pass 
               "checkpoint, or float64 products of its weights)")
 
 
-def unbound_named(file: str, line: int | None, dc: Any, checkpoint: bool) -> list[dict[str, Any]]:
+class UnboundRecord(TypedDict):
+    """One unbound certificate named in ``recheck --json`` (``unbound_certificates``): where it is and why."""
+
+    file: str
+    line: int | None
+    path: str
+    reason: str
+
+
+def unbound_named(file: str, line: int | None, dc: Any, checkpoint: bool) -> list[UnboundRecord]:
     """``{"file", "line", "path", "reason"}`` of every unbound certificate of one document's
     :class:`~flowcert.recheck.DocumentCheck` ``dc`` (each path once; ``checkpoint``: ``--checkpoint`` was given)."""
     found: dict[str, str] = {}

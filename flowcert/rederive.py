@@ -35,7 +35,10 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from .records import Document, JSONObject
 
 __all__ = ["FLOAT_RTOL", "FLOAT_ULPS", "classifier", "compare", "field_class", "rederive", "rederivable"]
 
@@ -86,14 +89,14 @@ def rederivable(doc: Any) -> bool:
     return sysobj is not None and sysobj.rederivable(doc)
 
 
-def reader_input(system: str, params: dict[str, Any]) -> dict[str, Any]:
+def reader_input(system: str, params: JSONObject) -> JSONObject:
     """The input ``verify``'s reader takes for a document's ``params`` as understood: the keys it derives and
     the absent optional ones (null) left out. Re-read, it must give the document's ``params`` back."""
     drop = _system(system).understood_only
     return {k: v for k, v in params.items() if v is not None and k not in drop}
 
 
-def rederive(doc: dict[str, Any], prefix: str = "$") -> tuple[list[tuple[str, str]], int]:
+def rederive(doc: Document, prefix: str = "$") -> tuple[list[tuple[str, str]], int]:
     """Refusals ``(JSON path, reason)`` of ``doc`` against its re-derivation, and the number of records not re-run.
 
     Parameters

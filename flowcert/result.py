@@ -44,7 +44,7 @@ import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -53,6 +53,9 @@ from .catalogue import CrossCheck, Theorem
 from .certificates.core import Certificate, Hypothesis
 from .certificates.verdicts import Applies, CheckStatus, Status, Verdict, ordered
 from .papers import PAPERS, Paper
+
+if TYPE_CHECKING:
+    from .records import Document, JSONObject
 
 __all__ = ["Applies", "CheckStatus", "Certificate", "CrossCheck", "Hypothesis", "PAPERS", "Paper", "Result",
            "Simulation", "Status", "Theorem", "Verdict", "verify_summary"]
@@ -133,7 +136,7 @@ class Simulation:
     def blowup_time(self) -> float | None:
         return self.record.get("blowup_time")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The document's ``simulation`` record."""
         return dict(self.record)
 
@@ -299,7 +302,7 @@ class Result:
                 f"{c['applies']} apply>")
 
     # ------------------------------------------------------------------ JSON
-    def to_document(self) -> dict[str, Any]:
+    def to_document(self) -> Document:
         """The document with the typed parts encoded (numpy values not yet converted: see :meth:`to_json`)."""
         parts = {"flowcert": self.version, "system": self.system, "params": self.params_json,
                  "theorems": [t.to_json() for t in self.theorems.values()]}
@@ -309,7 +312,7 @@ class Result:
             parts["simulation"] = self.simulation.to_json()
         return ordered(parts, self._order, self.sections)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> Document:
         """Exactly the document ``flowcert verify SYSTEM --params FILE --json`` prints (a plain dict:
         numpy values as lists and numbers, non-finite floats as None)."""
         from .documents import plain
@@ -331,7 +334,7 @@ class Result:
         return recheck_document(self.to_json())
 
     # ------------------------------------------------------------------ the former dict (one release)
-    def _doc(self) -> dict[str, Any]:
+    def _doc(self) -> Document:
         if "json" not in self._cache:
             self._cache["json"] = self.to_json()
         return self._cache["json"]

@@ -21,7 +21,13 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence, TextIO, TypeVar
+
+if TYPE_CHECKING:
+    from .records import SweepLine
+
+#: what :func:`resumed_records` keeps of each line
+_Kept = TypeVar("_Kept")
 
 SUFFIXES = (".json", ".npz")
 
@@ -38,7 +44,7 @@ def expand(paths: Sequence[str]) -> list[str]:
     return out
 
 
-def resumed_records(resume: str, keep: Callable[[dict[str, Any]], Any] = lambda rec: rec) -> list[Any]:
+def resumed_records(resume: str, keep: Callable[[SweepLine], _Kept] = lambda rec: rec) -> list[_Kept]:
     """``keep(record)`` for each record of a previous sweep's JSON lines (lines that do not parse are ignored).
 
     The file is streamed through the one reader (:func:`flowcert.files.read_lines`): a regular
@@ -72,7 +78,7 @@ def done_files(resume: str) -> set[str]:
     is run again."""
     from .recheck import recheck_document
 
-    def trusted(rec: dict[str, Any]) -> str | None:
+    def trusted(rec: SweepLine) -> str | None:
         check = recheck_document(rec, origin=resume)
         return rec["file"] if not check.refused and not check.unread else None
 
@@ -92,7 +98,7 @@ def check_jobs(jobs: int) -> None:
 
 
 def verify_file(system: str, path: str, simulate: bool = False, index: int = 0,
-                reference: bool = False) -> dict[str, Any]:
+                reference: bool = False) -> SweepLine:
     """Verify one parameter file; never raises. The JSON line of the sweep (JSON-safe); ``reference``: its
     document names the file and the SHA-256 of its bytes instead of copying the parameters
     (:func:`flowcert.documents.verify_document`)."""
@@ -104,7 +110,7 @@ def verify_file(system: str, path: str, simulate: bool = False, index: int = 0,
     t0 = time.perf_counter()
     from .sweeplines import file_digest
 
-    rec: dict[str, Any] = {"file": path, "index": index, "status": "ok", "exit_code": 0, "result": None, "error": None,
+    rec: SweepLine = {"file": path, "index": index, "status": "ok", "exit_code": 0, "result": None, "error": None,
                            "provenance": None, "sha256": file_digest(path)}
     try:
         rec["result"] = plain(verify_document(system, path, simulate=simulate, reference=reference))
@@ -117,13 +123,13 @@ def verify_file(system: str, path: str, simulate: bool = False, index: int = 0,
     return rec
 
 
-def _serial(system: str, files: list[tuple[int, str]], simulate: bool, reference: bool) -> Iterator[dict[str, Any]]:
+def _serial(system: str, files: list[tuple[int, str]], simulate: bool, reference: bool) -> Iterator[SweepLine]:
     for i, f in files:
         yield verify_file(system, f, simulate, i, reference)
 
 
 def _local(system: str, files: list[tuple[int, str]], simulate: bool, jobs: int,
-           reference: bool) -> Iterator[dict[str, Any]]:
+           reference: bool) -> Iterator[SweepLine]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
@@ -182,7 +188,7 @@ def _single_thread() -> None:
 
 
 def _dask(system: str, files: list[tuple[int, str]], simulate: bool, address: str,
-          reference: bool) -> Iterator[dict[str, Any]]:
+          reference: bool) -> Iterator[SweepLine]:
     try:
         from dask.distributed import Client, as_completed
     except ImportError as exc:
@@ -222,7 +228,7 @@ class Progress:
         self.done, self.failed = 0, 0
         self.bar = bar(total, desc="sets", enabled=None if enabled else False, stream=stream)
 
-    def update(self, rec: dict[str, Any]) -> None:
+    def update(self, rec: SweepLine) -> None:
         self.done += 1
         self.failed += rec["status"] != "ok"
         self.bar.set_postfix_str(f"{self.failed} failed", refresh=False)
@@ -256,7 +262,7 @@ def run(system: str, paths: Sequence[str], *, simulate: bool = False, jobs: int 
     else:
         skip = done_files(resume) if resume else set()
         todo = [(i, f) for i, f in enumerate(files) if shown.get(f, (f, None))[0] not in skip]
-    runner: Iterable[dict[str, Any]]
+    runner: Iterable[SweepLine]
     if scheduler:
         runner = _dask(system, todo, simulate, scheduler, reference)
     elif jobs > 1 and len(todo) > 1:
@@ -279,7 +285,7 @@ def run(system: str, paths: Sequence[str], *, simulate: bool = False, jobs: int 
     return code
 
 
-def _named(rec: dict[str, Any], name: str) -> dict[str, Any]:
+def _named(rec: SweepLine, name: str) -> SweepLine:
     """``rec`` reported under the file name ``name`` (a line's ``file``, and its document's parameter
     reference, where it has one, name the same file)."""
     from .documents import REF_KEY, params_reference

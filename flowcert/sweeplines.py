@@ -16,7 +16,10 @@ provenance, sha256}``. ``recheck`` (and ``--resume`` before it skips a file) hol
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .records import Document, SweepLine
 
 __all__ = ["STATUS_EXIT", "file_digest", "line_refusals", "duplicate_refusals"]
 
@@ -40,7 +43,7 @@ def _found(name: str, origin: str | None) -> str | None:
     return next((c for c in candidates if os.path.isfile(c)), None)
 
 
-def line_refusals(rec: dict[str, Any], prefix: str, origin: str | None) -> tuple[list[tuple[str, str]], list[str]]:
+def line_refusals(rec: SweepLine, prefix: str, origin: str | None) -> tuple[list[tuple[str, str]], list[str]]:
     """Refusals ``(path, reason)`` of one sweep line, and what could not be read (``path: reason``)."""
     out: list[tuple[str, str]] = []
     status, code, result, error = rec.get("status"), rec.get("exit_code"), rec.get("result"), rec.get("error")
@@ -70,7 +73,7 @@ def line_refusals(rec: dict[str, Any], prefix: str, origin: str | None) -> tuple
     return out, []
 
 
-def _same_params(result: dict[str, Any], path: str, where: str) -> list[tuple[str, str]]:
+def _same_params(result: Document, path: str, where: str) -> list[tuple[str, str]]:
     """The line's document carries the parameters of its file, as ``verify``'s reader understands them."""
     from .documents import understood_params
     from .errors import InputError

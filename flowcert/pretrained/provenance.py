@@ -34,9 +34,12 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..records import ProvenanceRecord
 
 __all__ = ["KEY", "files_sha256", "weight_files", "tensors_sha256", "checkpoint_sha256", "record",
            "check_provenance", "export_key", "describe", "read_export_provenance"]
@@ -124,14 +127,14 @@ def checkpoint_sha256(ckpt: Any) -> str:
 
 
 def record(ckpt: Any, model: str, layer: int, head: int | None, system: str, prompt: str | None = None,
-           tokens: list[int] | None = None) -> dict[str, Any]:
+           tokens: list[int] | None = None) -> ProvenanceRecord:
     """The provenance record of one export (module docstring: the shape)."""
     return {"checkpoint_sha256": checkpoint_sha256(ckpt), "model": str(model), "architecture": ckpt.kind,
             "layer": int(layer), "head": None if head is None else int(head), "system": system,
             "prompt": prompt, "tokens": None if tokens is None else [int(t) for t in tokens]}
 
 
-def export_key(prov: Mapping[str, Any]) -> dict[str, Any]:
+def export_key(prov: ProvenanceRecord) -> ProvenanceRecord:
     """What must match for an export to be re-used: everything but the model's name as given
     (the same weights reached by another path are the same export)."""
     return {k: v for k, v in prov.items() if k != "model"}
@@ -158,7 +161,7 @@ _TYPES: dict[str, tuple[type, ...]] = {"checkpoint_sha256": (str,), "model": (st
 MAX_PROMPT_CHARS = 100_000
 
 
-def check_provenance(value: object, key: str = KEY) -> dict[str, Any]:
+def check_provenance(value: object, key: str = KEY) -> ProvenanceRecord:
     """Validate a provenance record read from a file (the shape of the module docstring; more keys allowed).
 
     ``value`` may be the record's JSON text (how an ``.npz`` export stores it). Returns the record.
@@ -194,7 +197,7 @@ def check_provenance(value: object, key: str = KEY) -> dict[str, Any]:
     return dict(value)
 
 
-def read_export_provenance(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+def read_export_provenance(path: str | os.PathLike[str]) -> ProvenanceRecord | None:
     """The provenance of an exported parameter file (``None`` when it has none), read through the one reader."""
     from ..files import load_file
 
