@@ -12,6 +12,8 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, Callable
 
+from .records import JSONObject
+
 __all__ = ["CLAIMS", "claim"]
 
 
@@ -19,17 +21,17 @@ def _margin(M: str, margin: Any) -> str:
     return M if Fraction(str(margin or "0")) == 0 else f"{M} - {margin} I"
 
 
-def _inertia(d: dict[str, Any]) -> list[int]:
+def _inertia(d: JSONObject) -> list[int]:
     return [int(x) for x in d["inertia"]]
 
 
-def _detectability(d: dict[str, Any], w: dict[str, str]) -> str:
+def _detectability(d: JSONObject, w: dict[str, str]) -> str:
     p, n, z = _inertia(d)
     return (f"(H, {w['A']}) with H^T H = {w['Q']} is {'' if d['detectable'] else 'not '}detectable: the unobservable "
             f"subspace has dimension {int(d['dimension'])}, {w['A']} on it has inertia ({p}, {n}, {z})")
 
 
-def _predicate(d: dict[str, Any], w: dict[str, str]) -> str:
+def _predicate(d: JSONObject, w: dict[str, str]) -> str:
     from .predicates import predicate_claim
 
     return predicate_claim(d, w)
@@ -39,7 +41,7 @@ def _verdict(v: str) -> str:
     return {"stable": "asymptotically stable", "unstable": "unstable (a tangent eigenvalue with Re > 0)"}[v]
 
 
-def _bipartite(d: dict[str, Any], w: dict[str, str]) -> str:
+def _bipartite(d: JSONObject, w: dict[str, str]) -> str:
     what = {"stable": "the tangent linearisation is Hurwitz (Lyapunov matrix diag(Z) (x) I)",
             "unstable": "the tangent linearisation has a real eigenvalue > 0",
             "not_asymptotically_stable": "lambda_k is a repeated eigenvalue: the class is a continuum of equilibria, "
@@ -48,7 +50,7 @@ def _bipartite(d: dict[str, Any], w: dict[str, str]) -> str:
             f"{d['variant']}; v_k the eigenvectors of {w['V']}, scores x^T ({w['M']}) y), {what}")
 
 
-def _sup_norm(d: dict[str, Any], w: dict[str, str]) -> str:
+def _sup_norm(d: JSONObject, w: dict[str, str]) -> str:
     what = "dP/dt" if d.get("derivative") else "P"
     if "heads" not in d:
         return f"sup_(t>=0) |{what}(t)|_F <= {d['bound']}"
@@ -57,7 +59,7 @@ def _sup_norm(d: dict[str, Any], w: dict[str, str]) -> str:
 
 
 #: kind -> claim(data, what)
-CLAIMS: dict[str, Callable[[dict[str, Any], dict[str, str]], str]] = {
+CLAIMS: dict[str, Callable[[JSONObject, dict[str, str]], str]] = {
     "psd": lambda d, w: f"{w['M']} is positive semidefinite",
     "pd": lambda d, w: f"{_margin(w['M'], d.get('margin'))} is positive definite",
     "not_psd": lambda d, w: f"{w['M']} is not positive semidefinite: v^T ({w['M']}) v < 0",
@@ -131,7 +133,7 @@ CLAIMS: dict[str, Callable[[dict[str, Any], dict[str, str]], str]] = {
 }
 
 
-def claim(kind: str, data: dict[str, Any], what: dict[str, str] | None = None) -> str | None:
+def claim(kind: str, data: JSONObject, what: dict[str, str] | None = None) -> str | None:
     """The claim of a ``kind`` certificate with ``data`` (None: the kind has no derivable claim).
 
     Raises

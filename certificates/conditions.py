@@ -38,7 +38,7 @@ __all__ = ["lemma23_certificate", "thm48_trace_certificate", "lemma44_design_cer
 
 
 def _q(x: Any) -> Any:
-    return core._fmpq(x)
+    return core.to_fmpq(x)
 
 
 def _rayleigh(M: Any, v: list[str]) -> Any:

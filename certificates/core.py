@@ -41,7 +41,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import flint
 import numpy as np
@@ -58,6 +58,9 @@ from .forms import float_texts, remember_image
 from .forms import keyed_data as _keyed_data
 from .verdicts import Itself, Status, ordered, split
 
+if TYPE_CHECKING:  # annotations only: a re-check loads no more than it needs
+    from .records import CertificateJSON, Checker, HypothesisJSON, JSONObject
+
 
 def rational_matrix(M: Any) -> sp.Matrix:
     """Exact rational ``sympy.Matrix`` of float, int or Fraction data (no rounding); a rational
@@ -72,7 +75,8 @@ def rational_matrix(M: Any) -> sp.Matrix:
     return sp.Matrix([[sp.Rational(q.numerator, q.denominator) for q in row] for row in rows])
 
 
-def _fmpq(x: Any) -> Any:
+def to_fmpq(x: Any) -> Any:
+    """The exact ``flint.fmpq`` of a rational scalar (int, finite float, ``"p/q"`` text, SymPy or flint rational)."""
     # the common exact cases first, without a Fraction: a d = 384 matrix is 147,456 entries, and a
     # verify document converts dozens of them (Python ints, finite Python floats, "p/q" and "n" strings)
     t = type(x)
@@ -94,7 +98,7 @@ def _fmpq(x: Any) -> Any:
             return flint.fmpq(int(num), int(den))  # ZeroDivisionError for "p/0": not a rational
         q = Fraction(x)
         return flint.fmpq(q.numerator, q.denominator)
-    q = exact._scalar_to_fraction(x)
+    q = exact.scalar_to_fraction(x)
     return flint.fmpq(q.numerator, q.denominator)
 
 
@@ -128,7 +132,7 @@ def qmat(M: Any) -> Any:
         if any(len(r) != n for r in M):
             raise ValueError("ragged nested sequence: rows have different lengths")
         if len(M) * n < _QMAT_MEMO_MIN:
-            return flint.fmpq_mat(len(M), n, [_fmpq(x) for r in M for x in r])
+            return flint.fmpq_mat(len(M), n, [to_fmpq(x) for r in M for x in r])
         return _qmat_memo(M, n)
     rows = exact.to_rational(M)
     return flint.fmpq_mat(len(rows), len(rows[0]) if rows else 0,
@@ -145,7 +149,7 @@ def _qmat_memo(M: Any, n: int) -> Any:
     """``fmpq_mat`` of a large nested list, read once per content (:func:`content_memo`); a copy is
     returned, so no caller shares a matrix."""
     hit = content_memo(_QMAT_MEMO, _QMAT_MEMO_MAX, M,
-                       lambda: flint.fmpq_mat(len(M), n, [_fmpq(x) for r in M for x in r]))
+                       lambda: flint.fmpq_mat(len(M), n, [to_fmpq(x) for r in M for x in r]))
     return flint.fmpq_mat(hit)
 
 
@@ -170,7 +174,7 @@ def is_symmetric(M: Any) -> bool:
 def shift(M: Any, c: Any) -> Any:
     r""":math:`M-cI` exactly (``fmpq_mat``)."""
     Q = qmat(M)
-    c = _fmpq(c)
+    c = to_fmpq(c)
     if c == 0:
         return Q
     return Q - flint.fmpq_mat(Q.nrows(), Q.ncols(), [c if i == j else 0 for i in range(Q.nrows()) for j in range(Q.ncols())])
@@ -227,7 +231,7 @@ def decode(rows: list[list[str]]) -> sp.Matrix:
     return rational_matrix(qmat(rows))
 
 
-def _floats(Q: Any) -> np.ndarray | None:
+def rounded_floats(Q: Any) -> np.ndarray | None:
     """Correctly rounded float64 of an ``fmpq_mat`` (CPython integer true division); None on overflow."""
     F = _float_image(Q)
     if F is not None:  # the exact floats of float data: nothing to round
@@ -241,7 +245,7 @@ def _floats(Q: Any) -> np.ndarray | None:
 
 def _fast_definiteness(Q: Any) -> tuple[bool | None, tuple[Fraction, ...] | None, str]:
     """The two float paths of :func:`exact.decide_definite`, on an ``fmpq_mat`` without Fractions."""
-    F = _floats(Q)
+    F = rounded_floats(Q)
     if F is None or not np.array_equal(F, F.T):
         return None, None, ""
     try:
@@ -279,7 +283,7 @@ def definiteness(M: Any, *, strict: bool) -> tuple[bool | None, tuple[Fraction, 
 
 def is_pd_fast(M: Any) -> bool:
     r"""Sufficient test for :math:`M\succ0` by the rigorously rounded float Cholesky only (never a false True)."""
-    F = _floats(qmat(M))
+    F = rounded_floats(qmat(M))
     if F is None or not np.array_equal(F, F.T):
         return False
     try:
@@ -386,23 +390,23 @@ class Certificate(Itself):
 
     kind: str
     claim: str
-    data: dict[str, Any]
+    data: JSONObject
     checker: str = "exact-ldl"
     subject: dict[str, str] | None = None
     digest: str | None = None
     #: keys of a saved record the type does not know, written back as they came
-    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    extra: JSONObject = field(default_factory=dict, repr=False, compare=False)
     _order: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
 
     def _repr_html_(self) -> str | None:
         """The notebook view (:func:`flowcert.display.certificate_html`): data summarised, never whole arrays."""
         return None if HTML_VIEW is None else HTML_VIEW(self)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CertificateJSON:
         """The JSON object. A field named in ``subject`` is written once, as the subject (the document's
         parameter it equals), not copied into ``data``: ``flowcert recheck`` fills it in from the document."""
         if self.subject is None:
-            out = {"kind": self.kind, "claim": self.claim, "checker": self.checker, "data": self.data}
+            out: CertificateJSON = {"kind": self.kind, "claim": self.claim, "checker": self.checker, "data": self.data}
         else:
             out = {"kind": self.kind, "claim": self.claim, "checker": self.checker,
                    "data": {k: v for k, v in self.data.items() if k not in self.subject},
@@ -413,7 +417,7 @@ class Certificate(Itself):
         return ordered(out, order, self.extra)  # a subject stamped after reading is written too
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> Certificate:
+    def from_json(cls, obj: CertificateJSON) -> Certificate:
         """From a certificate record of a saved document (its key order and unknown keys kept).
 
         Parameters
@@ -445,20 +449,20 @@ class Certificate(Itself):
 # congruence, pivot block), never with the LDL^T / Cholesky code that produced the certificates.
 
 
-def _check_psd(data: dict[str, Any]) -> bool:
+def _check_psd(data: JSONObject) -> bool:
     from . import second_opinion
 
     return second_opinion.is_psd(qmat(data["M"]))
 
 
-def _check_pd(data: dict[str, Any]) -> bool:
+def _check_pd(data: JSONObject) -> bool:
     from . import second_opinion
 
     margin = Fraction(data.get("margin", "0"))
     return margin >= 0 and second_opinion.is_pd(shift(qmat(data["M"]), margin))
 
 
-def _check_lyapunov(data: dict[str, Any]) -> bool:
+def _check_lyapunov(data: JSONObject) -> bool:
     from . import second_opinion
 
     J, P = qmat(data["J"]), qmat(data["P"])
@@ -467,7 +471,7 @@ def _check_lyapunov(data: dict[str, Any]) -> bool:
             and second_opinion.is_psd(shift(lyapunov_form(J, P), e)))
 
 
-def _check_unstable(data: dict[str, Any]) -> bool:
+def _check_unstable(data: JSONObject) -> bool:
     from . import second_opinion
 
     J, P = qmat(data["J"]), qmat(data["P"])
@@ -490,24 +494,24 @@ def inertia_certificate(M: Any, what: str) -> Certificate:
                        {"M": encode(Mq), "inertia": [n_pos, n_neg, n_zero]})
 
 
-def _check_inertia(data: dict[str, Any]) -> bool:
+def _check_inertia(data: JSONObject) -> bool:
     from . import second_opinion
 
     got = second_opinion.symmetric_inertia(qmat(data["M"]))
     return got is not None and list(got) == [int(x) for x in data["inertia"]]
 
 
-class _Checkers(MutableMapping[str, Callable[[dict[str, Any]], bool]]):
+class _Checkers(MutableMapping[str, "Checker"]):
     """kind -> checker: every kind of :data:`kinds.KINDS`, imported on first use, plus any added by :func:`register`.
 
     Iteration lists every known kind without importing anything; looking one up imports the
     module of its checker (once). ``CHECKERS[kind] = fn`` overrides a kind (tests, external code).
     """
 
-    def __init__(self, loaded: dict[str, Callable[[dict[str, Any]], bool]]) -> None:
+    def __init__(self, loaded: dict[str, Checker]) -> None:
         self._loaded = dict(loaded)
 
-    def __getitem__(self, kind: str) -> Callable[[dict[str, Any]], bool]:
+    def __getitem__(self, kind: str) -> Checker:
         fn = self._loaded.get(kind)
         if fn is None:
             fn = kinds.resolve(kind) if isinstance(kind, str) else None
@@ -516,7 +520,7 @@ class _Checkers(MutableMapping[str, Callable[[dict[str, Any]], bool]]):
             self._loaded[kind] = fn
         return fn
 
-    def __setitem__(self, kind: str, fn: Callable[[dict[str, Any]], bool]) -> None:
+    def __setitem__(self, kind: str, fn: Checker) -> None:
         self._loaded[kind] = fn
 
     def __delitem__(self, kind: str) -> None:
@@ -533,7 +537,7 @@ class _Checkers(MutableMapping[str, Callable[[dict[str, Any]], bool]]):
 
 
 #: Checker of every certificate kind (lazy: see :mod:`flowcert.certificates.kinds`).
-CHECKERS: MutableMapping[str, Callable[[dict[str, Any]], bool]] = _Checkers({
+CHECKERS: MutableMapping[str, Checker] = _Checkers({
     "inertia": _check_inertia,
     "psd": _check_psd,
     "pd": _check_pd,
@@ -542,7 +546,7 @@ CHECKERS: MutableMapping[str, Callable[[dict[str, Any]], bool]] = _Checkers({
 })
 
 
-def register(kind: str, checker: Callable[[dict[str, Any]], bool]) -> None:
+def register(kind: str, checker: Checker) -> None:
     """Add (or override) the checker of a kind at run time, for code outside flowcert.
 
     flowcert's own kinds are listed in :data:`flowcert.certificates.kinds.KINDS` and need no
@@ -564,7 +568,7 @@ def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def explain(obj: Certificate | dict[str, Any], *, missing_raises: bool = False) -> tuple[bool, str]:
+def explain(obj: Certificate | CertificateJSON, *, missing_raises: bool = False) -> tuple[bool, str]:
     """Re-verify a certificate and say why when it is refused (``missing_raises``: an input its data name that is
     not to be had here raises :class:`InputNotCarried` instead of refusing).
 
@@ -611,7 +615,7 @@ def explain(obj: Certificate | dict[str, Any], *, missing_raises: bool = False) 
     return _RECHECKED[key]
 
 
-def recheck(obj: Certificate | dict[str, Any]) -> bool:
+def recheck(obj: Certificate | CertificateJSON) -> bool:
     """Re-verify a certificate (object or its JSON) from its data alone.
 
     The checker of its kind is looked up in :data:`flowcert.certificates.kinds.KINDS` and
@@ -667,7 +671,7 @@ class Hypothesis(Itself):
     detail: str = ""
     seconds: float = field(default=0.0, compare=False)
     #: keys of a saved record the type does not know, written back as they came
-    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    extra: JSONObject = field(default_factory=dict, repr=False, compare=False)
     _order: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -677,7 +681,7 @@ class Hypothesis(Itself):
         """The notebook view (:func:`flowcert.display.hypothesis_html`): the hypothesis as mathematics."""
         return None if HTML_VIEW is None else HTML_VIEW(self)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> HypothesisJSON:
         """The hypothesis record of the document."""
         return ordered({"name": self.name, "status": self.status.value, "margin": self.margin,
                         "method": self.method,
@@ -685,7 +689,7 @@ class Hypothesis(Itself):
                         "detail": self.detail}, self._order, self.extra)
 
     @classmethod
-    def from_json(cls, rec: dict[str, Any]) -> Hypothesis:
+    def from_json(cls, rec: HypothesisJSON) -> Hypothesis:
         """From a hypothesis record of a saved document (its key order and unknown keys kept).
 
         Parameters

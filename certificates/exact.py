@@ -31,14 +31,14 @@ from typing import Any, Callable, Literal, Sequence
 import numpy as np
 
 from .pivot import inertia_low_rank
-from .rationals import (HAVE_FLINT, RationalMatrix, _float_matrix, _flint, _fmpq, _fmpz,  # noqa: F401 (re-exported)
-                        _scalar_to_fraction, _square_symmetric, to_rational)
+from .rationals import (HAVE_FLINT, RationalMatrix, float_matrix, flint, fmpq, fmpz,  # noqa: F401 (re-exported)
+                        scalar_to_fraction, square_symmetric, to_rational)
 from .rounding import (  # noqa: F401 (the rigorous float test is re-exported here)
-    _ETA,
-    _U,
+    MIN_SUBNORMAL,
+    UNIT_ROUNDOFF,
     FAST_PATH_MIN_DIM,
-    _float_cholesky,
-    _fp_environment_ok,
+    float_cholesky,
+    fp_environment_ok,
     float_shift_bound,
     is_pd_float_rigorous,
     is_pd_rounded,
@@ -166,8 +166,8 @@ class LDLResult:
 
 def _field() -> tuple[Callable[[Fraction], Any], Callable[[Any], Fraction]]:
     """Converters Fraction -> working field element and back."""
-    if _fmpq is not None:
-        return (lambda q: _fmpq(q.numerator, q.denominator)), (
+    if fmpq is not None:
+        return (lambda q: fmpq(q.numerator, q.denominator)), (
             lambda x: Fraction(int(x.p), int(x.q))
         )
     return (lambda q: q), (lambda x: x)
@@ -238,7 +238,7 @@ def ldl_inertia(M: Any) -> LDLResult:
     be a bug, never silently a wrong answer).
     """
     Q = to_rational(M)
-    n = _square_symmetric(Q)
+    n = square_symmetric(Q)
     to_f, from_f = _field()
     zero = to_f(Fraction(0))
     W = [[to_f(x) for x in r] for r in Q]
@@ -374,20 +374,20 @@ def ldl_inertia(M: Any) -> LDLResult:
 
 def _shifted(M: Any, margin: Any) -> RationalMatrix:
     Q = to_rational(M)
-    mu = _scalar_to_fraction(margin)
+    mu = scalar_to_fraction(margin)
     if mu != 0:
-        _square_symmetric(Q)
+        square_symmetric(Q)
         Q = [[x - mu if i == j else x for j, x in enumerate(r)] for i, r in enumerate(Q)]
     return Q
 
 
 def _exact_quad(Q: RationalMatrix, v: Sequence[Fraction]) -> Fraction:
     r""":math:`v^\top Qv` exactly (python-flint when present)."""
-    if _flint is None:
+    if flint is None:
         return _quad_form(Q, v)
     n = len(v)
-    Qm = _flint.fmpq_mat(n, n, [_fmpq(x.numerator, x.denominator) for r in Q for x in r])
-    vm = _flint.fmpq_mat(n, 1, [_fmpq(x.numerator, x.denominator) for x in v])
+    Qm = flint.fmpq_mat(n, n, [fmpq(x.numerator, x.denominator) for r in Q for x in r])
+    vm = flint.fmpq_mat(n, 1, [fmpq(x.numerator, x.denominator) for x in v])
     r = (vm.transpose() * Qm * vm)[0, 0]
     return Fraction(int(r.p), int(r.q))
 
@@ -399,7 +399,7 @@ def float_witness(Q: RationalMatrix) -> tuple[Fraction, ...] | None:
     the returned vector has passed the exact test :math:`v^\top Qv<0` (None otherwise).
     Cost: one ``eigh`` and one exact quadratic form.
     """
-    F = _float_matrix(Q)
+    F = float_matrix(Q)
     if F is None or len(Q) < 2:
         return None
     w, U = np.linalg.eigh(F)
@@ -430,7 +430,7 @@ def decide_definite(M: Any, margin: Any = 0, *, strict: bool = True) -> tuple[bo
         witness may be None when the characteristic polynomial decided; and the deciding method.
     """
     Q = _shifted(M, margin)
-    n = _square_symmetric(Q)
+    n = square_symmetric(Q)
     if n > FAST_PATH_MIN_DIM and is_pd_rounded(Q):
         return True, None, "rigorously rounded float Cholesky (exact rounding bound)"
     if n > FAST_PATH_MIN_DIM:
@@ -473,13 +473,13 @@ def inertia_charpoly(Q: RationalMatrix) -> tuple[int, int, int] | None:
     :math:`q(x)` and of :math:`q(-x)`, and :math:`n_0=k`.
     """
     n = len(Q)
-    if _flint is None or n > CHARPOLY_MAX_DIM:
+    if flint is None or n > CHARPOLY_MAX_DIM:
         return None
     den = 1
     for r in Q:
         for x in r:
             den = den * x.denominator // math.gcd(den, x.denominator)
-    Z = _flint.fmpz_mat(n, n, [int(x * den) for r in Q for x in r])
+    Z = flint.fmpz_mat(n, n, [int(x * den) for r in Q for x in r])
     coeffs = [int(c) for c in Z.charpoly().coeffs()]  # lowest degree first
     k = next(i for i, c in enumerate(coeffs) if c != 0)
     q = coeffs[k:]
@@ -558,7 +558,7 @@ def _abs_row_sums_off(C: Any, n: int) -> tuple[list[Any], list[Any]]:
     rad = []
     for i in range(n):
         row = e[i * n:(i + 1) * n]
-        rad.append(sum((abs(x) for j, x in enumerate(row) if j != i), _fmpq(0)))
+        rad.append(sum((abs(x) for j, x in enumerate(row) if j != i), fmpq(0)))
     return diag, rad
 
 
@@ -573,15 +573,15 @@ def inertia_congruence(Q: RationalMatrix) -> tuple[int, int, int] | None:
     positive centres and no zero eigenvalue. Then :math:`\det U\ne0` and, by Sylvester's law of
     inertia, :math:`Q` has the inertia of :math:`C`. Cost: one ``eigh`` and two exact products.
     """
-    if _flint is None:
+    if flint is None:
         return None
     n = len(Q)
-    F = _float_matrix(Q)
+    F = float_matrix(Q)
     if F is None:
         return None
     _, U = np.linalg.eigh(F)
-    Uq = _flint.fmpq_mat(n, n, [_fmpq(*float(x).as_integer_ratio()) for x in U.ravel()])
-    Qm = _flint.fmpq_mat(n, n, [_fmpq(x.numerator, x.denominator) for r in Q for x in r])
+    Uq = flint.fmpq_mat(n, n, [fmpq(*float(x).as_integer_ratio()) for x in U.ravel()])
+    Qm = flint.fmpq_mat(n, n, [fmpq(x.numerator, x.denominator) for r in Q for x in r])
     C = Uq.transpose() * Qm * Uq
     diag, rad = _abs_row_sums_off(C, n)
     if any(not (abs(c) > r) for c, r in zip(diag, rad)):
@@ -600,7 +600,7 @@ def inertia(M: Any) -> tuple[int, int, int] | None:
     :data:`CHARPOLY_MAX_DIM`, and None beyond.
     """
     Q = to_rational(M)
-    n = _square_symmetric(Q)
+    n = square_symmetric(Q)
     if n > FAST_PATH_MIN_DIM:
         if is_pd_rounded(Q):
             return n, 0, 0

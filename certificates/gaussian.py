@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypedDict
 
 import flint
 import numpy as np
@@ -144,7 +144,23 @@ def _inverse_bounds(J: Any, f: Any) -> tuple[sp.Rational, sp.Rational] | None:
     return sp.Rational(x2 * scale), sp.Rational(s2 * scale)
 
 
-def kantorovich(A: Any, B: Any, V: Any, S: Any) -> dict[str, Any] | None:
+class KantorovichData(TypedDict):
+    r"""Newton–Kantorovich data: :math:`\eta^2\ge\|J^{-1}F\|^2` and :math:`L^2` (:func:`kantorovich`)."""
+
+    eta2: sp.Expr
+    L2: sp.Expr
+
+
+class RealEquilibrium(TypedDict):
+    r"""A real symmetric solution of (18) (:func:`real_equilibria_d2`): its float approximation and exact signs."""
+
+    Sigma_approx: list[list[float]]
+    sign_Sigma11: int
+    sign_det: int
+    pd: bool
+
+
+def kantorovich(A: Any, B: Any, V: Any, S: Any) -> KantorovichData | None:
     r"""Exact Newton–Kantorovich data at ``S``; None when :math:`h>1/2` or J is not invertible.
 
     Returns ``eta2`` (a rational upper bound on :math:`\|J^{-1}F\|^2`, the squared vech radius
@@ -321,7 +337,7 @@ def _approx(root: Any, g: sp.Poly) -> float:
     return float((sp.Rational(s) + sp.Rational(t)) / 2)
 
 
-def real_equilibria_d2(A: sp.Matrix, B: sp.Matrix, V: sp.Matrix) -> list[dict[str, Any]] | None:
+def real_equilibria_d2(A: sp.Matrix, B: sp.Matrix, V: sp.Matrix) -> list[RealEquilibrium] | None:
     """Every real symmetric solution of (18) for rational 2 x 2 data, with the exact signs of
     :math:`\\Sigma_{11}` and :math:`\\det\\Sigma`; None when the lex basis is not in shape position
     at some root (beyond one rational level of back-substitution) or the variety is not finite."""
@@ -345,7 +361,7 @@ def real_equilibria_d2(A: sp.Matrix, B: sp.Matrix, V: sp.Matrix) -> list[dict[st
 
     pa, qa = parts(lin_a[0], a)
     pb, qb = parts(lin_b[0], b)
-    out: list[dict[str, Any]] = []
+    out: list[RealEquilibrium] = []
     for g, root in _real_roots(sp.Poly(uni[0].as_expr(), c)):
         if pa.rem(g).is_zero or pb.rem(g).is_zero:
             if isinstance(root, tuple):
@@ -371,7 +387,7 @@ def real_equilibria_d2(A: sp.Matrix, B: sp.Matrix, V: sp.Matrix) -> list[dict[st
 
 
 def _rational_fibre(eqs: list[sp.Expr], a: sp.Symbol, b: sp.Symbol, c: sp.Symbol,
-                    c0: sp.Rational) -> list[dict[str, Any]] | None:
+                    c0: sp.Rational) -> list[RealEquilibrium] | None:
     """Real solutions with c = c0 (rational): b must come out rational, a may be algebraic."""
     G = sp.groebner([sp.expand(e.subs(c, c0)) for e in eqs], a, b, order="lex")
     if G.exprs == [1] or G.exprs == [sp.Integer(1)]:
@@ -379,7 +395,7 @@ def _rational_fibre(eqs: list[sp.Expr], a: sp.Symbol, b: sp.Symbol, c: sp.Symbol
     unib = [sp.Poly(g, b) for g in G.exprs if not sp.Poly(g, a, b).degree(a)]
     if len(unib) != 1:
         return None
-    out: list[dict[str, Any]] = []
+    out: list[RealEquilibrium] = []
     for gb, broot in _real_roots(unib[0]):
         if isinstance(broot, tuple):
             return None
@@ -491,7 +507,7 @@ def _inertia_of(count: dict[str, Any], d: int) -> tuple[int, int, int] | None:
 
 def _check_eta_pd_equilibrium(data: dict[str, Any]) -> bool:
     A, B = core.qmat(data["A"]), core.qmat(data["B"])
-    eta, s, count = core._fmpq(data["eta"]), int(data["sign_Q"]), data["count_certificate"]
+    eta, s, count = core.to_fmpq(data["eta"]), int(data["sign_Q"]), data["count_certificate"]
     d = A.nrows()
     if s not in (1, -1) or eta == 0 or not core.recheck(count) or core.qmat(count["data"]["J"]) != A:
         return False
@@ -517,7 +533,7 @@ def pd_equilibrium_eta(A: np.ndarray, B: np.ndarray, eta: float, count: core.Cer
     if s is None or inertia is None:
         return None
     exists = _lyapunov_pd_solution_exists(inertia, s)
-    data = {"A": core.encode(A), "B": core.encode(B), "eta": str(core._fmpq(eta)), "sign_Q": s,
+    data = {"A": core.encode(A), "B": core.encode(B), "eta": str(core.to_fmpq(eta)), "sign_Q": s,
             "exists": exists, "count_certificate": count.to_json()}
     need = "every eigenvalue of A has Re > 0" if s > 0 else "A is Hurwitz"
     cert = core.Certificate("eta_pd_equilibrium", f"eq. (18) with V = eta I {'has' if exists else 'has no'} positive "

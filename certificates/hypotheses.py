@@ -23,7 +23,7 @@ def holds_by(name: str, method: str, detail: str = "") -> core.HypothesisResult:
 
 def as_float(Mq: Any) -> np.ndarray:
     """Nearest float64 matrix of a rational one (for margins and eigenvalue estimates only)."""
-    F = core._floats(core.qmat(Mq))
+    F = core.rounded_floats(core.qmat(Mq))
     if F is None:
         raise OverflowError("matrix entries beyond the float64 range")
     return F
@@ -150,7 +150,7 @@ def psd_hypothesis(name: str, M: Any, what: str) -> core.HypothesisResult:
         w = definiteness_witness(given, strict=False)
         res = core.HypothesisResult(name, "fails", None, "exact symmetry", None, f"{what} is not symmetric")
         return res if w is None else _with_witness(res, w)
-    F = core._floats(Mq) if src is None else src
+    F = core.rounded_floats(Mq) if src is None else src
     if F is None:
         F = np.array([float(Fraction(int(e.p), int(e.q))) for e in Mq.entries()], dtype=float).reshape(Mq.nrows(), Mq.ncols())
     margin = float(np.linalg.eigvalsh(F).min())

@@ -18,7 +18,10 @@ A new kind is one line here: ``tests/test_recheck.py`` scans the package for eve
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: a re-check loads no more than it needs
+    from .records import Checker
 
 _PKG = "flowcert.certificates"
 
@@ -63,7 +66,7 @@ KINDS: dict[str, str] = {
     "simple_positive_top_eigenvalue": "attention.consensus:_check_simple_top",
     "repeated_top_eigenvalue": "attention.consensus:_check_repeated_top",
     "nonpositive_top_eigenvalue": "attention.consensus:_check_nonpositive_top",
-    "sup_norm_bound": "attention.bounds:_check_sup_bound",
+    "sup_norm_bound": "attention.head_bounds:_check_sup_bound",
     "tetrahedron_spectrum_sign": "attention.consensus:_check_tetra",
     # attention system, the top eigenpair of V / U (certificates/attention/eigenvectors.py)
     "simple_top_eigenvalue": "attention.eigenvectors:_check_simple_top",
@@ -91,7 +94,7 @@ def location(kind: str) -> tuple[str, str] | None:
     return f"{_PKG}.{module}", function
 
 
-def resolve(kind: str) -> Callable[[dict[str, Any]], bool] | None:
+def resolve(kind: str) -> Checker | None:
     """The checker of ``kind``, importing its module on first use; None for a kind not in :data:`KINDS`."""
     where = location(kind)
     if where is None:

@@ -47,6 +47,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import core
+from .records import JSONObject
 
 __all__ = ["hexvec", "asymmetry_claim", "minors_claim", "asymmetry_certificate", "minor_certificate", "find_asymmetric_entry", "find_minors",
            "exact_gram", "full_column_rank", "symmetric_part_inertia"]
@@ -75,13 +76,13 @@ def find_asymmetric_entry(N: np.ndarray) -> tuple[int, int] | None:
     return None if D[i, j] == 0 else (int(i), int(j))
 
 
-def asymmetry_claim(data: dict[str, Any], what: str) -> str:
+def asymmetry_claim(data: JSONObject, what: str) -> str:
     """The claim an ``entry_asymmetry`` certificate of the product called ``what`` proves."""
     i, j = int(data["i"]), int(data["j"])
     return f"{what} is not symmetric: entry ({i},{j}) differs from ({j},{i})"
 
 
-def minors_claim(data: dict[str, Any], what: str) -> str:
+def minors_claim(data: JSONObject, what: str) -> str:
     """The claim a ``minor_not_psd`` certificate of the product called ``what`` proves."""
     return " and ".join(f"{'' if int(it['sign']) > 0 else '-'}sym({what}) is not PSD" for it in data["minors"])
 

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .rationals import RationalMatrix, _flint, _float_matrix, _fmpq
+from .rationals import RationalMatrix, flint, float_matrix, fmpq
 
 
 def inertia_low_rank(Q: RationalMatrix, inertia: Callable[[RationalMatrix], tuple[int, int, int] | None],
@@ -42,8 +42,8 @@ def inertia_low_rank(Q: RationalMatrix, inertia: Callable[[RationalMatrix], tupl
     n = len(Q)
     if all(x == 0 for row in Q for x in row):
         return 0, 0, n
-    F = _float_matrix(Q)
-    if _flint is None or F is None:
+    F = float_matrix(Q)
+    if flint is None or F is None:
         return None
     _, R, piv = scipy.linalg.qr(F, pivoting=True, mode="economic")
     d = np.abs(np.diag(R))
@@ -53,7 +53,7 @@ def inertia_low_rank(Q: RationalMatrix, inertia: Callable[[RationalMatrix], tupl
     S, T = sorted(int(i) for i in piv[:r]), sorted(int(i) for i in piv[r:])
 
     def block(rows: list[int], cols: list[int]) -> Any:
-        return _flint.fmpq_mat(len(rows), len(cols), [_fmpq(Q[i][j].numerator, Q[i][j].denominator)
+        return flint.fmpq_mat(len(rows), len(cols), [fmpq(Q[i][j].numerator, Q[i][j].denominator)
                                                       for i in rows for j in cols])
 
     Qss = block(S, S)
@@ -63,7 +63,7 @@ def inertia_low_rank(Q: RationalMatrix, inertia: Callable[[RationalMatrix], tupl
         return None
     Qst = block(S, T)
     schur = block(T, T) - Qst.transpose() * inv * Qst
-    if schur != _flint.fmpq_mat(len(T), len(T)):
+    if schur != flint.fmpq_mat(len(T), len(T)):
         return None
     top = inertia([[Fraction(int(Qss[i, j].p), int(Qss[i, j].q)) for j in range(r)] for i in range(r)])
     if top is None or top[2]:

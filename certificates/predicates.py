@@ -39,6 +39,7 @@ import re
 from typing import Any, Callable
 
 from . import core, forms
+from .records import Checker, JSONObject
 
 __all__ = ["PREDICATES", "predicate_certificate", "definiteness_witness"]
 
@@ -86,7 +87,7 @@ def _integer(x: Any) -> int:
     """An exact integer given as a number or as ``"p"`` (a filled-in subject); anything else raises."""
     if isinstance(x, bool):
         raise TypeError("a boolean is not an integer")
-    q = core._fmpq(x)
+    q = core.to_fmpq(x)
     if q.q != 1:
         raise ValueError(f"{x!r} is not an integer")
     return int(q.p)
@@ -130,7 +131,7 @@ def _nonzero_entries(M: Any) -> bool:
     """No entry of the list of rows ``M`` is 0 (exact; an empty list has none)."""
     if not isinstance(M, list) or not all(isinstance(r, list) for r in M):
         raise ValueError("expected a list of rows")
-    return all(core._fmpq(v) != 0 for r in M for v in r)
+    return all(core.to_fmpq(v) != 0 for r in M for v in r)
 
 
 def _invertible_all(mats: Any) -> bool:
@@ -155,7 +156,7 @@ def _ellipsoid_is_P(d: dict[str, Any]) -> bool:
 
 
 #: name -> (function of the data giving the predicate's truth, text of the claim given its subject names)
-PREDICATES: dict[str, tuple[Callable[[dict[str, Any]], bool], Callable[[dict[str, Any], dict[str, str]], str]]] = {
+PREDICATES: dict[str, tuple[Checker, Callable[[JSONObject, dict[str, str]], str]]] = {
     "scalar_identity": (lambda d: _scalar(d["M"]) is not None,
                         lambda d, w: f"{w['M']} is a multiple of the identity"),
     "scalar_identity_sign": (lambda d: (e := _scalar(d["M"])) is not None and (e > 0 if int(d["sign"]) > 0 else e < 0),
@@ -201,7 +202,7 @@ PREDICATES: dict[str, tuple[Callable[[dict[str, Any]], bool], Callable[[dict[str
 }
 
 
-def predicate_claim(data: dict[str, Any], what: dict[str, str]) -> str:
+def predicate_claim(data: JSONObject, what: dict[str, str]) -> str:
     """The claim a ``predicate`` certificate proves (its negation when ``value`` is false)."""
     _, text = PREDICATES[data["predicate"]]
     body = text(data, what)
@@ -285,7 +286,7 @@ def definiteness_witness(M: Any, strict: bool, witness: Any = None) -> core.Cert
     candidates = []
     if witness is not None:
         candidates.append([str(x) for x in witness])
-    F = core._floats(Q) if src is None else src
+    F = core.rounded_floats(Q) if src is None else src
     if F is not None:
         w, U = np.linalg.eigh(F)
         u = U[:, 0] / max(float(np.abs(U[:, 0]).max()), 1e-300)

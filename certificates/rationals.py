@@ -2,7 +2,7 @@ r"""Exact rationals of float, integer and rational data: the conversions every e
 
 A float64 is the dyadic rational :math:`m\,2^e` it denotes; :func:`to_rational` takes matrices of
 floats, integers, :class:`~fractions.Fraction`, :class:`~decimal.Decimal` or ``"p/q"`` strings exactly
-(no rounding), :func:`_square_symmetric` checks exact symmetry, and :func:`_float_matrix` gives the
+(no rounding), :func:`square_symmetric` checks exact symmetry, and :func:`float_matrix` gives the
 nearest float64 matrix back. python-flint's ``fmpq`` is used when importable. Shared by
 :mod:`.exact`, :mod:`.rounding` and :mod:`.pivot`, which import nothing from one another in a circle.
 """
@@ -17,20 +17,20 @@ from typing import Any, Sequence
 import numpy as np
 
 try:  # pragma: no cover - exercised implicitly depending on the environment
-    import flint as _flint
+    import flint  # the module (None without python-flint); fmpq, fmpz its rational and integer types
 
-    _fmpq: Any = _flint.fmpq
-    _fmpz: Any = _flint.fmpz
+    fmpq: Any = flint.fmpq
+    fmpz: Any = flint.fmpz
 except ImportError:  # pragma: no cover
-    _flint = None
-    _fmpq = None
-    _fmpz = None
+    flint = None
+    fmpq = None
+    fmpz = None
 
-HAVE_FLINT: bool = _fmpq is not None
+HAVE_FLINT: bool = fmpq is not None
 RationalMatrix = list[list[Fraction]]
 
 
-def _scalar_to_fraction(x: Any) -> Fraction:
+def scalar_to_fraction(x: Any) -> Fraction:
     """Exact rational value of one real scalar; NaN/inf raise ``ValueError``."""
     if isinstance(x, Fraction):
         return x
@@ -38,9 +38,9 @@ def _scalar_to_fraction(x: Any) -> Fraction:
         return Fraction(int(x))
     if isinstance(x, numbers.Integral):
         return Fraction(int(x))
-    if _fmpq is not None and isinstance(x, _fmpq):
+    if fmpq is not None and isinstance(x, fmpq):
         return Fraction(int(x.p), int(x.q))
-    if _fmpz is not None and isinstance(x, _fmpz):
+    if fmpz is not None and isinstance(x, fmpz):
         return Fraction(int(x))
     if isinstance(x, numbers.Rational):
         return Fraction(int(x.numerator), int(x.denominator))
@@ -100,10 +100,11 @@ def to_rational(M: Any) -> RationalMatrix:
             rows.append(r)
         if rows and len({len(r) for r in rows}) != 1:
             raise ValueError("ragged nested sequence: rows have different lengths")
-    return [[_scalar_to_fraction(x) for x in r] for r in rows]
+    return [[scalar_to_fraction(x) for x in r] for r in rows]
 
 
-def _square_symmetric(Q: RationalMatrix) -> int:
+def square_symmetric(Q: RationalMatrix) -> int:
+    """The order :math:`n` of a square, exactly symmetric rational matrix; ``ValueError`` otherwise."""
     n = len(Q)
     if n == 0:
         raise ValueError("empty matrix")
@@ -117,7 +118,8 @@ def _square_symmetric(Q: RationalMatrix) -> int:
     return n
 
 
-def _float_matrix(Q: RationalMatrix) -> np.ndarray | None:
+def float_matrix(Q: RationalMatrix) -> np.ndarray | None:
+    """The nearest float64 matrix of a rational one; None if an entry overflows."""
     try:
         F = np.array([[float(q) for q in r] for r in Q], dtype=np.float64)
     except OverflowError:

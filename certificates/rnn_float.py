@@ -81,7 +81,7 @@ import math
 import os
 from collections import OrderedDict
 from fractions import Fraction
-from typing import Any, Iterator
+from typing import Any, Iterator, TypedDict
 
 import numpy as np
 
@@ -142,7 +142,26 @@ def fingerprint(A: np.ndarray) -> list[list[float]]:
     return [[float(f), float(t)] for f, t in zip(fro, tr)]
 
 
-def register_stack(J: Any) -> dict[str, Any]:
+class StackRef(TypedDict):
+    """The reference of a Jacobian stack in certificate data: its digest, shape, dtype and fingerprint."""
+
+    sha256: str
+    shape: list[int]
+    dtype: str
+    fingerprint: list[list[float]]
+
+
+class ContractionRate(TypedDict):
+    r"""What :func:`contraction_rate_float` proved: :math:`\rho`, :math:`\kappa(X)`, :math:`\log\rho`, X's origin, the robust radius."""
+
+    rho: float
+    kappa: float
+    lyapunov_upper: float
+    x_choice: str
+    robust_radius: float
+
+
+def register_stack(J: Any) -> StackRef:
     """Put the stack in the store; its reference ``{"sha256", "shape", "dtype", "fingerprint"}``."""
     A = as_stack(J)
     sha = digest(A)
@@ -153,7 +172,7 @@ def register_stack(J: Any) -> dict[str, Any]:
     return {"sha256": sha, "shape": list(A.shape), "dtype": "float64", "fingerprint": fingerprint(A)}
 
 
-def save_stack(ref: dict[str, Any], directory: str) -> str:
+def save_stack(ref: StackRef, directory: str) -> str:
     """Write the stored stack of ``ref`` as the side file ``directory/jacobians-<sha256>.npy``; its path."""
     A = lookup(ref)
     path = os.path.join(directory, f"jacobians-{ref['sha256']}.npy")
@@ -479,7 +498,7 @@ def _screen(A: np.ndarray, k: int = 128) -> np.ndarray:
     return np.unique(np.concatenate([top, spread]))
 
 
-def invertible_float(A: Any, ref: dict[str, Any] | None = None, name: str = "every A_t invertible") -> Any:
+def invertible_float(A: Any, ref: StackRef | None = None, name: str = "every A_t invertible") -> Any:
     """The hypothesis "every A_t invertible" decided by the ``invertible_float`` checker (``holds`` with its
     certificate, else ``unknown`` with the reason); the margin is the proved lower bound of min sigma_min."""
     from . import core
@@ -505,9 +524,9 @@ def invertible_float(A: Any, ref: dict[str, Any] | None = None, name: str = "eve
                                  "failed: singular or too ill-conditioned for binary64); not decided")
 
 
-def contraction_rate_float(A: Any, ref: dict[str, Any] | None = None,
+def contraction_rate_float(A: Any, ref: StackRef | None = None,
                            name: str = "common quadratic Lyapunov contraction",
-                           slacks: tuple[float, ...] = (2.0**-16, 2.0**-10, 2.0**-5)) -> tuple[Any, dict[str, Any] | None]:
+                           slacks: tuple[float, ...] = (2.0**-16, 2.0**-10, 2.0**-5)) -> tuple[Any, ContractionRate | None]:
     r"""Certified :math:`\rho` with :math:`A_t^\top XA_t\preceq\rho^2X`, :math:`X\succeq I`, for every matrix of
     the stack, by the rigorous float checker ``contraction_float``. X is the best (on a subsample) of
     :func:`candidates`, normalised to :math:`\lambda_{\min}\approx1+2^{-8}`; :math:`\rho^2` is the float
@@ -551,7 +570,7 @@ def contraction_rate_float(A: Any, ref: dict[str, Any] | None = None,
             mu = _PROVED.get(("contraction", ref["sha256"], data["rho2"], digest(X[None]))) or 0.0
             k = float(kappa)
             radius = max(0.0, (mu / k) / (afro + math.sqrt(afro * afro + mu / k)) * (1 - 1e-6))  # -a + sqrt(a^2 + mu/k)
-            out = {"rho": rho, "kappa": k, "lyapunov_upper": math.log(rho), "x_choice": cname, "robust_radius": radius}
+            out: ContractionRate = {"rho": rho, "kappa": k, "lyapunov_upper": math.log(rho), "x_choice": cname, "robust_radius": radius}
             res.margin = 1.0 - rho
             verdict = "contracting" if rho < 1 else r"NOT contracting: $\rho\ge1$"
             res.detail = (f"$X$: {cname}; $\\rho$ = {rho:.6g} ({verdict}), "

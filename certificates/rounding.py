@@ -17,13 +17,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .rationals import _scalar_to_fraction, _square_symmetric, to_rational
+from .rationals import scalar_to_fraction, square_symmetric, to_rational
 
-_U = Fraction(1, 2**53)  # unit roundoff of binary64, rounding to nearest
-_ETA = Fraction(1, 2**1074)  # smallest positive subnormal (bound on underflow errors)
+UNIT_ROUNDOFF = Fraction(1, 2**53)  # unit roundoff of binary64, rounding to nearest
+MIN_SUBNORMAL = Fraction(1, 2**1074)  # smallest positive subnormal (bound on underflow errors)
 
 
-def _fp_environment_ok() -> bool:
+def fp_environment_ok() -> bool:
     """Probe that numpy float64 arithmetic rounds to nearest with gradual underflow.
 
     The error model of :func:`is_pd_float_rigorous` assumes IEEE round-to-nearest and
@@ -91,18 +91,18 @@ def float_shift_bound(diag: Sequence[float]) -> Fraction:
         INTLAB's ``isspd`` (Rump 2006) for a dense matrix.
     """
     n = len(diag)
-    d = [_scalar_to_fraction(x) for x in diag]
-    g = (n + 1) * _U / (1 - (n + 1) * _U)
+    d = [scalar_to_fraction(x) for x in diag]
+    g = (n + 1) * UNIT_ROUNDOFF / (1 - (n + 1) * UNIT_ROUNDOFF)
     tr = sum(d, Fraction(0))
     amax = max(d)
-    c1 = g / (1 - g) * (tr + 3 * n * n * _ETA) + n * (1 + g) * _ETA * (
-        2 * n + 1 + (amax + 3 * n * _ETA) / (1 - g)
+    c1 = g / (1 - g) * (tr + 3 * n * n * MIN_SUBNORMAL) + n * (1 + g) * MIN_SUBNORMAL * (
+        2 * n + 1 + (amax + 3 * n * MIN_SUBNORMAL) / (1 - g)
     )
-    c2 = sum(((i + 3) * _U * d[i] for i in range(n)), Fraction(0)) + 6 * n * (n + amax) * _ETA
+    c2 = sum(((i + 3) * UNIT_ROUNDOFF * d[i] for i in range(n)), Fraction(0)) + 6 * n * (n + amax) * MIN_SUBNORMAL
     return max(2 * c1, c2)
 
 
-def _float_cholesky(A: np.ndarray) -> np.ndarray | None:
+def float_cholesky(A: np.ndarray) -> np.ndarray | None:
     r"""Right-looking floating-point Cholesky :math:`A \approx R^\top R`; None if it breaks down.
 
     Entry :math:`(i, j)`, :math:`i \le j`, is updated by :math:`s \leftarrow
@@ -191,7 +191,7 @@ def is_pd_float_rigorous(M: np.ndarray, margin: float | Fraction = 0.0) -> bool:
     :math:`D` a diagonal of powers of two (kept only if it is exact, which is re-checked);
     (3) :math:`\tilde B = \mathrm{fl}_\downarrow(B - cI)` with :math:`c` from
     :func:`float_shift_bound` rounded up; (4) ``True`` iff the right-looking Cholesky
-    :func:`_float_cholesky` of :math:`\tilde B` runs to completion with finite values.
+    :func:`float_cholesky` of :math:`\tilde B` runs to completion with finite values.
 
     Why (4) proves :math:`B \succ 0`.  Model: each ufunc operation gives
     :math:`\mathrm{fl}(x \circ y) = (x\circ y)(1+\delta) + \epsilon`, :math:`|\delta|\le u`,
@@ -225,7 +225,7 @@ def is_pd_float_rigorous(M: np.ndarray, margin: float | Fraction = 0.0) -> bool:
     test is valid if either derivation is.  In effect the test proves :math:`M \succ 0`
     whenever :math:`\lambda_{\min}(DMD)` exceeds about :math:`2(n+1)u\operatorname{tr}(DMD)`.
 
-    Before computing anything, :func:`_fp_environment_ok` probes that numpy arithmetic
+    Before computing anything, :func:`fp_environment_ok` probes that numpy arithmetic
     rounds to nearest with gradual underflow; otherwise the answer is ``False``.  Cost:
     :math:`n` numpy rank-one updates, :math:`O(n^3)` flops.
     """
@@ -233,13 +233,13 @@ def is_pd_float_rigorous(M: np.ndarray, margin: float | Fraction = 0.0) -> bool:
     n = A.shape[0]
     if not math.isfinite(float(margin)):
         raise ValueError("margin must be finite")
-    if not _fp_environment_ok():
+    if not fp_environment_ok():
         return False
-    if (n + 1) * _U >= Fraction(1, 100):
+    if (n + 1) * UNIT_ROUNDOFF >= Fraction(1, 100):
         return False  # far outside any practical size; the bound would be meaningless
 
     A = A.copy()
-    mu = _scalar_to_fraction(margin)
+    mu = scalar_to_fraction(margin)
     if mu != 0:
         try:
             for i in range(n):
@@ -275,7 +275,7 @@ def is_pd_float_rigorous(M: np.ndarray, margin: float | Fraction = 0.0) -> bool:
             Bt[i, i] = _round_down(Fraction(dB[i]) - Fraction(c))
     except OverflowError:
         return False
-    return _float_cholesky(Bt) is not None
+    return float_cholesky(Bt) is not None
 
 
 FAST_PATH_MIN_DIM = 12  # below this, exact LDL^T is already cheap
@@ -292,7 +292,7 @@ def rounding_bound(F: np.ndarray) -> Fraction:
     """
     n = F.shape[0]
     S = float(np.abs(F).sum(axis=1).max()) if F.size else 0.0
-    return _U * (1 + 2 * n * _U) * Fraction(S) + n * _ETA
+    return UNIT_ROUNDOFF * (1 + 2 * n * UNIT_ROUNDOFF) * Fraction(S) + n * MIN_SUBNORMAL
 
 
 def is_pd_rounded(M: Any) -> bool:
@@ -311,7 +311,7 @@ def is_pd_rounded(M: Any) -> bool:
         except ValueError:
             return False
     Q = to_rational(M)
-    n = _square_symmetric(Q)
+    n = square_symmetric(Q)
     try:
         F = np.array([[float(q) for q in row] for row in Q], dtype=np.float64)
     except OverflowError:

@@ -94,7 +94,7 @@ def symmetric_inertia(M: Any) -> tuple[int, int, int] | None:
     takes) by the algorithms of the module docstring; None when undecided, empty or not symmetric."""
     import flint
 
-    from .core import _floats, qmat
+    from .core import rounded_floats, qmat
 
     Q = qmat(M)
     n = Q.nrows()
@@ -111,7 +111,7 @@ def symmetric_inertia(M: Any) -> tuple[int, int, int] | None:
         return sum(x > 0 for x in d), sum(x < 0 for x in d), sum(x == 0 for x in d)
     if n <= DESCARTES_MAX:
         return _descartes(Q)
-    F = _floats(Q)
+    F = rounded_floats(Q)
     if F is None:
         return None
     return _congruence(Q, F) or _low_rank(Q, F)

@@ -51,6 +51,7 @@ import sympy as sp
 
 from . import core, lmi
 from .cauchy_index import inertia_by_cauchy_index
+from .records import JSONObject
 
 
 def dyadic(P: np.ndarray, bits: int = 30) -> Any:
@@ -92,7 +93,7 @@ def spectrum_verdict(
     stable_kind: str = "lyapunov",
     stable_claim: str = "every eigenvalue of J has negative real part",
     unstable_kind: str = "unstable",
-    extra: dict[str, Any] | None = None,
+    extra: JSONObject | None = None,
     exact_fallback: bool = False,
 ) -> core.HypothesisResult:
     """``holds`` if J is certified Hurwitz, ``fails`` if certified unstable, else ``unknown``.

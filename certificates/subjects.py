@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from math import gcd, isfinite
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -62,17 +62,17 @@ def _tokens(expr: str) -> list[tuple[str, str]]:
 def exact_value(value: Any) -> Any:
     """Exact form of a JSON value: a matrix (list of rows) or vector (list) of numbers -> ``fmpq_mat``
     (a vector as one column), a number -> ``fmpq``, anything else unchanged."""
-    from .core import _fmpq, qmat
+    from .core import to_fmpq, qmat
 
     if isinstance(value, bool) or value is None or isinstance(value, str):
         if isinstance(value, str):
             try:
-                return _fmpq(value)
+                return to_fmpq(value)
             except (ValueError, ZeroDivisionError):
                 return value
         return value
     if isinstance(value, (int, float, Fraction)):
-        return _fmpq(value)
+        return to_fmpq(value)
     if isinstance(value, (flint.fmpq, flint.fmpz)):
         return flint.fmpq(value)
     if isinstance(value, flint.fmpq_mat):
@@ -272,7 +272,7 @@ def _canonical_matrix(value: Any) -> list[list[str]] | None:
     return out  # type: ignore[return-value]
 
 
-def subject_digest(values: dict[str, Any], legacy: bool = False) -> str:
+def subject_digest(values: Mapping[str, object], legacy: bool = False) -> str:
     """``sha256:<hex>`` of the canonical values of a certificate's subject fields (by field name): what
     ties a certificate to the exact data it was made for, when the data themselves are not copied.
 

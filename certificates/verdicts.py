@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from enum import Enum
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar, cast
 
 __all__ = ["Applies", "CheckStatus", "Itself", "Status", "Verdict", "ordered", "split"]
 
@@ -128,20 +128,26 @@ class Verdict(_Word):
     DISAGREES = "disagrees"
 
 
-def ordered(parts: Mapping[str, Any], order: tuple[str, ...] | None,
-            extra: Mapping[str, Any] = MappingProxyType({})) -> dict[str, Any]:
+#: A record type (a :class:`typing.TypedDict` of a document's records, or a plain mapping).
+R = TypeVar("R", bound=Mapping[str, object])
+#: The type of a record's values.
+V = TypeVar("V")
+
+
+def ordered(parts: R, order: tuple[str, ...] | None,
+            extra: Mapping[str, object] = MappingProxyType({})) -> R:
     """A record from its typed ``parts``: in ``order`` (a saved record's own key order, where it was
     read from one; None: ``parts`` as they are), with the keys of ``extra`` the types do not know, and
-    without a key that a saved record lacked."""
+    without a key that a saved record lacked (a record of the type of ``parts``)."""
     if order is None and not extra:
-        return dict(parts)
+        return cast(R, dict(parts))
     both = {**parts, **extra}
     out = {k: both[k] for k in (order if order is not None else tuple(parts)) if k in both}
     out.update((k, v) for k, v in extra.items() if k not in out)
-    return out
+    return cast(R, out)
 
 
-def split(rec: Mapping[str, Any], known: tuple[str, ...]) -> tuple[dict[str, Any], tuple[str, ...]]:
+def split(rec: Mapping[str, V], known: tuple[str, ...]) -> tuple[dict[str, V], tuple[str, ...]]:
     """The keys of a saved record outside ``known`` (kept as they are) and the record's key order."""
     return {k: v for k, v in rec.items() if k not in known}, tuple(rec)
 

@@ -19,7 +19,8 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import chain
-from typing import Any, Sequence
+from collections.abc import Mapping
+from typing import Any, Sequence, TypedDict
 
 import numpy as np
 import sympy as sp
@@ -215,6 +216,14 @@ def _finite_matrix(x: Any) -> np.ndarray | None:
     return A.astype(np.float64)
 
 
+class ScaledProductData(TypedDict, total=False):
+    r"""A constant head's data: :math:`\beta`, and the float rows of :math:`K` and (when given) :math:`Q`."""
+
+    beta: float
+    K: list[list[float]]
+    Q: list[list[float]]
+
+
 @dataclass(frozen=True)
 class ScaledProduct:
     r"""A constant head :math:`P=\beta\,Q^\top K` given by float64 data (``Q is None``: :math:`P=\beta K`).
@@ -232,30 +241,32 @@ class ScaledProduct:
     Q: np.ndarray | None = None
 
     def frobenius_upper(self) -> Fraction:
-        from ..rounding import _ETA, _U, _fp_environment_ok
+        from ..rounding import MIN_SUBNORMAL, UNIT_ROUNDOFF, fp_environment_ok
 
         beta = abs(Fraction(self.beta))
         if self.Q is None:
             return beta * sqrt_upper(square_sum(self.K))
         r, (m, n) = self.Q.shape[0], (self.Q.shape[1], self.K.shape[1])
         factors = sqrt_upper(square_sum(self.Q)) * sqrt_upper(square_sum(self.K))
-        if not _fp_environment_ok():
+        if not fp_environment_ok():
             return beta * factors
         with np.errstate(all="ignore"):
             P_hat = self.Q.T @ self.K
         if not np.isfinite(P_hat).all():
             return beta * factors
-        gamma = r * _U / (1 - r * _U)
-        return beta * min(factors, sqrt_upper(square_sum(P_hat)) + gamma * factors + m * n * r * _ETA)
+        gamma = r * UNIT_ROUNDOFF / (1 - r * UNIT_ROUNDOFF)
+        return beta * min(factors, sqrt_upper(square_sum(P_hat)) + gamma * factors + m * n * r * MIN_SUBNORMAL)
 
-    def data(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"beta": self.beta, "K": self.K.tolist()}
+    def data(self) -> ScaledProductData:
+        """The head as certificate data (floats, exactly as given)."""
+        out: ScaledProductData = {"beta": self.beta, "K": self.K.tolist()}
         if self.Q is not None:
             out["Q"] = self.Q.tolist()
         return out
 
     @classmethod
-    def from_data(cls, data: dict[str, Any]) -> "ScaledProduct | None":
+    def from_data(cls, data: Mapping[str, object]) -> "ScaledProduct | None":
+        """The head of certificate data (:meth:`data`); None when they are not finite numbers of matching shapes."""
         beta, K = data.get("beta"), _finite_matrix(data.get("K"))
         Q = _finite_matrix(data["Q"]) if "Q" in data else None
         if (not isinstance(beta, (int, float)) or isinstance(beta, bool) or not math.isfinite(beta) or K is None
@@ -280,36 +291,8 @@ def frobenius_sup_bound(M: sp.Matrix, t: sp.Symbol, allow_sign: bool = False) ->
     return sqrt_upper(total), "interval evaluation of each entry over t in [0, oo), Frobenius norm"
 
 
-def _check_constant_bound(data: dict[str, Any]) -> bool:
-    """A constant head (:class:`ScaledProduct`): :math:`b\\ge` its Frobenius bound, or :math:`b\\ge0=\\|\\dot P\\|`."""
-    head, bound = ScaledProduct.from_data(data["constant"]), Fraction(data["bound"])
-    if head is None or bound < 0:
-        return False
-    return True if data.get("derivative") else bound >= head.frobenius_upper()
-
-
-def _check_sup_bound(data: dict[str, Any]) -> bool:
-    if "heads" in data:  # the bound for every head (certificates/attention/head_bounds.py)
-        from .head_bounds import check_heads
-
-        if not check_heads(data):
-            return False
-        top = {k: data[k] for k in ("constant", "M", "t") if k in data}
-        if not top or top in data["heads"]:
-            return True  # every head is checked; a top-level head (older documents) is one of them
-    if "constant" in data:
-        return _check_constant_bound(data)
-    t = sp.Symbol(data.get("t", "t"), real=True)
-    M = sp.Matrix([[sp.sympify(e, locals={"t": t}) for e in row] for row in data["M"]])
-    if data.get("derivative"):
-        if frobenius_sup_bound(M, t)[0] is None:  # P itself must be built from continuous functions
-            return False
-        M = M.diff(t)
-    b, _ = frobenius_sup_bound(M, t, allow_sign=bool(data.get("derivative")))
-    return b is not None and b <= Fraction(data["bound"])
-
-
-def _as_symbolic(M: Any) -> tuple[sp.Matrix, sp.Symbol]:
+def as_symbolic(M: Any) -> tuple[sp.Matrix, sp.Symbol]:
+    """A head :math:`P(t)` as an exact SymPy matrix in ``t`` (floats made the rationals they are) and its symbol."""
     Ms = sp.Matrix(M) if not isinstance(M, sp.MatrixBase) else M
     ts = sorted((s for s in Ms.free_symbols if s.name == "t"), key=str)
     t = ts[0] if ts else sp.Symbol("t", real=True)
@@ -320,7 +303,8 @@ def _as_symbolic(M: Any) -> tuple[sp.Matrix, sp.Symbol]:
     return Ms, t
 
 
-def _srepr_rows(M: sp.Matrix) -> list[list[str]]:
+def srepr_rows(M: sp.Matrix) -> list[list[str]]:
+    """The entries of a SymPy matrix as text, row by row (what a certificate carries)."""
     return [[str(M[i, j]) for j in range(M.cols)] for i in range(M.rows)]
 
 
@@ -361,7 +345,7 @@ def sup_bounds(heads_P: Sequence[Any]) -> tuple[SupBounds, list[str]]:
             out.P.append(b)
             out.dP.append(db)
             continue
-        Ms, t = _as_symbolic(P)
+        Ms, t = as_symbolic(P)
         b, why = frobenius_sup_bound(Ms, t)
         # sign() only from differentiating Abs: |f| is Lipschitz with constant sup|f'| (a.e. derivative)
         db, why_d = frobenius_sup_bound(Ms.diff(t), t, allow_sign=True) if b is not None else (None, "P(t) not bounded")
@@ -378,9 +362,9 @@ def _bound_certificate(P: Any, bound: Fraction, derivative: bool) -> core.Certif
     if isinstance(P, ScaledProduct):
         return core.Certificate("sup_norm_bound", claim, {"constant": P.data(), "bound": str(bound),
                                                           "derivative": derivative}, "exact-rational+rounding")
-    Ms, t = _as_symbolic(P)
+    Ms, t = as_symbolic(P)
     return core.Certificate("sup_norm_bound", claim,
-                            {"M": _srepr_rows(Ms), "t": t.name, "bound": str(bound), "derivative": derivative},
+                            {"M": srepr_rows(Ms), "t": t.name, "bound": str(bound), "derivative": derivative},
                             "interval-arithmetic")
 
 

@@ -210,7 +210,7 @@ def _check_simple_top(data: dict[str, Any]) -> bool:
     from ..second_opinion import symmetric_inertia
 
     U = core.qmat(data["U"])
-    c = core._fmpq(data["c"])
+    c = core.to_fmpq(data["c"])
     return c >= 0 and symmetric_inertia(core.shift(U, c)) == (1, U.nrows() - 1, 0)
 
 

@@ -39,12 +39,12 @@ def _separates(U: Any, c: Any) -> bool:
 
 
 def _check_simple_top(data: dict[str, Any]) -> bool:
-    return _separates(core.qmat(data["V"]), core._fmpq(data["t"]))
+    return _separates(core.qmat(data["V"]), core.to_fmpq(data["t"]))
 
 
 def simple_top_certificate(V: Any, t: Any) -> core.Certificate:
     """A ``simple_top_eigenvalue`` certificate (re-check it: it is accepted only if ``t`` separates)."""
-    data = {"V": core.encode(V), "t": str(core._fmpq(t))}
+    data = {"V": core.encode(V), "t": str(core.to_fmpq(t))}
     return core.Certificate("simple_top_eigenvalue", claim("simple_top_eigenvalue", data) or "", data, "second-opinion inertia")
 
 
@@ -76,7 +76,7 @@ def _check_side(data: dict[str, Any]) -> bool:
     u = core.qmat([[x] for x in data["u"]])
     if U.nrows() != U.ncols() or Y.ncols() != U.nrows() or u.nrows() != U.nrows() or Y.nrows() == 0:
         return False
-    signs = _passing_signs(U, Y, u, core._fmpq(data["c"]))
+    signs = _passing_signs(U, Y, u, core.to_fmpq(data["c"]))
     if signs is None:
         return False
     if data["side"] == "one":
@@ -91,13 +91,13 @@ def side_certificate(U: Any, Y: Any, u: Any, c: Any) -> core.Certificate | None:
     approximate eigenvector ``u`` and the separator ``c``; None when the test decides neither side."""
     Uq, Yq = core.qmat(U), core.qmat(Y)
     uq = core.qmat([[x] for x in u])
-    signs = _passing_signs(Uq, Yq, uq, core._fmpq(c))
+    signs = _passing_signs(Uq, Yq, uq, core.to_fmpq(c))
     if signs is None:
         return None
     side = "one" if 0 not in signs and len(set(signs)) == 1 else "both" if 1 in signs and -1 in signs else None
     if side is None:
         return None
-    data = {"U": core.encode(Uq), "Y": core.encode(Yq), "u": [str(x) for x in uq.entries()], "c": str(core._fmpq(c)),
+    data = {"U": core.encode(Uq), "Y": core.encode(Yq), "u": [str(x) for x in uq.entries()], "c": str(core.to_fmpq(c)),
             "side": side}
     return core.Certificate("eigenvector_side", claim("eigenvector_side", data) or "", data,
                             "exact rationals (Davis-Kahan, second-opinion inertia)")

@@ -42,6 +42,7 @@ import numpy as np
 
 from .. import core
 from ..claims import claim as canonical_claim
+from ..records import JSONObject
 
 __all__ = ["KIND", "certify_equilibrium", "check"]
 
@@ -317,7 +318,7 @@ def certify_equilibrium(X: np.ndarray, V: Any, M: Any, sqrt_d: int | None = None
     return last
 
 
-def check(data: dict[str, Any]) -> bool:
+def check(data: JSONObject) -> bool:
     """Re-check of a ``attention_krawczyk_equilibrium`` certificate from its data alone."""
     verdict, _ = _verify(_decode(data["X"]), _decode(data["V"]), _decode(data["M"]), data.get("sqrt_d"),
                          Fraction(data["r"]), _decode(data["C"]), _decode(data["P"]))

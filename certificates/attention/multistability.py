@@ -51,7 +51,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import sympy as sp
@@ -350,13 +350,21 @@ def class_verdict(lam: list[Any], a: Any, k: int, n1: int, n2: int, variant: str
     return "stable", "P = diag(Z) (x) I is a Lyapunov matrix: every invariant block of S_j is negative definite"
 
 
-def encode_data(V: Any, Mbeta: Any, enc: Enclosure) -> dict[str, Any]:
+class SpectralData(TypedDict):
+    r"""The rational data shared by the certificates of one parameter set: :math:`V`, its eigenbasis :math:`U`, :math:`M_\beta`."""
+
+    V: list[list[str]]
+    U: list[list[str]]
+    M: list[list[str]]
+
+
+def encode_data(V: Any, Mbeta: Any, enc: Enclosure) -> SpectralData:
     """``{"V", "U", "M"}`` as rational strings (shared by the certificates of one parameter set)."""
     return {"V": _enc(_mat(V)), "U": _enc(enc.U), "M": _enc(_mat(Mbeta))}
 
 
 def verdict_certificate(V: Any, Mbeta: Any, enc: Enclosure, k: int, n1: int, n2: int, variant: str,
-                        claim: str, encoded: dict[str, Any] | None = None) -> core.Certificate:
+                        claim: str, encoded: SpectralData | None = None) -> core.Certificate:
     """Certificate of a class verdict; :func:`core.recheck` recomputes the enclosures, the
     interval of :math:`a_k` and the interval trace/determinant tests from the data."""
     data = {**(encoded or encode_data(V, Mbeta, enc)), "k": k, "n1": n1, "n2": n2, "variant": variant, "claim": claim}
@@ -447,7 +455,7 @@ def subspace_verdict(lam: list[Any], M: Strings, k: int, n1: int, n2: int, mult:
 
 
 def verdict_from_data(V: Any, Mbeta: Any, enc: Enclosure, k: int, n1: int, n2: int, variant: str,
-                      encoded: dict[str, Any] | None = None) -> tuple[str, str]:
+                      encoded: SpectralData | None = None) -> tuple[str, str]:
     """The verdict from rational data (``encoded`` = :func:`encode_data`, computed if absent)."""
     e = encoded or encode_data(V, Mbeta, enc)
     return verdict_from_strings(_strings(e["V"]), _strings(e["U"]), _strings(e["M"]), k, n1, n2, variant)
