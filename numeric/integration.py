@@ -123,7 +123,7 @@ def stage_budget(seconds: float | None, what: str) -> Iterator[None]:
             signal.setitimer(signal.ITIMER_PROF, max(outer_left - (time.process_time() - start), 1e-3))
 
 
-class _Stalled(RuntimeError):
+class Stalled(RuntimeError):
     """The integrator exceeded its budget of field evaluations."""
 
 
@@ -236,9 +236,9 @@ def solve_switching(
         def counted(t: float, y: Array, monitor: StiffnessMonitor | None = monitor) -> Array:
             count[0] += 1
             if count[0] > max_evaluations:
-                raise _Stalled(f"more than {max_evaluations} field evaluations")
+                raise Stalled(f"more than {max_evaluations} field evaluations")
             if deadline is not None and time.process_time() > deadline:
-                raise _Stalled(f"more than {max_seconds:g} s of CPU time")
+                raise Stalled(f"more than {max_seconds:g} s of CPU time")
             reached[0] = max(reached[0], float(t))
             fy = f(t, y)
             if monitor is not None:
@@ -253,8 +253,8 @@ def solve_switching(
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore", RuntimeWarning)
                 sol = solve_ivp(counted, span, y0, method=meth, **{**options, **extra})
-        except (_Stalled, _Stiff, ValueError, np.linalg.LinAlgError, FloatingPointError) as exc:
-            budget = "budget" if isinstance(exc, _Stalled) else "failed"
+        except (Stalled, _Stiff, ValueError, np.linalg.LinAlgError, FloatingPointError) as exc:
+            budget = "budget" if isinstance(exc, Stalled) else "failed"
             where = f" (reached t = {reached[0]:.6g} of {span[1]:.6g})" if budget == "budget" else ""
             if implicit:
                 raise IntegrationFailed(f"{note}{meth}: {exc}{where}", meth, budget, reached[0]) from exc
@@ -265,7 +265,7 @@ def solve_switching(
                        "system the implicit method is given (its dense Jacobian)")
                 raise IntegrationFailed(f"{meth}: {exc}{where}; {why}, so no implicit retry", meth, budget,
                                         reached[0]) from exc
-            if isinstance(exc, _Stalled) and monitor is not None and not monitor.flagged:
+            if isinstance(exc, Stalled) and monitor is not None and not monitor.flagged:
                 # the budget went on accuracy, not stability: an implicit method would cost more, not less
                 raise IntegrationFailed(f"{meth}: {exc}{where}; not stiff (h rho < {monitor.limit:g} "
                                         "throughout), so no implicit retry", meth, "budget", reached[0]) from exc

@@ -20,16 +20,30 @@ An unsettled run is ``not_settled`` with its final speed and time.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
-__all__ = ["CLUSTER_TOL", "SETTLE_TOL", "LimitClass", "classify_limit", "clusters"]
+__all__ = ["CLUSTER_TOL", "SETTLE_TOL", "LimitClass", "LimitClassRecord", "classify_limit", "clusters"]
 
 #: a run has settled once ``max_i |xdot_i|`` is below this
 SETTLE_TOL = 1e-7
 #: tokens closer than this belong to one cluster; clusters whose sum is below it are antipodal
 CLUSTER_TOL = 1e-4
+
+
+class LimitClassRecord(TypedDict, total=False):
+    """The JSON form of a :class:`LimitClass` (:meth:`LimitClass.to_json`), with the keys of its ``details``
+    (``reason``, for a run that has not settled)."""
+
+    settled: bool
+    classes: list[str]
+    label: str
+    clusters: int
+    cluster_sizes: list[int]
+    final_speed: float
+    t_final: float | None
+    reason: str
 
 
 @dataclass
@@ -61,7 +75,8 @@ class LimitClass:
                 parts.append(lab)
         return "/".join(parts)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> LimitClassRecord:
+        """The end state as JSON: classes, label, cluster count and sizes, final speed and time, and ``details``."""
         return {"settled": self.settled, "classes": self.labels, "label": self.label, "clusters": self.clusters,
                 "cluster_sizes": np.bincount(self.assignment, minlength=self.clusters).tolist() if self.clusters else [],
                 "final_speed": self.final_speed, "t_final": self.t_final, **self.details}

@@ -237,7 +237,8 @@ def time_unit(coeffs: Coefficients, Sigma0: Array, *, limit_log2: int = 160) -> 
 MEAN_ESCAPE = 1e100  # |mu| beyond MEAN_ESCAPE (1 + |mu0| + |b(0)|): the mean has escaped; Sigma goes on alone
 
 
-def _rescaled(coeffs: Coefficients, c: float) -> Coefficients:
+def rescaled(coeffs: Coefficients, c: float) -> Coefficients:
+    r"""The coefficients in the time :math:`\tau=t/c` (:math:`A,V,b` times :math:`c`, :math:`B` as it is)."""
     if c == 1.0:
         return coeffs
 
@@ -355,7 +356,7 @@ def _integrate_moments(
     kernel = moment_kernel()
     c = time_unit(coeffs, Sigma0)
     span_log2 = math.log2(t_end) + rate_log2(coeffs, Sigma0) if t_end > 0 else -math.inf
-    coeffs = _rescaled(coeffs, c)
+    coeffs = rescaled(coeffs, c)
     tau_end = min(t_end / c, np.finfo(float).max)
     tau_stop = tau_end  # the horizon actually integrated (HORIZON_LOG2 time constants at most)
     if math.isfinite(span_log2) and span_log2 > HORIZON_LOG2:

@@ -17,9 +17,9 @@ from typing import Callable
 
 import numpy as np
 
-from ..integration import _Stalled, solve_switching
+from ..integration import Stalled, solve_switching
 from . import moments
-from .moments import Array, Coefficients, _rescaled, moment_kernel, time_unit
+from .moments import Array, Coefficients, rescaled, moment_kernel, time_unit
 
 
 
@@ -73,13 +73,13 @@ def simulate_particles(
     def rhs(t: float, y: Array) -> Array:
         count[0] += 1
         if count[0] > max_evaluations:
-            raise _Stalled(f"more than {max_evaluations} evaluations of the particle field (stiff?)")
+            raise Stalled(f"more than {max_evaluations} evaluations of the particle field (stiff?)")
         A, B, V, b = coeffs(t)
         return particle_field(y.reshape(n, d), A, B, V, b, activation).ravel()
 
     try:
         sol = solve_ivp(rhs, (0.0, float(t_eval[-1])), X0.ravel(), t_eval=t_eval, rtol=rtol, atol=atol)
-    except _Stalled as exc:
+    except Stalled as exc:
         raise FloatingPointError(f"particle integration failed: {exc}") from exc
     if sol.status != 0:
         raise FloatingPointError(f"particle integration failed: {sol.message}")
@@ -353,7 +353,7 @@ def transport_check(
     d = Sigma0.shape[0]
     kernel = moment_kernel()
     c = time_unit(coeffs, Sigma0)  # integrate in tau = t / c; Psi and the trace integral are invariant
-    coeffs = _rescaled(coeffs, c)
+    coeffs = rescaled(coeffs, c)
     tau_end = t_end if c == 1.0 else min(t_end / c, 1e6)
 
     def rhs(t: float, y: Array) -> Array:

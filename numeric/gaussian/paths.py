@@ -60,7 +60,7 @@ class RankMismatchError(ValueError):
 # ---------------------------------------------------------------------------------------
 
 
-def _covariance(S: Array, name: str, tol: float) -> Array:
+def checked_covariance(S: Array, name: str, tol: float) -> Array:
     """Float64 copy of a covariance, symmetrised; rejects bad shapes, NaN, clear indefiniteness."""
     S = np.array(S, dtype=np.float64)
     if S.ndim != 2 or S.shape[0] != S.shape[1] or S.shape[0] == 0:
@@ -147,8 +147,8 @@ def congruence(Sigma0: Array, Sigma_hat: Array, tol: float = RANK_RTOL) -> Array
     ValueError
         Bad shapes, non-finite entries, clearly indefinite input.
     """
-    S0 = _covariance(Sigma0, "Sigma0", tol)
-    S1 = _covariance(Sigma_hat, "Sigma_hat", tol)
+    S0 = checked_covariance(Sigma0, "Sigma0", tol)
+    S1 = checked_covariance(Sigma_hat, "Sigma_hat", tol)
     if S0.shape != S1.shape:
         raise ValueError(f"Sigma0 has shape {S0.shape} but Sigma_hat has shape {S1.shape}")
     sp0, sp1 = spectral_so(S0, tol), spectral_so(S1, tol)

@@ -132,7 +132,7 @@ import numpy as np
 
 from .moments import MomentSolution, integrate_moments
 from .paths import (  # noqa: F401  (re-exported: the public names of this room)
-    FORMAT, RAMPS, RANK_RTOL, Array, GLPath, Plane, RankMismatchError, Spectral, _covariance, congruence,
+    FORMAT, RAMPS, RANK_RTOL, Array, GLPath, Plane, RankMismatchError, Spectral, checked_covariance, congruence,
     gl_path, numerical_rank, pinv_from_factor, ramp, rotation_log, spectral_so,
 )
 
@@ -312,8 +312,8 @@ def build_controls(
     T = float(T)
     if not (math.isfinite(T) and T > 0):
         raise ValueError(f"T must be a positive finite number, got {T!r}")
-    S0 = _covariance(Sigma0, "Sigma0", tol)
-    S1 = _covariance(Sigma_hat, "Sigma_hat", tol)
+    S0 = checked_covariance(Sigma0, "Sigma0", tol)
+    S1 = checked_covariance(Sigma_hat, "Sigma_hat", tol)
     d = S0.shape[0]
     m0 = _vector(mu0, "mu0", d)
     m1 = _vector(mu_hat, "mu_hat", d)

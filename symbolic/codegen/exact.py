@@ -7,6 +7,7 @@ is exact arithmetic on ``sympy.Matrix``: :math:`(AB)_{ij}=\sum_k A_{ik}B_{kj}` o
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import sympy as sp
@@ -15,7 +16,7 @@ from .ir import NONPOLYNOMIAL_OPS, Op, Program, map_dimensions
 
 
 
-def evaluate(program: Program, values: dict[str, Any], ops: "MatrixOps") -> tuple[Any, ...]:
+def evaluate(program: Program, values: Mapping[str, object], ops: "MatrixOps") -> tuple[Any, ...]:
     """Interpret a program with an arbitrary exact or interval matrix arithmetic ``ops``."""
     env = dict(values)
     for op in program.ops:

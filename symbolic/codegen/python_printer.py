@@ -14,7 +14,7 @@ from typing import Any, Callable
 import sympy as sp
 
 from .ir import NONPOLYNOMIAL_OPS, Op, Program, map_dimensions
-from .scalar import ScalarCode, ELEMENTARY, _number, print_map
+from .scalar import ScalarCode, ELEMENTARY, number_literal, print_map
 
 
 
@@ -36,7 +36,7 @@ class PythonArrayPrinter:
     def linear(self, args: tuple[str, ...], coeffs: tuple[sp.Expr, ...]) -> str:
         parts = []
         for a, c in zip(args, coeffs):
-            num = _number(c)
+            num = number_literal(c)
             term = a if num == "1" else (f"-{a}" if num == "-1" else f"{num} * {a}")
             parts.append(term)
         return " + ".join(parts).replace("+ -", "- ")

@@ -15,7 +15,8 @@ from .ir import Op, scalar_map
 
 
 
-def _number(c: sp.Expr) -> str:
+def number_literal(c: sp.Expr) -> str:
+    """The Python literal of a numeric coefficient (an integer, else its float ``repr``)."""
     c = sp.nsimplify(c)
     if not c.is_number:
         raise ValueError(f"coefficient {c} is not a number")
