@@ -100,7 +100,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypedDict
 
 import numpy as np
 import torch
@@ -124,6 +124,56 @@ def parse_keep(keep: str | Sequence[str]) -> tuple[str, ...]:
     if not out or len(out) == 3:
         raise ValueError("keep must be a nonempty proper subset of B, T, H (something must be traced)")
     return out
+
+
+class ConsensusSpectrum(TypedDict):
+    """The spectrum of a partial trace with its error bars (:meth:`PartialTrace.spectrum`); None where not kept."""
+
+    eigenvalues: list[float]
+    stderr_frobenius: float
+    eigenvectors: Tensor
+    stderr: list[float] | None
+    stderr_delta: list[float] | None
+    stderr_jackknife: list[float] | None
+    eigenvalues_jackknife: list[float] | None
+    bias: list[float] | None
+    lower: list[float | None]
+    upper: list[float | None]
+    t_quantile: float | None
+    trusted: bool
+    trust_reason: str
+
+
+class ConsensusEntry(TypedDict):
+    """The ``consensus`` entry of ``kpflow analyze`` (:func:`consensus`): the spectrum, its path and its cost."""
+
+    keep: str
+    traced: str
+    operator: str
+    normalisation: str
+    eigenvalues: list[float]
+    stderr: list[float] | None
+    stderr_frobenius: float
+    stderr_delta: list[float] | None
+    stderr_jackknife: list[float] | None
+    eigenvalues_jackknife: list[float] | None
+    bias: list[float] | None
+    lower: list[float | None]
+    upper: list[float | None]
+    interval: str
+    t_quantile: float | None
+    jackknife_groups: int
+    trusted: bool
+    trust_reason: str
+    probes: int
+    method: str
+    exact: bool
+    path: str
+    path_reason: str
+    predicted_cpu_s: float
+    cpu_s: float
+    block_sum_relative_difference: float
+    block_sum_eigenvalues: list[float]
 
 
 @dataclass
@@ -160,7 +210,7 @@ class PartialTrace:
     def exact(self) -> bool:
         return self.method.startswith("exact")
 
-    def spectrum(self, top: int | None = None) -> dict[str, Any]:
+    def spectrum(self, top: int | None = None) -> ConsensusSpectrum:
         r"""Consensus spectrum of :math:`\operatorname{tr}_S(A)/|S|` (see module docstring), descending.
 
         Returns ``eigenvalues`` (of the estimate :math:`\bar M/|S|`), ``stderr`` (per eigenvalue: the
@@ -508,7 +558,7 @@ def gram_factors(kp: Any, which: str) -> tuple[Operator, Callable[[Tensor], Tens
 
 def consensus(kp: Any, which: str, keep: str | Sequence[str], *, probes: int = 64, seed: int = 0,
               top: int = 20, exact: bool | None = None, budget_bytes: int = BUDGET_BYTES,
-              estimator: str = "factor") -> dict[str, Any]:
+              estimator: str = "factor") -> ConsensusEntry:
     r"""Consensus spectrum of one KPFlow operator (``which`` in ``"K"``, ``"PP"``, ``"PKP"``).
 
     Uses the Gram factors of :func:`gram_factors` (so every per-probe matrix is PSD): the exact path

@@ -49,7 +49,7 @@ H = 64: τ ≈ 3e-13; float32: τ ≈ 1.6e-4).
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Sequence, TypedDict
 
 import torch
 from .operators import KPFlow, Trajectory, hidden_ntk, jvp, loss, readout_error, rollout
@@ -63,7 +63,68 @@ def eps_of(dtype: torch.dtype) -> float:
     return float(torch.finfo(dtype).eps)
 
 
-def rounding(tr: Trajectory, sensitivity: float) -> dict[str, Any]:
+class RoundingFloor(TypedDict):
+    """The rounding floor and tolerance of an exact identity (:func:`rounding`), with what they were made of."""
+
+    dtype: str
+    eps: float
+    terms: int
+    sensitivity: float
+    floor: float
+    tolerance: float
+    definition: str
+
+
+class StepRow(TypedDict, total=False):
+    """One finite-difference step of :func:`prop1`: residuals, their rounding floors, the observed order (after the first)."""
+
+    eta: float
+    residual: float
+    cor1_residual: float
+    roundoff_floor: float
+    cor1_roundoff_floor: float
+    observed_order: float | None
+
+
+class Prop1Check(TypedDict):
+    """Proposition 1 and Corollary 1 against finite differences (:func:`prop1`)."""
+
+    name: str
+    statement: str
+    fd: list[StepRow]
+    prop1_jvp: float
+    cor1_jvp: float
+    gradient: float
+    flow_norm: float
+    reference: str
+    rounding: RoundingFloor
+
+
+class AdjointResiduals(TypedDict):
+    r"""Relative residuals of :math:`\langle Aq,r\rangle=\langle q,A^*r\rangle` for P, K and :math:`P^{-1}`."""
+
+    name: str
+    P: float
+    K: float
+    P_inv: float
+
+
+class IdentityResidual(TypedDict):
+    """The relative residual of one operator identity."""
+
+    name: str
+    residual: float
+
+
+class OperatorIdentities(TypedDict):
+    """The adjoint, inverse and hidden-NTK identities (:func:`operator_identities`)."""
+
+    adjoint: AdjointResiduals
+    inverse: IdentityResidual
+    ntk: IdentityResidual
+
+
+def rounding(tr: Trajectory, sensitivity: float) -> RoundingFloor:
     """The rounding floor and the tolerance of an exact identity for this trajectory (module docstring)."""
     B, T, H = tr.shape
     eps = eps_of(tr.dtype)
@@ -116,7 +177,7 @@ def _perturbed(tr: Trajectory, rel: float, seed: int = 11) -> torch.Tensor:
 
 
 def prop1(kp: KPFlow, W_out: torch.Tensor, b_out: torch.Tensor, y: torch.Tensor,
-          rel_steps: Sequence[float] = (1e-1, 1e-2, 1e-3, 1e-4)) -> dict[str, Any]:
+          rel_steps: Sequence[float] = (1e-1, 1e-2, 1e-3, 1e-4)) -> Prop1Check:
     r"""Proposition 1 and Corollary 1 against finite-difference gradient steps (see module docstring).
 
     The operators' flow :math:`-\mathcal P\mathcal K\mathcal P^*\mathrm{Err}` is computed in the dtype in
@@ -158,7 +219,7 @@ def prop1(kp: KPFlow, W_out: torch.Tensor, b_out: torch.Tensor, y: torch.Tensor,
     noise_z = float(dZ.norm()) + eps_ref * zn
     noise_y = float((dZ @ Wo.T).norm()) + eps_ref * float((ref.Z @ Wo.T).norm())
     dZ_s = dZ if ref.dtype == tr.dtype else _perturbed(ref, 4 * eps_of(tr.dtype)) - ref.Z
-    rows = []
+    rows: list[StepRow] = []
     for eta in etas:
         with torch.no_grad():
             Z2 = rollout(ref.cell, {k: ref.theta[k] - eta * g[k] for k in g}, ref.x, ref.h0)
@@ -175,7 +236,7 @@ def prop1(kp: KPFlow, W_out: torch.Tensor, b_out: torch.Tensor, y: torch.Tensor,
             "rounding": rounding(tr, float(dZ_s.norm()) / (4 * zn) if zn > 0 else 0.0)}
 
 
-def operator_identities(kp: KPFlow, seed: int = 0) -> dict[str, Any]:
+def operator_identities(kp: KPFlow, seed: int = 0) -> OperatorIdentities:
     """Adjoint, inverse and hidden-NTK residuals on random probes (float64)."""
     gen = torch.Generator().manual_seed(seed)
     shp = kp.tr.shape

@@ -39,7 +39,7 @@ sum over time. The Volterra operator :math:`(Vq)(t)=\int_0^tq` on :math:`L^2[0,T
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypedDict
 
 import numpy as np
 import torch
@@ -187,7 +187,29 @@ def _chunked(f: Callable[[torch.Tensor], torch.Tensor], V: torch.Tensor, shape: 
     return out
 
 
-def sketch_spectrum(op: Operator, l: int, r: int, seed: int = 0) -> dict[str, Any]:
+class SketchSpectrum(TypedDict):
+    r"""What :func:`sketch_spectrum` returns: :math:`\sigma_i^2` of the compression (descending), :math:`\|A\|_F^2`,
+    :math:`\sum\sigma^4` and the number of applications of A or :math:`A^\top`."""
+
+    sigma2: np.ndarray
+    total: float
+    fourth: float
+    applications: int
+
+
+class EffectiveRank(TypedDict, total=False):
+    """An operator's effective rank (:func:`effective_rank`); ``participation_ratio_method`` only when sketched."""
+
+    value: int
+    method: str
+    exact: bool
+    lower_bound: bool
+    participation_ratio: float
+    participation_ratio_method: str
+    size: int
+
+
+def sketch_spectrum(op: Operator, l: int, r: int, seed: int = 0) -> SketchSpectrum:
     r"""Top singular values, :math:`\|A\|_F^2` and :math:`\sum\sigma^4` of ``op`` from batched sketches.
 
     Q: orthonormal basis of :math:`A\Omega` (:math:`\Omega` l Rademacher vectors); Z: the compression
@@ -221,7 +243,7 @@ def sketch_spectrum(op: Operator, l: int, r: int, seed: int = 0) -> dict[str, An
 
 
 def effective_rank(op: Operator, *, exact_max: int = 2000, k: int | None = None, frac: float = 0.95,
-                   seed: int = 0) -> dict[str, Any]:
+                   seed: int = 0) -> EffectiveRank:
     r"""Effective rank of ``op`` (see module docstring), exact, or from batched randomized sketches.
 
     Above ``exact_max`` the top ``k`` singular values come from :func:`sketch_spectrum` (k + 10
@@ -230,7 +252,7 @@ def effective_rank(op: Operator, *, exact_max: int = 2000, k: int | None = None,
 
     Returns
     -------
-    dict
+    EffectiveRank
         ``value`` (int), ``method``, ``exact`` (bool), ``lower_bound`` (True if the top-k
         singular values did not reach ``frac`` of the estimated total, so the rank is > k),
         ``participation_ratio`` :math:`(\sum\sigma^2)^2/\sum\sigma^4`.

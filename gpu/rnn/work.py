@@ -23,7 +23,7 @@ The counts mirror :mod:`.identities`, :mod:`.spectra`, :mod:`.consensus` and
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 #: Memory for one batch of probe vectors (and as much for their images).
 BUDGET_BYTES = 256 * 2**20
@@ -91,8 +91,31 @@ def parameter_count(cell: str, H: int, I: int) -> int:
     return H * (I + 1)  # linear
 
 
+class ConsensusPlan(TypedDict):
+    """The path a consensus stage takes (:func:`consensus_plan`): why, and its predicted CPU seconds and work."""
+
+    exact: bool
+    reason: str
+    predicted_cpu_s: float
+    exact_cpu_s: float
+    estimate_cpu_s: float
+    work: dict[str, float]
+
+
+class AnalysisWork(TypedDict):
+    """The work of ``kpflow analyze`` (:func:`analysis_work`): counts, sizes and steps per primitive, bytes per stage."""
+
+    counts: dict[str, float]
+    sizes: dict[str, float]
+    steps: dict[str, float]
+    bytes: dict[str, int]
+    persistent_bytes: int
+    consensus: ConsensusPlan | None
+    consensus_counts: dict[str, float]
+
+
 def analysis_work(B: int, T: int, H: int, I: int, cell: str, *, mode: str = "stored", consensus: str | None = None,
-                  probes: int = 64, op: str = "PKP", exact_max: int = 1200) -> dict[str, Any]:
+                  probes: int = 64, op: str = "PKP", exact_max: int = 1200) -> AnalysisWork:
     """Counts of every primitive of ``kpflow analyze`` (module docstring) and its arrays' bytes.
 
     Returns ``{"counts": {primitive: applications}, "sizes": {primitive: multiply-adds of one}, "bytes":
@@ -144,7 +167,7 @@ def analysis_work(B: int, T: int, H: int, I: int, cell: str, *, mode: str = "sto
     per_vector = item * (8 * w * n + 2 * dim)  # one vector through G or G^T (ParameterJacobian._chunk)
     stage = {"effective_rank": sketch_bytes, "thm_2": 4 * bc * T * H * H * item + (0 if J_bytes else bc * T * H * H * item),
              "parameter_batches": min(BATCH_BYTES, per_vector * vectors)}
-    plan: dict[str, Any] | None = None
+    plan: ConsensusPlan | None = None
     consensus_counts: dict[str, float] = {}
     if consensus is not None:
         keep = [a for a in AXES if a in consensus]
@@ -330,7 +353,7 @@ def consensus_seconds(work: dict[str, float]) -> float:
 
 def consensus_plan(B: int, T: int, H: int, I: int, cell: str, keep: str, probes: int, *, op: str = "PKP",
                    mode: str = "stored", estimator: str = "factor", exact: bool | None = None,
-                   top: int = 20, dim: int | None = None) -> dict[str, Any]:
+                   top: int = 20, dim: int | None = None) -> ConsensusPlan:
     r"""Which path a consensus stage takes, and its predicted CPU seconds.
 
     The exact path is taken when asked (``exact=True``), or by default when its predicted CPU seconds are at
