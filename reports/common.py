@@ -8,15 +8,14 @@ page links to it.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import re
 from typing import Any, Callable, Iterable, Mapping, TypedDict
 
 from ..records import TheoremRecord
 from .catalogue_tex import hypothesis_tex
-from .html import mathml, slugify
-from .values import claim_markdown, quantity_table, value_markdown
+from .html import slugify
+from .values import claim_markdown, plain, quantity_table, value_markdown
 
 
 class _SectionParts(TypedDict):
@@ -122,49 +121,6 @@ def cell_math(latex: str) -> str:
     pieces before their relations); ``\|`` and ``|`` become ``\Vert``, ``\vert`` (GitHub tables split on pipes)."""
     latex = re.sub(r"\s+", " ", latex).replace(r"\|", r"\Vert ").replace("|", r"\vert ").strip()
     return " ".join(f"${q}$" for p in split_formula(latex) for q in _split_relations(p))
-
-
-def code(text: Any) -> str:
-    """Inline code span for any text (backticks in the text get a longer fence; in a table cell, pass
-    the cell through :func:`flowcert.reports.values.table_safe`)."""
-    s = re.sub(r"\s+", " ", str(text))
-    fence = "``" if "`" in s else "`"
-    return f"{fence} {s} {fence}" if fence == "``" else f"`{s}`"
-
-
-# Markdown punctuation that could start markup here; an underscore only at a word's edge
-# (CommonMark never reads an intraword one as emphasis), so snake_case names stay legible
-_MD_SPECIAL = re.compile(r"([\\`*\[\]{}<#|&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
-
-
-#: One inline formula of a record's text: ``$…$``, no space inside either delimiter, no digit outside
-#: (the renderer's own rule, :func:`flowcert.reports.html._math_inline_rule`).
-_RECORD_MATH = re.compile(r"(?<![\d$\\])\$(?=[^\s$])([^$]*?[^\s$\\])\$(?![\d$])")
-
-
-@functools.lru_cache(maxsize=4096)
-def _converts(latex: str) -> bool:
-    try:
-        mathml(latex, False)
-    except ValueError:
-        return False
-    return True
-
-
-def plain(text: Any) -> str:
-    r"""Text from a record (a method, a reason, a name) as Markdown: prose verbatim, formulas as maths.
-
-    A record's text writes its formulas as TeX between ``$`` (``decided by exact rational
-    $LDL^\top$``): those stay formulas (MathML on the page) and the prose around them has its
-    Markdown punctuation backslash-escaped. Text that would still show ``$`` or a TeX command
-    (``\name``) outside a formula, or holds a formula that does not convert, is set as code instead.
-    """
-    s = re.sub(r"\s+", " ", str(text)).strip()
-    pieces = _RECORD_MATH.split(s)  # prose, formula, prose, …
-    prose, formulas = pieces[::2], pieces[1::2]
-    if any("$" in p or re.search(r"\\[A-Za-z]", p) for p in prose) or not all(map(_converts, formulas)):
-        return code(s)
-    return "".join(_MD_SPECIAL.sub(r"\\\1", p) if i % 2 == 0 else f"${p}$" for i, p in enumerate(pieces))
 
 
 def _top_level_text(latex: str) -> list[tuple[str, str]]:

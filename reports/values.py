@@ -5,18 +5,22 @@ values. :func:`quantity_table` shows one as a two-column table, the key as mathe
 :mod:`flowcert.reports.catalogue_tex` has its TeX, each value by :func:`value_markdown`: a float
 with four significant digits (:func:`number`: ``2.9999999999999925`` is ``3``), a small matrix
 as :math:`\begin{pmatrix}\cdot\end{pmatrix}`, a hypothesis or certificate object in words.
-Nothing is cut in the middle of a JSON text; a long list states how many values it holds.
+Nothing is cut in the middle of a JSON text; a long list states how many values it holds. A text of
+a record (a method, a reason, a name) is set by :func:`plain`: its prose as Markdown, its ``$…$``
+formulas as maths.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Any, Mapping
 
+from ..mathml import mathml
 from .catalogue_tex import hypothesis_tex, quantity_tex
 
-__all__ = ["number", "tex_number", "value_markdown", "quantity_table", "table_safe", "key_markdown"]
+__all__ = ["number", "tex_number", "value_markdown", "quantity_table", "table_safe", "key_markdown", "plain", "code"]
 
 #: Lists longer than this show their first values and their length.
 LIST_SHOWN = 12
@@ -42,10 +46,47 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _plain(text: Any) -> str:
-    from .common import plain
+def code(text: Any) -> str:
+    """Inline code span for any text (backticks in the text get a longer fence; in a table cell, pass
+    the cell through :func:`flowcert.reports.values.table_safe`)."""
+    s = re.sub(r"\s+", " ", str(text))
+    fence = "``" if "`" in s else "`"
+    return f"{fence} {s} {fence}" if fence == "``" else f"`{s}`"
 
-    return plain(text)
+
+# Markdown punctuation that could start markup here; an underscore only at a word's edge
+# (CommonMark never reads an intraword one as emphasis), so snake_case names stay legible
+_MD_SPECIAL = re.compile(r"([\\`*\[\]{}<#|&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
+
+
+#: One inline formula of a record's text: ``$…$``, no space inside either delimiter, no digit outside
+#: (the renderer's own rule, :func:`flowcert.reports.html._math_inline_rule`).
+_RECORD_MATH = re.compile(r"(?<![\d$\\])\$(?=[^\s$])([^$]*?[^\s$\\])\$(?![\d$])")
+
+
+@functools.lru_cache(maxsize=4096)
+def _converts(latex: str) -> bool:
+    try:
+        mathml(latex, False)
+    except ValueError:
+        return False
+    return True
+
+
+def plain(text: Any) -> str:
+    r"""Text from a record (a method, a reason, a name) as Markdown: prose verbatim, formulas as maths.
+
+    A record's text writes its formulas as TeX between ``$`` (``decided by exact rational
+    $LDL^\top$``): those stay formulas (MathML on the page) and the prose around them has its
+    Markdown punctuation backslash-escaped. Text that would still show ``$`` or a TeX command
+    (``\name``) outside a formula, or holds a formula that does not convert, is set as code instead.
+    """
+    s = re.sub(r"\s+", " ", str(text)).strip()
+    pieces = _RECORD_MATH.split(s)  # prose, formula, prose, …
+    prose, formulas = pieces[::2], pieces[1::2]
+    if any("$" in p or re.search(r"\\[A-Za-z]", p) for p in prose) or not all(map(_converts, formulas)):
+        return code(s)
+    return "".join(_MD_SPECIAL.sub(r"\\\1", p) if i % 2 == 0 else f"${p}$" for i, p in enumerate(pieces))
 
 
 def key_markdown(key: str) -> str:
@@ -90,15 +131,15 @@ def value_markdown(v: Any, depth: int = 0) -> str:
     if _is_number(v):
         return number(v)
     if isinstance(v, str):
-        return _plain(v)
+        return plain(v)
     if isinstance(v, Mapping):
         if {"name", "status"} <= set(v):
             margin = f"; margin {number(v['margin'])}" if _is_number(v.get("margin")) else ""
-            name = hypothesis_tex(v["name"]) or _plain(v["name"])  # the hypothesis as mathematics, not its identifier
-            return f"`{v['status']}` {name} (decided by {_plain(v.get('method') or 'unspecified')}{margin})"
+            name = hypothesis_tex(v["name"]) or plain(v["name"])  # the hypothesis as mathematics, not its identifier
+            return f"`{v['status']}` {name} (decided by {plain(v.get('method') or 'unspecified')}{margin})"
         if {"kind", "claim"} <= set(v):
             return (f"certificate `{v['kind']}`: {claim_markdown(v['claim'])} (re-checked by "
-                    f"{_plain(v.get('checker') or 'unspecified')})")
+                    f"{plain(v.get('checker') or 'unspecified')})")
         return "(" + _inline_mapping(v, depth) + ")" if depth else _inline_mapping(v, depth)
     if isinstance(v, (list, tuple)):
         if not v:
@@ -112,7 +153,7 @@ def value_markdown(v: Any, depth: int = 0) -> str:
             return f"{len(v)}×{max(len(r) for r in v)} array (in the JSON record)"
         items = [value_markdown(x, depth + 1) for x in v[:LIST_SHOWN]]
         return "; ".join(items) + (f"; … ({len(v)} in all)" if len(v) > LIST_SHOWN else "")
-    return _plain(v)
+    return plain(v)
 
 
 def table_safe(md: str) -> str:
