@@ -82,17 +82,14 @@ MANIFOLD_TOL = 1e-9
 DEFAULT_N = 10
 
 Value = Any  # np.ndarray (constant) or sp.Matrix (entries in t)
-#: A matrix as a parameter file writes it: rows of numbers, or of expression strings in t.
-MatrixJSON = list[list[Union[float, str]]]
-
-
 class HeadJSON(TypedDict, total=False):
-    """One head as ``params.heads`` writes it: ``Q``, ``K`` and ``V``, or ``P`` (:math:`Q^\\top K`) and ``V``."""
+    """One head as ``params.heads`` writes it: ``Q``, ``K`` and ``V``, or ``P`` (:math:`Q^\\top K`) and ``V``;
+    each a matrix as rows of numbers, or of expression strings in t."""
 
-    Q: MatrixJSON
-    K: MatrixJSON
-    P: MatrixJSON
-    V: MatrixJSON
+    Q: list[list[Union[float, str]]]
+    K: list[list[Union[float, str]]]
+    P: list[list[Union[float, str]]]
+    V: list[list[Union[float, str]]]
 
 
 def _echo(value: Value) -> Any:

@@ -19,11 +19,7 @@ from ..records import CertificateRecord, Document, JSONObject, JSONValue
 from .classify import LimitRecord
 
 __all__ = ["ClassRecord", "EquilibriaBody", "EquilibriaDocument", "EquilibriumRecord", "RunClassification",
-           "SimulationRecord", "Spectrum"]
-
-#: A spectrum as ``[real, imaginary]`` pairs.
-Spectrum = list[list[float]]
-
+           "SimulationRecord"]
 
 class ClassRecord(TypedDict, total=False):
     """The verdict at the class :math:`(k,n_1,n_2)` (1-based ``k``), its certificate and closed-form spectra."""
@@ -36,8 +32,9 @@ class ClassRecord(TypedDict, total=False):
     verdict: str
     reason: str
     certificate: CertificateRecord | None
-    tangent_spectrum: Spectrum
-    ambient_spectrum: Spectrum
+    #: the tangent and ambient spectra, as ``[real, imaginary]`` pairs
+    tangent_spectrum: list[list[float]]
+    ambient_spectrum: list[list[float]]
     #: a repeated eigenvalue: the eigenspace the class's points range over
     subspace: JSONObject
 
@@ -46,8 +43,8 @@ class ClassRecord(TypedDict, total=False):
 #: None), the point ``X``, spectra, ``stable`` and the certificate that decides it (or None).
 EquilibriumRecord = TypedDict("EquilibriumRecord", {
     "class": list[str], "eigvec_index": Union[int, None], "signs": list[int], "n1": int, "n2": int,
-    "X": list[list[float]], "clusters": JSONValue, "tangent_spectrum": Union[Spectrum, None],
-    "ambient_spectrum": Union[Spectrum, None], "stable": Union[bool, None], "certificate": Union[JSONObject, None],
+    "X": list[list[float]], "clusters": JSONValue, "tangent_spectrum": Union[list[list[float]], None],
+    "ambient_spectrum": Union[list[list[float]], None], "stable": Union[bool, None], "certificate": Union[JSONObject, None],
     "subspace": JSONObject, "reason": str}, total=False)
 
 
