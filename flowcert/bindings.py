@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .certificates.core import Certificate, HypothesisResult
+from .records import Document
 
 if TYPE_CHECKING:
     from .catalogue import Theorem
@@ -158,18 +159,18 @@ _REGISTRY: dict[str, dict[str, Entry]] = {}
 
 #: system -> ``check(doc) -> [(JSON path, reason)]``: document-level checks beyond the theorems
 #: (the gaussian regime), run by ``flowcert recheck`` after the theorems.
-EXTRA_CHECKS: dict[str, Callable[[Mapping[str, Any]], list[tuple[str, str]]]] = {}
+EXTRA_CHECKS: dict[str, Callable[[Document], list[tuple[str, str]]]] = {}
 
 #: system -> name -> ``fn(doc)``: inputs a subject may name that the document does not store but fixes
 #: (a reproducible computation: tokens drawn from a recorded seed, a matrix fixed by a size), recomputed
 #: by ``flowcert recheck`` from the document itself; ``KeyError`` when the document cannot give one.
-DERIVED: dict[str, dict[str, Callable[[Mapping[str, Any]], Any]]] = {}
+DERIVED: dict[str, dict[str, Callable[[Document], Any]]] = {}
 
 
-def derived_by(module: str, name: str) -> Callable[[Mapping[str, Any]], Any]:
+def derived_by(module: str, name: str) -> Callable[[Document], Any]:
     """A :data:`DERIVED` function ``module.name(doc)``, imported on first use (a catalogue declares its
     derived inputs without importing the system that computes them)."""
-    def fn(doc: Mapping[str, Any]) -> Any:
+    def fn(doc: Document) -> Any:
         import importlib
 
         return getattr(importlib.import_module(module), name)(doc)

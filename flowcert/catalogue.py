@@ -68,7 +68,7 @@ class CrossCheck(Itself):
         return {"status": self.status.value, "details": self.details}
 
     @classmethod
-    def from_json(cls, rec: Mapping[str, Any] | None) -> CrossCheck:
+    def from_json(cls, rec: CrossCheckRecord | None) -> CrossCheck:
         """From a cross-check record of a saved document.
 
         Parameters
@@ -219,7 +219,7 @@ class Theorem(Itself):
         }, self._order, self.extra)
 
     @classmethod
-    def from_json(cls, rec: Mapping[str, Any]) -> Theorem:
+    def from_json(cls, rec: TheoremRecord) -> Theorem:
         """From a theorem record of a saved document (its key order, unknown keys, ``applies``,
         ``source`` and ``rests_on`` kept as they came).
 

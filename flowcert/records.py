@@ -12,8 +12,9 @@ pass around, so that a signature says which record it reads or writes instead of
   Table 1 reading, eq. (7): :math:`\dot\Sigma=A\Sigma+\Sigma A^\top+V\Sigma B\Sigma+\Sigma B^\top\Sigma V^\top`);
 * :class:`ProvenanceRecord` (the checkpoint head a pretrained export came from) and
   :class:`SweepLine` (one line of a sweep's JSONL);
-* :data:`JSONValue` / :data:`JSONObject` for a value read from or written as JSON whose shape the
-  contract leaves open (a system's ``params``, a prediction, a certificate's ``data``).
+* ``JSONValue`` / ``JSONObject`` (from :mod:`flowcert.certificates.records`) for a value read from or
+  written as JSON whose shape the contract leaves open (a system's ``params``, a prediction, a
+  certificate's ``data``).
 
 The classes are ``total=False``: a record built in steps, or read back for checking, may lack a key;
 :mod:`flowcert.recheck` decides which keys a document must have.
@@ -21,15 +22,19 @@ The classes are ``total=False``: a record built in steps, or read back for check
 
 from __future__ import annotations
 
-from typing import Any, TypedDict, Union
+from typing import TypedDict
 
-__all__ = ["JSONValue", "JSONObject", "SourceRecord", "CertificateRecord", "HypothesisRecord",
-           "CrossCheckRecord", "TheoremRecord", "RegimeRecord", "ProvenanceRecord", "Document", "SweepLine"]
+from .certificates.records import CertificateJSON, HypothesisJSON, JSONObject, JSONValue
 
-#: A value as JSON carries it (numbers, strings, booleans, null, lists and objects of these).
-JSONValue = Union[None, bool, int, float, str, list[Any], dict[str, Any]]
-#: A JSON object whose keys the contract leaves open (its values are :data:`JSONValue`).
-JSONObject = dict[str, JSONValue]
+__all__ = ["SourceRecord", "CrossCheckRecord", "TheoremRecord", "RegimeRecord", "ProvenanceRecord", "Document",
+           "SweepLine"]
+
+#: A certificate record and a hypothesis record: the shapes the certificates layer writes
+#: (:class:`flowcert.certificates.records.CertificateJSON`, ``HypothesisJSON``), under the names of this module.
+#: ``JSONValue`` and ``JSONObject`` (a value as JSON carries it; an object whose keys the contract leaves open)
+#: are that layer's too.
+CertificateRecord = CertificateJSON
+HypothesisRecord = HypothesisJSON
 
 
 class SourceRecord(TypedDict, total=False):
@@ -42,28 +47,6 @@ class SourceRecord(TypedDict, total=False):
     url: str
     file: str
     citation: str
-
-
-class CertificateRecord(TypedDict, total=False):
-    """An exact certificate: ``claim`` about ``subject``, proved by ``data`` and re-checked by ``checker``."""
-
-    kind: str
-    claim: str
-    data: JSONObject
-    subject: JSONObject
-    checker: str
-    digest: str
-
-
-class HypothesisRecord(TypedDict, total=False):
-    """One hypothesis of a theorem, decided on the given parameters (``holds``/``fails``/``unknown``/``assumed``)."""
-
-    name: str
-    status: str
-    margin: float | None
-    method: str
-    detail: str
-    certificate: CertificateRecord | None
 
 
 class CrossCheckRecord(TypedDict, total=False):
@@ -102,6 +85,12 @@ class RegimeRecord(TypedDict, total=False):
     global_existence: JSONObject
     growth_rate: JSONValue
     reason: str
+    observed_note: str
+    trace_bound: JSONValue
+    riccati: JSONObject
+    spectra: JSONObject | None
+    mu_certificate: JSONObject | None
+    bounded_by: str
 
 
 class ProvenanceRecord(TypedDict, total=False):

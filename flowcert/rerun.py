@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from typing import Any, Mapping
+from .records import Document
 
 __all__ = ["RERUN_RTOL", "RERUN_FLOOR", "rerun"]
 
@@ -86,7 +87,7 @@ def _record(a: Any, b: Any, path: str, out: list[tuple[str, str]], state: Any = 
     compare_run(a, b, path, max(_numbers(a) + _numbers(b) + _numbers(state), default=0.0), out)
 
 
-def _verify_checks(doc: Mapping[str, Any], sysobj: Any) -> tuple[frozenset[str], int | None]:
+def _verify_checks(doc: Document, sysobj: Any) -> tuple[frozenset[str], int | None]:
     """The cross-checks a verify document ran (its entries' checks, except those whose record says "not
     requested") and the seed its records state (None: none stated)."""
     entry_checks = getattr(sysobj, "entry_checks", None) or {}
@@ -110,7 +111,7 @@ def _verify_checks(doc: Mapping[str, Any], sysobj: Any) -> tuple[frozenset[str],
     return frozenset(ran), seed
 
 
-def rerun(doc: Mapping[str, Any], prefix: str = "$") -> tuple[list[tuple[str, str]], int, int]:
+def rerun(doc: Document, prefix: str = "$") -> tuple[list[tuple[str, str]], int, int]:
     """Re-run a document's records and compare them (module docstring).
 
     Parameters

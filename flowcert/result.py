@@ -233,7 +233,7 @@ class Result:
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def from_document(cls, document: Mapping[str, Any], params: Any = None, run: Any = None) -> Result:
+    def from_document(cls, document: Document, params: Any = None, run: Any = None) -> Result:
         """The typed result of a ``verify`` document.
 
         The systems' documents (:meth:`flowcert.system.System.verify_run`) hold the engine's

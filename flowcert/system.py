@@ -205,11 +205,11 @@ class SystemBase:
     #: top-level parts re-derived from the document's own claims (a consistency pass over them), not from params
     claims_parts: frozenset[str] = frozenset()
 
-    def part_from_claims(self, key: str, doc: Mapping[str, Any]) -> Any:
+    def part_from_claims(self, key: str, doc: Document) -> Any:
         """The part ``key`` of :attr:`claims_parts` as the pass makes it from ``doc``'s claims."""
         raise KeyError(key)
 
-    def check_records(self, doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+    def check_records(self, doc: Document) -> list[tuple[str, str]]:
         """Refusals ``(JSON path, reason)`` of the document's records by type and range (none here)."""
         return []
 
@@ -218,16 +218,16 @@ class SystemBase:
     #: keys only a verify document has (any one of them makes a document one)
     VERIFY_KEYS = frozenset({"theorems", "regime", "consistency", "simulation", "identities", "effective_rank"})
 
-    def rederivable(self, doc: Mapping[str, Any]) -> bool:
+    def rederivable(self, doc: Document) -> bool:
         """Whether a document of this system can be re-derived from its ``params`` alone: here its verify
         documents (a system that re-derives a command's documents too extends this and :meth:`rederived`)."""
         return bool(self.VERIFY_KEYS & doc.keys()) and not (self.COMMAND_KEYS & doc.keys())
 
-    def record_patterns(self, doc: Mapping[str, Any]) -> tuple[str, ...]:
+    def record_patterns(self, doc: Document) -> tuple[str, ...]:
         """The record paths of ``doc`` (:attr:`record_paths`; a command's documents may have others)."""
         return self.record_paths
 
-    def rerun_document(self, raw: JSONObject, doc: Mapping[str, Any], *, simulate: bool, seed: int | None,
+    def rerun_document(self, raw: JSONObject, doc: Document, *, simulate: bool, seed: int | None,
                        checks: frozenset[str]) -> Document:
         """The document ``doc`` made again with its runs repeated (``recheck --rerun``, :mod:`flowcert.rerun`): here
         ``verify`` on the reader input ``raw`` with ``simulate``, ``seed`` and ``checks`` (a system whose commands
@@ -236,7 +236,7 @@ class SystemBase:
 
         return plain(verify_document(self.name, raw, simulate=simulate, seed=seed, checks=checks))
 
-    def rederived(self, raw: JSONObject, doc: Mapping[str, Any]) -> Document:
+    def rederived(self, raw: JSONObject, doc: Document) -> Document:
         """The document ``verify`` writes for the reader input ``raw`` without simulating (plain JSON): what
         ``recheck`` compares ``doc`` with. A system whose document depends on a run overrides this."""
         from .documents import plain, verify_document
@@ -264,7 +264,7 @@ class SystemBase:
         return []
 
     @staticmethod
-    def summary_lines(doc: Mapping[str, Any], detail: bool = False) -> list[str]:
+    def summary_lines(doc: Document, detail: bool = False) -> list[str]:
         """The text lines of the system's own parts of a ``verify`` document, after the theorems: here
         the ``simulation`` record where there is one (a system with more parts extends it).
 

@@ -221,7 +221,7 @@ def _hypothesis(h: Mapping[str, Any]) -> list[str]:
     return [line, "  ::: details detail", *(f"  {d}\n" for d in detail), "  :::"]
 
 
-def theorem_block(r: Mapping[str, Any], link: Callable[[Any], str] | None = None) -> list[str]:
+def theorem_block(r: TheoremRecord, link: Callable[[Any], str] | None = None) -> list[str]:
     """One readable block for a theorem record: statement, hypotheses list, prediction, cross-check.
 
     The block's heading carries the anchor :func:`theorem_anchor` of the id, so the front page links
@@ -257,7 +257,7 @@ def theorem_block(r: Mapping[str, Any], link: Callable[[Any], str] | None = None
     return lines + ["::::", ""]
 
 
-def theorem_blocks(records: Iterable[Mapping[str, Any]], link: Callable[[Any], str] | None = None) -> list[str]:
+def theorem_blocks(records: Iterable[TheoremRecord], link: Callable[[Any], str] | None = None) -> list[str]:
     """Markdown blocks of theorem records (:func:`theorem_block`), one after another."""
     return [line for r in records for line in theorem_block(r, link)]
 

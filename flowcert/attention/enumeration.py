@@ -31,6 +31,7 @@ from ..papers.multistability import (LAMBDA_POSITIVE, LAMBDA_SIMPLE, STABLE, STR
                                      class_subject as _class_subject)
 from .params import AttentionParams
 from .records import ClassRecord, EquilibriaBody, EquilibriumRecord, RunClassification, SimulationRecord
+from ..records import Document
 
 DEFAULT_CAP = 64
 MAX_D, MAX_N = 64, 5000
@@ -311,7 +312,7 @@ def eigen_labels(D: Data, k: int, n1: int, n2: int) -> list[str]:
     return labels
 
 
-def equilibrium_labels(doc: Mapping[str, Any]) -> Any:
+def equilibrium_labels(doc: Document) -> Any:
     """``(k, n1, n2) -> exact labels`` (0-based k, :func:`eigen_labels`) of an equilibria document's
     eigenvector classes, memoised; a string (the reason) when its parameters do not read back. What the
     document checker (:func:`flowcert.papers.multistability.check_equilibria`) compares a record's

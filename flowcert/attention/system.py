@@ -33,11 +33,11 @@ class AttentionSystem(SystemBase):
     name = "attention"
     understood_only = frozenset({"d"})
 
-    def rederivable(self, doc: Mapping[str, Any]) -> bool:
+    def rederivable(self, doc: Document) -> bool:
         """Verify documents, and ``equilibria attention`` documents that name their cap."""
         return super().rederivable(doc) or ("equilibria" in doc and isinstance(doc.get("cap"), int))
 
-    def rederived(self, raw: JSONObject, doc: Mapping[str, Any]) -> Document:
+    def rederived(self, raw: JSONObject, doc: Document) -> Document:
         """An ``equilibria`` document: the listing again, with the document's cap; else the verify document."""
         if "equilibria" not in doc:
             return super().rederived(raw, doc)
@@ -45,7 +45,7 @@ class AttentionSystem(SystemBase):
 
         return plain(self.equilibria(self.load(raw, command="equilibria"), cap=doc["cap"])[0])
 
-    def record_patterns(self, doc: Mapping[str, Any]) -> tuple[str, ...]:
+    def record_patterns(self, doc: Document) -> tuple[str, ...]:
         """Without an exact enumeration (several heads, a causal mask, an ellipsoid) the listing is the end states of
         seeded runs: a record."""
         if "equilibria" in doc and not doc.get("classes"):

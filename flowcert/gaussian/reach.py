@@ -42,7 +42,7 @@ from ..schema import (
 )
 from .params import GaussianParams, load_gaussian
 from ..numeric.gaussian.reach import FORMAT, ReachControls, ReachResult, build_controls
-from ..records import JSONObject
+from ..records import Document, JSONObject
 
 __all__ = ["run", "load_target", "target_schema", "THEOREM", "ReachDocument", "ControlsData"]
 
@@ -337,7 +337,7 @@ def _document(result: Any, T: float, written: str | None, mu0: np.ndarray, Sigma
     }
 
 
-def _inputs(raw: Mapping[str, Any], doc: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+def _inputs(raw: Mapping[str, Any], doc: Document) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                                                   float, int]:
     """A ``reach`` document's start (``raw``: its ``params``), target, horizon and their common exact rank, validated
     as the command validates its files: ``(mu0, Sigma0, mu_hat, Sigma_hat, T, rank)``."""
@@ -361,7 +361,7 @@ def _inputs(raw: Mapping[str, Any], doc: Mapping[str, Any]) -> tuple[np.ndarray,
     return mu0, Sigma0, values["mu"], values["Sigma"], T, _same_rank(Sigma0, values["Sigma"], "the document")
 
 
-def rederived_document(raw: Mapping[str, Any], doc: Mapping[str, Any]) -> ReachDocument:
+def rederived_document(raw: Mapping[str, Any], doc: Document) -> ReachDocument:
     """The derived parts of a ``reach gaussian`` document made again from its own start (``raw``: its ``params``),
     ``target`` and ``T``, validated as the command validates its files, without integrating: the records
     (``terminal_error``, ``integration``, ``controls``) are left null (:mod:`flowcert.rederive` checks them by type
@@ -376,7 +376,7 @@ def rederived_document(raw: Mapping[str, Any], doc: Mapping[str, Any]) -> ReachD
     return _document(None, T, None, mu0, Sigma0, mu_hat, Sigma_hat, rank)
 
 
-def rerun_record(raw: Mapping[str, Any], doc: Mapping[str, Any]) -> ReachDocument:
+def rerun_record(raw: Mapping[str, Any], doc: Document) -> ReachDocument:
     """A ``reach`` document made again with its construction and integration re-run (``recheck --rerun``)."""
     from ..numeric.gaussian import reach as gr
 
@@ -385,7 +385,7 @@ def rerun_record(raw: Mapping[str, Any], doc: Mapping[str, Any]) -> ReachDocumen
     return _document(result, T, doc.get("controls"), mu0, Sigma0, mu_hat, Sigma_hat, rank)
 
 
-def check_records(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+def check_records(doc: Document) -> list[tuple[str, str]]:
     """Refusals ``(JSON path, reason)`` of a ``reach`` document's records by type and range: the integration's
     status is ``ok`` exactly when every terminal error is a number, and the errors are finite and non-negative."""
     integ, err = doc.get("integration"), doc.get("terminal_error")

@@ -89,7 +89,7 @@ class GaussianSystem(SystemBase):
         return p
 
     @staticmethod
-    def summary_lines(doc: Mapping[str, Any], detail: bool = False) -> list[str]:
+    def summary_lines(doc: Document, detail: bool = False) -> list[str]:
         """The text lines of this system's own parts of a ``verify`` document (after the theorems):
         the Table 1 regime (``detail``: with its reason) and the run of eq. (7)."""
         lines = []
@@ -222,18 +222,18 @@ class GaussianSystem(SystemBase):
         return doc, (f"Theorem 3.3 controls over [0, {T}] (rank {doc['rank']}): terminal error "
                      f"mu {err['mu']}, Sigma {err['Sigma']} (relative {err['Sigma_relative']})\n")
 
-    def rederivable(self, doc: Mapping[str, Any]) -> bool:
+    def rederivable(self, doc: Document) -> bool:
         """Verify documents, and the documents of ``design gaussian`` and ``reach gaussian``."""
         return super().rederivable(doc) or command_document(doc) is not None
 
-    def record_patterns(self, doc: Mapping[str, Any]) -> tuple[str, ...]:
+    def record_patterns(self, doc: Document) -> tuple[str, ...]:
         """A ``reach`` document's integration of eq. (7) under the constructed controls is a record (its terminal
         error, the integrator's report, the controls file written)."""
         if command_document(doc) == "reach":
             return (r"^\$\.terminal_error$", r"^\$\.integration$", r"^\$\.controls$")
         return self.record_paths
 
-    def rerun_document(self, raw: JSONObject, doc: Mapping[str, Any], *, simulate: bool, seed: int | None,
+    def rerun_document(self, raw: JSONObject, doc: Document, *, simulate: bool, seed: int | None,
                        checks: frozenset[str]) -> Document:
         """``design`` made again (it has no run); ``reach`` with its construction and integration repeated; a verify
         document through ``verify``."""
@@ -248,7 +248,7 @@ class GaussianSystem(SystemBase):
             return rerun_record(raw, doc)
         return super().rerun_document(raw, doc, simulate=simulate, seed=seed, checks=checks)
 
-    def rederived(self, raw: JSONObject, doc: Mapping[str, Any]) -> Document:
+    def rederived(self, raw: JSONObject, doc: Document) -> Document:
         """Without a run; for a document that ran eq. (7), its regime and Table 1 from the run as its
         ``simulation`` record has it (:func:`~flowcert.gaussian.catalogue.recorded_run`). A ``design`` document
         is made again from its specification; a ``reach`` document's derived parts from its start, target and
@@ -271,7 +271,7 @@ class GaussianSystem(SystemBase):
 
     claims_parts = frozenset({"consistency"})
 
-    def part_from_claims(self, key: str, doc: Mapping[str, Any]) -> Any:
+    def part_from_claims(self, key: str, doc: Document) -> Any:
         """``consistency``: the pass of :func:`flowcert.gaussian.regime.consistency` re-run on the document's claims."""
         import copy
 
@@ -281,7 +281,7 @@ class GaussianSystem(SystemBase):
             raise KeyError(key)
         return consistency(copy.deepcopy({k: doc[k] for k in ("regime", "theorems", "simulation") if k in doc}))
 
-    def check_records(self, doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+    def check_records(self, doc: Document) -> list[tuple[str, str]]:
         """The run record: it ends in (0, t_end]; a run that blew up ends at its blow-up time; one that reached
         its end ends at ``params.t_end``. A ``reach`` document's records: :func:`flowcert.gaussian.reach.check_records`."""
         if command_document(doc) == "reach":
@@ -306,7 +306,7 @@ class GaussianSystem(SystemBase):
         return []
 
 
-def command_document(doc: Mapping[str, Any]) -> str | None:
+def command_document(doc: Document) -> str | None:
     """``"design"`` or ``"reach"`` for the documents of those commands (by the keys only each has), else None."""
     if SystemBase.VERIFY_KEYS & doc.keys():
         return None

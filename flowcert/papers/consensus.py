@@ -26,6 +26,7 @@ from typing import Any, Callable
 from .. import bindings as bd
 from ..bindings import FAILS, HOLDS, Entry, HypothesisBinding, ProofRoute
 from .multistability import check_equilibria
+from ..records import Document
 
 # ---------------------------------------------------------------------------------------------
 # Subjects and hypotheses
@@ -185,7 +186,7 @@ bd.DERIVED.setdefault("attention", {}).update({TOKENS: _derived("initial_tokens_
 _P_ENTRIES = ("consensus:lemma-3.1", "consensus:thm-3.1", "consensus:thm-3.2")
 
 
-def check(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+def check(doc: Document) -> list[tuple[str, str]]:
     r"""Refusals ``(JSON path, reason)`` of an attention document beyond its hypotheses: the equilibria
     records (:func:`flowcert.papers.multistability.check_equilibria`); in a ``verify`` document, exactly one
     of ``P > 0`` / ``P = P^T > 0`` per entry that needs P, and a tetrahedron prediction whose stability

@@ -23,6 +23,7 @@ from typing import Any
 
 from .. import bindings as bd
 from ..bindings import FAILS, HOLDS, Entry, HypothesisBinding, ProofRoute
+from ..records import Document
 
 # ---------------------------------------------------------------------------------------------
 # Hypotheses, each with its subject
@@ -187,7 +188,7 @@ ENTRIES = (PROP_2_1, LEMMA_2_3, PROP_2_4, LEMMA_3_1, THM_3_3, *TABLE_1)
 DESIGN_SUBJECT = {"A": "A_exact", "B": "params.B", "V": "params.V", "Sigma": "params.Sigma_inf"}
 
 
-def _design(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _design(doc: Document) -> list[tuple[str, str]]:
     c = doc.get("certificate") or {}
     if c.get("kind") != "lemma44_design" or c.get("subject") != DESIGN_SUBJECT or \
             (c.get("data") or {}).get("residual_is_zero") is not doc.get("residual_is_zero"):
@@ -199,7 +200,7 @@ def _design(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [] if nearest == doc.get("A") else [("$.A", "A is not the nearest floats of A_exact")]
 
 
-def check_regime(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+def check_regime(doc: Document) -> list[tuple[str, str]]:
     """Refusals ``(JSON path, reason)`` of a saved document's ``regime``, re-derived from its theorem
     records (whose statuses and ``applies`` the recheck has bound to certificates): a certified claim
     needs the theorem that proves it, with the same numbers, and no claim may contradict one.

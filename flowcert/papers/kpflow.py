@@ -42,6 +42,7 @@ from typing import Any, Callable
 
 from .. import bindings as bd
 from ..bindings import HOLDS, Entry, HypothesisBinding, ProofRoute
+from ..records import Document
 
 #: every built-in cell kind (:data:`flowcert.rnn.params.CELL_KINDS`)
 CELLS = ("rnn_tanh", "relu_rnn", "torch_rnn", "gru", "hodgkin_huxley", "linear")
@@ -160,7 +161,7 @@ _THM1_FORMS = ([ONCE.name, GRAM_PSD.name, OUTER_CONSTANT.name], [STRUCTURE.name]
                [GRAM_PSD.name, OUTER_CONSTANT.name, STRUCTURE.name])
 
 
-def check(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+def check(doc: Document) -> list[tuple[str, str]]:
     r"""Refusals ``(JSON path, reason)`` of an rnn document beyond its theorems' hypotheses: the four
     entries, in order, each once; the analysis ``protocol`` is flowcert's; Thm 1 reports one of its two forms (a built-in cell's three hypotheses, or a
     module's unknown structure); every record of the top-level ``certificates`` list is a declared one
@@ -215,7 +216,7 @@ def check(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def _predictions(doc: Mapping[str, Any], theorems: list[Any], found: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
+def _predictions(doc: Document, theorems: list[Any], found: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
     """The Thm 2 predictions certified by the contraction / bounded-real certificates, re-derived from them."""
     from ..certificates.rnn import propagation_bound
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from .. import bindings as bd
 from ..bindings import FAILS, HOLDS, Entry, HypothesisBinding, ProofRoute
+from ..records import Document
 
 # ---------------------------------------------------------------------------------------------
 # Subjects and hypotheses
@@ -177,7 +178,7 @@ bd.register("attention", *ENTRIES)
 # ---------------------------------------------------------------------------------------------
 
 
-def check_equilibria(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+def check_equilibria(doc: Document) -> list[tuple[str, str]]:
     r"""Refusals ``(JSON path, reason)`` of an ``equilibria`` document beyond its certificates: each class
     record's verdict and ``stable`` are its certificate's (an ``attention_bipartite_spectrum`` bound to the
     document's :math:`V` and :math:`\beta Q^\top K`, for the class :math:`(k,n_1,n_2)` the record names); each
@@ -228,7 +229,7 @@ def _class(where: str, c: Any, subject: dict[str, str]) -> list[tuple[str, str]]
     return out
 
 
-def _labels(doc: Mapping[str, Any]) -> Any:
+def _labels(doc: Document) -> Any:
     """``(k, n1, n2) -> exact labels`` (0-based k) of the document's eigenvector classes, memoised; a
     string (the reason) when its parameters do not read back
     (:func:`flowcert.attention.enumeration.equilibrium_labels`, taken by name: the decision code is above

@@ -140,7 +140,7 @@ def export_key(prov: ProvenanceRecord) -> ProvenanceRecord:
     return {k: v for k, v in prov.items() if k != "model"}
 
 
-def describe(prov: Mapping[str, Any] | None) -> str:
+def describe(prov: ProvenanceRecord | None) -> str:
     """One line naming a provenance: model, digest (first 12 hex digits), layer/head, prompt."""
     if not prov:
         return "no provenance"

@@ -38,6 +38,7 @@ import json
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
+from ..records import Document
 
 if TYPE_CHECKING:
     from ..certificates.rnn_float import StackRef
@@ -47,7 +48,7 @@ __all__ = ["jacobians_of", "jacobian_stack_of", "state_matrix_of", "relu_states_
 _CACHE: dict[str, Any] = {}
 
 
-def _params(doc: Mapping[str, Any]) -> Any:
+def _params(doc: Document) -> Any:
     """The document's validated parameters; ``KeyError`` for a user's module (no weights in the document),
     :class:`~flowcert.certificates.subjects.SubjectError` for parameters the loader refuses."""
     from ..certificates.subjects import SubjectError
@@ -63,7 +64,7 @@ def _params(doc: Mapping[str, Any]) -> Any:
         raise SubjectError(f"the document's params do not load ({err})") from None
 
 
-def _model(doc: Mapping[str, Any]) -> dict[str, Any]:
+def _model(doc: Document) -> dict[str, Any]:
     """The built model of the document's params (cached by the canonical JSON of ``params``)."""
     import numpy as np
 
@@ -109,7 +110,7 @@ def _exact(M: Any) -> list[list[str]]:
     return [[str(Fraction(float(v))) for v in row] for row in M]
 
 
-def jacobians_of(doc: Mapping[str, Any]) -> list[list[list[str]]]:
+def jacobians_of(doc: Document) -> list[list[list[str]]]:
     r"""Every state Jacobian :math:`A_{b,t}` of the document's trajectory, ``[b * T + t]``, as exact ``"p/q"``.
 
     Raises
@@ -122,7 +123,7 @@ def jacobians_of(doc: Mapping[str, Any]) -> list[list[list[str]]]:
     return [_exact(A) for A in _model(doc)["jacobians"]]
 
 
-def jacobian_stack_of(doc: Mapping[str, Any]) -> StackRef:
+def jacobian_stack_of(doc: Document) -> StackRef:
     r"""The same Jacobians at any size, as the reference of one float64 stack ``[B*T, H, H]`` (trial-major)
     put in the store of :mod:`flowcert.certificates.rnn_float` (``{"sha256", "shape", "dtype",
     "fingerprint"}``): what the real-size certificates (``invertible_float``, ``contraction_float``)
@@ -166,7 +167,7 @@ def jacobian_stack_of(doc: Mapping[str, Any]) -> StackRef:
     return rnn_float.register_stack(A)
 
 
-def relu_states_of(doc: Mapping[str, Any]) -> list[list[str]]:
+def relu_states_of(doc: Document) -> list[list[str]]:
     r"""The ReLU cell's states :math:`z_{b,t-1}`, :math:`t\ge2` (rows ``b * (T - 1) + t - 2``), exact: where
     ReLU must be differentiable for Prop. 1 (``KeyError`` for another cell or a user's module)."""
     if (doc.get("params") or {}).get("cell") != "relu_rnn":
@@ -174,7 +175,7 @@ def relu_states_of(doc: Mapping[str, Any]) -> list[list[str]]:
     return [[str(Fraction(float(v))) for v in row] for row in _model(doc)["states"]]
 
 
-def state_matrix_of(doc: Mapping[str, Any]) -> list[list[str]]:
+def state_matrix_of(doc: Document) -> list[list[str]]:
     """The state matrix :math:`A` of the ``linear`` cell (``params.A``, or drawn from ``seed``), exact.
 
     Raises

@@ -120,12 +120,12 @@ class RNNSystem(SystemBase):
     certified_paths = (r"^\$\.certificates$",)
     optional_records = frozenset({"consensus", "provenance"})
 
-    def rederivable(self, doc: Mapping[str, Any]) -> bool:
+    def rederivable(self, doc: Document) -> bool:
         """A parameter file's document; a user's module's weights are not in the document."""
         params = doc.get("params")
         return super().rederivable(doc) and not (isinstance(params, Mapping) and params.get("cell") == "module")
 
-    def rederived(self, raw: JSONObject, doc: Mapping[str, Any]) -> Document:
+    def rederived(self, raw: JSONObject, doc: Document) -> Document:
         """In the operator mode the document names, without a consensus spectrum (a record)."""
         from ..documents import plain
         from .analyze import analyze
