@@ -58,7 +58,7 @@ class GaussianityProtocol(TypedDict):
 
 
 class GaussianityStudy(TypedDict):
-    """Experiment 1 (:func:`gaussianity`): per layer ``0 .. L``, the statistic over batches, the threshold and the verdict."""
+    """Experiment 1 (:func:`gaussianity`): for every layer from 0 to L, the statistic over batches, the threshold and the verdict."""
 
     layers: list[int]
     statistic_mean: list[float]
