@@ -160,6 +160,7 @@ def compare(a: Any, b: Any, path: str, out: list[tuple[str, str]], prefix: str, 
         _record(a, path, out)
         return 1
     if cls == "certified":
+        _same_form(a, b, path, out)
         return 0
     if isinstance(b, dict):
         if not isinstance(a, dict):
@@ -180,6 +181,27 @@ def compare(a: Any, b: Any, path: str, out: list[tuple[str, str]], prefix: str, 
     if not _equal(a, b, scale):
         out.append((path, f"{_shown(a)} is not the re-derived {_shown(b)}"))
     return 0
+
+
+def _same_form(a: Any, b: Any, path: str, out: list[tuple[str, str]]) -> None:
+    """A certificate's data against the re-derived certificate's of the same kind: the values are its checker's to
+    judge (a witness may differ from one machine's floats to another's), but the form is the kind's own: the same
+    keys in every object, and an integer (an index, a count) where the kind writes one."""
+    if isinstance(b, dict):
+        if not isinstance(a, dict) or set(a) != set(b):
+            got = sorted(a) if isinstance(a, dict) else _shown(a)
+            out.append((path, f"certificate data with keys {got}, not the {sorted(b)} its kind writes"))
+            return
+        for k in b:
+            _same_form(a[k], b[k], f"{path}.{k}", out)
+    elif isinstance(b, list):
+        if not isinstance(a, list):
+            out.append((path, f"expected a list in the certificate data, got {_shown(a)}"))
+            return
+        for i, (x, y) in enumerate(zip(a, b)):
+            _same_form(x, y, f"{path}[{i}]", out)
+    elif isinstance(b, int) and not isinstance(b, bool) and (isinstance(a, bool) or not isinstance(a, int)):
+        out.append((path, f"expected an integer in the certificate data, got {_shown(a)}"))
 
 
 def _equal(a: Any, b: Any, scale: float | None) -> bool:

@@ -170,10 +170,24 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
+def _class_of(doc: Any, p: Path_) -> str:
+    """The class of path ``p`` of ``doc``: that of its first prefix that is not derived (a record's or a
+    certificate's leaves are the record's); a sweep line's ``result`` is classified as the document it is."""
+    from flowcert.rederive import field_class
+
+    if p[:1] == ("result",) and isinstance(doc, dict) and isinstance(doc.get("result"), dict):
+        doc, p = doc["result"], p[1:]
+    system = doc.get("system") if isinstance(doc, dict) else None
+    for i in range(1, len(p) + 1):
+        cls = field_class(_text(p[:i]), system, doc)
+        if cls != "derived":
+            return cls
+    return "derived"
+
+
 def classify(doc: Any, kind: str, p: Path_, edit: Callable[[Any], None], kw: dict[str, Any]) -> str:
     """``refused``, ``harmless``, ``record`` or ``accepted-false`` for one edit (module docstring)."""
     from flowcert.recheck import recheck_document
-    from flowcert.rederive import field_class
 
     d = copy.deepcopy(doc)
     edit(d)
@@ -181,14 +195,15 @@ def classify(doc: Any, kind: str, p: Path_, edit: Callable[[Any], None], kw: dic
         return "refused"
     if recheck_document(copy.deepcopy(d), rerun=True, **kw).refused:
         return "refused"
-    cls = field_class(_text(p), doc.get("system") if isinstance(doc, dict) else None, doc)
+    cls = _class_of(doc, p)
     if cls == "certified" and kind == "perturbed":
         return "harmless"  # the checker re-proved the claim from the edited data
     if cls == "record":
         return "record"
     rebuilt = _rebuilt(d)
-    if rebuilt is not None and rebuilt.keys() == d.keys() and all(_same(rebuilt[k], d[k]) for k in d if k != "flowcert"):
-        return "harmless"
+    if rebuilt is not None and rebuilt.keys() == d.keys() and all(
+            _same(rebuilt[k], d[k]) for k in d if k != "flowcert" and _class_of(d, (k,)) == "derived"):
+        return "harmless"  # the records were compared by --rerun above
     return "accepted-false"
 
 

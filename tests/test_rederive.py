@@ -373,3 +373,37 @@ def test_design_and_reach_documents_are_rederived(tmp_path):
     assert reach["rank"] == 2 and reach["rank_basis"].startswith("exact")
     for edit in (lambda d: d["terminal_error"].update(mu=-1.0), lambda d: d["integration"].update(status="failed")):
         assert refused(forge(reach, edit))
+
+
+def _first_certificate(doc: dict) -> dict:
+    return next(h["certificate"] for t in doc["theorems"] for h in t["hypotheses"] if h.get("certificate"))
+
+
+def test_certificate_data_keep_the_form_of_their_kind(docs):
+    """The mutation study's certificate edits: a key added to a certificate's data (its checker ignores it) or an
+    integer of the data (an index, an inertia count) turned into a float is refused, though the values of the data
+    stay the checker's to judge."""
+    doc = docs["erratum"]
+    assert refused(forge(doc, lambda d: _first_certificate(d)["data"].update(extra=1)))
+    with_int = [(t, h) for t in range(len(doc["theorems"])) for h, hyp in enumerate(doc["theorems"][t]["hypotheses"])
+                if (hyp.get("certificate") or {}).get("data") and any(
+                    isinstance(v, int) and not isinstance(v, bool) for v in hyp["certificate"]["data"].values())]
+    assert with_int
+    t, h = with_int[0]
+    key = next(k for k, v in doc["theorems"][t]["hypotheses"][h]["certificate"]["data"].items()
+               if isinstance(v, int) and not isinstance(v, bool))
+    assert refused(forge(doc, lambda d: d["theorems"][t]["hypotheses"][h]["certificate"]["data"].update(
+        {key: d["theorems"][t]["hypotheses"][h]["certificate"]["data"][key] + 0.25})))
+
+
+def test_an_eigenvector_matrix_with_a_row_more_is_refused():
+    """An equilibria class certificate whose eigenvector matrix U gains a row (its checker read only d rows) is
+    refused: V, U and M of the bipartite-spectrum certificate are all d x d."""
+    from flowcert.systems import get_system
+
+    system = get_system("attention")
+    doc = plain(system.equilibria(system.load(load("attention/multistable_d3.json")))[0])
+    cls = next(i for i, c in enumerate(doc["classes"]) if (c.get("certificate") or {}).get("kind")
+               == "attention_bipartite_spectrum")
+    assert refused(forge(doc, lambda d: d["classes"][cls]["certificate"]["data"]["U"].append(
+        list(d["classes"][cls]["certificate"]["data"]["U"][0]))))

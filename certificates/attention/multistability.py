@@ -382,10 +382,12 @@ def _strings(M: list[list[str]]) -> Strings:
 @lru_cache(maxsize=64)
 def _intervals(V: Strings, U: Strings, M: Strings) -> tuple[list[Any], list[Any]] | None:
     """Interval eigenvalues and interval :math:`a_k` (all k) from certificate strings, or None if
-    V is not symmetric or the enclosures are not pairwise disjoint. Memoised on the strings: equal
+    V, U and M are not all square of one size, V is not symmetric or the enclosures are not pairwise disjoint. Memoised on the strings: equal
     data give equal results, so a re-check of the same data reuses the computation."""
+    d = len(V)
+    if any(len(rows) != d or any(len(row) != d for row in rows) for rows in (V, U, M)):
+        return None  # V, U (eigenvectors) and M are all d x d: a row more or less is not this certificate's data
     Vq = [[Fraction(e) for e in row] for row in V]
-    d = len(Vq)
     if any(Vq[i][j] != Vq[j][i] for i in range(d) for j in range(d)):
         return None
     Uq = [[Fraction(e) for e in row] for row in U]
