@@ -151,7 +151,9 @@ def _rebuilt(doc: Any) -> Any:
 
             with tempfile.TemporaryDirectory() as tmp:
                 start, target = Path(tmp, "start.json"), Path(tmp, "target.json")
-                start.write_text(json.dumps(doc["params"]))
+                d = len(doc["params"].get("mu0") or [])
+                zeros = {"A": [[0.0] * d] * d, "B": [[0.0] * d] * d, "V": [[0.0] * d] * d, "b": [0.0] * d}
+                start.write_text(json.dumps({**zeros, **doc["params"]}))  # reach reads mu0, Sigma0 only
                 target.write_text(json.dumps(doc["target"]))
                 return plain(run(str(start), str(target), float(doc["T"])))
     except Exception:  # noqa: BLE001 - inputs the command refuses: not rebuildable, so not harmless
