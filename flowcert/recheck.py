@@ -293,7 +293,7 @@ def recheck_files(paths: Sequence[str], *, strict: bool = False, checkpoint: Any
         out.refused += [Refusal(str(p), n, path, "-", why) for n, path, why in duplicate_refusals(docs)]
         for line, doc in docs:
             where = f"{p}:{line}" if line is not None else str(p)
-            dc = recheck_document(doc, checkpoint=checkpoint, origin=str(p), rerun=rerun)
+            dc = recheck_document(doc, checkpoint=checkpoint, origin=str(p), rerun=rerun, budget=False)  # checked above
             out.records_rerun += dc.records_rerun
             out.records_not_rerun += dc.records_not_rerun
             for _, kind, ok in dc.records:
@@ -418,7 +418,7 @@ def _theorem(out: DocumentCheck, base: str, t: Any, entry: Any, resolve: Any, se
 
 
 def recheck_document(doc: Any, *, prefix: str = "$", checkpoint: Any = None, origin: str | None = None,
-                     rerun: bool = False) -> DocumentCheck:
+                     rerun: bool = False, budget: bool = True) -> DocumentCheck:
     """Re-check one document against the catalogue (issue 38): every certificate's subject re-derived
     from the document's ``params``, every status from its certificate, names, claims and ``applies``
     from the catalogue entry, and the system's document-level checks (the gaussian regime); a system
@@ -426,16 +426,27 @@ def recheck_document(doc: Any, *, prefix: str = "$", checkpoint: Any = None, ori
     is re-checked by it, against ``checkpoint`` when given. Parameters given by reference
     (``{"$ref": FILE, "sha256": HEX}``) are read back from FILE (as named, else beside ``origin``, the
     file being re-checked) and must have that digest (:func:`dereferenced`). With ``rerun``, the records of a
-    re-derived document are run again and compared (:func:`flowcert.rerun.rerun`).
+    re-derived document are run again and compared (:func:`flowcert.rerun.rerun`). With ``budget`` (the
+    default), the exact work of its certificates is estimated first, as ``flowcert recheck`` does
+    (:func:`flowcert.recheck_budget.check_recheck_budget`).
 
     Returns
     -------
     DocumentCheck
         The bound / unbound / refused counts and where each refusal is.
+
+    Raises
+    ------
+    flowcert.errors.ParamError
+        With ``budget``: the document's certificates exceed the re-check budget of the limits table.
     """
     from .bindings import DERIVED, EXTRA_CHECKS, entries_of
     from .documents import params_reference
 
+    if budget and isinstance(doc, dict):
+        from .recheck_budget import check_recheck_budget
+
+        check_recheck_budget([(origin or "<document>", [(None, doc)])], certificates_in)
     out = DocumentCheck()
     if isinstance(doc, dict) and is_certificate(doc):
         check_certificate(out, prefix, doc, None, resolver({}), None)
@@ -536,7 +547,7 @@ def _sweep_record(rec: dict[str, Any], prefix: str, checkpoint: Any, origin: str
         if params_reference(result.get("params")) is not None:  # not followed: nothing can be re-derived
             out = _unfollowed(result, f"{prefix}.result", first)
         else:
-            out = recheck_document(result, prefix=f"{prefix}.result", checkpoint=checkpoint, origin=origin)
+            out = recheck_document(result, prefix=f"{prefix}.result", checkpoint=checkpoint, origin=origin, budget=False)
             out.refused[:0] = first.refused
     recheck_line({**rec, "result": result}, out, prefix, checkpoint)
     from .sweeplines import line_refusals

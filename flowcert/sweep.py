@@ -74,12 +74,16 @@ def resumed_records(resume: str, keep: Callable[[SweepLine], _Kept] = lambda rec
 def done_files(resume: str) -> set[str]:
     """Files already reported in a previous sweep's JSON lines (:func:`resumed_records`) whose line re-checks:
     its words agree, it names the digest its file has now, and its document is what flowcert derives from
-    that file (:mod:`flowcert.sweeplines`, :func:`flowcert.recheck.recheck_document`); a forged or stale line
-    is run again."""
+    that file (:mod:`flowcert.sweeplines`, :func:`flowcert.recheck.recheck_document`, within the re-check budget);
+    a forged, stale or over-budget line is run again."""
+    from .errors import ParamError
     from .recheck import recheck_document
 
     def trusted(rec: SweepLine) -> str | None:
-        check = recheck_document(rec, origin=resume)
+        try:
+            check = recheck_document(rec, origin=resume)
+        except ParamError:  # over the re-check budget: not re-checked, so not trusted (its file is run again)
+            return None
         return rec["file"] if not check.refused and not check.unread else None
 
     return {f for f in resumed_records(resume, trusted) if f is not None}

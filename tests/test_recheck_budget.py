@@ -166,3 +166,32 @@ def test_parameters_subjects_are_re_derived_from_are_estimated_too_in_a_sweep_li
     with pytest.raises(ParamError) as err:
         recheck_files([str(path)])
     assert "line 1: $.result.params (parameters) exceeds the re-check budget" in str(err.value)
+
+
+def test_the_python_api_recheck_keeps_the_budget_too():
+    """``recheck_document`` (the Python API, and ``Result.recheck``) estimates before any exact work, as the CLI
+    does: the 30 x 30 certificate of 1000-digit rationals raises the one-line ParamError naming the budget, at
+    once, instead of running out of memory in flint; ``budget=False`` is only for callers that estimated already."""
+    from flowcert.errors import ParamError
+    from flowcert.recheck import recheck_document
+
+    t0 = time.process_time()
+    with pytest.raises(ParamError, match=r"re-check budget"):
+        recheck_document(hostile_pd(30))
+    assert time.process_time() - t0 < 30
+
+
+def test_a_resumed_line_over_the_budget_is_not_trusted(tmp_path):
+    """``--resume`` re-checks each old line before skipping its file; a line whose certificates exceed the budget
+    is not re-checked, so its file is run again (never trusted, never an unbounded exact run)."""
+    from flowcert.sweep import done_files
+    from flowcert.sweeplines import file_digest
+
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps(json.loads((ROOT / "tests/data/gaussian_stable_2d.json").read_text())))
+    line = {"file": str(f), "index": 0, "status": "ok", "exit_code": 0, "error": None, "seconds": 0.1,
+            "provenance": None, "sha256": file_digest(str(f)), "result": {"flowcert": "0.1.0", "system": "gaussian",
+                                                                "certificates": [hostile_pd(30)]}}
+    resume = tmp_path / "old.jsonl"
+    resume.write_text(json.dumps(line) + "\n")
+    assert done_files(str(resume)) == set()
