@@ -8,7 +8,10 @@ and the seed its records state, and compared with the record:
 
 * verdict words (a cross-check's ``status``, an integration's ``status``) and every other string,
   boolean and null must be equal;
-* a number :math:`a` against the re-run :math:`b` must satisfy
+* an integer (a count, a rank, an index) must be an integer within :math:`10^{-3}` relative of the re-run's
+  (so a small count is equal), never within the floor below: a rank stands beside singular-value gaps of
+  :math:`10^{14}` in the same record;
+* any other number :math:`a` against the re-run :math:`b` must satisfy
 
   .. math:: |a-b|\le 10^{-3}\max(|a|,|b|)\quad\text{or}\quad|a-b|\le 10^{-6}\,s,
 
@@ -65,8 +68,12 @@ def compare_run(a: Any, b: Any, path: str, scale: float, out: list[tuple[str, st
         for i, (x, y) in enumerate(zip(a, b)):
             compare_run(x, y, f"{path}[{i}]", scale, out)
         return
-    if isinstance(b, (int, float)) and not isinstance(b, bool) and isinstance(a, (int, float)) \
-            and not isinstance(a, bool):
+    if isinstance(b, int) and not isinstance(b, bool):  # a count or a rank: relative agreement only, never the
+        if isinstance(a, int) and not isinstance(a, bool) and abs(a - b) <= RERUN_RTOL * max(abs(a), abs(b)):
+            return  # floor of a record's largest magnitude (a rank beside a 1e14 singular-value gap)
+        out.append((path, f"{a!r} is not the re-run {b!r}"))
+        return
+    if isinstance(b, float) and isinstance(a, (int, float)) and not isinstance(a, bool):
         if math.isfinite(a) and math.isfinite(b) and (abs(a - b) <= RERUN_RTOL * max(abs(a), abs(b))
                                                       or abs(a - b) <= RERUN_FLOOR * scale):
             return

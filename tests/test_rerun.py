@@ -88,3 +88,25 @@ def test_recheck_rerun_in_a_fresh_process(reach_doc, tmp_path):
     rc, rerun_out = recheck("--rerun")
     assert rc == 3 and [r["path"] for r in rerun_out["refused"]] == ["$.terminal_error.Sigma"]
     assert rerun_out["records_rerun"] == 3 and rerun_out["records_not_rerun"] == 0
+
+
+def test_a_rank_in_a_record_is_not_measured_against_the_records_largest_number():
+    """An rnn document's per-weight rank table is a record whose largest numbers are singular-value gaps (about
+    1e14): a rank moved from 4 to 6.25 was inside the floor 1e-6 * 1e14 and re-ran "equal". Integers of a record
+    are compared relatively only, so it is refused; the honest document re-runs equal."""
+    import copy
+    import json
+    from pathlib import Path
+
+    from flowcert.documents import plain, verify_document
+    from flowcert.recheck import recheck_document
+
+    raw = json.loads((Path(__file__).parent / "data" / "rnn" / "gru_small.json").read_text())
+    doc = plain(verify_document("rnn", raw))
+    assert not recheck_document(copy.deepcopy(doc), rerun=True).refused
+    per_weight = doc["theorems"][2]["prediction"]["per_weight"]
+    name = next(iter(per_weight))
+    forged = copy.deepcopy(doc)
+    forged["theorems"][2]["prediction"]["per_weight"][name]["rank_features"] += 2
+    assert recheck_document(copy.deepcopy(forged)).refused == []  # a record: only --rerun can bind it
+    assert recheck_document(forged, rerun=True).refused
