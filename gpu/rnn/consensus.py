@@ -126,12 +126,12 @@ def parse_keep(keep: str | Sequence[str]) -> tuple[str, ...]:
     return out
 
 
-class ConsensusSpectrum(TypedDict):
-    """The spectrum of a partial trace with its error bars (:meth:`PartialTrace.spectrum`); None where not kept."""
+class _SpectrumBars(TypedDict):
+    """Eigenvalues of a partial trace with their error bars, intervals and trust verdict: what a spectrum and the
+    ``consensus`` entry both carry."""
 
     eigenvalues: list[float]
     stderr_frobenius: float
-    eigenvectors: Tensor
     stderr: list[float] | None
     stderr_delta: list[float] | None
     stderr_jackknife: list[float] | None
@@ -144,27 +144,21 @@ class ConsensusSpectrum(TypedDict):
     trust_reason: str
 
 
-class ConsensusEntry(TypedDict):
+class ConsensusSpectrum(_SpectrumBars):
+    """The spectrum of a partial trace with its error bars (:meth:`PartialTrace.spectrum`); None where not kept."""
+
+    eigenvectors: Tensor
+
+
+class ConsensusEntry(_SpectrumBars):
     """The ``consensus`` entry of ``kpflow analyze`` (:func:`consensus`): the spectrum, its path and its cost."""
 
     keep: str
     traced: str
     operator: str
     normalisation: str
-    eigenvalues: list[float]
-    stderr: list[float] | None
-    stderr_frobenius: float
-    stderr_delta: list[float] | None
-    stderr_jackknife: list[float] | None
-    eigenvalues_jackknife: list[float] | None
-    bias: list[float] | None
-    lower: list[float | None]
-    upper: list[float | None]
     interval: str
-    t_quantile: float | None
     jackknife_groups: int
-    trusted: bool
-    trust_reason: str
     probes: int
     method: str
     exact: bool
