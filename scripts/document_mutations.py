@@ -82,32 +82,29 @@ def documents(tmp: Path) -> dict[str, tuple[Any, dict[str, Any]]]:
     return out
 
 
-def _leaves(o: Any, p: Path_ = ()) -> Iterator[tuple[Path_, Any]]:
-    if isinstance(o, dict):
-        for k, v in o.items():
-            yield from _leaves(v, p + (k,))
-    elif isinstance(o, list):
-        for i, v in enumerate(o):
-            yield from _leaves(v, p + (i,))
-    else:
-        yield p, o
-
-
-def _nodes(o: Any, p: Path_ = ()) -> Iterator[tuple[Path_, Any]]:
+def nodes(o: Any, p: Path_ = ()) -> Iterator[tuple[Path_, Any]]:
+    """Every node of a JSON value with its path (a tuple of keys and indices), the value itself first."""
     yield p, o
     if isinstance(o, dict):
         for k, v in o.items():
-            yield from _nodes(v, p + (k,))
+            yield from nodes(v, p + (k,))
     elif isinstance(o, list):
         for i, v in enumerate(o):
-            yield from _nodes(v, p + (i,))
+            yield from nodes(v, p + (i,))
 
 
-def _text(p: Path_) -> str:
+def leaves(o: Any) -> Iterator[tuple[Path_, Any]]:
+    """The nodes of a JSON value that are neither objects nor lists, with their paths."""
+    return ((p, v) for p, v in nodes(o) if not isinstance(v, (dict, list)))
+
+
+def path_text(p: Path_) -> str:
+    """A path as the JSON path recheck names (``$.theorems[0].id``)."""
     return "$" + "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in p)
 
 
-def _perturbed(v: Any) -> Any:
+def perturbed(v: Any) -> Any:
+    """A leaf changed: a number to 1.5x + 0.25, a word + "x", a boolean negated, null to 0.5."""
     if isinstance(v, bool):
         return not v
     if isinstance(v, (int, float)):
@@ -124,10 +121,10 @@ def edits(doc: Any) -> Iterator[tuple[str, Path_, Callable[[Any], None]]]:
             d = d[k]
         return d
 
-    for p, v in _leaves(doc):
+    for p, v in leaves(doc):
         if p:
-            yield "perturbed", p, lambda d, p=p, v=v: at(d, p[:-1]).__setitem__(p[-1], _perturbed(v))
-    for p, node in _nodes(doc):
+            yield "perturbed", p, lambda d, p=p, v=v: at(d, p[:-1]).__setitem__(p[-1], perturbed(v))
+    for p, node in nodes(doc):
         if isinstance(node, dict):
             for k in node:
                 yield "removed", p + (k,), lambda d, p=p, k=k: at(d, p).pop(k)
@@ -181,7 +178,7 @@ def _class_of(doc: Any, p: Path_) -> str:
         doc, p = doc["result"], p[1:]
     system = doc.get("system") if isinstance(doc, dict) else None
     for i in range(1, len(p) + 1):
-        cls = field_class(_text(p[:i]), system, doc)
+        cls = field_class(path_text(p[:i]), system, doc)
         if cls != "derived":
             return cls
     return "derived"
@@ -230,11 +227,11 @@ def main() -> int:
                     verdict = classify(doc, kind, p, edit, kw)
                 except Exception as exc:  # noqa: BLE001 - a crash of the re-checker is a finding too
                     verdict = "accepted-false"
-                    accepted.append(f"{kind} {_text(p)}: recheck raised {type(exc).__name__}: {exc}")
+                    accepted.append(f"{kind} {path_text(p)}: recheck raised {type(exc).__name__}: {exc}")
                 counts["tried"] += 1
                 counts[verdict] += 1
                 if verdict in ("accepted-false", "record"):
-                    accepted.append(f"{verdict}: {kind} {_text(p)}")
+                    accepted.append(f"{verdict}: {kind} {path_text(p)}")
             table[name] = {**counts, "accepted": accepted}
             print(json.dumps({"type": name, **counts}), flush=True)
     if args.json:

@@ -19,6 +19,9 @@ from flowcert.documents import plain, verify_document
 from flowcert.recheck import recheck_document
 from flowcert.rederive import field_class
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from document_mutations import leaves, path_text, perturbed  # noqa: E402  (the study's own edits, in a bounded sample)
+
 DATA = Path(__file__).parent / "data"
 
 
@@ -168,31 +171,6 @@ def test_field_classes():
     assert field_class("$.regime.mu_inf") == field_class("$.theorems[2].prediction") == "derived"
 
 
-def leaves(o, p=()):
-    if isinstance(o, dict):
-        for k, v in o.items():
-            yield from leaves(v, p + (k,))
-    elif isinstance(o, list):
-        for i, v in enumerate(o):
-            yield from leaves(v, p + (i,))
-    else:
-        yield p, o
-
-
-def path_text(p) -> str:
-    return "$" + "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in p)
-
-
-def mutated(v):
-    if isinstance(v, bool):
-        return not v
-    if isinstance(v, (int, float)):
-        return v * 1.5 + 0.25
-    if isinstance(v, str):
-        return v + "x"
-    return 0.5
-
-
 @pytest.mark.parametrize("name", ["stable", "stable_sim", "blowup", "erratum", "attention"])
 def test_mutation_study_accepts_no_false_derived_field(docs, name):
     """Every mutated leaf of a derived field, in a bounded seeded sample, is refused or leaves the document equal to
@@ -207,7 +185,7 @@ def test_mutation_study_accepts_no_false_derived_field(docs, name):
         node = d
         for k in p[:-1]:
             node = node[k]
-        node[p[-1]] = mutated(v)
+        node[p[-1]] = perturbed(v)
         if p[:2] == ("params", "t_end") and "simulation" not in doc:
             continue  # t_end enters only a run: a document without one is re-derived equal (harmless)
         if not refused(d):
@@ -361,7 +339,7 @@ def test_design_and_reach_documents_are_rederived(tmp_path):
             node = d
             for k in p[:-1]:
                 node = node[k]
-            node[p[-1]] = mutated(v)
+            node[p[-1]] = perturbed(v)
             if not refused(d):
                 accepted.append(path_text(p))
         assert not accepted, (name, accepted)
