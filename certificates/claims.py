@@ -66,6 +66,8 @@ CLAIMS: dict[str, Callable[[JSONObject, dict[str, str]], str]] = {
     "not_pd": lambda d, w: f"{w['M']} is not positive definite: v^T ({w['M']}) v <= 0 for some v != 0",
     "not_symmetric": lambda d, w: f"{w['M']} is not symmetric: entries ({int(d['i'])}, {int(d['j'])}) and "
                                   f"({int(d['j'])}, {int(d['i'])}) differ",
+    "low_rank_asymmetry": lambda d, w: f"{w['N']} is not symmetric: entry ({int(d['i'])},{int(d['j'])}) differs from "
+                                       f"({int(d['j'])},{int(d['i'])})",
     "inertia": lambda d, w: "{} has inertia ({}, {}, {})".format(w["M"], *_inertia(d)),
     "lyapunov": lambda d, w: f"every eigenvalue of {w['J']} has negative real part",
     "unstable": lambda d, w: f"{w['J']} has an eigenvalue with positive real part",

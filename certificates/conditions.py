@@ -33,8 +33,9 @@ from typing import Any
 import numpy as np
 
 from . import core
+from .lowrank import LowRank, is_factored
 
-__all__ = ["lemma23_certificate", "thm48_trace_certificate", "lemma44_design_certificate"]
+__all__ = ["lemma23_certificate", "factored_norm_bound", "thm48_trace_certificate", "lemma44_design_certificate"]
 
 
 def _q(x: Any) -> Any:
@@ -73,7 +74,68 @@ def _float_vector(M: np.ndarray, top: bool) -> list[str]:
     return [str(int(x)) for x in np.round(u * 2**30)]
 
 
+def _integer_matrix(F: np.ndarray) -> tuple[Any, int]:
+    r"""``(Z, e)`` with :math:`Z=2^eF` an exact ``fmpz_mat`` (F float64, so every entry is dyadic)."""
+    import flint
+
+    ratios = [float(x).as_integer_ratio() for x in np.asarray(F, dtype=np.float64).ravel()]
+    e = max(den.bit_length() - 1 for _, den in ratios)
+    return flint.fmpz_mat(F.shape[0], F.shape[1], [num << (e - (den.bit_length() - 1)) for num, den in ratios]), e
+
+
+def factored_norm_bound(N: LowRank, u: Any) -> bool:
+    r"""Proof of :math:`\|N\|_2^2\le u` for :math:`N=\sqrt q\,LR` on :math:`k	imes k` Gram matrices: with
+    :math:`G=L^	op L\succ0` and :math:`H=RR^	op`, :math:`\|N\|^2=q\,\lambda_{\max}(G^{1/2}HG^{1/2})`, and
+    :math:`uG-qGHG\succeq0` is :math:`G^{1/2}(uI-qG^{1/2}HG^{1/2})G^{1/2}\succeq0`, a congruence by the
+    invertible :math:`G^{1/2}`. Tried with the roles of :math:`L` and :math:`R^\top` exchanged too
+    (:math:`\|N\|=\|N^	op\|`). Exact integers (scaled by powers of two), exact inertia."""
+    import flint
+
+    from .second_opinion import is_psd
+
+    u, q = _q(u), _q(str(N.scale_squared))
+    if u < 0:
+        return False
+    for left, right in ((N.L, N.R), (N.R.T, N.L.T)):
+        Zl, el = _integer_matrix(left)
+        Zr, er = _integer_matrix(right)
+        G, H = Zl.transpose() * Zl, Zr * Zr.transpose()  # 2^(2 el) L^T L, 2^(2 er) R R^T
+        Gq = flint.fmpq_mat(G)
+        if not core.is_pd(Gq):
+            continue
+        # (u G - q G H G) scaled by 2^(4 el + 2 er) > 0
+        M = Gq * (u * flint.fmpz(2) ** (2 * el + 2 * er)) - flint.fmpq_mat(G * H * G) * q
+        if is_psd(M):
+            return True
+    return False
+
+
+def _factored_rayleigh(N: LowRank, v: list[str]) -> Any:
+    r""":math:`\|Nx\|^2/\|x\|^2=q\|L(Rx)\|^2/\|x\|^2` exactly, in :math:`O(dk)`."""
+    import flint
+
+    x = flint.fmpz_mat(len(v), 1, [int(s) for s in v])
+    den = (x.transpose() * x)[0, 0]
+    if den == 0 or len(v) != N.shape[1]:
+        raise ValueError("zero Rayleigh vector, or of the wrong length")
+    Zl, el = _integer_matrix(N.L)
+    Zr, er = _integer_matrix(N.R)
+    y = Zl * (Zr * x)  # 2^(el + er) L R x
+    return _q(str(N.scale_squared)) * flint.fmpq((y.transpose() * y)[0, 0], den * flint.fmpz(2) ** (2 * (el + er)))
+
+
+def _factored_top_vector(N: LowRank) -> list[str]:
+    """A float top right singular vector of the factored N, as integers (a Rayleigh vector)."""
+    Qr, Tr = np.linalg.qr(N.R.T)  # N = sqrt(q) L Tr^T Qr^T
+    w = np.linalg.svd(N.L @ Tr.T)[2][0]
+    u = Qr @ w
+    u = u / max(float(np.abs(u).max()), 1e-300)
+    return [str(int(x)) for x in np.round(u * 2**30)]
+
+
 def _check_lemma23(data: dict[str, Any]) -> bool:
+    if is_factored(data["B"]):
+        return _check_lemma23_factored(data)
     B, S = core.qmat(data["B"]), core.qmat(data["Sigma0"])
     if S != S.transpose():
         return False
@@ -88,14 +150,32 @@ def _check_lemma23(data: dict[str, Any]) -> bool:
     return False
 
 
-def lemma23_certificate(B: np.ndarray, Sigma0: np.ndarray, u: Fraction | None, w: Fraction | None) -> core.Certificate | None:
+def _check_lemma23_factored(data: dict[str, Any]) -> bool:
+    """:func:`_check_lemma23` for a factored B (:func:`factored_norm_bound`, :func:`_factored_rayleigh`)."""
+    N, S = LowRank.from_json(data["B"]), core.qmat(data["Sigma0"])
+    if S != S.transpose() or N.shape != (S.nrows(), S.ncols()):
+        return False
+    if data["value"] is True:
+        u, w = _q(data["u"]), _q(data["w"])
+        return w >= 0 and 64 * u * w * w < 1 and _lower_holds(-S, -w) and factored_norm_bound(N, u)
+    if data["value"] is False:
+        lb, ls = _factored_rayleigh(N, data["x"]), _rayleigh(S, data["y"])
+        return ls >= 0 and 64 * lb * ls * ls > 1
+    return False
+
+
+def lemma23_certificate(B: np.ndarray | LowRank, Sigma0: np.ndarray, u: Fraction | None,
+                        w: Fraction | None) -> core.Certificate | None:
     """The ``lemma23_condition`` certificate: with rational bounds ``u >= ||B||^2``, ``w >= lambda_max``
-    it proves the condition; without, Rayleigh vectors of float eigenvectors try to refute it."""
-    data: dict[str, Any] = {"B": core.encode(B), "Sigma0": core.encode(Sigma0)}
+    it proves the condition; without, Rayleigh vectors of float eigenvectors try to refute it. A factored B
+    (:class:`~flowcert.certificates.lowrank.LowRank`) is carried and checked factored."""
+    low = isinstance(B, LowRank)
+    data: dict[str, Any] = {"B": B.to_json() if low else core.encode(B), "Sigma0": core.encode(Sigma0)}
     if u is not None and w is not None:
         data.update(value=True, u=str(_q(u)), w=str(_q(w)))
     else:
-        data.update(value=False, x=_float_vector(B.T @ B, top=True), y=_float_vector(Sigma0, top=True))
+        x = _factored_top_vector(B) if low else _float_vector(B.T @ B, top=True)
+        data.update(value=False, x=x, y=_float_vector(Sigma0, top=True))
     from .claims import claim
 
     return core.Certificate("lemma23_condition", claim("lemma23_condition", data) or "", data,

@@ -81,6 +81,7 @@ KINDS: dict[str, str] = {
     "contraction_float": "rnn_float:_check_contraction_float",
     # products of stored low-rank weight factors, pretrained heads (certificates/lowrank.py)
     "entry_asymmetry": "lowrank:_check_asymmetry",
+    "low_rank_asymmetry": "lowrank:_check_low_rank_asymmetry",
     "minor_not_psd": "lowrank:_check_minors",
 }
 

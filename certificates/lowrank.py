@@ -41,6 +41,7 @@ largest row sum of that bound (itself inflated by :math:`1+\gamma_{2k+1}` for it
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Sequence
 
@@ -50,7 +51,8 @@ from . import core
 from .records import JSONObject
 
 __all__ = ["hexvec", "asymmetry_claim", "minors_claim", "asymmetry_certificate", "minor_certificate", "find_asymmetric_entry", "find_minors",
-           "exact_gram", "full_column_rank", "symmetric_part_inertia"]
+           "exact_gram", "full_column_rank", "symmetric_part_inertia", "LowRank", "is_factored",
+           "find_low_rank_asymmetry", "low_rank_asymmetry_certificate", "low_rank_asymmetry_claim"]
 
 
 def hexvec(v: np.ndarray) -> list[str]:
@@ -196,3 +198,151 @@ def full_column_rank(F: np.ndarray) -> bool:
         return is_pd_float_rigorous(G, delta)
     except ValueError:
         return False
+
+
+# ---------------------------------------------------------------------------------------------
+# A matrix given by its factors: the exact value N = sqrt(q) L R (issue 45)
+# ---------------------------------------------------------------------------------------------
+
+
+def is_factored(value: Any) -> bool:
+    """Whether a JSON value is the factored form ``{"factors": [L, R], ...}`` of a matrix."""
+    return isinstance(value, dict) and "factors" in value
+
+
+def _scale_squared(raw: Any) -> Fraction:
+    """A positive rational ``scale_squared`` from a number or a ``"p/q"`` text (ValueError otherwise)."""
+    if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
+        raise ValueError(f"scale_squared must be a positive rational number or a \"p/q\" text, got {raw!r}")
+    try:
+        q = Fraction(raw) if not isinstance(raw, float) else Fraction(*raw.as_integer_ratio())
+    except (ValueError, ZeroDivisionError, OverflowError):
+        raise ValueError(f"scale_squared must be a positive rational number or a \"p/q\" text, got {raw!r}") from None
+    if q <= 0:
+        raise ValueError(f"scale_squared must be > 0, got {raw!r}")
+    return q
+
+
+def _factor(raw: Any, which: str) -> np.ndarray:
+    if isinstance(raw, np.ndarray):
+        F = np.asarray(raw, dtype=np.float64)
+    else:
+        if not (isinstance(raw, list) and raw and all(isinstance(r, list) and r for r in raw)):
+            raise ValueError(f"factor {which} must be a non-empty matrix (a list of rows)")
+        if any(isinstance(x, bool) or not isinstance(x, (int, float)) for r in raw for x in r):
+            raise ValueError(f"factor {which} must hold numbers only")
+        if len({len(r) for r in raw}) != 1:
+            raise ValueError(f"factor {which} has rows of different lengths")
+        F = np.array(raw, dtype=np.float64)
+    if F.ndim != 2 or 0 in F.shape:
+        raise ValueError(f"factor {which} must be a non-empty matrix, got shape {F.shape}")
+    if not np.all(np.isfinite(F)):
+        raise ValueError(f"factor {which} has a non-finite entry")
+    return F
+
+
+@dataclass(frozen=True, eq=False)
+class LowRank:
+    r"""The exact matrix :math:`N=\sqrt q\,LR` of float64 factors :math:`L\in\mathbb R^{m\times k}`,
+    :math:`R\in\mathbb R^{k\times n}` (exact dyadic rationals) and a rational :math:`q>0`.
+
+    A pretrained head's :math:`B=K^\top Q/\sqrt{d_h}` is ``LowRank(K.T, Q, 1/d_h)`` and :math:`V=W_OW_V` is
+    ``LowRank(W_O, W_V)``: the subject of the verdicts is this exact product, not its rounding. Its JSON
+    form is ``{"factors": [L, R], "scale_squared": "p/q"}`` (``scale_squared`` omitted when 1).
+    """
+
+    L: np.ndarray
+    R: np.ndarray
+    scale_squared: Fraction = Fraction(1)
+
+    @classmethod
+    def from_json(cls, value: Any) -> "LowRank":
+        """The matrix of a factored JSON value; ValueError naming what is wrong."""
+        if not is_factored(value):
+            raise ValueError("a factored matrix is an object {\"factors\": [L, R], \"scale_squared\": q}")
+        extra = sorted(set(value) - {"factors", "scale_squared"})
+        if extra:
+            raise ValueError(f"unknown key {extra[0]!r} in a factored matrix (allowed: factors, scale_squared)")
+        fs = value["factors"]
+        if not isinstance(fs, (list, tuple)) or len(fs) != 2:
+            raise ValueError("factors must be a list of two matrices [L, R]")
+        L, R = _factor(fs[0], "L"), _factor(fs[1], "R")
+        if L.shape[1] != R.shape[0]:
+            raise ValueError(f"factors do not fit: L is {L.shape[0]} x {L.shape[1]}, R is {R.shape[0]} x {R.shape[1]}")
+        return cls(L, R, _scale_squared(value.get("scale_squared", 1)))
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (int(self.L.shape[0]), int(self.R.shape[1]))
+
+    @property
+    def inner(self) -> int:
+        """The inner dimension k: the rank is at most k."""
+        return int(self.L.shape[1])
+
+    def to_json(self) -> JSONObject:
+        """The JSON form (factors as nested lists of floats, ``scale_squared`` as ``"p/q"`` when not 1)."""
+        out: JSONObject = {"factors": [self.L.tolist(), self.R.tolist()]}
+        if self.scale_squared != 1:
+            out["scale_squared"] = str(self.scale_squared)
+        return out
+
+    def transpose(self) -> "LowRank":
+        """:math:`N^\\top=\\sqrt q\\,R^\\top L^\\top`."""
+        return LowRank(self.R.T.copy(), self.L.T.copy(), self.scale_squared)
+
+    def negated(self) -> "LowRank":
+        """:math:`-N` (the sign goes into L, exactly)."""
+        return LowRank(-self.L, self.R, self.scale_squared)
+
+    def same(self, other: Any) -> bool:
+        """The same factors and scale (hence the same exact matrix), compared exactly."""
+        return (isinstance(other, LowRank) and self.scale_squared == other.scale_squared
+                and self.L.shape == other.L.shape and self.R.shape == other.R.shape
+                and bool(np.array_equal(self.L, other.L)) and bool(np.array_equal(self.R, other.R)))
+
+    def floats(self) -> np.ndarray:
+        """A float64 image of N (for the numerical runs only; never evidence)."""
+        return float(np.sqrt(float(self.scale_squared))) * (self.L @ self.R)
+
+    def unscaled_entry(self, i: int, j: int) -> Fraction:
+        """:math:`(LR)_{ij}` exactly."""
+        return sum((Fraction(float(a)) * Fraction(float(b)) for a, b in zip(self.L[i], self.R[:, j])), Fraction(0))
+
+    def norm2_float(self) -> float:
+        r"""A float estimate of :math:`\|N\|_2` from the :math:`k\times k` Gram matrices."""
+        G = (self.L.T @ self.L) @ (self.R @ self.R.T)
+        lam = float(np.max(np.abs(np.linalg.eigvals(G)))) if G.size else 0.0
+        return float(np.sqrt(float(self.scale_squared) * max(lam, 0.0)))
+
+
+def find_low_rank_asymmetry(N: LowRank) -> tuple[int, int] | None:
+    """Indices of the float-largest :math:`|N_{ij}-N_{ji}|` of a square factored matrix (None when 0):
+    a candidate only, proved by :func:`low_rank_asymmetry_certificate`."""
+    if N.shape[0] != N.shape[1]:
+        return None
+    F = N.L @ N.R
+    return find_asymmetric_entry(F)
+
+
+def low_rank_asymmetry_claim(data: JSONObject, what: str) -> str:
+    """The claim of a ``low_rank_asymmetry`` certificate of the matrix called ``what``."""
+    i, j = int(data["i"]), int(data["j"])
+    return f"{what} is not symmetric: entry ({i},{j}) differs from ({j},{i})"
+
+
+def low_rank_asymmetry_certificate(N: LowRank, ij: tuple[int, int], what: str) -> core.Certificate:
+    r"""Certificate that :math:`N_{ij}\ne N_{ji}` for the factored :math:`N=\sqrt q LR` (its data: N's
+    factored form and the pair; only the two dot products are computed, :math:`O(k)` exact terms)."""
+    data = {"N": N.to_json(), "i": int(ij[0]), "j": int(ij[1])}
+    return core.Certificate("low_rank_asymmetry", low_rank_asymmetry_claim(data, what), data, "exact-rational")
+
+
+def _check_low_rank_asymmetry(data: dict[str, Any]) -> bool:
+    N = LowRank.from_json(data["N"])
+    i, j = data["i"], data["j"]
+    if type(i) is not int or type(j) is not int or i == j or N.shape[0] != N.shape[1]:
+        return False
+    if not (0 <= i < N.shape[0] and 0 <= j < N.shape[0]):
+        return False
+    return N.unscaled_entry(i, j) != N.unscaled_entry(j, i)  # sqrt(q) > 0 scales both alike

@@ -39,6 +39,7 @@ import re
 from typing import Any, Callable
 
 from . import core, forms
+from .lowrank import LowRank, is_factored
 from .records import Checker, JSONObject
 
 __all__ = ["PREDICATES", "predicate_certificate", "definiteness_witness"]
@@ -79,8 +80,18 @@ def _numbers(x: Any) -> bool:
 
 
 def _numeric(data: dict[str, Any]) -> bool:
-    """Every argument (every field but ``predicate`` and ``value``) holds numbers only."""
-    return all(_numbers(v) for k, v in data.items() if k not in ("predicate", "value"))
+    """Every argument (every field but ``predicate`` and ``value``) holds numbers only (a factored matrix:
+    its two factors, and its scale is a rational by its form)."""
+    def numbers(v: Any) -> bool:
+        if is_factored(v):
+            try:
+                LowRank.from_json(v)
+            except ValueError:
+                return False
+            return True
+        return _numbers(v)
+
+    return all(numbers(v) for k, v in data.items() if k not in ("predicate", "value"))
 
 
 def _integer(x: Any) -> int:

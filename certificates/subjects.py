@@ -32,6 +32,7 @@ import flint
 import numpy as np
 
 from .core import encode
+from .lowrank import LowRank, is_factored
 from .forms import LARGE, Encoded, float_image, float_rows, float_text, ratio_rows_text, ratio_text
 
 __all__ = ["SubjectError", "evaluate", "matches", "exact_value", "canonical", "subject_digest"]
@@ -77,6 +78,13 @@ def exact_value(value: Any) -> Any:
         return flint.fmpq(value)
     if isinstance(value, flint.fmpq_mat):
         return value
+    if isinstance(value, LowRank):
+        return value
+    if is_factored(value):  # {"factors": [L, R], "scale_squared": q}: the exact sqrt(q) L R, kept factored
+        try:
+            return LowRank.from_json(value)
+        except ValueError:
+            return value  # malformed: compared as JSON, never as a matrix
     if isinstance(value, (list, tuple)):
         try:
             if value and all(isinstance(r, (list, tuple)) for r in value):
@@ -134,6 +142,9 @@ class _Parser:
         v = self.atom()
         while self.peek() in ("^T", "["):
             if self.take()[1] == "^T":
+                if isinstance(v, LowRank):
+                    v = v.transpose()
+                    continue
                 if not isinstance(v, flint.fmpq_mat):
                     raise SubjectError(f"transpose of a non-matrix in {self.expr!r}")
                 v = v.transpose()
@@ -165,6 +176,10 @@ class _Parser:
 
 
 def _binary(op: str, a: Any, b: Any, expr: str) -> Any:
+    if isinstance(b, LowRank) and op == "*" and a == flint.fmpq(-1):
+        return b.negated()  # -N of a factored N: exact, still factored
+    if isinstance(a, LowRank) or isinstance(b, LowRank):
+        raise SubjectError(f"only -N and N^T of a factored matrix are kept factored in {expr!r}")
     num = (flint.fmpq, flint.fmpq_mat)
     if not isinstance(a, num) or not isinstance(b, num):
         raise SubjectError(f"arithmetic on a non-numeric value in {expr!r}")
@@ -194,6 +209,8 @@ def evaluate(expr: str, resolve: Callable[[str], Any]) -> Any:
 
 def matches(value: Any, field: Any) -> bool:
     """Whether a certificate's data field equals a subject's value exactly."""
+    if isinstance(value, LowRank):  # the same factors and scale: nothing is multiplied out
+        return value.same(exact_value(field))
     if isinstance(value, (flint.fmpq_mat, flint.fmpq)):
         try:
             got = exact_value(field)
@@ -211,6 +228,10 @@ def canonical(value: Any) -> Any:
     they are. Equal exact values give equal canonical forms."""
     from .core import encode
 
+    if isinstance(value, LowRank) or is_factored(value):
+        low = exact_value(value)
+        if isinstance(low, LowRank):
+            return _canonical_factored(low)
     fast = _canonical_matrix(value)
     if fast is not None:
         return fast
@@ -220,6 +241,18 @@ def canonical(value: Any) -> Any:
     if isinstance(v, flint.fmpq):
         return str(v)
     return v
+
+
+def _canonical_factored(N: LowRank) -> dict[str, Any]:
+    """The canonical form of a factored matrix: each factor by its float64 bytes' SHA-256 (as
+    :func:`subject_digest` names a large float matrix), and the scale as ``"p/q"``."""
+    import hashlib
+
+    def ref(F: np.ndarray) -> dict[str, Any]:
+        data = np.ascontiguousarray(F + 0.0, dtype="<f8").tobytes()
+        return {"float64": list(F.shape), "sha256": hashlib.sha256(data).hexdigest()}
+
+    return {"factors": [ref(N.L), ref(N.R)], "scale_squared": str(N.scale_squared)}
 
 
 _RATIONAL_TEXT = re.compile(r"(-?\d+)(?:/(\d+))?")

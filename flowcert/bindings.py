@@ -259,13 +259,20 @@ def definite(name: str, expr: str) -> HypothesisBinding:
     """``expr > 0``: a ``pd`` certificate proves it, ``not_pd`` / ``not_psd`` / ``not_symmetric`` refute it."""
     s = {"M": expr}
     return HypothesisBinding(name, (ProofRoute("pd", s, HOLDS), ProofRoute("not_pd", s, FAILS), ProofRoute("not_psd", s, FAILS),
-                             ProofRoute("not_symmetric", s, FAILS)))
+                             ProofRoute("not_symmetric", s, FAILS), asymmetric_factors(expr)))
 
 
 def semidefinite(name: str, expr: str) -> HypothesisBinding:
     """``expr >= 0``: ``psd`` proves it, ``not_psd`` / ``not_symmetric`` refute it."""
     s = {"M": expr}
-    return HypothesisBinding(name, (ProofRoute("psd", s, HOLDS), ProofRoute("not_psd", s, FAILS), ProofRoute("not_symmetric", s, FAILS)))
+    return HypothesisBinding(name, (ProofRoute("psd", s, HOLDS), ProofRoute("not_psd", s, FAILS), ProofRoute("not_symmetric", s, FAILS),
+                             asymmetric_factors(expr)))
+
+
+def asymmetric_factors(expr: str, key: str = "") -> ProofRoute:
+    """``expr`` is not symmetric, by an exact entry pair of its factors (``low_rank_asymmetry``): what refutes a
+    definiteness, a semidefiniteness or ``= eta I`` of a matrix given as ``{"factors": [L, R]}``."""
+    return ProofRoute("low_rank_asymmetry", {"N": expr}, FAILS, key=key)
 
 
 def hurwitz(name: str, expr: str) -> HypothesisBinding:
@@ -276,7 +283,9 @@ def hurwitz(name: str, expr: str) -> HypothesisBinding:
                              ProofRoute("spectrum_inertia", s, _hurwitz_inertia)))
 
 
-def predicate(name: str, which: str, subject: Mapping[str, str], **fixed: Any) -> HypothesisBinding:
+def predicate(name: str, which: str, subject: Mapping[str, str], *refuted_by: ProofRoute, **fixed: Any) -> HypothesisBinding:
     """A hypothesis decided by the exact predicate ``which`` (:mod:`flowcert.certificates.predicates`) of
-    its subject; ``fixed``: further data entries pinned (a literal, a sign)."""
-    return HypothesisBinding(name, (ProofRoute("predicate", dict(subject), by_value, {"predicate": which, **fixed}),))
+    its subject; ``refuted_by``: further routes that refute it; ``fixed``: further data entries pinned (a
+    literal, a sign)."""
+    return HypothesisBinding(name, (ProofRoute("predicate", dict(subject), by_value, {"predicate": which, **fixed}),
+                                    *refuted_by))

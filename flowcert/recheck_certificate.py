@@ -154,7 +154,10 @@ def _encoded(value: Any) -> Any:
     import flint
 
     from .certificates.core import encode
+    from .certificates.lowrank import LowRank
 
+    if isinstance(value, LowRank):
+        return value.to_json()
     if isinstance(value, flint.fmpq_mat):
         return encode(value)
     if isinstance(value, flint.fmpq):

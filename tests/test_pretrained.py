@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -288,12 +289,19 @@ def test_parameter_files(bert, gpt2, tmp_path):
     ck = load_checkpoint(bert[0])
     raw = gaussian_params(ck, 1, 0)
     h = extract_heads(ck)[2]
-    np.testing.assert_array_equal(raw["B"], h.B)
-    np.testing.assert_array_equal(raw["V"], h.O @ h.V)
-    for suffix in (".json", ".npz"):
-        p = write_params(raw, tmp_path / f"g{suffix}")
-        g = load_gaussian(p)
-        np.testing.assert_allclose(np.asarray(g.V, dtype=float), h.U, rtol=0, atol=0)
+    # B = K^T Q / sqrt(d_h) and V = W_O W_V as their factors: the weight slices themselves, bit for bit
+    (KT, Q), (O, W) = raw["B"]["factors"], raw["V"]["factors"]
+    for got, want in ((KT, h.K.T), (Q, h.Q), (O, h.O), (W, h.V)):
+        np.testing.assert_array_equal(got, want)
+    assert raw["B"]["scale_squared"] == f"1/{h.d_head}" and "scale_squared" not in raw["V"]
+    g = load_gaussian(write_params(raw, tmp_path / "g.json"))
+    assert set(g.factored) == {"B", "V"} and g.factored["B"].scale_squared == Fraction(1, h.d_head)
+    np.testing.assert_array_equal(g.factored["V"].L, h.O)
+    np.testing.assert_allclose(np.asarray(g.B, dtype=float), h.B, rtol=1e-13, atol=1e-16)
+    # .npz holds flat arrays: the float64 products, a dense matrix verified as given
+    g = load_gaussian(write_params(raw, tmp_path / "g.npz"))
+    assert not g.factored
+    np.testing.assert_allclose(np.asarray(g.V, dtype=float), h.U, rtol=0, atol=0)
     a = attention_params(load_checkpoint(gpt2[0]), 0)
     assert a["causal"] is True and len(a["heads"]) == 2 and abs(a["beta"] - 0.5) < 1e-15
     assert np.array(a["heads"][1]["Q"]).shape == (4, 8) and np.array(a["heads"][1]["V"]).shape == (8, 8)
@@ -499,7 +507,10 @@ def test_cli_pretrained_verify_sweeps_every_head_and_resumes(bert, tmp_path, cap
         ref = rec["result"]["params"]  # the export it was verified from, by name and digest: no copy
         assert ref["$ref"] == rec["file"] and ref["sha256"] == __import__("hashlib").sha256(
             open(rec["file"], "rb").read()).hexdigest()
-        np.testing.assert_array_equal(np.array(_json.loads(open(rec["file"]).read())["B"]), head.B)
+        B = _json.loads(open(rec["file"]).read())["B"]  # factored: K^T, Q and the scale 1/d_h, exactly
+        np.testing.assert_array_equal(np.array(B["factors"][0]), head.K.T)
+        np.testing.assert_array_equal(np.array(B["factors"][1]), head.Q)
+        assert B["scale_squared"] == f"1/{head.d_head}"
     table = summary.read_text()
     assert table.count("\n| 1 | ") == 2
     resume = tmp_path / "done.jsonl"

@@ -223,6 +223,7 @@ def build_real_certificates() -> dict[str, dict]:
     A, B = np.array([[1.0], [2.0]]), np.array([[1.0, -1.0]])
     add(lowrank.asymmetry_certificate(A, B, lowrank.find_asymmetric_entry(A @ B), "N"))
     add(lowrank.minor_certificate(A, B, [([1], 1)], "N"))  # (N + N^T)_11 = -4 < 0
+    add(lowrank.low_rank_asymmetry_certificate(lowrank.LowRank(A, B, Fraction(1, 2)), (0, 1), "N"))  # N_01 = -1, N_10 = 2
     # a Newton-located 2:2 bipartite point of the multistability paper (rows of +-e1, a11 = 2:
     # stable by the equal-split closed form), certified by the Krawczyk test
     from flowcert.certificates.attention import krawczyk
@@ -320,13 +321,17 @@ def tamper(kind: str, cert: dict) -> tuple[dict, str]:
     if kind == "entry_asymmetry":  # the data are float.hex strings (stored weights), not p/q
         d["a_j"], d["b_i"] = list(d["a_i"]), list(d["b_j"])
         return c, "with a_j = a_i and b_i = b_j, (AB)_ji = a_j . b_i = a_i . b_j = (AB)_ij"
+    if kind == "low_rank_asymmetry":  # swap the factors' roles: N = L L^T is symmetric
+        L = d["N"]["factors"][0]
+        d["N"]["factors"][1] = [list(col) for col in zip(*L)]
+        return c, "with R = L^T the product L L^T is symmetric: no entry pair differs"
     raise KeyError(kind)
 
 
 #: system -> kinds tampered (gaussian, attention: both papers, rnn, low-rank products of pretrained heads)
 TAMPERED = {"gaussian": ("psd", "pd", "pd_equilibrium"),
             "attention": ("sup_norm_bound", "symmetric_eigen_enclosure", "attention_bipartite_spectrum"),
-            "rnn": ("contraction", "contraction_float"), "pretrained": ("entry_asymmetry",)}
+            "rnn": ("contraction", "contraction_float"), "pretrained": ("entry_asymmetry", "low_rank_asymmetry")}
 
 
 def test_a_tampered_rational_is_refused_in_a_fresh_process(real, tmp_path):

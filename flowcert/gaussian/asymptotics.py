@@ -35,6 +35,7 @@ from ..certificates import core, spectrum
 from ..certificates.conditions import thm48_trace_certificate
 from ..certificates.predicates import definiteness_witness, predicate_certificate
 from ..certificates import gaussian as cert
+from .factored import definite_of, symmetric_needed
 from ..certificates.hypotheses import (definite, lower_eigenvalue_bound, min_eigenvalue_upper_bound, semidefinite,
                                       sym_part)
 from ..numeric import gaussian as ng
@@ -144,13 +145,13 @@ def _paper_lmi(p: GaussianParams, S: np.ndarray, rho: float) -> core.HypothesisR
 
 def thm_4_7_1(p: GaussianParams, eq: Equilibrium) -> TheoremResult:
     """Thm 4.7(1) as printed (false) and its corrected form (1′)."""
-    hyps = [NEG_V.bind(definite(p.V, "V", -1)), B_PD.bind(definite(p.B, "B", 1)),
+    hyps = [NEG_V.bind(definite_of(p, "V", -1)), B_PD.bind(definite_of(p, "B", 1)),
             SIGMA0_PD.bind(definite(p.Sigma0, "Sigma0", 1)), RE_POS.bind(spectrum.hurwitz("Re spec(A) > 0", -p.A))]
     prediction: dict[str, Any] = {"paper": r"a positive definite equilibrium $\Sigma_\infty$ of (18) exists (false in general)",
                                   "corrected": r"if an equilibrium $\Sigma_\infty\succ0$ with $-(PV+VP)\succ0$, $P=\Sigma_\infty^{-1}$, exists, "
                                                "it is locally exponentially stable"}
     result = THM_4_7_1.result(hyps, prediction)
-    if eq.kind == "pd" and eq.S is not None:
+    if eq.kind == "pd" and eq.S is not None and not p.factored:  # its certificates need B, V as dense data
         ex = PD_EQ.bind(cert.pd_equilibrium(p.A, p.B, p.V, eq.S))
         hyps.append(ex)
         rho = float(sp.Rational(ex.certificate.data["rho"])) if ex.certificate else float("inf")
@@ -174,10 +175,10 @@ def _no_pd_equilibrium(p: GaussianParams, eq: Equilibrium) -> core.HypothesisRes
     """Witness against the printed claim (1): every real equilibrium is non-PD (d = 2: exact
     Groebner basis on the data as given, floats being dyadic rationals, with exact signs at the
     algebraic roots; certificate ``d2_equilibria``)."""
-    by_trace = cert.no_pd_equilibrium_trace(p.A, p.B, p.V)
+    by_trace = None if p.factored else cert.no_pd_equilibrium_trace(p.A, p.B, p.V)
     if by_trace is not None:
         return by_trace
-    if p.d != 2:
+    if p.d != 2 or p.factored:
         return core.HypothesisResult("pd_equilibrium_exists", "unknown", None, "simulation", None,
                                      f"the simulation converged to a {eq.kind} equilibrium; exact enumeration only for d = 2")
     return cert.no_pd_equilibrium_d2(p.A, p.B, p.V)
@@ -196,14 +197,14 @@ def _perturbation_check(p: GaussianParams, S: np.ndarray) -> CrossCheck:
 
 def thm_4_7_2(p: GaussianParams) -> TheoremResult:
     """Thm. 4.7(2): V < 0, B > 0, lambda_max(A + A^T) <= 0 imply Sigma(t) -> 0."""
-    hyps = [NEG_V.bind(definite(p.V, "V", -1)), B_PD.bind(definite(p.B, "B", 1)),
+    hyps = [NEG_V.bind(definite_of(p, "V", -1)), B_PD.bind(definite_of(p, "B", 1)),
             NEG_SYM_A.bind(semidefinite(-sym_part(p.A), "-(A + A^T)"))]
     return THM_4_7_2.result(hyps, {"Sigma": "converges_zero"})
 
 
 def thm_4_7_3(p: GaussianParams) -> TheoremResult:
     """Thm. 4.7(3): Re spec A < 0 makes Sigma = 0 locally stable; Sigma stays bounded."""
-    hyps = [NEG_V.bind(definite(p.V, "V", -1)), B_PD.bind(definite(p.B, "B", 1)),
+    hyps = [NEG_V.bind(definite_of(p, "V", -1)), B_PD.bind(definite_of(p, "B", 1)),
             HURWITZ_A.bind(spectrum.hurwitz("Re spec(A) < 0", p.A))]
     lam_a = float(np.linalg.eigvalsh(p.A + p.A.T).max())
     lam_v = float(np.linalg.eigvalsh(p.V).max()) if np.allclose(p.V, p.V.T) else float("nan")
@@ -298,6 +299,14 @@ def _trace_condition(p: GaussianParams) -> core.HypothesisResult:
     when the interval excludes the boundary, else ``unknown``.
     """
     name = TRACE.name
+    for key in ("V", "B"):
+        res = symmetric_needed(p, key, name)
+        if res is not None and res.status == "fails":
+            res.detail = rf"${key}$ is not symmetric: $\lambda_{{\min}}({key})$, hence $\beta$, is not defined"
+            return TRACE.bind(res, key=key)
+    if p.factored:
+        return core.HypothesisResult(name, "unknown", None, "factored matrix", None,
+                                     "B or V is given factored and symmetric in float64: no exact eigenvalue bounds on factors")
     for M, what in ((p.V, "V"), (p.B, "B")):
         if not np.array_equal(M, M.T):
             return TRACE.result("fails", definiteness_witness(M, strict=True), None, "exact symmetry",
@@ -337,7 +346,7 @@ def _trace_condition(p: GaussianParams) -> core.HypothesisResult:
 
 def thm_4_8(p: GaussianParams, item: int) -> TheoremResult:
     """Thm. 4.8(1) (alpha >= 0) and 4.8(2) (alpha < 0, large tr Sigma0): blow-up before eq. (20)."""
-    base = [V_PD.bind(definite(p.V, "V", 1)), B_PD.bind(definite(p.B, "B", 1)),
+    base = [V_PD.bind(definite_of(p, "V", 1)), B_PD.bind(definite_of(p, "B", 1)),
             SIGMA0_PD.bind(definite(p.Sigma0, "Sigma0", 1))]
     if item == 1:
         hyps = base + [SYM_A.bind(semidefinite(sym_part(p.A), "A + A^T"))]
@@ -359,6 +368,10 @@ def lemma_4_4(p: GaussianParams, eq: Equilibrium, ea: EtaAnalysis | None = None)
     hyps: list[core.HypothesisResult] = []
     prediction: dict[str, Any] = {"spectrum": "purely imaginary"}
     result = LEMMA_4_4.result(hyps, prediction)
+    if p.factored:  # every certificate of (18) needs A, B, V as dense exact data
+        hyps.append(core.HypothesisResult("pd_equilibrium_exists", "unknown", None, "factored matrix", None,
+                                          "B or V is given factored: the equilibrium certificates need dense exact data"))
+        return result
     by_eta = None if ea is None or ea.eta is None else cert.pd_equilibrium_eta(p.A, p.B, ea.eta, ea.count_cert)
     S = eq.S if eq.kind == "pd" else None
     if S is None and by_eta is not None and by_eta.status == "holds":
@@ -414,7 +427,8 @@ class EtaAnalysis:
     Lyapunov route fails), exact detectability of (H, A) and the Theorem 4.1 limit."""
 
     def __init__(self, p: GaussianParams) -> None:
-        self.eta = scalar_eta(p.V)
+        self.eta = None if "V" in p.factored or "B" in p.factored else scalar_eta(p.V)  # floats of a product: no evidence
+        self.factored_V = "V" in p.factored
         self.k: int | None = None
         self.count_cert: core.Certificate | None = None
         self.limit: riccati.Thm41Limit | None = None
@@ -464,6 +478,13 @@ def _detect_hyp(ea: EtaAnalysis) -> core.HypothesisResult:
 
 
 def _v_eta(p: GaussianParams, ea: EtaAnalysis) -> core.HypothesisResult:
+    if "V" in p.factored or "B" in p.factored:
+        res = symmetric_needed(p, "V", V_ETA.name)
+        if res is not None and res.status == "fails":
+            res.detail = r"$V$ is not symmetric, hence not $\eta I$"
+            return V_ETA.bind(res)
+        return core.HypothesisResult(V_ETA.name, "unknown", None, "factored matrix", None,
+                                     "B or V is given factored: V = eta I is decided on factors only by an asymmetric pair")
     ok = ea.eta is not None
     return V_ETA.result("holds" if ok else "fails",
                         predicate_certificate("scalar_identity", ok, V_ETA.proofs[0].subject, M=core.encode(p.V)),
@@ -539,11 +560,16 @@ def thm_4_11(p: GaussianParams, ea: EtaAnalysis, item: int) -> TheoremResult:
     hyps = _eta_hyps(p, ea)
     sign_ok = ea.eta is not None and ((ea.eta < 0) if item == 1 else (ea.eta > 0))
     spec = ETA_NEG if item == 1 else ETA_POS
-    hyps.append(spec.result("holds" if sign_ok else "fails",
-                            predicate_certificate("scalar_identity_sign", sign_ok, spec.proofs[0].subject,
-                                                  M=core.encode(p.V), sign=-1 if item == 1 else 1),
-                            None if ea.eta is None else (-ea.eta if item == 1 else ea.eta), "exact comparison",
-                            "" if ea.eta is None else f"eta = {ea.eta}"))
+    if p.factored:
+        res = symmetric_needed(p, "V", spec.name)
+        hyps.append(spec.bind(res) if res is not None and res.status == "fails" else core.HypothesisResult(
+            spec.name, "unknown", None, "factored matrix", None, "B or V is given factored"))
+    else:
+        hyps.append(spec.result("holds" if sign_ok else "fails",
+                                predicate_certificate("scalar_identity_sign", sign_ok, spec.proofs[0].subject,
+                                                      M=core.encode(p.V), sign=-1 if item == 1 else 1),
+                                None if ea.eta is None else (-ea.eta if item == 1 else ea.eta), "exact comparison",
+                                "" if ea.eta is None else f"eta = {ea.eta}"))
     if item == 2:
         hyps.append(_unstable_hyp(ea))
     result = THM_4_11[item].result(hyps, {})

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from fractions import Fraction
 from typing import Any, Callable, TypedDict
 
 import numpy as np
@@ -32,6 +33,7 @@ from ..engine import ENTRY_SECONDS, asked, evaluate, not_requested, undecided, w
 from ..limits import VERIFY_SECONDS, stage_skip_reason
 from ..numeric.integration import BudgetExceeded, budget_left, command_budget, stage_budget
 from ..certificates import core
+from ..certificates.lowrank import LowRank
 from ..numeric import gaussian as ng
 from ..papers.gaussian import (ACTIVATION, CLOSURE, CONTINUOUS, LEMMA23, LEMMA_2_3, LEMMA_3_1, PROP_2_1, PROP_2_4,
                                SIGMA0_PSD, TABLE_1, THM_3_3)
@@ -91,7 +93,8 @@ def prop_2_1(p: GaussianParams, simulate: bool, seed: int = 0) -> TheoremResult:
 
 def _continuity(p: GaussianParams) -> core.HypothesisResult:
     if not p.time_varying:
-        data = {k: np.asarray(getattr(p, k), float).tolist() for k in ("A", "B", "V", "b")}
+        echo = p.to_json()  # a factored B or V is carried as its factors (the subject), never as a rounded product
+        data = {k: echo[k] if k in p.factored else np.asarray(getattr(p, k), float).tolist() for k in ("A", "B", "V", "b")}
         return CONTINUOUS.result("holds", predicate_certificate("numeric", True, CONTINUOUS.proofs[0].subject, **data),
                                  None, "constant parameters")
     from ..certificates.continuity import certify_continuous
@@ -293,7 +296,27 @@ def _lemma23_hypothesis(p: GaussianParams) -> core.HypothesisResult:
     """:math:`8\\|B\\|_2\\lambda_{\\max}(\\Sigma_0)<1`, from exact eigenvalue bounds (``lemma23_condition``:
     upper bounds prove it, Rayleigh quotients refute it). Lemma 2.3 and Prop. 2.4 ask the same question
     of the same data: the verdict is built once per run (:func:`_lemma23_verdict`)."""
+    if "B" in p.factored:
+        return _lemma23_factored(p.factored["B"], p.Sigma0)
     return _lemma23_verdict(p.B, p.Sigma0, p.time_varying)
+
+
+def _lemma23_factored(N: LowRank, Sigma0: np.ndarray) -> core.HypothesisResult:
+    r"""Lemma 2.3's condition for a factored :math:`B=\sqrt q\,LR`: :math:`\|B\|^2\le u` proved on the
+    :math:`k	imes k` Gram matrices (:func:`~flowcert.certificates.conditions.factored_norm_bound`), refuted by
+    an exact Rayleigh quotient :math:`q\|LRx\|^2/\|x\|^2`."""
+    value = 8 * N.norm2_float() * float(np.linalg.eigvalsh(Sigma0).max())
+    if value > 1 + 1e-6:
+        return _lemma23_refuted(N, Sigma0, value)
+    u = Fraction(N.norm2_float() ** 2 * (1 + 2.0**-20) + 2.0**-1000)
+    w = upper_eigenvalue_bound(Sigma0)
+    if w is not None and w >= 0 and 64 * u * w * w < 1:
+        out = LEMMA23.result("holds", lemma23_certificate(N, Sigma0, u, w), 1 - value,
+                             r"exact bounds on the factors' Gram matrices $\lVert B\rVert^2\le u$, "
+                             r"$\lambda_{\max}\le w$, $64uw^2<1$", _lemma23_value(value))
+        if out.status == "holds":
+            return out
+    return core.HypothesisResult(LEMMA23.name, "unknown", 1 - value, "eigenvalues", None, _lemma23_value(value))
 
 
 @core.memoised
@@ -320,7 +343,7 @@ def _lemma23_value(value: float) -> str:
     return rf"$8\lVert B\rVert_2\lambda_{{\max}}(\Sigma_0)={value:.4g}$"
 
 
-def _lemma23_refuted(B: np.ndarray, Sigma0: np.ndarray, value: float) -> core.HypothesisResult:
+def _lemma23_refuted(B: np.ndarray | LowRank, Sigma0: np.ndarray, value: float) -> core.HypothesisResult:
     """``fails`` with Rayleigh-quotient lower bounds when they refute the condition exactly, else uncertified."""
     out = LEMMA23.result("fails", lemma23_certificate(B, Sigma0, None, None), 1 - value,
                          r"exact Rayleigh quotients $\lVert Bx\rVert^2/\lVert x\rVert^2$, $y^\top\Sigma_0y/\lVert y\rVert^2$",

@@ -11,13 +11,20 @@ Schema of the ``gaussian`` system (``d`` is the number of rows of ``Sigma0``)::
     key         required  value
     ----------  --------  ----------------------------------------------------------
     A           yes       d x d matrix; entries numbers or strings in t
-    B           yes       d x d matrix; entries numbers or strings in t
-    V           yes       d x d matrix; entries numbers or strings in t
+    B           yes       d x d matrix; entries numbers or strings in t; or factored (below)
+    V           yes       d x d matrix; entries numbers or strings in t; or factored (below)
     b           yes       length-d vector; entries numbers or strings in t
     mu0         yes       length-d vector of numbers
     Sigma0      yes       d x d matrix of numbers, exactly symmetric, not indefinite
     t_end       no        positive finite number (default 10.0)
     activation  no        "identity" (default) or "relu"
+
+``B`` and ``V`` may be given by their factors, ``{"factors": [L, R], "scale_squared": q}``: the
+exact matrix :math:`\sqrt q\,LR` with :math:`L` (d x k) and :math:`R` (k x d) matrices of numbers and
+:math:`q>0` a rational (a number or a ``"p/q"`` text; default 1). A pretrained head is
+:math:`B=K^\top Q/\sqrt{d_h}` (``{"factors": [K^T, Q], "scale_squared": "1/d_h"}``) and :math:`V=W_OW_V`:
+the verdicts then speak of that exact product (decided on the factors), never of a rounded d x d copy,
+which the numerical runs alone use.
 
 All numbers must be finite (JSON ``NaN``/``Infinity`` are read and then rejected) and
 ``d >= 1``. If any entry of ``A``, ``B``, ``V`` or ``b`` is a string, that parameter is
@@ -39,8 +46,9 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 import sympy as sp
@@ -48,6 +56,8 @@ import sympy as sp
 from ..arrays import as_matrix, as_vector
 from ..expressions import compile_matrix, echo_value
 from ..files import load_file
+if TYPE_CHECKING:
+    from ..certificates.lowrank import LowRank
 from ..schema import (
     PROVENANCE_KEY,
     Field,
@@ -86,6 +96,22 @@ def _square(allow_expr: bool) -> Validator:
     return validator
 
 
+def _square_or_factored(raw: object, key: str, dims: Mapping[str, int]) -> object:
+    r"""A d x d matrix (constant or in t), or the factored form ``{"factors": [L, R], "scale_squared": q}``
+    of the exact matrix :math:`\sqrt q\,LR` (kept as a :class:`~flowcert.certificates.lowrank.LowRank`)."""
+    from ..certificates.lowrank import LowRank, is_factored
+
+    if isinstance(raw, LowRank) or is_factored(raw):
+        try:
+            N = raw if isinstance(raw, LowRank) else LowRank.from_json(raw)
+        except ValueError as exc:
+            raise ParamError(key, str(exc)) from None
+        if N.shape != (dims["d"], dims["d"]):
+            raise ParamError(key, f"factors give a {N.shape[0]} x {N.shape[1]} matrix, expected {dims['d']} x {dims['d']}")
+        return N
+    return as_matrix(raw, key, (dims["d"], dims["d"]), allow_expr=True)
+
+
 def _vector(allow_expr: bool) -> Validator:
     def validator(raw: object, key: str, dims: Mapping[str, int]) -> object:
         return as_vector(raw, key, dims["d"], allow_expr=allow_expr)
@@ -108,8 +134,8 @@ GAUSSIAN_SCHEMA = Schema(
     system="gaussian",
     fields={
         "A": Field(_square(True), doc="feed-forward matrix, d x d, constant or in t"),
-        "B": Field(_square(True), doc="attention bilinear form, d x d, constant or in t"),
-        "V": Field(_square(True), doc="value matrix, d x d, constant or in t"),
+        "B": Field(_square_or_factored, doc="attention bilinear form, d x d, constant or in t, or factored"),
+        "V": Field(_square_or_factored, doc="value matrix, d x d, constant or in t, or factored"),
         "b": Field(_vector(True), doc="feed-forward bias, length d, constant or in t"),
         "mu0": Field(_vector(False), doc="initial mean, length d"),
         "Sigma0": Field(_covariance, doc="initial covariance, d x d, symmetric PSD"),
@@ -166,10 +192,22 @@ class GaussianParams:
     t_end: float = 10.0
     activation: str = "identity"
 
+    #: the keys given factored (``{"factors": [L, R], ...}``), with their exact matrices; the field itself then
+    #: holds a float image for the numerical runs, never used as exact data
+    factored: Mapping[str, LowRank] = field(default_factory=dict, init=False)
+
     def __post_init__(self) -> None:
+        from ..certificates.lowrank import LowRank
+
         raw = {key: getattr(self, key) for key in GAUSSIAN_SCHEMA.fields}
+        factored = {}
         for key, value in validate(raw, GAUSSIAN_SCHEMA).items():
+            if isinstance(value, LowRank):
+                factored[key] = value
+                value = value.floats()
+                value.setflags(write=False)
             object.__setattr__(self, key, value)
+        object.__setattr__(self, "factored", factored)
 
     @property
     def d(self) -> int:
@@ -230,10 +268,14 @@ class GaussianParams:
         ``str(expr)``; ``parse_gaussian(p.to_json())`` rebuilds ``p`` (a time-varying
         parameter whose entries are all plain numbers comes back constant).
         """
+        def matrix(key: str) -> object:
+            N = self.factored.get(key)
+            return N.to_json() if N is not None else echo_value(getattr(self, key), False)
+
         return {
             "A": echo_value(self.A, False),
-            "B": echo_value(self.B, False),
-            "V": echo_value(self.V, False),
+            "B": matrix("B"),
+            "V": matrix("V"),
             "b": echo_value(self.b, True),
             "mu0": echo_value(self.mu0, True),
             "Sigma0": echo_value(self.Sigma0, False),
@@ -244,6 +286,9 @@ class GaussianParams:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, GaussianParams):
             return NotImplemented
+        if set(self.factored) != set(other.factored) or any(
+                not N.same(other.factored[k]) for k, N in self.factored.items()):
+            return False
         for key in GAUSSIAN_SCHEMA.fields:
             mine, theirs = getattr(self, key), getattr(other, key)
             if isinstance(mine, np.ndarray) or isinstance(theirs, np.ndarray):

@@ -65,6 +65,8 @@ def riccati_pair(p: GaussianParams) -> tuple[sp.Matrix, sp.Matrix, str] | None:
     both 0), so float equality is rational equality and ``B = 0``, ``V = V_{11} I`` are decided
     exactly in :math:`O(d^2)` comparisons; the rational matrices are built only when a form applies
     (a pretrained head has neither, and its three :math:`384\\times384` conversions cost seconds)."""
+    if p.factored:  # the floats of a product are no exact data: no Riccati form is claimed
+        return None
     if not p.B.any():
         return core.rational_matrix(p.A), sp.zeros(p.d, p.d), "B = 0: the field is linear"
     if np.array_equal(p.V, p.V[0, 0] * np.eye(p.d)):
@@ -252,6 +254,9 @@ def regime(p: GaussianParams, sol: ng.MomentSolution, eq: Any, by_id: dict[str, 
     elif eq.S is None:
         out["reason"] = (f"the run did not settle at an equilibrium by t = {eq.horizon:.6g} "
                          f"(horizon extended within a budget of {eq.BUDGET:g} x t_end, at most {eq.MAX_T:g})")
+    elif p.factored:
+        out["reason"] = (f"the run ends near an equilibrium (t = {eq.horizon:.6g}); B or V is given factored and its "
+                         "stability certificate needs dense exact data")
     else:
         stab = cert.stability(p.A, p.B, p.V, eq.S)
         out["equilibrium"] = stamp_result(stab, {"A": "params.A", "B": "params.B", "V": "params.V"}).to_json()

@@ -171,6 +171,18 @@ class GaussianSystem(SystemBase):
 
         return gaussian_params(checkpoint, layer, head)
 
+    @staticmethod
+    def weight_slices(params: Mapping[str, Any], head: Any) -> list[tuple[str, Any, Any]]:
+        """The factors of the export's ``B`` and ``V``: :math:`K^\top`, :math:`Q` and :math:`W_O`, :math:`W_V`,
+        exact slices of the weights (:func:`flowcert.pretrained.heads.gaussian_params`)."""
+        def factor(key: str, i: int) -> Any:
+            m = params.get(key)
+            fs = m.get("factors") if isinstance(m, Mapping) else None
+            return fs[i] if isinstance(fs, list) and len(fs) == 2 else None
+
+        return [("B.factors[0]", factor("B", 0), head.K.T), ("B.factors[1]", factor("B", 1), head.Q),
+                ("V.factors[0]", factor("V", 0), head.O), ("V.factors[1]", factor("V", 1), head.V)]
+
     def simulate(self, p: GaussianParams, options: SimulateOptions) -> tuple[SimulateDocument, str]:
         """``simulate gaussian``: one run of eq. (7) to ``t_end``, and the ``--samples`` ensemble if asked."""
         import numpy as np

@@ -76,10 +76,12 @@ TRACE = HypothesisBinding("tr Sigma0 > -alpha / beta", (
     ProofRoute("thm48_trace_condition", {"A": "params.A", "V": "params.V", "B": "params.B", "Sigma0": "params.Sigma0"},
           bd.by_value),
     ProofRoute("not_symmetric", {"M": "params.V"}, FAILS, key="V"),
-    ProofRoute("not_symmetric", {"M": "params.B"}, FAILS, key="B")))
-V_ETA = bd.predicate("V = eta I", "scalar_identity", {"M": "params.V"})
-ETA_NEG = bd.predicate("eta < 0", "scalar_identity_sign", {"M": "params.V"}, sign=-1)
-ETA_POS = bd.predicate("eta > 0", "scalar_identity_sign", {"M": "params.V"}, sign=1)
+    ProofRoute("not_symmetric", {"M": "params.B"}, FAILS, key="B"),
+    bd.asymmetric_factors("params.V", key="V"), bd.asymmetric_factors("params.B", key="B")))
+#: a factored V (``{"factors": [L, R]}``) is refuted as eta I by an asymmetric entry pair
+V_ETA = bd.predicate("V = eta I", "scalar_identity", {"M": "params.V"}, bd.asymmetric_factors("params.V"))
+ETA_NEG = bd.predicate("eta < 0", "scalar_identity_sign", {"M": "params.V"}, bd.asymmetric_factors("params.V"), sign=-1)
+ETA_POS = bd.predicate("eta > 0", "scalar_identity_sign", {"M": "params.V"}, bd.asymmetric_factors("params.V"), sign=1)
 #: Q = -eta (B + B^T) of the Riccati form (V = eta I)
 Q_SUBJECT = "-params.V[0,0]*(params.B + params.B^T)"
 DETECT = HypothesisBinding("eta(B + B^T) <= 0 and (H, A) detectable", (

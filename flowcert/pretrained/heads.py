@@ -40,15 +40,22 @@ if TYPE_CHECKING:
     from ..records import ProvenanceRecord
 
 __all__ = ["CheckpointHead", "extract_heads", "head_at", "gaussian_params", "attention_params", "write_params",
-           "GaussianHeadParams", "HeadFactors", "AttentionHeadParams"]
+           "GaussianHeadParams", "FactoredMatrix", "HeadFactors", "AttentionHeadParams"]
+
+
+class FactoredMatrix(TypedDict, total=False):
+    r"""A matrix given by its factors, :math:`\sqrt q\,LR` (:class:`flowcert.certificates.lowrank.LowRank`)."""
+
+    factors: list[np.ndarray]
+    scale_squared: str
 
 
 class GaussianHeadParams(TypedDict):
-    """A ``gaussian`` parameter mapping of one head (:func:`gaussian_params`), as float64 arrays."""
+    """A ``gaussian`` parameter mapping of one head (:func:`gaussian_params`): float64 arrays, B and V factored."""
 
     A: np.ndarray
-    B: np.ndarray
-    V: np.ndarray
+    B: FactoredMatrix
+    V: FactoredMatrix
     b: np.ndarray
     mu0: np.ndarray
     Sigma0: np.ndarray
@@ -229,7 +236,9 @@ def _pick(ckpt: Checkpoint, layer: int, head: int | None) -> list[CheckpointHead
 
 def gaussian_params(ckpt: Checkpoint, layer: int, head: int) -> GaussianHeadParams:
     """A ``gaussian`` parameter mapping for one head (attention only: A = 0, b = 0;
-    B = K^T Q / sqrt(d_h), V = W_O W_V; mu0 = 0, Sigma0 = I), validated by ``parse_gaussian``.
+    B = K^T Q / sqrt(d_h), V = W_O W_V, both factored: ``{"factors": [K^T, Q], "scale_squared": "1/d_h"}``
+    and ``{"factors": [W_O, W_V]}``, the model's own matrices of rank <= d_h, never a rounded d x d
+    product; mu0 = 0, Sigma0 = I), validated by ``parse_gaussian``.
 
     Parameters
     ----------
@@ -256,9 +265,9 @@ def gaussian_params(ckpt: Checkpoint, layer: int, head: int) -> GaussianHeadPara
 
     h = _pick(ckpt, layer, head)[0]
     d = h.d
-    raw: GaussianHeadParams = {"A": np.zeros((d, d)), "B": h.B, "V": h.U, "b": np.zeros(d), "mu0": np.zeros(d),
-                               "Sigma0": np.eye(d)}
-    parse_gaussian({k: v.tolist() for k, v in raw.items()})
+    raw: GaussianHeadParams = {"A": np.zeros((d, d)), "B": {"factors": [h.K.T.copy(), h.Q], "scale_squared": f"1/{h.d_head}"},
+                               "V": {"factors": [h.O, h.V]}, "b": np.zeros(d), "mu0": np.zeros(d), "Sigma0": np.eye(d)}
+    parse_gaussian(raw)
     return raw
 
 
@@ -306,7 +315,8 @@ def write_params(raw: Mapping[str, object], path: str | Path,
         initial tokens ``X0`` and ``n`` of an export); numpy arrays are
         written as nested lists in ``.json``.
     path : str or pathlib.Path
-        The output file; its suffix, ``.json`` or ``.npz``, chooses the format. Written to a temporary
+        The output file; its suffix, ``.json`` or ``.npz``, chooses the format (``.npz``: a factored matrix is
+        written as its float64 product, a dense matrix; ``.json`` keeps its factors). Written to a temporary
         file beside it and renamed onto it (never through a link).
     provenance : ProvenanceRecord, optional
         The provenance record, stored under its key before the parameters; None: none.
@@ -329,6 +339,11 @@ def write_params(raw: Mapping[str, object], path: str | Path,
 
     p = Path(path)
     if p.suffix == ".npz":
+        from ..certificates.lowrank import LowRank, is_factored
+
+        # .npz holds flat arrays: a factored matrix goes in as its float64 product (a dense matrix, verified as
+        # given), as every export did before factored matrices; the .json keeps the factors themselves
+        raw = {k: LowRank.from_json(_listed(v)).floats() if is_factored(v) else v for k, v in raw.items()}
         if any(not isinstance(v, (np.ndarray, list, float, int, bool, str)) or isinstance(v, list) and v
                and isinstance(v[0], dict) for v in raw.values()):
             raise bad(f"--out: '{p}': .npz holds flat arrays only (use .json for 'heads')")
@@ -339,11 +354,22 @@ def write_params(raw: Mapping[str, object], path: str | Path,
             np.savez(tmp, **arrays)
     elif p.suffix == ".json":
         doc = {} if provenance is None else {KEY: provenance}
-        doc.update({k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in raw.items()})
+        doc.update({k: _listed(v) for k, v in raw.items()})
         write_text("--out", p, json.dumps(doc))
     else:
         raise bad(f"--out: '{p}' must end in .json or .npz")
     return p
+
+
+def _listed(v: object) -> object:
+    """A value with its numpy arrays as nested lists (inside a factored matrix too), for JSON."""
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, dict):
+        return {k: _listed(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_listed(x) for x in v]
+    return v
 
 
 def __getattr__(name: str) -> Any:
