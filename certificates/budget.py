@@ -44,6 +44,8 @@ SECONDS_PER_UNIT = 1.4e-10 * 1.3
 CONGRUENCE_BITS = 256
 #: seconds per word-multiply of a dense integer product (n^3 (b / 64) word operations)
 SECONDS_PER_WORD_OP = 2e-9
+#: seconds to read one number of a factor from its JSON text into an exact form
+SECONDS_PER_NUMBER = 5e-7
 #: ``bits(L)`` is computed exactly, stopping once it passes this (the estimate is then over any budget)
 LCM_BITS_CAP = 1 << 24
 _LOG2_10 = math.log2(10)
@@ -200,11 +202,60 @@ def _cost(n: int, b: int) -> tuple[float, float]:
     return seconds, peak
 
 
+def _inner_rows(value: Any) -> tuple[int, int] | None:
+    """``(d, k)`` of a factored form ``{"factors": [L, R]}`` (d rows of L, k columns), else None."""
+    fs = value.get("factors") if isinstance(value, dict) else None
+    L = fs[0] if isinstance(fs, list) and len(fs) == 2 else None
+    if not (isinstance(L, list) and L and isinstance(L[0], list)):
+        return None
+    return len(L), len(L[0])
+
+
+def _structured(data: Any) -> Cost | None:
+    r"""The cost of a certificate whose matrices are all factored (``{"factors": [L, R]}``, :math:`d	imes k`
+    factors) or diagonal (``{"diagonal": [...]}``), None when any is dense. Its checker multiplies factors by
+    vectors and forms :math:`k	imes k` Gram matrices (:math:`dk^2` products of :math:`b`-bit integers) and
+    decides :math:`k	imes k` conditions of :math:`3b`-bit entries, or reads a diagonal entry by entry: no
+    :math:`d	imes d` exact matrix is formed (:mod:`flowcert.certificates.lowrank`, :mod:`.diagonal`)."""
+    if not isinstance(data, dict):
+        return None
+    values = list(data.values())
+    shapes = [_inner_rows(v) for v in values if isinstance(v, dict) and "factors" in v]
+    if not shapes and not any(isinstance(v, dict) and "diagonal" in v for v in values):
+        return None
+    if any(s is None for s in shapes) or any(isinstance(v, list) and v and isinstance(v[0], list) for v in values):
+        return None  # a malformed factored form, or a dense matrix beside: the generic estimate
+    scan = _Scan()
+    for v in values:  # the bits of every number; a factor counts as numbers, not as a d x d matrix
+        if isinstance(v, dict):
+            for x in v.values():
+                for part in (x if isinstance(x, list) and x and isinstance(x[0], list) and isinstance(x[0][0], list) else [x]):
+                    scan.numbers([y for r in part for y in r] if isinstance(part, list) and part and isinstance(part[0], list)
+                                 else part if isinstance(part, list) else [part])
+        elif isinstance(v, list):
+            scan.numbers([y for y in v if not isinstance(y, (list, dict))])
+        else:
+            scan.number(v)
+    if scan.overflow:
+        return Cost(math.inf, math.inf, 0, LCM_BITS_CAP, True)
+    d, k = max(shapes, default=(1, 1))
+    b = max(scan.excess + scan.lcm_bits(LCM_BITS_CAP) + 1, 1)
+    words = (b + CONGRUENCE_BITS) / 64
+    small_t, small_p = _cost(k, 3 * b) if "u" in data else (0.0, 0.0)  # k x k conditions: a norm bound only
+    products = d * k * k if "u" in data else d * k  # Gram matrices, or factors times a vector (or one entry pair)
+    seconds = SECONDS_PER_NUMBER * 2 * d * k + SECONDS_PER_WORD_OP * 4 * products * words + small_t
+    return Cost(seconds, 16 * d * k * words * 8 + small_p, k, b)
+
+
 def estimate(data: Any, seconds: float = math.inf, peak_bytes: float = math.inf) -> Cost:
     """The cost of re-checking a certificate whose ``data`` (a JSON value) are given (see the module docstring).
 
     The common denominator is computed only as far as the budget ``seconds`` / ``peak_bytes`` needs: once the
-    estimate passes it, it stops (what it returns is then a lower bound, already over the budget)."""
+    estimate passes it, it stops (what it returns is then a lower bound, already over the budget). Data whose
+    matrices are factored or diagonal are priced by :func:`_structured`."""
+    low = _structured(data)
+    if low is not None:
+        return low
     scan = _Scan()
     scan.walk(data)
     if scan.overflow:  # a number whose digits alone are past any budget

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from . import core
+from .diagonal import Diagonal, diagonal_form
 from .lowrank import LowRank, is_factored
 
 __all__ = ["lemma23_certificate", "factored_norm_bound", "thm48_trace_certificate", "lemma44_design_certificate"]
@@ -83,14 +84,26 @@ def _integer_matrix(F: np.ndarray) -> tuple[Any, int]:
     return flint.fmpz_mat(F.shape[0], F.shape[1], [num << (e - (den.bit_length() - 1)) for num, den in ratios]), e
 
 
+def _rows(M: Any) -> list[list[Any]]:
+    """The rows of an ``fmpq_mat`` as lists of ``fmpq`` (what :func:`~.rounding.is_pd_rounded` reads)."""
+    return [[M[i, j] for j in range(M.ncols())] for i in range(M.nrows())]
+
+
+#: largest inner dimension k whose k x k Gram conditions are also tried by exact inertia when the rigorous float
+#: Cholesky (:func:`~flowcert.certificates.rounding.is_pd_rounded`, never a false True) does not prove them
+EXACT_GRAM_MAX = 48
+
+
 def factored_norm_bound(N: LowRank, u: Any) -> bool:
-    r"""Proof of :math:`\|N\|_2^2\le u` for :math:`N=\sqrt q\,LR` on :math:`k	imes k` Gram matrices: with
-    :math:`G=L^	op L\succ0` and :math:`H=RR^	op`, :math:`\|N\|^2=q\,\lambda_{\max}(G^{1/2}HG^{1/2})`, and
+    r"""Proof of :math:`\|N\|_2^2\le u` for :math:`N=\sqrt q\,LR` on :math:`k\times k` Gram matrices: with
+    :math:`G=L^\top L\succ0` and :math:`H=RR^\top`, :math:`\|N\|^2=q\,\lambda_{\max}(G^{1/2}HG^{1/2})`, and
     :math:`uG-qGHG\succeq0` is :math:`G^{1/2}(uI-qG^{1/2}HG^{1/2})G^{1/2}\succeq0`, a congruence by the
     invertible :math:`G^{1/2}`. Tried with the roles of :math:`L` and :math:`R^\top` exchanged too
-    (:math:`\|N\|=\|N^	op\|`). Exact integers (scaled by powers of two), exact inertia."""
+    (:math:`\|N\|=\|N^\top\|`). Exact integers (scaled by powers of two); positive definiteness proved by a
+    rigorous float Cholesky of the exact matrices, and by exact inertia up to :data:`EXACT_GRAM_MAX`."""
     import flint
 
+    from .rounding import is_pd_rounded
     from .second_opinion import is_psd
 
     u, q = _q(u), _q(str(N.scale_squared))
@@ -101,11 +114,11 @@ def factored_norm_bound(N: LowRank, u: Any) -> bool:
         Zr, er = _integer_matrix(right)
         G, H = Zl.transpose() * Zl, Zr * Zr.transpose()  # 2^(2 el) L^T L, 2^(2 er) R R^T
         Gq = flint.fmpq_mat(G)
-        if not core.is_pd(Gq):
+        if not (is_pd_rounded(_rows(Gq)) or (Gq.nrows() <= EXACT_GRAM_MAX and core.is_pd(Gq))):
             continue
         # (u G - q G H G) scaled by 2^(4 el + 2 er) > 0
         M = Gq * (u * flint.fmpz(2) ** (2 * el + 2 * er)) - flint.fmpq_mat(G * H * G) * q
-        if is_psd(M):
+        if is_pd_rounded(_rows(M)) or (M.nrows() <= EXACT_GRAM_MAX and is_psd(M)):
             return True
     return False
 
@@ -127,55 +140,67 @@ def _factored_rayleigh(N: LowRank, v: list[str]) -> Any:
 def _factored_top_vector(N: LowRank) -> list[str]:
     """A float top right singular vector of the factored N, as integers (a Rayleigh vector)."""
     Qr, Tr = np.linalg.qr(N.R.T)  # N = sqrt(q) L Tr^T Qr^T
-    w = np.linalg.svd(N.L @ Tr.T)[2][0]
+    w = np.linalg.svd(N.L @ Tr.T, full_matrices=False)[2][0]
     u = Qr @ w
     u = u / max(float(np.abs(u).max()), 1e-300)
     return [str(int(x)) for x in np.round(u * 2**30)]
 
 
-def _check_lemma23(data: dict[str, Any]) -> bool:
-    if is_factored(data["B"]):
-        return _check_lemma23_factored(data)
-    B, S = core.qmat(data["B"]), core.qmat(data["Sigma0"])
+def _sigma0(data: dict[str, Any]) -> tuple[int, Any, Any] | None:
+    r"""``(d, below, rayleigh)`` of a symmetric :math:`\Sigma_0`: ``below(w)`` proves :math:`\lambda_{\max}\le w`,
+    ``rayleigh(y)`` is :math:`y^\top\Sigma_0y/y^\top y`; a diagonal form is read off its entries. None: not symmetric."""
+    D = diagonal_form(data["Sigma0"])
+    if D is not None:
+        return D.n, lambda w: D.inertia(w)[0] == 0, D.rayleigh
+    S = core.qmat(data["Sigma0"])
     if S != S.transpose():
+        return None
+    return S.nrows(), lambda w: _lower_holds(-S, -w), lambda y: _rayleigh(S, y)
+
+
+def _check_lemma23(data: dict[str, Any]) -> bool:
+    sigma = _sigma0(data)
+    if sigma is None:
+        return False
+    d, below, rayleigh = sigma
+    if is_factored(data["B"]):
+        N = LowRank.from_json(data["B"])
+        norm_below, gram_rayleigh = (lambda u: factored_norm_bound(N, u)), (lambda x: _factored_rayleigh(N, x))
+        shape = N.shape
+    else:
+        B = core.qmat(data["B"])
+        norm_below, gram_rayleigh = (lambda u: _lower_holds(-(B.transpose() * B), -u)), (lambda x: _gram_rayleigh(B, x))
+        shape = (B.nrows(), B.ncols())
+    if shape != (d, d):
         return False
     if data["value"] is True:
         u, w = _q(data["u"]), _q(data["w"])
-        return (w >= 0 and 64 * u * w * w < 1 and _lower_holds(-(B.transpose() * B), -u)
-                and _lower_holds(-S, -w))
+        return w >= 0 and 64 * u * w * w < 1 and below(w) and norm_below(u)
     if data["value"] is False:
-        lb = _gram_rayleigh(B, data["x"])
-        ls = _rayleigh(S, data["y"])
+        lb, ls = gram_rayleigh(data["x"]), rayleigh(data["y"])
         return ls >= 0 and 64 * lb * ls * ls > 1
     return False
 
 
-def _check_lemma23_factored(data: dict[str, Any]) -> bool:
-    """:func:`_check_lemma23` for a factored B (:func:`factored_norm_bound`, :func:`_factored_rayleigh`)."""
-    N, S = LowRank.from_json(data["B"]), core.qmat(data["Sigma0"])
-    if S != S.transpose() or N.shape != (S.nrows(), S.ncols()):
-        return False
-    if data["value"] is True:
-        u, w = _q(data["u"]), _q(data["w"])
-        return w >= 0 and 64 * u * w * w < 1 and _lower_holds(-S, -w) and factored_norm_bound(N, u)
-    if data["value"] is False:
-        lb, ls = _factored_rayleigh(N, data["x"]), _rayleigh(S, data["y"])
-        return ls >= 0 and 64 * lb * ls * ls > 1
-    return False
-
-
-def lemma23_certificate(B: np.ndarray | LowRank, Sigma0: np.ndarray, u: Fraction | None,
+def lemma23_certificate(B: np.ndarray | LowRank, Sigma0: np.ndarray | Diagonal, u: Fraction | None,
                         w: Fraction | None) -> core.Certificate | None:
-    """The ``lemma23_condition`` certificate: with rational bounds ``u >= ||B||^2``, ``w >= lambda_max``
+    r"""The ``lemma23_condition`` certificate: with rational bounds ``u >= ||B||^2``, ``w >= lambda_max``
     it proves the condition; without, Rayleigh vectors of float eigenvectors try to refute it. A factored B
-    (:class:`~flowcert.certificates.lowrank.LowRank`) is carried and checked factored."""
-    low = isinstance(B, LowRank)
-    data: dict[str, Any] = {"B": B.to_json() if low else core.encode(B), "Sigma0": core.encode(Sigma0)}
+    (:class:`~flowcert.certificates.lowrank.LowRank`) is carried and checked factored, a diagonal
+    :math:`\Sigma_0` (:class:`~flowcert.certificates.diagonal.Diagonal`) as its diagonal."""
+    low, diag = isinstance(B, LowRank), isinstance(Sigma0, Diagonal)
+    data: dict[str, Any] = {"B": B.to_json() if low else core.encode(B),
+                            "Sigma0": Sigma0.to_json() if diag else core.encode(Sigma0)}
     if u is not None and w is not None:
         data.update(value=True, u=str(_q(u)), w=str(_q(w)))
     else:
         x = _factored_top_vector(B) if low else _float_vector(B.T @ B, top=True)
-        data.update(value=False, x=x, y=_float_vector(Sigma0, top=True))
+        if diag:
+            top = max(range(Sigma0.n), key=lambda i: Sigma0.entries[i])
+            y = ["1" if i == top else "0" for i in range(Sigma0.n)]
+        else:
+            y = _float_vector(Sigma0, top=True)
+        data.update(value=False, x=x, y=y)
     from .claims import claim
 
     return core.Certificate("lemma23_condition", claim("lemma23_condition", data) or "", data,

@@ -451,14 +451,20 @@ class Certificate(Itself):
 
 def _check_psd(data: JSONObject) -> bool:
     from . import second_opinion
+    from .diagonal import diagonal_form
 
+    if (D := diagonal_form(data["M"])) is not None:
+        return D.inertia()[1] == 0
     return second_opinion.is_psd(qmat(data["M"]))
 
 
 def _check_pd(data: JSONObject) -> bool:
     from . import second_opinion
+    from .diagonal import diagonal_form
 
     margin = Fraction(data.get("margin", "0"))
+    if (D := diagonal_form(data["M"])) is not None:
+        return margin >= 0 and D.inertia(to_fmpq(str(margin)))[0] == D.n
     return margin >= 0 and second_opinion.is_pd(shift(qmat(data["M"]), margin))
 
 
@@ -480,7 +486,13 @@ def _check_unstable(data: JSONObject) -> bool:
 
 
 def inertia_certificate(M: Any, what: str) -> Certificate:
-    """Exact inertia :math:`(n_+, n_-, n_0)` of a symmetric matrix (rank :math:`n_++n_-`)."""
+    """Exact inertia :math:`(n_+, n_-, n_0)` of a symmetric matrix (rank :math:`n_++n_-`; a
+    :class:`~.diagonal.Diagonal`: the signs of its entries, in its own form)."""
+    from .diagonal import Diagonal
+
+    if isinstance(M, Diagonal):  # the signs of its entries, in its own form
+        p, n, z = M.inertia()
+        return Certificate("inertia", f"{what} has inertia ({p}, {n}, {z})", {"M": M.to_json(), "inertia": [p, n, z]})
     Mq = qmat(M)
     if Mq.nrows() > 0 and is_diagonal(Mq):  # the signs of the diagonal
         d = [Mq[i, i] for i in range(Mq.nrows())]
@@ -497,7 +509,10 @@ def inertia_certificate(M: Any, what: str) -> Certificate:
 def _check_inertia(data: JSONObject) -> bool:
     from . import second_opinion
 
-    got = second_opinion.symmetric_inertia(qmat(data["M"]))
+    from .diagonal import diagonal_form
+
+    D = diagonal_form(data["M"])
+    got = D.inertia() if D is not None else second_opinion.symmetric_inertia(qmat(data["M"]))
     return got is not None and list(got) == [int(x) for x in data["inertia"]]
 
 

@@ -14,6 +14,27 @@ import flint
 import numpy as np
 
 from . import core, exact
+from .diagonal import Diagonal
+
+
+def definite_verdict(name: str, D: Diagonal, what: str, strict: bool) -> core.HypothesisResult:
+    r"""Exact verdict on :math:`D\succ0` (``strict``) or :math:`D\succeq0` for a diagonal D: a ``pd``/``psd``
+    certificate of its diagonal form, or a ``not_pd``/``not_psd`` witness :math:`e_i` at an entry
+    :math:`a_i\le0` (:math:`<0`)."""
+    from .claims import claim
+
+    bad = [i for i, a in enumerate(D.entries) if (a <= 0 if strict else a < 0)]
+    method, margin = "signs of the diagonal entries (exact)", (min(D.floats()) if D.n else 0.0)
+    if not bad:
+        data = {"M": D.to_json(), **({"margin": "0"} if strict else {})}
+        cert = (core.Certificate("pd", claim("pd", data, {"M": what}) or "", data) if strict
+                else core.Certificate("psd", claim("psd", data, {"M": what}) or "", data))
+        return core.certified(name, "holds", cert, margin, method)
+    data = {"M": D.to_json(), "v": ["1" if k == bad[0] else "0" for k in range(D.n)]}
+    cert = (core.Certificate("not_pd", claim("not_pd", data, {"M": what}) or "", data) if strict
+            else core.Certificate("not_psd", claim("not_psd", data, {"M": what}) or "", data))
+    out = core.certified(name, "fails", cert, margin, method, f"{what} has the entry {D.entries[bad[0]]} at ({bad[0]},{bad[0]})")
+    return out if out.status == "fails" else core.HypothesisResult(name, "fails", margin, method, None, "")
 
 
 def holds_by(name: str, method: str, detail: str = "") -> core.HypothesisResult:
@@ -29,8 +50,11 @@ def as_float(Mq: Any) -> np.ndarray:
     return F
 
 
-def sym_part(A: np.ndarray) -> Any:
-    """:math:`A+A^\\top` formed exactly in rationals (a float sum would round); a ``flint.fmpq_mat``."""
+def sym_part(A: np.ndarray | Diagonal) -> Any:
+    """:math:`A+A^\\top` formed exactly in rationals (a float sum would round); a ``flint.fmpq_mat`` (a
+    :class:`~.diagonal.Diagonal` for a diagonal A)."""
+    if isinstance(A, Diagonal):
+        return A.scaled(flint.fmpq(2))
     Aq = core.qmat(A)
     return Aq + Aq.transpose()
 
@@ -74,10 +98,12 @@ def definite(M: Any, name: str, sign: int) -> core.HypothesisResult:
     witness certificate (``not_symmetric`` or ``not_pd``, :mod:`.predicates`) when one is found."""
     from .predicates import definiteness_witness
 
+    what = f"{'' if sign > 0 else '-'}{name}"
+    if isinstance(M, Diagonal):  # read off its entries, O(d)
+        return definite_verdict(f"{what} > 0", M.scaled(flint.fmpq(sign)), what, True)
     Mq = core.qmat(M) * sign
     src = core.float_source(M, sign)  # sign * M as floats, when it is (its exact forms are memoised)
     given = Mq if src is None else src
-    what = f"{'' if sign > 0 else '-'}{name}"
     if not core.is_symmetric(Mq):
         w = definiteness_witness(given, strict=True)
         return _refuted(f"{what} > 0", w, None, "exact symmetry", f"{name} is not symmetric")
@@ -143,6 +169,8 @@ def psd_hypothesis(name: str, M: Any, what: str) -> core.HypothesisResult:
     carries a ``not_symmetric`` / ``not_psd`` witness certificate when one is found."""
     from .predicates import definiteness_witness
 
+    if isinstance(M, Diagonal):  # read off its entries, O(d)
+        return definite_verdict(name, M, what, False)
     Mq = core.qmat(M)
     src = core.float_source(M)  # M as floats, when it is (its exact forms are memoised)
     given = Mq if src is None else src

@@ -223,8 +223,21 @@ def _scale_squared(raw: Any) -> Fraction:
     return q
 
 
+class FactoredForm(dict):  # type: ignore[type-arg]
+    """The JSON form of a :class:`LowRank` made by :meth:`LowRank.to_json` in this process: a plain ``dict``
+    that remembers its matrix, so that reading it back (a certificate re-checked where it was made) does
+    not parse :math:`2dk` numbers again. A form read from a file is a plain ``dict`` and is parsed."""
+
+    low: "LowRank"
+
+
 def _factor(raw: Any, which: str) -> np.ndarray:
-    if isinstance(raw, np.ndarray):
+    from .forms import float_rows
+
+    F = float_rows(raw) if isinstance(raw, list) else None  # Python floats only: one numpy call
+    if F is not None:
+        pass
+    elif isinstance(raw, np.ndarray):
         F = np.asarray(raw, dtype=np.float64)
     else:
         if not (isinstance(raw, list) and raw and all(isinstance(r, list) and r for r in raw)):
@@ -258,6 +271,8 @@ class LowRank:
     @classmethod
     def from_json(cls, value: Any) -> "LowRank":
         """The matrix of a factored JSON value; ValueError naming what is wrong."""
+        if type(value) is FactoredForm:
+            return value.low
         if not is_factored(value):
             raise ValueError("a factored matrix is an object {\"factors\": [L, R], \"scale_squared\": q}")
         extra = sorted(set(value) - {"factors", "scale_squared"})
@@ -281,10 +296,16 @@ class LowRank:
         return int(self.L.shape[1])
 
     def to_json(self) -> JSONObject:
-        """The JSON form (factors as nested lists of floats, ``scale_squared`` as ``"p/q"`` when not 1)."""
-        out: JSONObject = {"factors": [self.L.tolist(), self.R.tolist()]}
+        """The JSON form (factors as nested lists of floats, ``scale_squared`` as ``"p/q"`` when not 1); made once
+        per matrix and shared by its certificates (never edited: a changed copy is read back as a plain dict)."""
+        cached = self.__dict__.get("_json")
+        if cached is not None:
+            return cached
+        out = FactoredForm(factors=[self.L.tolist(), self.R.tolist()])
         if self.scale_squared != 1:
             out["scale_squared"] = str(self.scale_squared)
+        out.low = self
+        object.__setattr__(self, "_json", out)
         return out
 
     def transpose(self) -> "LowRank":
@@ -292,8 +313,12 @@ class LowRank:
         return LowRank(self.R.T.copy(), self.L.T.copy(), self.scale_squared)
 
     def negated(self) -> "LowRank":
-        """:math:`-N` (the sign goes into L, exactly)."""
-        return LowRank(-self.L, self.R, self.scale_squared)
+        """:math:`-N` (the sign goes into L, exactly; made once per matrix)."""
+        cached = self.__dict__.get("_negated")
+        if cached is None:
+            cached = LowRank(-self.L, self.R, self.scale_squared)
+            object.__setattr__(self, "_negated", cached)
+        return cached
 
     def same(self, other: Any) -> bool:
         """The same factors and scale (hence the same exact matrix), compared exactly."""
@@ -321,8 +346,23 @@ def find_low_rank_asymmetry(N: LowRank) -> tuple[int, int] | None:
     a candidate only, proved by :func:`low_rank_asymmetry_certificate`."""
     if N.shape[0] != N.shape[1]:
         return None
-    F = N.L @ N.R
-    return find_asymmetric_entry(F)
+    import hashlib
+
+    if "_pair" in N.__dict__:
+        return N.__dict__["_pair"]
+    L = np.ascontiguousarray(N.L + 0.0)
+    signed = min(L.tobytes(), (-L + 0.0).tobytes())  # N and -N (the sign goes into L) have the same pair
+    key = hashlib.sha256(repr((N.L.shape, N.R.shape)).encode() + signed + np.ascontiguousarray(N.R).tobytes()).digest()
+    if key not in _PAIRS:
+        if len(_PAIRS) >= 8:
+            _PAIRS.clear()
+        _PAIRS[key] = find_asymmetric_entry(N.L @ N.R)
+    object.__setattr__(N, "_pair", _PAIRS[key])
+    return _PAIRS[key]
+
+
+#: pairs found, by the content of the factors (a candidate only: its certificate proves it exactly)
+_PAIRS: dict[bytes, Any] = {}
 
 
 def low_rank_asymmetry_claim(data: JSONObject, what: str) -> str:

@@ -39,6 +39,7 @@ import re
 from typing import Any, Callable
 
 from . import core, forms
+from .diagonal import Diagonal, diagonal_form, is_diagonal_form
 from .lowrank import LowRank, is_factored
 from .records import Checker, JSONObject
 
@@ -83,6 +84,12 @@ def _numeric(data: dict[str, Any]) -> bool:
     """Every argument (every field but ``predicate`` and ``value``) holds numbers only (a factored matrix:
     its two factors, and its scale is a rational by its form)."""
     def numbers(v: Any) -> bool:
+        if is_diagonal_form(v):
+            try:
+                Diagonal.from_json(v)
+            except ValueError:
+                return False
+            return True
         if is_factored(v):
             try:
                 LowRank.from_json(v)
@@ -172,7 +179,7 @@ PREDICATES: dict[str, tuple[Checker, Callable[[JSONObject, dict[str, str]], str]
                         lambda d, w: f"{w['M']} is a multiple of the identity"),
     "scalar_identity_sign": (lambda d: (e := _scalar(d["M"])) is not None and (e > 0 if int(d["sign"]) > 0 else e < 0),
                              lambda d, w: f"{w['M']} = eta I with eta {'>' if int(d['sign']) > 0 else '<'} 0"),
-    "zero": (lambda d: not any(core.qmat(d["M"]).entries()),
+    "zero": (lambda d: not any(D.entries) if (D := diagonal_form(d["M"])) is not None else not any(core.qmat(d["M"]).entries()),
              lambda d, w: f"{w['M']} = 0"),
     "equals": (lambda d: d["x"] == d["literal"] and type(d["x"]) is type(d["literal"]),
                lambda d, w: f"{w['x']} = {d['literal']!r}"),
@@ -242,6 +249,10 @@ def predicate_certificate(predicate: str, value: bool, subject: dict[str, str] |
 
 
 def _quad(M: Any, v: list[str]) -> Any:
+    if is_diagonal_form(M):
+        from .diagonal import quadratic_form
+
+        return quadratic_form(M, v)
     Q = core.qmat(M)
     x = core.qmat([[s] for s in v])
     if Q.nrows() != Q.ncols() or x.nrows() != Q.ncols() or not any(x.entries()):

@@ -216,7 +216,12 @@ def inertia_certificate(J_exact: Any, what: str = "J") -> core.Certificate | Non
 
 
 def _check_spectrum_inertia(data: dict[str, Any]) -> bool:
-    """Re-derives the counts by Cauchy indices (:mod:`.cauchy_index`), not by root isolation."""
+    """Re-derives the counts by Cauchy indices (:mod:`.cauchy_index`), not by root isolation (a diagonal J:
+    the signs of its entries, its eigenvalues)."""
+    from .diagonal import diagonal_form
+
+    if (D := diagonal_form(data["J"])) is not None:
+        return list(D.inertia()) == [int(x) for x in data["inertia"]]
     J = core.qmat(data["J"])
     return (J.nrows() == J.ncols() <= EXACT_INERTIA_MAX
             and list(inertia_by_cauchy_index(J)) == [int(x) for x in data["inertia"]])
@@ -256,10 +261,25 @@ def kernel_verdict(name: str, J: np.ndarray, J_exact: Any, detail: str) -> core.
 
 
 def _check_zero_eigenvalue(data: dict[str, Any]) -> bool:
+    from .diagonal import diagonal_form
+
+    if (D := diagonal_form(data["J"])) is not None:
+        return D.kills(data["v"])
     J, v = core.qmat(data["J"]), core.qmat([[x] for x in data["v"]])
     if J.nrows() != J.ncols() or v.nrows() != J.ncols() or v == core.qmat([[0]] * v.nrows()):
         return False
     return J * v == core.qmat([[0]] * v.nrows())
+
+
+def _diagonal_hurwitz(name: str, J: Any) -> core.HypothesisResult:
+    r"""Exact verdict on :math:`\max\operatorname{Re}\lambda(J)<0` for a diagonal J (its eigenvalues are its
+    entries): a ``spectrum_inertia`` certificate of its diagonal form either way."""
+    p, n, z = J.inertia()
+    data = {"J": J.to_json(), "inertia": [p, n, z]}
+    cert = core.Certificate("spectrum_inertia", f"J has {p} eigenvalues with Re > 0, {n} with Re < 0 and {z} on the "
+                            "imaginary axis", data)
+    status = "holds" if p == 0 and z == 0 else "fails"
+    return core.certified(name, status, cert, -max(J.floats()) if J.n else None, "eigenvalues of a diagonal matrix (exact)")
 
 
 @core.memoised
@@ -267,8 +287,13 @@ def hurwitz(name: str, J: np.ndarray, *, exact_data: bool = True) -> core.Hypoth
     """Certified verdict on :math:`\\max\\operatorname{Re}\\lambda(J)<0` for float data J (exact).
 
     ``exact_data=False`` for a matrix computed in floating point from other data (then only a
-    Lyapunov certificate with a margin decides, never the exact spectrum of the rounded matrix).
+    Lyapunov certificate with a margin decides, never the exact spectrum of the rounded matrix). A
+    :class:`~.diagonal.Diagonal` J is decided by its entries (``spectrum_inertia`` of its diagonal form).
     """
+    from .diagonal import Diagonal
+
+    if isinstance(J, Diagonal):
+        return _diagonal_hurwitz(name, J)
     return spectrum_verdict(name, np.asarray(J, float), core.qmat(np.asarray(J, float)), exact_fallback=exact_data)
 
 

@@ -32,6 +32,7 @@ import flint
 import numpy as np
 
 from .core import encode
+from .diagonal import Diagonal, is_diagonal_form
 from .lowrank import LowRank, is_factored
 from .forms import LARGE, Encoded, float_image, float_rows, float_text, ratio_rows_text, ratio_text
 
@@ -78,8 +79,13 @@ def exact_value(value: Any) -> Any:
         return flint.fmpq(value)
     if isinstance(value, flint.fmpq_mat):
         return value
-    if isinstance(value, LowRank):
+    if isinstance(value, (LowRank, Diagonal)):
         return value
+    if is_diagonal_form(value):  # {"diagonal": [...]}: the exact diag(a), kept as its diagonal
+        try:
+            return Diagonal.from_json(value)
+        except ValueError:
+            return value
     if is_factored(value):  # {"factors": [L, R], "scale_squared": q}: the exact sqrt(q) L R, kept factored
         try:
             return LowRank.from_json(value)
@@ -142,6 +148,8 @@ class _Parser:
         v = self.atom()
         while self.peek() in ("^T", "["):
             if self.take()[1] == "^T":
+                if isinstance(v, Diagonal):
+                    continue
                 if isinstance(v, LowRank):
                     v = v.transpose()
                     continue
@@ -153,6 +161,9 @@ class _Parser:
                 self.take(",")
                 j = int(self.take()[1])
                 self.take("]")
+                if isinstance(v, Diagonal) and i < v.n and j < v.n:
+                    v = v.entries[i] if i == j else flint.fmpq(0)
+                    continue
                 if not isinstance(v, flint.fmpq_mat) or not (i < v.nrows() and j < v.ncols()):
                     raise SubjectError(f"entry [{i},{j}] out of range in {self.expr!r}")
                 v = flint.fmpq(v[i, j])
@@ -180,6 +191,11 @@ def _binary(op: str, a: Any, b: Any, expr: str) -> Any:
         return b.negated()  # -N of a factored N: exact, still factored
     if isinstance(a, LowRank) or isinstance(b, LowRank):
         raise SubjectError(f"only -N and N^T of a factored matrix are kept factored in {expr!r}")
+    if isinstance(a, Diagonal) or isinstance(b, Diagonal):
+        out = _diagonal_binary(op, a, b)
+        if out is not None:
+            return out
+        a, b = (x.dense() if isinstance(x, Diagonal) else x for x in (a, b))  # meets a dense matrix
     num = (flint.fmpq, flint.fmpq_mat)
     if not isinstance(a, num) or not isinstance(b, num):
         raise SubjectError(f"arithmetic on a non-numeric value in {expr!r}")
@@ -191,6 +207,20 @@ def _binary(op: str, a: Any, b: Any, expr: str) -> Any:
         return a * b
     except (ValueError, TypeError) as exc:
         raise SubjectError(f"shapes do not fit in {expr!r} ({exc})") from None
+
+
+def _diagonal_binary(op: str, a: Any, b: Any) -> Diagonal | None:
+    """``a op b`` kept diagonal (sum, difference of diagonals; a rational times a diagonal), else None."""
+    try:
+        if isinstance(a, Diagonal) and isinstance(b, Diagonal) and op in "+-":
+            return a.plus(b, 1 if op == "+" else -1)
+    except ValueError as exc:
+        raise SubjectError(str(exc)) from None
+    if op == "*" and isinstance(a, flint.fmpq) and isinstance(b, Diagonal):
+        return b.scaled(a)
+    if op == "*" and isinstance(b, flint.fmpq) and isinstance(a, Diagonal):
+        return a.scaled(b)
+    return None
 
 
 def evaluate(expr: str, resolve: Callable[[str], Any]) -> Any:
@@ -210,6 +240,8 @@ def evaluate(expr: str, resolve: Callable[[str], Any]) -> Any:
 def matches(value: Any, field: Any) -> bool:
     """Whether a certificate's data field equals a subject's value exactly."""
     if isinstance(value, LowRank):  # the same factors and scale: nothing is multiplied out
+        return value.same(exact_value(field))
+    if isinstance(value, Diagonal):  # a diagonal is compared with a diagonal form only
         return value.same(exact_value(field))
     if isinstance(value, (flint.fmpq_mat, flint.fmpq)):
         try:
@@ -232,6 +264,10 @@ def canonical(value: Any) -> Any:
         low = exact_value(value)
         if isinstance(low, LowRank):
             return _canonical_factored(low)
+    if isinstance(value, Diagonal) or is_diagonal_form(value):
+        diag = exact_value(value)
+        if isinstance(diag, Diagonal):
+            return {"diagonal": [str(q) for q in diag.entries]}
     fast = _canonical_matrix(value)
     if fast is not None:
         return fast

@@ -55,11 +55,18 @@ COMMAND_MAX_D: dict[str, int] = {
 }
 
 
-def stage_skip_reason(stage: str, d: int, *, low_rank: bool = False) -> str | None:
+#: Stages whose size limit does not apply to *structured* parameters (B, V factored, A and Sigma0 diagonal:
+#: a pretrained head's export): their exact work is on the factors and diagonals, O(d k), and the float work
+#: O(d^2 k); the command's cost model (:func:`verify_cost`) bounds them instead.
+STRUCTURED_STAGES = frozenset({"gaussian:prop-2.1", "gaussian:lemma-2.3", "gaussian:prop-2.4", "gaussian:table-1"})
+
+
+def stage_skip_reason(stage: str, d: int, *, low_rank: bool = False, structured: bool = False) -> str | None:
     """Why ``stage`` is skipped at dimension ``d`` (``None`` when it runs); ``low_rank`` parameters get
-    the larger limit of :data:`LOW_RANK_STAGE_MAX_D` where it has one."""
+    the larger limit of :data:`LOW_RANK_STAGE_MAX_D` where it has one, ``structured`` ones none for the
+    stages of :data:`STRUCTURED_STAGES`."""
     limit = STAGE_MAX_D.get(stage)
-    if limit is None or d <= limit:
+    if limit is None or d <= limit or (structured and stage in STRUCTURED_STAGES):
         return None
     low = LOW_RANK_STAGE_MAX_D.get(stage)
     if low_rank and low is not None:
@@ -70,6 +77,44 @@ def stage_skip_reason(stage: str, d: int, *, low_rank: bool = False) -> str | No
     table = "" if low is None else f"; low-rank parameters (A = 0, rank V, B <= d/4) go to {low}"
     return (f"skipped: d = {d} exceeds {limit}, the largest d this stage handles within about "
             f"{STAGE_SECONDS:g} s (flowcert.limits.STAGE_MAX_D[{stage!r}]{table})")
+
+
+# ---------------------------------------------------------------------------------------
+# verify gaussian on structured parameters (a pretrained head's export): a measured cost model (issue 45)
+# ---------------------------------------------------------------------------------------
+
+#: CPU seconds of ``verify gaussian`` on structured parameters (B, V factored with inner dimension k, A and
+#: Sigma0 diagonal) as ``start + d2k * d^2 k + d2 * d^2``: the float searches of the factors' products
+#: (d x d x k), the float images the numerical stages keep (d x d) and the fixed start (imports, SymPy's
+#: closure proofs). Fitted to ``verify gaussian --json`` on exported GPT-2-shaped heads (seeded random
+#: ``transformers`` init, k = d_h = 128; one thread, the 2-core development machine, 2026-11-29): 8.0, 11.4 and
+#: 21.9 CPU s at d = 1024, 2048, 4096 (predicted 7.9, 10.5, 21.1); ``benchmarks/pretrained_scale.py`` re-measures.
+STRUCTURED_SECONDS: dict[str, float] = {"start": 7.0, "d2k": 5e-9, "d2": 2e-7}
+#: Peak resident bytes of the same: ``base + d2 * d^2`` (the float images of A, B, V, Sigma0 and the product
+#: the asymmetry search forms) plus the factors as JSON text and numbers (``dk`` per inner entry). Measured
+#: 0.26, 0.50, 1.31 GB at d = 1024, 2048, 4096 (predicted 0.25, 0.48, 1.34).
+STRUCTURED_BYTES: dict[str, float] = {"base": 1.6e8, "d2": 64.0, "dk": 200.0}
+#: Predictions are multiplied by this before they are compared with the budget.
+STRUCTURED_COST_MARGIN = 1.25
+
+
+def structured_verify_cost(d: int, k: int) -> tuple[float, float]:
+    """Predicted ``(CPU seconds, peak bytes)`` of ``verify gaussian`` on structured parameters of size d, inner k."""
+    t, b = STRUCTURED_SECONDS, STRUCTURED_BYTES
+    return (t["start"] + t["d2k"] * d * d * k + t["d2"] * d * d,
+            b["base"] + b["d2"] * d * d + b["dk"] * d * k)
+
+
+def structured_problem(d: int, k: int) -> str | None:
+    """Why structured parameters of size ``d`` and inner dimension ``k`` cannot be verified within
+    :data:`COMMAND_SECONDS` and :data:`COMMAND_BYTES` (None when they can); decided before anything of
+    size d x d is allocated."""
+    seconds, peak = structured_verify_cost(d, k)
+    m = STRUCTURED_COST_MARGIN
+    if m * seconds <= COMMAND_SECONDS and m * peak <= COMMAND_BYTES:
+        return None
+    return (f"d = {d}, k = {k}: predicted {seconds:.0f} CPU s and {peak / 2**30:.2f} GB (x {m:g}) exceed "
+            f"{COMMAND_SECONDS:g} s and {COMMAND_BYTES // 2**30} GB (flowcert.limits.structured_verify_cost)")
 
 
 def command_problem(command: str, d: int) -> str | None:

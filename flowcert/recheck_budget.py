@@ -28,7 +28,8 @@ def check_recheck_budget(files: list[tuple[str, list[tuple[int | None, Any]]]],
             held = [("$", doc), ("$.result", doc.get("result"))] if isinstance(doc, dict) else []  # a sweep line: its result
             items = [(f"{at}.params", "parameters", d["params"]) for at, d in held
                      if isinstance(d, dict) and isinstance(d.get("params"), (dict, list))]
-            items += [(p, str(c.get("kind")), c.get("data")) for p, c in certificates_in(doc)]
+            forms = _structured_params([d.get("params") for _, d in held if isinstance(d, dict)], name)
+            items += [(p, str(c.get("kind")), _with_forms(c, forms)) for p, c in certificates_in(doc)]
             for path, kind, data in items:
                 cost = estimate(data, seconds - spent, peak)
                 spent += cost.seconds
@@ -38,3 +39,40 @@ def check_recheck_budget(files: list[tuple[str, list[tuple[int | None, Any]]]],
                     raise ParamError(None, f"{where} ({kind}) {what}exceeds the re-check budget ({seconds:g} s, "
                                            f"{peak / 2**30:g} GB of exact work; flowcert.limits.LIMITS['recheck:seconds'"
                                            f"], ['recheck:bytes']): {cost.describe()}", file=name)
+
+
+def _structured_params(candidates: list[Any], origin: str) -> dict[str, Any]:
+    """The factored and diagonal matrices among a document's parameters (a referenced parameter file read for
+    them), by key: a certificate whose subject names one is priced on its form, not as a d x d matrix."""
+    import json
+    import os
+
+    from .documents import params_reference
+
+    for params in candidates:
+        ref = params_reference(params)
+        if ref is not None:
+            path = ref[0] if os.path.isabs(ref[0]) or os.path.isfile(ref[0]) else os.path.join(os.path.dirname(origin), ref[0])
+            try:
+                with open(path, "rb") as f:
+                    params = json.loads(f.read())
+            except (OSError, ValueError):
+                params = None
+        if isinstance(params, dict):
+            return {k: v for k, v in params.items() if isinstance(v, dict) and ("factors" in v or "diagonal" in v)}
+    return {}
+
+
+def _with_forms(cert: Any, forms: dict[str, Any]) -> Any:
+    """A certificate's data with each subject field it leaves to the document (``params.KEY`` or ``-params.KEY``)
+    filled in by that parameter's factored or diagonal form, for pricing only."""
+    data = cert.get("data") if isinstance(cert, dict) else None
+    subject = cert.get("subject") if isinstance(cert, dict) else None
+    if not forms or not isinstance(data, dict) or not isinstance(subject, dict):
+        return data
+    filled = dict(data)
+    for field, expr in subject.items():
+        key = expr.lstrip("-").strip() if isinstance(expr, str) else ""
+        if field not in filled and key.startswith("params.") and key[7:] in forms:
+            filled[field] = forms[key[7:]]
+    return filled

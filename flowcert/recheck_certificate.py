@@ -154,9 +154,10 @@ def _encoded(value: Any) -> Any:
     import flint
 
     from .certificates.core import encode
+    from .certificates.diagonal import Diagonal
     from .certificates.lowrank import LowRank
 
-    if isinstance(value, LowRank):
+    if isinstance(value, (LowRank, Diagonal)):
         return value.to_json()
     if isinstance(value, flint.fmpq_mat):
         return encode(value)

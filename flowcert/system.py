@@ -295,6 +295,12 @@ def _intake(value: Any, key: str) -> Any:
     any real dtype as numpy arrays (float64 where floating; :func:`flowcert.arrays.to_numpy`)."""
     from .arrays import to_numpy
 
+    if isinstance(value, Mapping) and "factors" in value and isinstance(value["factors"], (list, tuple)):
+        # a factored matrix: each factor on its own (their shapes differ), its scale as given
+        return {**value, "factors": [to_numpy(f, f"{key}.factors[{i}]") for i, f in enumerate(value["factors"])]}
+    if isinstance(value, Mapping) and "diagonal" in value:
+        diagonal = to_numpy(value["diagonal"], f"{key}.diagonal")
+        return {**value, "diagonal": diagonal.tolist() if hasattr(diagonal, "tolist") else diagonal}
     if isinstance(value, Mapping):
         return {k: _intake(v, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
     if isinstance(value, (list, tuple)) and any(isinstance(v, Mapping) for v in value):

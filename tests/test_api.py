@@ -230,16 +230,22 @@ def test_progress_bars_draw_only_when_asked_or_on_a_terminal():
 
 def test_systems_declare_the_exact_weight_slices_of_their_export():
     """recheck --checkpoint compares entry by entry what a system declares to be exact slices of a head's
-    weights: attention's one-head Q and K (raw projections); gaussian's B and V are float products, so none;
-    a document with other than one head gives nothing to match (None), which the comparison refuses."""
+    weights: attention's one-head Q and K (raw projections); gaussian's factors of B = K^T Q / sqrt(d_h) and
+    V = W_O W_V (issue 45); a document with other than one head, or a B or V not factored, gives nothing to
+    match (None), which the comparison refuses."""
     import numpy as np
 
     class Head:
-        Q, K = np.ones((2, 3)), np.zeros((2, 3))
+        Q, K, V, O = np.ones((2, 3)), np.zeros((2, 3)), np.full((2, 3), 2.0), np.full((3, 2), 3.0)
 
     att = get_system("attention").weight_slices({"heads": [{"Q": 1, "K": 2, "V": 3}]}, Head)
     assert [(p, g) for p, g, _ in att] == [("heads[0].Q", 1), ("heads[0].K", 2)]
     assert att[0][2] is Head.Q and att[1][2] is Head.K
     assert [g for _, g, _ in get_system("attention").weight_slices({"heads": [{}, {}]}, Head)] == [None, None]
-    assert get_system("gaussian").weight_slices({"B": 1, "V": 2}, Head) == []
+    gauss = get_system("gaussian").weight_slices({"B": {"factors": ["KT", "Q"]}, "V": {"factors": ["O", "W"]}}, Head)
+    assert [(p, g) for p, g, _ in gauss] == [("B.factors[0]", "KT"), ("B.factors[1]", "Q"), ("V.factors[0]", "O"),
+                                             ("V.factors[1]", "W")]
+    for (_, _, W), want in zip(gauss, (Head.K.T, Head.Q, Head.O, Head.V)):
+        np.testing.assert_array_equal(W, want)
+    assert [g for _, g, _ in get_system("gaussian").weight_slices({"B": 1, "V": 2}, Head)] == [None] * 4
     assert get_system("rnn").weight_slices({}, Head) == []

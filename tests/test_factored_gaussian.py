@@ -215,3 +215,91 @@ def test_a_moved_asymmetry_pair_is_refused(factored_doc: dict, tmp_path) -> None
             if c and c["kind"] == "low_rank_asymmetry":
                 c["data"]["j"] = c["data"]["i"]
     assert _recheck(doc, tmp_path, "pair")["refused"]
+
+
+# ------------------------------------------------------------------ diagonal matrices (A = 0, Sigma0 = I of a head)
+
+
+def test_diagonal_parameters_round_trip_and_refuse_bad_input() -> None:
+    d = 4
+    raw = _raw(d, np.eye(d).tolist(), np.eye(d).tolist())
+    raw.update(A={"diagonal": [0.0, -1.0, 0.5, "1/3"]}, Sigma0={"diagonal": [1.0, 2.0, 0.0, 1.0]})
+    p = parse_gaussian(raw)
+    assert set(p.diagonal) == {"A", "Sigma0"}
+    np.testing.assert_array_equal(p.Sigma0, np.diag([1.0, 2.0, 0.0, 1.0]))
+    assert p.to_json()["A"] == {"diagonal": [0.0, -1.0, 0.5, "1/3"]} and parse_gaussian(p.to_json()) == p
+    for key, bad, words in (("Sigma0", {"diagonal": [1.0, -1.0, 1.0, 1.0]}, "not positive semidefinite"),
+                            ("A", {"diagonal": [1.0, 2.0]}, "2 entries, expected 4"),
+                            ("A", {"diagonal": [1.0] * 4, "x": 1}, "unknown key 'x'"),
+                            ("A", {"diagonal": [True] * 4}, "a diagonal entry")):
+        with pytest.raises(ParamError) as err:
+            parse_gaussian({**raw, key: bad})
+        assert f"key '{key}'" in str(err.value) and words in str(err.value)
+
+
+def test_diagonal_checkers_read_the_entries_exactly() -> None:
+    from flowcert.certificates.core import inertia_certificate
+    from flowcert.certificates.diagonal import Diagonal
+    from flowcert.certificates.hypotheses import definite_verdict
+    from flowcert.certificates.spectrum import hurwitz as hurwitz_verdict
+
+    D = Diagonal.from_json({"diagonal": [2.0, "1/3", 0.0]})
+    assert inertia_certificate(D, "D").data["inertia"] == [2, 0, 1]
+    assert definite_verdict("D >= 0", D, "D", False).status == "holds"
+    no = definite_verdict("D > 0", D, "D", True)  # the zero entry: a not_pd witness e_3
+    assert no.status == "fails" and no.certificate.data["v"] == ["0", "0", "1"]
+    assert hurwitz_verdict("Re spec(-D) < 0", D.scaled(flint.fmpq(-1))).status == "fails"  # a zero eigenvalue
+    assert hurwitz_verdict("Re spec(J) < 0", Diagonal.from_json({"diagonal": [-1.0, "-1/7"]})).status == "holds"
+    for kind, data in (("psd", {"M": {"diagonal": [1.0, -2 ** -1074]}}), ("pd", {"M": {"diagonal": [1.0, 0.0]}, "margin": "0"}),
+                       ("pd", {"M": {"diagonal": [1.0, 1.0]}, "margin": "1"}),
+                       ("inertia", {"M": {"diagonal": [1.0, 0.0]}, "inertia": [2, 0, 0]}),
+                       ("not_psd", {"M": {"diagonal": [1.0, 0.0]}, "v": ["0", "1"]})):
+        assert core.recheck({"kind": kind, "claim": "", "data": data}) is False, kind
+
+
+def test_a_head_shaped_document_rechecks_and_a_changed_diagonal_is_refused(tmp_path) -> None:
+    rng = np.random.default_rng(11)
+    d = 8
+    raw = _raw(d, {"factors": [(0.1 * rng.normal(size=(d, 2))).tolist(), (0.1 * rng.normal(size=(2, d))).tolist()],
+                   "scale_squared": "1/2"}, {"factors": [rng.normal(size=(d, 2)).tolist(), rng.normal(size=(2, d)).tolist()]})
+    raw.update(A={"diagonal": [0.0] * d}, Sigma0={"diagonal": [1.0] * d})
+    doc = _verify(raw, tmp_path, "head")
+    kinds = {h["certificate"]["kind"] for t in doc["theorems"] for h in t["hypotheses"] if h["certificate"]}
+    assert {"low_rank_asymmetry", "lemma23_condition", "spectrum_inertia", "psd", "pd"} <= kinds
+    dense = _verify(_raw(d, raw["B"], raw["V"]), tmp_path, "dense")  # the same matrices, A and Sigma0 written out
+    assert _statuses(doc) == _statuses(dense)
+    out = _recheck(doc, tmp_path, "same")
+    assert out["refused"] == [] and out["bound"] == out["certificates"]
+    for key, value in (("Sigma0", {"diagonal": [2.0] + [1.0] * (d - 1)}), ("A", {"diagonal": [1.0] + [0.0] * (d - 1)})):
+        changed = copy.deepcopy(doc)
+        changed["params"][key] = value
+        assert _recheck(changed, tmp_path, f"c_{key}")["refused"], key
+
+
+# ------------------------------------------------------------------ the cost model refuses before it allocates
+
+
+def test_structured_parameters_beyond_memory_are_refused_before_allocation() -> None:
+    import tracemalloc
+
+    from flowcert.limits import COMMAND_BYTES, structured_verify_cost
+
+    d = 40_000  # d x d float images: 51 GB; the factors themselves are small (k = 1)
+    assert structured_verify_cost(d, 1)[1] > COMMAND_BYTES
+    raw = {"A": {"diagonal": [0.0] * d}, "B": {"factors": [[[1.0]] * d, [[1.0] * d]]}, "V": {"factors": [[[1.0]] * d, [[1.0] * d]]},
+           "b": [0.0] * d, "mu0": [0.0] * d, "Sigma0": {"diagonal": [1.0] * d}}
+    tracemalloc.start()
+    with pytest.raises(ParamError) as err:
+        parse_gaussian(raw)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert "key 'Sigma0'" in str(err.value) and "GB" in str(err.value) and peak < 50 * 2**20
+
+
+def test_the_cost_model_accepts_a_d4096_head_and_refuses_what_it_cannot_do() -> None:
+    from flowcert.limits import structured_problem
+
+    assert structured_problem(4096, 128) is None
+    assert structured_problem(384, 32) is None
+    problem = structured_problem(16384, 128)
+    assert problem is not None and "predicted" in problem and "flowcert.limits.structured_verify_cost" in problem

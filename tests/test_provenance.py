@@ -164,8 +164,10 @@ def test_another_model_with_the_same_folder_name_never_shares_an_export(tmp_path
     assert a["file"] != b["file"]  # the default folders are keyed by the weights
     ours = load_checkpoint(second)  # head 0 of layer 0: B = K^T Q / sqrt(d_h), d_h = 4, from the second model's weights
     assert b["result"]["params"]["$ref"] == b["file"]  # the line references its export
-    np.testing.assert_allclose(json.loads(Path(b["file"]).read_text())["B"], ours.layers[0].Wk[:4].T @ ours.layers[0].Wq[:4] / 2.0,
-                               rtol=1e-12, atol=1e-15)
+    B = json.loads(Path(b["file"]).read_text())["B"]  # factored: K^T, Q of the second model's weights, scale 1/d_h
+    np.testing.assert_array_equal(np.array(B["factors"][0]), ours.layers[0].Wk[:4].T)
+    np.testing.assert_array_equal(np.array(B["factors"][1]), ours.layers[0].Wq[:4])
+    assert B["scale_squared"] == "1/4"
     # an explicit out-dir holding the first model's export is refused for the second
     out = Path(a["file"]).parent
     assert main([*args, "--model", str(second), "--out-dir", str(out)]) == 2

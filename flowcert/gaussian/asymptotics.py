@@ -35,7 +35,9 @@ from ..certificates import core, spectrum
 from ..certificates.conditions import thm48_trace_certificate
 from ..certificates.predicates import definiteness_witness, predicate_certificate
 from ..certificates import gaussian as cert
-from .factored import definite_of, symmetric_needed
+from .factored import definite_of, negated, symmetric_needed
+from ..certificates.diagonal import Diagonal
+from ..certificates.lowrank import find_low_rank_asymmetry
 from ..certificates.hypotheses import (definite, lower_eigenvalue_bound, min_eigenvalue_upper_bound, semidefinite,
                                       sym_part)
 from ..numeric import gaussian as ng
@@ -146,7 +148,7 @@ def _paper_lmi(p: GaussianParams, S: np.ndarray, rho: float) -> core.HypothesisR
 def thm_4_7_1(p: GaussianParams, eq: Equilibrium) -> TheoremResult:
     """Thm 4.7(1) as printed (false) and its corrected form (1′)."""
     hyps = [NEG_V.bind(definite_of(p, "V", -1)), B_PD.bind(definite_of(p, "B", 1)),
-            SIGMA0_PD.bind(definite(p.Sigma0, "Sigma0", 1)), RE_POS.bind(spectrum.hurwitz("Re spec(A) > 0", -p.A))]
+            SIGMA0_PD.bind(definite(p.exact("Sigma0"), "Sigma0", 1)), RE_POS.bind(spectrum.hurwitz("Re spec(A) > 0", negated(p.exact("A"))))]
     prediction: dict[str, Any] = {"paper": r"a positive definite equilibrium $\Sigma_\infty$ of (18) exists (false in general)",
                                   "corrected": r"if an equilibrium $\Sigma_\infty\succ0$ with $-(PV+VP)\succ0$, $P=\Sigma_\infty^{-1}$, exists, "
                                                "it is locally exponentially stable"}
@@ -198,17 +200,17 @@ def _perturbation_check(p: GaussianParams, S: np.ndarray) -> CrossCheck:
 def thm_4_7_2(p: GaussianParams) -> TheoremResult:
     """Thm. 4.7(2): V < 0, B > 0, lambda_max(A + A^T) <= 0 imply Sigma(t) -> 0."""
     hyps = [NEG_V.bind(definite_of(p, "V", -1)), B_PD.bind(definite_of(p, "B", 1)),
-            NEG_SYM_A.bind(semidefinite(-sym_part(p.A), "-(A + A^T)"))]
+            NEG_SYM_A.bind(semidefinite(negated(sym_part(p.exact("A"))), "-(A + A^T)"))]
     return THM_4_7_2.result(hyps, {"Sigma": "converges_zero"})
 
 
 def thm_4_7_3(p: GaussianParams) -> TheoremResult:
     """Thm. 4.7(3): Re spec A < 0 makes Sigma = 0 locally stable; Sigma stays bounded."""
     hyps = [NEG_V.bind(definite_of(p, "V", -1)), B_PD.bind(definite_of(p, "B", 1)),
-            HURWITZ_A.bind(spectrum.hurwitz("Re spec(A) < 0", p.A))]
-    lam_a = float(np.linalg.eigvalsh(p.A + p.A.T).max())
-    lam_v = float(np.linalg.eigvalsh(p.V).max()) if np.allclose(p.V, p.V.T) else float("nan")
-    lam_b = float(np.linalg.eigvalsh(p.B).min()) if np.allclose(p.B, p.B.T) else float("nan")
+            HURWITZ_A.bind(spectrum.hurwitz("Re spec(A) < 0", p.exact("A")))]
+    lam_a = 2 * max(p.diagonal["A"].floats()) if "A" in p.diagonal else float(np.linalg.eigvalsh(p.A + p.A.T).max())
+    lam_v = float(np.linalg.eigvalsh(p.V).max()) if _symmetric_floats(p, "V") else float("nan")
+    lam_b = float(np.linalg.eigvalsh(p.B).min()) if _symmetric_floats(p, "B") else float("nan")
     denom = 2 * lam_v * lam_b
     y_star = -p.d * lam_a / denom if lam_a > 0 and denom < 0 else (float("inf") if lam_a > 0 else 0.0)
     bound = max(float(np.trace(p.Sigma0)), y_star)
@@ -218,6 +220,16 @@ def thm_4_7_3(p: GaussianParams) -> TheoremResult:
                                        "corrected": r"$\frac{d}{dt}\operatorname{tr}\Sigma\le\lambda_{\max}(A+A^\top)\operatorname{tr}\Sigma"
                                                     r"+\frac2d\lambda_{\max}(V)\lambda_{\min}(B)(\operatorname{tr}\Sigma)^2$"},
                "global": "not claimed (false in general: bistability)"})
+
+
+def _symmetric_floats(p: GaussianParams, key: str) -> bool:
+    """Whether the float image of ``p.key`` is symmetric to rounding (a factored one: no asymmetric pair in its
+    float product, the search its certificates start from); decides only whether a float prediction is shown."""
+    N = p.factored.get(key)
+    if N is not None:
+        return find_low_rank_asymmetry(N) is None
+    M = getattr(p, key)
+    return bool(np.allclose(M, M.T))
 
 
 def _beta_alpha(p: GaussianParams) -> tuple[Fraction, Fraction] | None:
@@ -347,9 +359,9 @@ def _trace_condition(p: GaussianParams) -> core.HypothesisResult:
 def thm_4_8(p: GaussianParams, item: int) -> TheoremResult:
     """Thm. 4.8(1) (alpha >= 0) and 4.8(2) (alpha < 0, large tr Sigma0): blow-up before eq. (20)."""
     base = [V_PD.bind(definite_of(p, "V", 1)), B_PD.bind(definite_of(p, "B", 1)),
-            SIGMA0_PD.bind(definite(p.Sigma0, "Sigma0", 1))]
+            SIGMA0_PD.bind(definite(p.exact("Sigma0"), "Sigma0", 1))]
     if item == 1:
-        hyps = base + [SYM_A.bind(semidefinite(sym_part(p.A), "A + A^T"))]
+        hyps = base + [SYM_A.bind(semidefinite(sym_part(p.exact("A")), "A + A^T"))]
     else:
         hyps = base + [_trace_condition(p)]
     result = THM_4_8[item].result(hyps, {"Sigma": "blows_up"})
@@ -435,6 +447,8 @@ class EtaAnalysis:
         self.detect: core.Certificate | None = None
         self.Q: sp.Matrix | None = None
         self.A = p.A
+        A = p.exact("A")
+        self.A_form = A.to_json() if isinstance(A, Diagonal) else core.encode(p.A)  # the zero predicate's data, in A's form
         self.zero_A = self.eta is None and not np.any(p.A)
         if self.zero_A:
             # A = 0 exactly (every pretrained head): spectrum {0}, no eigenvalue with Re > 0. Only Thm 4.11(2)
@@ -504,7 +518,7 @@ def _eta_hyps(p: GaussianParams, ea: EtaAnalysis) -> list[core.HypothesisResult]
         count = COUNT.result("holds", ea.count_cert, None,
                              r"inertia theorem (exact $LDL^\top$) or exact spectral inertia (root isolation; checked by Cauchy indices)",
                              rf"$k={ea.k}$ eigenvalues with $\operatorname{{Re}}>0${extra}")
-    return [_v_eta(p, ea), SIGMA0_PD.bind(definite(p.Sigma0, "Sigma0", 1)), _detect_hyp(ea), count]
+    return [_v_eta(p, ea), SIGMA0_PD.bind(definite(p.exact("Sigma0"), "Sigma0", 1)), _detect_hyp(ea), count]
 
 
 def thm_4_1(p: GaussianParams, ea: EtaAnalysis) -> TheoremResult:
@@ -544,7 +558,7 @@ def thm_4_1(p: GaussianParams, ea: EtaAnalysis) -> TheoremResult:
 def _unstable_hyp(ea: EtaAnalysis) -> core.HypothesisResult:
     name = "A has an eigenvalue with Re > 0"
     if getattr(ea, "zero_A", False):
-        zero = predicate_certificate("zero", True, {"M": "params.A"}, M=core.encode(ea.A))
+        zero = predicate_certificate("zero", True, {"M": "params.A"}, M=ea.A_form)
         return A_UNSTABLE.result("fails", zero, None, "exact comparison", r"$A=0$: its spectrum is $\{0\}$")
     if ea.k is None or ea.count_cert is None:
         return core.HypothesisResult(name, "unknown", None, "certified unstable count", None,

@@ -33,6 +33,7 @@ from ..engine import ENTRY_SECONDS, asked, evaluate, not_requested, undecided, w
 from ..limits import VERIFY_SECONDS, stage_skip_reason
 from ..numeric.integration import BudgetExceeded, budget_left, command_budget, stage_budget
 from ..certificates import core
+from ..certificates.diagonal import Diagonal
 from ..certificates.lowrank import LowRank
 from ..numeric import gaussian as ng
 from ..papers.gaussian import (ACTIVATION, CLOSURE, CONTINUOUS, LEMMA23, LEMMA_2_3, LEMMA_3_1, PROP_2_1, PROP_2_4,
@@ -45,7 +46,7 @@ from ..system import VerifyRun
 ZERO_TOL = 1e-9
 
 
-def sigma0_psd(Sigma0: np.ndarray) -> core.HypothesisResult:
+def sigma0_psd(Sigma0: np.ndarray | Diagonal) -> core.HypothesisResult:
     r""":math:`\Sigma_0\succeq0`, the exact rational verdict of :func:`semidefinite` (a diagonal matrix is
     decided at once by the checkers' own inertia), bound to ``params.Sigma0``."""
     return SIGMA0_PSD.bind(semidefinite(Sigma0, "Sigma0"))
@@ -71,7 +72,7 @@ def prop_2_1(p: GaussianParams, simulate: bool, seed: int = 0) -> TheoremResult:
                           predicate_certificate("equals", identity, ACTIVATION.proofs[0].subject, x=p.activation,
                                                 literal="identity"),
                           None, "parameter", "" if identity else f"activation is {p.activation}"),
-        sigma0_psd(p.Sigma0),
+        sigma0_psd(p.exact("Sigma0")),
         _continuity(p),
         CLOSURE.result("holds", closure, None, "SymPy matrix-level normal forms (size-independent)",
                        ", ".join(f"{q.name}: {'0' if q.proved else 'nonzero'}" for q in proofs))
@@ -93,8 +94,8 @@ def prop_2_1(p: GaussianParams, simulate: bool, seed: int = 0) -> TheoremResult:
 
 def _continuity(p: GaussianParams) -> core.HypothesisResult:
     if not p.time_varying:
-        echo = p.to_json()  # a factored B or V is carried as its factors (the subject), never as a rounded product
-        data = {k: echo[k] if k in p.factored else np.asarray(getattr(p, k), float).tolist() for k in ("A", "B", "V", "b")}
+        echo = p.to_json()  # a factored or diagonal matrix is carried in its form (the subject), never as a rounded product
+        data = {k: echo[k] for k in ("A", "B", "V", "b")}
         return CONTINUOUS.result("holds", predicate_certificate("numeric", True, CONTINUOUS.proofs[0].subject, **data),
                                  None, "constant parameters")
     from ..certificates.continuity import certify_continuous
@@ -197,10 +198,10 @@ def particle_cross_check(p: GaussianParams, seed: int = 0) -> CrossCheck:
 def lemma_3_1(p: GaussianParams) -> TheoremResult:
     """Lemma 3.1: Sigma(t) = Psi Sigma0 Psi^T with det Psi > 0, so rank and inertia are constant."""
     t_end = min(p.t_end, 10.0)
-    rank_cert = stamp(core.inertia_certificate(p.Sigma0, "Sigma0"), {"M": "params.Sigma0"})
+    rank_cert = stamp(core.inertia_certificate(p.exact("Sigma0"), "Sigma0"), {"M": "params.Sigma0"})
     n_pos, n_neg, n_zero = rank_cert.data["inertia"]
     r0 = n_pos + n_neg  # exact rank of the given Sigma0 (the numerical rank may differ)
-    result = LEMMA_3_1.result([sigma0_psd(p.Sigma0), _continuity(p)],
+    result = LEMMA_3_1.result([sigma0_psd(p.exact("Sigma0")), _continuity(p)],
                               {"rank": r0, "inertia": [n_pos, n_neg, n_zero], "certificate": rank_cert.to_json()})
     if not wants("transport"):
         result.cross_check = not_requested("transport")
@@ -246,20 +247,20 @@ def thm_3_3(p: GaussianParams, seed: int = 0) -> TheoremResult:
 
     from .reach import exact_rank
 
-    r0 = exact_rank(p.Sigma0, "Sigma0")  # the exact rank (Lemma 3.1's certificate), never a float threshold's
+    r0 = exact_rank(p.exact("Sigma0"), "Sigma0")  # the exact rank (Lemma 3.1's certificate), never a float threshold's
     result = THM_3_3.result(
-        [sigma0_psd(p.Sigma0)],
+        [sigma0_psd(p.exact("Sigma0"))],
         {"reachable_set": rf"all $(\mu,\Sigma)$ with $\Sigma\succeq0$ of rank {r0}, for every $T>0$",
          "rank_basis": r"exact: the inertia of the given $\Sigma_0$ in rational arithmetic (Lemma 3.1's certificate)",
          "construction": r"$B=\Sigma^+$, $A=-V-V\Sigma B$, $V=-\Phi'\Phi^{-1}$ with $\Phi\colon I\to M$ in "
                          r"$\mathrm{GL}^+(d)$ and $M\Sigma_0M^\top$ the target"})
+    if not wants("reach"):
+        result.cross_check = not_requested("reach")
+        return result
     rng = np.random.default_rng(seed)
     G = rng.normal(size=(p.d, r0))
     target = G @ G.T
     mu_hat = rng.normal(size=p.d)
-    if not wants("reach"):
-        result.cross_check = not_requested("reach")
-        return result
     if (skip := stage_skip_reason("gaussian:thm-3.3", p.d)) is not None:
         result.cross_check = CrossCheck("skipped", {
             "reason": f"size: the construction's cross-check integrates $d^2$ states with two matrix exponentials and a "
@@ -297,19 +298,32 @@ def _lemma23_hypothesis(p: GaussianParams) -> core.HypothesisResult:
     upper bounds prove it, Rayleigh quotients refute it). Lemma 2.3 and Prop. 2.4 ask the same question
     of the same data: the verdict is built once per run (:func:`_lemma23_verdict`)."""
     if "B" in p.factored:
-        return _lemma23_factored(p.factored["B"], p.Sigma0)
-    return _lemma23_verdict(p.B, p.Sigma0, p.time_varying)
+        return _lemma23_factored(p.factored["B"], p.exact("Sigma0"))
+    return _lemma23_verdict(p.B, p.exact("Sigma0"), p.time_varying)
 
 
-def _lemma23_factored(N: LowRank, Sigma0: np.ndarray) -> core.HypothesisResult:
+def _lambda_max(Sigma0: np.ndarray | Diagonal) -> float:
+    """The float largest eigenvalue of Sigma0 (a diagonal one: its largest entry, O(d))."""
+    return max(Sigma0.floats()) if isinstance(Sigma0, Diagonal) else float(np.linalg.eigvalsh(Sigma0).max())
+
+
+def _lambda_max_bound(Sigma0: np.ndarray | Diagonal) -> Fraction | None:
+    """A proved rational upper bound of lambda_max(Sigma0) (a diagonal one: its largest entry, exactly)."""
+    if isinstance(Sigma0, Diagonal):
+        top = max(Sigma0.entries)
+        return Fraction(int(top.p), int(top.q))
+    return upper_eigenvalue_bound(Sigma0)
+
+
+def _lemma23_factored(N: LowRank, Sigma0: np.ndarray | Diagonal) -> core.HypothesisResult:
     r"""Lemma 2.3's condition for a factored :math:`B=\sqrt q\,LR`: :math:`\|B\|^2\le u` proved on the
-    :math:`k	imes k` Gram matrices (:func:`~flowcert.certificates.conditions.factored_norm_bound`), refuted by
+    :math:`k\times k` Gram matrices (:func:`~flowcert.certificates.conditions.factored_norm_bound`), refuted by
     an exact Rayleigh quotient :math:`q\|LRx\|^2/\|x\|^2`."""
-    value = 8 * N.norm2_float() * float(np.linalg.eigvalsh(Sigma0).max())
+    value = 8 * N.norm2_float() * _lambda_max(Sigma0)
     if value > 1 + 1e-6:
         return _lemma23_refuted(N, Sigma0, value)
     u = Fraction(N.norm2_float() ** 2 * (1 + 2.0**-20) + 2.0**-1000)
-    w = upper_eigenvalue_bound(Sigma0)
+    w = _lambda_max_bound(Sigma0)
     if w is not None and w >= 0 and 64 * u * w * w < 1:
         out = LEMMA23.result("holds", lemma23_certificate(N, Sigma0, u, w), 1 - value,
                              r"exact bounds on the factors' Gram matrices $\lVert B\rVert^2\le u$, "
@@ -320,14 +334,14 @@ def _lemma23_factored(N: LowRank, Sigma0: np.ndarray) -> core.HypothesisResult:
 
 
 @core.memoised
-def _lemma23_verdict(B: Any, Sigma0: np.ndarray, time_varying: bool) -> core.HypothesisResult:
+def _lemma23_verdict(B: Any, Sigma0: np.ndarray | Diagonal, time_varying: bool) -> core.HypothesisResult:
     name = LEMMA23.name
-    value = 8 * float(np.linalg.norm(B, 2)) * float(np.linalg.eigvalsh(Sigma0).max()) if not time_varying else None
+    value = 8 * float(np.linalg.norm(B, 2)) * _lambda_max(Sigma0) if not time_varying else None
     if value is not None and value > 1 + 1e-6:
         # exact bounds u >= ||B||^2, w >= lambda_max give 64 u w^2 >= value^2 > 1: they could never prove 'holds'
         return _lemma23_refuted(B, Sigma0, value)
     u = upper_eigenvalue_bound(gram(B)) if not time_varying else None
-    w = upper_eigenvalue_bound(Sigma0)
+    w = _lambda_max_bound(Sigma0)
     if u is None or w is None:
         return core.HypothesisResult(name, "unknown", None, "exact eigenvalue bounds", None, "constant B needed")
     if 64 * u * w * w < 1 and w >= 0:
@@ -343,7 +357,7 @@ def _lemma23_value(value: float) -> str:
     return rf"$8\lVert B\rVert_2\lambda_{{\max}}(\Sigma_0)={value:.4g}$"
 
 
-def _lemma23_refuted(B: np.ndarray | LowRank, Sigma0: np.ndarray, value: float) -> core.HypothesisResult:
+def _lemma23_refuted(B: np.ndarray | LowRank, Sigma0: np.ndarray | Diagonal, value: float) -> core.HypothesisResult:
     """``fails`` with Rayleigh-quotient lower bounds when they refute the condition exactly, else uncertified."""
     out = LEMMA23.result("fails", lemma23_certificate(B, Sigma0, None, None), 1 - value,
                          r"exact Rayleigh quotients $\lVert Bx\rVert^2/\lVert x\rVert^2$, $y^\top\Sigma_0y/\lVert y\rVert^2$",
@@ -360,7 +374,8 @@ def lemma_2_3(p: GaussianParams) -> TheoremResult:
     hyp = _lemma23_hypothesis(p)
     result = LEMMA_2_3.result([hyp], {})
     if hyp.status == "holds":
-        lo, hi, _ = relu.lemma23_kappa_interval(p.B, p.Sigma0)
+        N = p.factored.get("B")
+        lo, hi, _ = relu.lemma23_kappa_interval(p.B, p.Sigma0, None if N is None else N.norm2_float())
         result.prediction.update(kappa0_interval=[lo, hi], E0_at_kappa0_lo=relu.E0(lo, p.mu0, p.Sigma0))
     result.cross_check = CrossCheck("skipped", {"reason": "the conclusion is existential (some T* > 0); no number to test"})
     return result
@@ -370,7 +385,7 @@ def prop_2_4(p: GaussianParams, simulate: bool, seed: int = 0) -> TheoremResult:
     """Prop 2.4: W2(rho_t, nu_t) <= t ||max(0, -(A x + b))||_{L2(rho_0)} + O(t^2)."""
     from ..numeric.gaussian import relu
 
-    result = PROP_2_4.result([sigma0_psd(p.Sigma0), _lemma23_hypothesis(p)], {})
+    result = PROP_2_4.result([sigma0_psd(p.exact("Sigma0")), _lemma23_hypothesis(p)], {})
     if p.time_varying:
         return result
     slope = relu.relu_slope(p.A, p.b, p.mu0, p.Sigma0)
@@ -507,15 +522,25 @@ def low_rank(p: GaussianParams) -> bool:
 
     if p.time_varying or p.d <= min(STAGE_MAX_D[k] for k in LOW_RANK_STAGE_MAX_D):
         return False  # every stage runs anyway: no SVDs
+    if {"B", "V"} <= set(p.factored):  # the ranks are at most the factors' inner dimensions: no SVD of d x d
+        return not np.any(p.A) and 4 * max(p.factored["B"].inner, p.factored["V"].inner) <= p.d
     return factored_ranks(p.A, p.B, p.V) is not None
 
 
-def _evaluate(e: Any, build: Callable[[], TheoremResult], d: int, low: bool) -> TheoremResult:
+def structured(p: GaussianParams) -> bool:
+    """B and V factored, A and Sigma0 diagonal (a pretrained head's export): every exact stage works on the
+    factors and diagonals in :math:`O(d^2k)` float and :math:`O(dk)` exact work, so the stages of
+    :data:`flowcert.limits.STRUCTURED_STAGES` take the command's cost model instead of their size limit."""
+    return {"B", "V"} <= set(p.factored) and {"A", "Sigma0"} <= set(p.diagonal)
+
+
+def _evaluate(e: Any, build: Callable[[], TheoremResult], d: int, low: bool, tidy: bool = False) -> TheoremResult:
     """:func:`flowcert.engine.evaluate` of one entry, with its size limit taken for low-rank parameters
-    where :data:`flowcert.limits.LOW_RANK_STAGE_MAX_D` has one (the cross-check-limited entries have none)."""
+    where :data:`flowcert.limits.LOW_RANK_STAGE_MAX_D` has one (the cross-check-limited entries have none),
+    and none for structured parameters (``tidy``) where :data:`flowcert.limits.STRUCTURED_STAGES` lists it."""
     if e in CROSS_CHECK_LIMITED:
         return evaluate(e.id, e.label, build, d=None)
-    skip = stage_skip_reason(e.id, d, low_rank=low)
+    skip = stage_skip_reason(e.id, d, low_rank=low, structured=tidy)
     if skip is not None:
         return undecided(e.id, e.label, "size_within_limit", "flowcert.limits", skip)
     return evaluate(e.id, e.label, build, d=None)
@@ -537,7 +562,7 @@ def _share(fraction: float | None = None, keep: float = 0.0) -> float | None:
 
 def _verify(p: GaussianParams, simulate: bool, seed: int,
             recorded: ng.MomentSolution | None = None) -> tuple[dict[str, Any], Any]:
-    low = low_rank(p)
+    low, tidy = low_rank(p), structured(p)
     integrate_skip = stage_skip_reason("gaussian:integrate", p.d, low_rank=low)
     if recorded is not None:
         sol = recorded
@@ -550,12 +575,13 @@ def _verify(p: GaussianParams, simulate: bool, seed: int,
                (PROP_2_4, lambda: prop_2_4(p, simulate, seed)), (LEMMA_3_1, lambda: lemma_3_1(p)),
                (THM_3_3, lambda: thm_3_3(p, seed))]
     with command_budget(_share(keep=TABLE_SHARE * VERIFY_SECONDS), "the catalogue entries (Table 1 keeps its share)"):
-        theorems = [_evaluate(e, build, p.d, low) for e, build in entries]
+        theorems = [_evaluate(e, build, p.d, low, tidy) for e, build in entries]
     reg: dict[str, Any] = {"Sigma": "unknown", "mu": "unknown", "Sigma_inf": None, "mu_inf": None,
                            "blowup_time_upper_bound": None, "basis": "simulation"}
     if p.time_varying:
         reg["reason"] = "time-varying parameters: Table 1 covers constant ones"
-    elif (skip := stage_skip_reason("gaussian:table-1", p.d, low_rank=low) or (integrate_skip if sol is None else None)) is not None:
+    elif (skip := stage_skip_reason("gaussian:table-1", p.d, low_rank=low, structured=tidy)
+          or (integrate_skip if sol is None else None)) is not None:
         reg["reason"] = f"Table 1 analysis {skip}"
         theorems += [undecided(e.id, e.label, "size_within_limit", "flowcert.limits", skip) for e in TABLE_1]
     else:

@@ -14,7 +14,9 @@ numerical runs use is never evidence. What is decided here:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import flint
 
 from ..certificates import core
 from ..certificates.hypotheses import definite
@@ -23,7 +25,7 @@ from ..certificates.lowrank import LowRank, find_low_rank_asymmetry, low_rank_as
 if TYPE_CHECKING:
     from .params import GaussianParams
 
-__all__ = ["definite_of", "not_symmetric", "symmetric_needed"]
+__all__ = ["definite_of", "not_symmetric", "symmetric_needed", "negated"]
 
 _METHOD = "exact entry pair of the factors (low_rank_asymmetry)"
 
@@ -73,3 +75,12 @@ def symmetric_needed(p: GaussianParams, key: str, hyp: str) -> core.HypothesisRe
         return res
     return core.HypothesisResult(hyp, "unknown", None, "factored matrix", None,
                                  f"{key} is given factored and no asymmetric entry pair was found; not decided on factors")
+
+
+def negated(M: Any) -> Any:
+    """:math:`-M` of an exact matrix in its own form (a diagonal stays diagonal; an array or ``fmpq_mat`` negates)."""
+    from ..certificates.diagonal import Diagonal
+
+    if isinstance(M, Diagonal):
+        return M.scaled(flint.fmpq(-1))
+    return -M

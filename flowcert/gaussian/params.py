@@ -57,6 +57,7 @@ from ..arrays import as_matrix, as_vector
 from ..expressions import compile_matrix, echo_value
 from ..files import load_file
 if TYPE_CHECKING:
+    from ..certificates.diagonal import Diagonal
     from ..certificates.lowrank import LowRank
 from ..schema import (
     PROVENANCE_KEY,
@@ -80,6 +81,12 @@ from ..schema import (
 def _gaussian_dims(raw: Mapping[str, object]) -> dict[str, int]:
     # d is the number of rows of Sigma0; every other key must agree with it.
     sigma = raw["Sigma0"]
+    if _is_diagonal(sigma):
+        n = sigma.n if not isinstance(sigma, dict) else len(sigma["diagonal"]) if isinstance(sigma["diagonal"], list) else 0
+        if n == 0:
+            raise ParamError("Sigma0", "diagonal must be a non-empty list of numbers")
+        _check_images(raw, n)
+        return {"d": n}
     shape = nested_shape(sigma, "Sigma0")
     if shape and 0 in shape:
         raise ParamError("Sigma0", "dimension d must be at least 1, got an empty matrix")
@@ -87,6 +94,31 @@ def _gaussian_dims(raw: Mapping[str, object]) -> dict[str, int]:
         found = f"a scalar ({show_value(sigma)})" if shape == () else shape_text(shape)
         raise ParamError("Sigma0", f"expected a square d x d matrix, got {found}")
     return {"d": shape[0]}
+
+
+def _inner(raw: object) -> int:
+    """The inner dimension k of a factored matrix's JSON form (its first factor's row length; 0 otherwise)."""
+    from ..certificates.lowrank import LowRank, is_factored
+
+    if isinstance(raw, LowRank):
+        return raw.inner
+    fs = raw.get("factors") if is_factored(raw) else None  # type: ignore[union-attr]
+    first = fs[0] if isinstance(fs, (list, tuple)) and fs else None
+    row = first[0] if isinstance(first, (list, tuple)) and first else None
+    return len(row) if isinstance(row, (list, tuple)) else int(getattr(first, "shape", (0, 0))[1]) if hasattr(first, "shape") else 0
+
+
+def _check_images(raw: Mapping[str, object], d: int) -> None:
+    """Refuse structured parameters whose float images (d x d, for the numerical stages) would not fit in
+    memory, before any is allocated (:func:`flowcert.limits.structured_verify_cost`)."""
+    from ..limits import COMMAND_BYTES, STRUCTURED_COST_MARGIN, structured_verify_cost
+
+    k = max(_inner(raw.get("B")), _inner(raw.get("V")), 1)
+    peak = structured_verify_cost(d, k)[1]
+    if STRUCTURED_COST_MARGIN * peak > COMMAND_BYTES:
+        raise ParamError("Sigma0", f"d = {d}: the d x d float images of A, B, V, Sigma0 need about {peak / 2**30:.1f} GB "
+                                   f"(x {STRUCTURED_COST_MARGIN:g}), more than {COMMAND_BYTES // 2**30} GB "
+                                   "(flowcert.limits.structured_verify_cost)")
 
 
 def _square(allow_expr: bool) -> Validator:
@@ -119,7 +151,36 @@ def _vector(allow_expr: bool) -> Validator:
     return validator
 
 
+def _is_diagonal(raw: object) -> bool:
+    from ..certificates.diagonal import Diagonal, is_diagonal_form
+
+    return isinstance(raw, Diagonal) or is_diagonal_form(raw)
+
+
+def _diagonal(raw: object, key: str, dims: Mapping[str, int]) -> object:
+    """``{"diagonal": [a_1, ..., a_d]}``: the exact diag(a) (a :class:`~flowcert.certificates.diagonal.Diagonal`)."""
+    from ..certificates.diagonal import Diagonal
+
+    try:
+        D = Diagonal.from_json(raw)
+    except ValueError as exc:
+        raise ParamError(key, str(exc)) from None
+    if D.n != dims["d"]:
+        raise ParamError(key, f"diagonal has {D.n} entries, expected {dims['d']}")
+    return D
+
+
+def _square_or_diagonal(raw: object, key: str, dims: Mapping[str, int]) -> object:
+    """A d x d matrix (constant or in t), or ``{"diagonal": [...]}``."""
+    return _diagonal(raw, key, dims) if _is_diagonal(raw) else as_matrix(raw, key, (dims["d"], dims["d"]), allow_expr=True)
+
+
 def _covariance(raw: object, key: str, dims: Mapping[str, int]) -> object:
+    if _is_diagonal(raw):
+        D = _diagonal(raw, key, dims)
+        if any(a < 0 for a in D.entries):  # type: ignore[attr-defined]
+            raise ParamError(key, "not positive semidefinite (a negative diagonal entry); expected a covariance matrix")
+        return D
     sigma = as_matrix(raw, key, (dims["d"], dims["d"]))
     assert isinstance(sigma, np.ndarray)
     check_symmetric(sigma, key)
@@ -133,12 +194,12 @@ GAUSSIAN_ACTIVATIONS = ("identity", "relu")
 GAUSSIAN_SCHEMA = Schema(
     system="gaussian",
     fields={
-        "A": Field(_square(True), doc="feed-forward matrix, d x d, constant or in t"),
+        "A": Field(_square_or_diagonal, doc="feed-forward matrix, d x d, constant or in t, or {\"diagonal\": [...]}"),
         "B": Field(_square_or_factored, doc="attention bilinear form, d x d, constant or in t, or factored"),
         "V": Field(_square_or_factored, doc="value matrix, d x d, constant or in t, or factored"),
         "b": Field(_vector(True), doc="feed-forward bias, length d, constant or in t"),
         "mu0": Field(_vector(False), doc="initial mean, length d"),
-        "Sigma0": Field(_covariance, doc="initial covariance, d x d, symmetric PSD"),
+        "Sigma0": Field(_covariance, doc="initial covariance, d x d, symmetric PSD, or {\"diagonal\": [...]}"),
         "t_end": Field(
             lambda raw, key, dims: as_positive_float(raw, key),
             required=False,
@@ -195,19 +256,34 @@ class GaussianParams:
     #: the keys given factored (``{"factors": [L, R], ...}``), with their exact matrices; the field itself then
     #: holds a float image for the numerical runs, never used as exact data
     factored: Mapping[str, LowRank] = field(default_factory=dict, init=False)
+    #: the keys given as ``{"diagonal": [...]}`` (A, Sigma0), with their exact matrices (float images in the fields)
+    diagonal: Mapping[str, Diagonal] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         from ..certificates.lowrank import LowRank
 
+        from ..certificates.diagonal import Diagonal
+
         raw = {key: getattr(self, key) for key in GAUSSIAN_SCHEMA.fields}
-        factored = {}
+        factored, diagonal = {}, {}
         for key, value in validate(raw, GAUSSIAN_SCHEMA).items():
             if isinstance(value, LowRank):
                 factored[key] = value
                 value = value.floats()
                 value.setflags(write=False)
+            elif isinstance(value, Diagonal):
+                diagonal[key] = value
+                value = np.diag(np.array(value.floats(), dtype=np.float64))
+                value.setflags(write=False)
             object.__setattr__(self, key, value)
         object.__setattr__(self, "factored", factored)
+        object.__setattr__(self, "diagonal", diagonal)
+
+    def exact(self, key: str) -> object:
+        """The exact form of a matrix parameter: its :class:`~flowcert.certificates.lowrank.LowRank` or
+        :class:`~flowcert.certificates.diagonal.Diagonal` when given so (its certificates then carry that
+        form), else the float64 array (its entries are the exact values)."""
+        return self.factored.get(key) or self.diagonal.get(key) or getattr(self, key)
 
     @property
     def d(self) -> int:
@@ -269,16 +345,16 @@ class GaussianParams:
         parameter whose entries are all plain numbers comes back constant).
         """
         def matrix(key: str) -> object:
-            N = self.factored.get(key)
+            N = self.factored.get(key) or self.diagonal.get(key)
             return N.to_json() if N is not None else echo_value(getattr(self, key), False)
 
         return {
-            "A": echo_value(self.A, False),
+            "A": matrix("A"),
             "B": matrix("B"),
             "V": matrix("V"),
             "b": echo_value(self.b, True),
             "mu0": echo_value(self.mu0, True),
-            "Sigma0": echo_value(self.Sigma0, False),
+            "Sigma0": matrix("Sigma0"),
             "t_end": self.t_end,
             "activation": self.activation,
         }
@@ -286,9 +362,9 @@ class GaussianParams:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, GaussianParams):
             return NotImplemented
-        if set(self.factored) != set(other.factored) or any(
-                not N.same(other.factored[k]) for k, N in self.factored.items()):
-            return False
+        for mine_s, theirs_s in ((self.factored, other.factored), (self.diagonal, other.diagonal)):
+            if set(mine_s) != set(theirs_s) or any(not N.same(theirs_s[k]) for k, N in mine_s.items()):
+                return False
         for key in GAUSSIAN_SCHEMA.fields:
             mine, theirs = getattr(self, key), getattr(other, key)
             if isinstance(mine, np.ndarray) or isinstance(theirs, np.ndarray):

@@ -79,11 +79,17 @@ class GaussianSystem(SystemBase):
         return DEFAULT_CHECKS
 
     def load(self, params: Any, *, command: str | None = None) -> GaussianParams:
-        """Validated parameters; ``command`` applies its size limit (:func:`flowcert.limits.command_problem`)."""
-        from ..limits import command_problem
+        """Validated parameters; ``command`` applies its size limit (:func:`flowcert.limits.command_problem`), and
+        for ``verify`` on structured parameters (B, V factored, A and Sigma0 diagonal: a pretrained head) the
+        measured cost model :func:`flowcert.limits.structured_problem` instead."""
+        from ..limits import command_problem, structured_problem
+        from .catalogue import structured
 
         p = load_any(params, GaussianParams, parse_gaussian, load_gaussian)
-        problem = command_problem(command, p.d) if command else None
+        if command == "verify" and structured(p):
+            problem = structured_problem(p.d, max(p.factored["B"].inner, p.factored["V"].inner))
+        else:
+            problem = command_problem(command, p.d) if command else None
         if problem is not None:
             raise InputError(f"--params: {problem}")
         return p

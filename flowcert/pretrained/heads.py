@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ..records import ProvenanceRecord
 
 __all__ = ["CheckpointHead", "extract_heads", "head_at", "gaussian_params", "attention_params", "write_params",
-           "GaussianHeadParams", "FactoredMatrix", "HeadFactors", "AttentionHeadParams"]
+           "GaussianHeadParams", "FactoredMatrix", "DiagonalMatrix", "HeadFactors", "AttentionHeadParams"]
 
 
 class FactoredMatrix(TypedDict, total=False):
@@ -50,15 +50,22 @@ class FactoredMatrix(TypedDict, total=False):
     scale_squared: str
 
 
-class GaussianHeadParams(TypedDict):
-    """A ``gaussian`` parameter mapping of one head (:func:`gaussian_params`): float64 arrays, B and V factored."""
+class DiagonalMatrix(TypedDict):
+    """A matrix given by its diagonal (:class:`flowcert.certificates.diagonal.Diagonal`)."""
 
-    A: np.ndarray
+    diagonal: list[float]
+
+
+class GaussianHeadParams(TypedDict):
+    """A ``gaussian`` parameter mapping of one head (:func:`gaussian_params`): B and V factored, A and Sigma0
+    diagonal, b and mu0 float64 vectors."""
+
+    A: DiagonalMatrix
     B: FactoredMatrix
     V: FactoredMatrix
     b: np.ndarray
     mu0: np.ndarray
-    Sigma0: np.ndarray
+    Sigma0: DiagonalMatrix
 
 
 class HeadFactors(TypedDict):
@@ -238,7 +245,8 @@ def gaussian_params(ckpt: Checkpoint, layer: int, head: int) -> GaussianHeadPara
     """A ``gaussian`` parameter mapping for one head (attention only: A = 0, b = 0;
     B = K^T Q / sqrt(d_h), V = W_O W_V, both factored: ``{"factors": [K^T, Q], "scale_squared": "1/d_h"}``
     and ``{"factors": [W_O, W_V]}``, the model's own matrices of rank <= d_h, never a rounded d x d
-    product; mu0 = 0, Sigma0 = I), validated by ``parse_gaussian``.
+    product; mu0 = 0, Sigma0 = I; A and Sigma0 as ``{"diagonal": [...]}``), validated by ``parse_gaussian``.
+    Nothing of size d x d is written.
 
     Parameters
     ----------
@@ -265,8 +273,10 @@ def gaussian_params(ckpt: Checkpoint, layer: int, head: int) -> GaussianHeadPara
 
     h = _pick(ckpt, layer, head)[0]
     d = h.d
-    raw: GaussianHeadParams = {"A": np.zeros((d, d)), "B": {"factors": [h.K.T.copy(), h.Q], "scale_squared": f"1/{h.d_head}"},
-                               "V": {"factors": [h.O, h.V]}, "b": np.zeros(d), "mu0": np.zeros(d), "Sigma0": np.eye(d)}
+    raw: GaussianHeadParams = {"A": {"diagonal": [0.0] * d},
+                               "B": {"factors": [h.K.T.copy(), h.Q], "scale_squared": f"1/{h.d_head}"},
+                               "V": {"factors": [h.O, h.V]}, "b": np.zeros(d), "mu0": np.zeros(d),
+                               "Sigma0": {"diagonal": [1.0] * d}}
     parse_gaussian(raw)
     return raw
 
@@ -343,7 +353,10 @@ def write_params(raw: Mapping[str, object], path: str | Path,
 
         # .npz holds flat arrays: a factored matrix goes in as its float64 product (a dense matrix, verified as
         # given), as every export did before factored matrices; the .json keeps the factors themselves
-        raw = {k: LowRank.from_json(_listed(v)).floats() if is_factored(v) else v for k, v in raw.items()}
+        from ..certificates.diagonal import Diagonal, is_diagonal_form
+
+        raw = {k: LowRank.from_json(_listed(v)).floats() if is_factored(v) else
+               np.diag(Diagonal.from_json(v).floats()) if is_diagonal_form(v) else v for k, v in raw.items()}
         if any(not isinstance(v, (np.ndarray, list, float, int, bool, str)) or isinstance(v, list) and v
                and isinstance(v[0], dict) for v in raw.values()):
             raise bad(f"--out: '{p}': .npz holds flat arrays only (use .json for 'heads')")

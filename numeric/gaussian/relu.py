@@ -99,7 +99,13 @@ _SQRT_2PI = np.sqrt(2.0 * np.pi)
 # ---------------------------------------------------------------------------------------
 
 
-def lemma23_kappa_interval(B: Array, Sigma0: Array) -> tuple[float, float, bool]:
+def _diagonal(M: np.ndarray) -> np.ndarray | None:
+    """The diagonal of a square matrix that is diagonal (an O(d^2) scan), else None."""
+    D = np.diagonal(M)
+    return D.copy() if np.count_nonzero(M) == np.count_nonzero(D) else None
+
+
+def lemma23_kappa_interval(B: Array, Sigma0: Array, norm_B: float | None = None) -> tuple[float, float, bool]:
     r"""Admissible range of :math:`\kappa_0` in Lemma 2.3.
 
     Parameters
@@ -107,7 +113,9 @@ def lemma23_kappa_interval(B: Array, Sigma0: Array) -> tuple[float, float, bool]
     B : ndarray, shape (d, d)
         Attention matrix.
     Sigma0 : ndarray, shape (d, d)
-        Initial covariance (symmetric PSD).
+        Initial covariance (symmetric PSD; a diagonal one is read off its diagonal).
+    norm_B : float, optional
+        :math:`\|B\|_2` when already known (a factored B's, from its :math:`k\times k` Gram matrices).
 
     Returns
     -------
@@ -118,8 +126,10 @@ def lemma23_kappa_interval(B: Array, Sigma0: Array) -> tuple[float, float, bool]
     nonempty : bool
         Whether :math:`[lo, hi)` is non-empty, i.e. :math:`8\|B\|_2\lambda_{\max}(\Sigma_0)<1`.
     """
-    lo = 4.0 * float(np.linalg.norm(np.asarray(B, dtype=float), 2))
-    lmax = float(np.linalg.eigvalsh(_sym(Sigma0))[-1])
+    lo = 4.0 * (float(np.linalg.norm(np.asarray(B, dtype=float), 2)) if norm_B is None else norm_B)
+    S = _sym(Sigma0)
+    diag = _diagonal(S)
+    lmax = float(diag.max() if diag is not None else np.linalg.eigvalsh(S)[-1])
     hi = np.inf if lmax <= 0.0 else 1.0 / (2.0 * lmax)
     return lo, float(hi), bool(lo < hi)
 
@@ -148,6 +158,12 @@ def E0(kappa: float, mu0: Array, Sigma0: Array) -> float:
     """
     mu0 = np.asarray(mu0, dtype=float)
     S = _sym(Sigma0)
+    diag = _diagonal(S)
+    if diag is not None:  # diagonal Sigma0: the determinant and the solve are entrywise, O(d)
+        m = 1.0 - 2.0 * kappa * diag
+        if m.min() <= 0.0:
+            return float("inf")
+        return float(np.exp(-0.5 * np.log(m).sum() + kappa * float(np.sum(mu0 * mu0 / m))))
     M = np.eye(mu0.size) - 2.0 * kappa * S
     if np.linalg.eigvalsh(M)[0] <= 0.0:
         return float("inf")
@@ -217,7 +233,10 @@ def relu_slope(A: Array, b: Array, mu0: Array, Sigma0: Array) -> float:
     """
     A = np.asarray(A, dtype=float)
     m = -(A @ np.asarray(mu0, dtype=float) + np.asarray(b, dtype=float))
-    var = np.einsum("ij,jk,ik->i", A, _sym(Sigma0), A)
+    S = _sym(Sigma0)
+    a, diag = _diagonal(A), _diagonal(S)
+    # (A Sigma0 A^T)_ii: entrywise for diagonal A and Sigma0, else one BLAS product (not an unoptimised einsum)
+    var = a * a * diag if a is not None and diag is not None else np.sum((A @ S) * A, axis=1)
     s = np.sqrt(np.clip(var, 0.0, None))
     return float(np.sqrt(_relu_second_moment(m, s).sum()))
 
