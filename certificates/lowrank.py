@@ -246,7 +246,10 @@ def _factor(raw: Any, which: str) -> np.ndarray:
             raise ValueError(f"factor {which} must hold numbers only")
         if len({len(r) for r in raw}) != 1:
             raise ValueError(f"factor {which} has rows of different lengths")
-        F = np.array(raw, dtype=np.float64)
+        try:
+            F = np.array(raw, dtype=np.float64)
+        except (OverflowError, ValueError, TypeError):
+            raise ValueError(f"factor {which} has an entry that is not a finite float64 number") from None
     if F.ndim != 2 or 0 in F.shape:
         raise ValueError(f"factor {which} must be a non-empty matrix, got shape {F.shape}")
     if not np.all(np.isfinite(F)):

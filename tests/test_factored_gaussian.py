@@ -56,6 +56,8 @@ def test_factored_parameters_round_trip_and_echo() -> None:
     ({"factors": [[[1.0]] * 3, [[1.0, 2.0], [1.0, 2.0]]]}, "do not fit"),
     ({"factors": [[[float("nan")]] * 3, [[1.0] * 3]]}, "non-finite"),
     ({"factors": [[["1"]] * 3, [[1.0] * 3]]}, "numbers only"),
+    ({"factors": [[[10 ** 400]] * 3, [[1.0] * 3]]}, "not a finite float64"),
+    ({"factors": [[[1e100]] * 3, [[1.0] * 3]]}, "larger than 1e+70"),
 ])
 def test_bad_factored_input_names_the_key(bad: dict, words: str) -> None:
     with pytest.raises(ParamError) as err:
@@ -303,3 +305,17 @@ def test_the_cost_model_accepts_a_d4096_head_and_refuses_what_it_cannot_do() -> 
     assert structured_problem(384, 32) is None
     problem = structured_problem(16384, 128)
     assert problem is not None and "predicted" in problem and "flowcert.limits.structured_verify_cost" in problem
+
+
+def test_the_recheck_budget_prices_a_factored_certificate_by_its_form() -> None:
+    """A norm bound on d x k factors costs O(d k^2) products and k x k conditions, not an exact d x d matrix:
+    priced far below the same certificate with its matrix written out densely."""
+    from flowcert.certificates.budget import estimate
+
+    rng = np.random.default_rng(2)
+    d, k = 512, 16
+    N = LowRank(rng.normal(size=(d, k)), rng.normal(size=(k, d)), Fraction(1, 16))
+    data = {"B": N.to_json(), "Sigma0": {"diagonal": [1.0] * d}, "value": True, "u": "3", "w": "1"}
+    dense = {**data, "B": N.floats().tolist(), "Sigma0": np.eye(d).tolist()}
+    low, full = estimate(json.loads(json.dumps(data))), estimate(dense)
+    assert low.rows == k and full.rows == d and 50 * low.seconds < full.seconds

@@ -140,6 +140,13 @@ def _square_or_factored(raw: object, key: str, dims: Mapping[str, int]) -> objec
             raise ParamError(key, str(exc)) from None
         if N.shape != (dims["d"], dims["d"]):
             raise ParamError(key, f"factors give a {N.shape[0]} x {N.shape[1]} matrix, expected {dims['d']} x {dims['d']}")
+        for which, F in (("L", N.L), ("R", N.R)):
+            big = np.abs(F) > FACTOR_MAGNITUDE
+            if big.any():
+                i, j = (int(x) for x in np.argwhere(big)[0])
+                raise ParamError(key, f"factor {which} entry [{i}, {j}] = {F[i, j]:.3g} is larger than {FACTOR_MAGNITUDE:g} in "
+                                      "absolute value (the product's entries must stay within flowcert.limits.LIMITS"
+                                      "['magnitude']); rescale the parameters")
         return N
     return as_matrix(raw, key, (dims["d"], dims["d"]), allow_expr=True)
 
@@ -157,9 +164,14 @@ def _is_diagonal(raw: object) -> bool:
     return isinstance(raw, Diagonal) or is_diagonal_form(raw)
 
 
+#: largest |entry| of a factor: a product of two factors (k terms) then stays within LIMITS['magnitude']
+FACTOR_MAGNITUDE = 1e70
+
+
 def _diagonal(raw: object, key: str, dims: Mapping[str, int]) -> object:
     """``{"diagonal": [a_1, ..., a_d]}``: the exact diag(a) (a :class:`~flowcert.certificates.diagonal.Diagonal`)."""
     from ..certificates.diagonal import Diagonal
+    from ..schema import check_magnitude
 
     try:
         D = Diagonal.from_json(raw)
@@ -167,6 +179,8 @@ def _diagonal(raw: object, key: str, dims: Mapping[str, int]) -> object:
         raise ParamError(key, str(exc)) from None
     if D.n != dims["d"]:
         raise ParamError(key, f"diagonal has {D.n} entries, expected {dims['d']}")
+    check_magnitude(np.array([abs(float(int(q.p))) / float(int(q.q)) if abs(int(q.p)) < 2**1000 else float("inf")
+                              for q in D.entries]), key)
     return D
 
 
