@@ -64,30 +64,25 @@ def run(model: Path, heads: list[int], out_dir: Path, site: Path | None, d: int,
     args = ["pretrained", "verify", "--model", str(model), "--system", "gaussian", "--layers", "0", "--heads",
             *map(str, heads), "--out-dir", str(out_dir), "--json"] + (["--scheduler", scheduler] if scheduler else [])
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", RUNNER, str(d), *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env, cwd=out_dir.parent, text=True)
-    out, err = proc.communicate()
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with open(out_dir.parent / "stdout.txt", "w") as fo, open(out_dir.parent / "stderr.txt", "w") as fe:
+        proc = subprocess.Popen([sys.executable, "-c", RUNNER, str(d), *args], stdout=fo, stderr=fe, env=env,
+                                cwd=out_dir.parent)
+        _, status, usage = os.wait4(proc.pid, 0)  # this process alone: its CPU seconds and peak RSS
+    proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0
+    out, err = (out_dir.parent / "stdout.txt").read_text(), (out_dir.parent / "stderr.txt").read_text()
     lines = [json.loads(x) for x in out.splitlines() if x.strip().startswith("{")]
     verdicts = {}
     for r in lines:
+        head = (r.get("provenance") or {}).get("head")
         for t in (r.get("result") or {}).get("theorems", []):
-            verdicts[f"{r.get('file')}:{t['id']}"] = [h["status"] for h in t["hypotheses"]] + [t.get("applies")]
+            verdicts[f"H{head} {t['id']} applies"] = t.get("applies")
+            for h in t["hypotheses"]:
+                verdicts[f"H{head} {t['id']} {h['name']}"] = h["status"]
     return {"rc": proc.returncode, "wall_s": wall, "lines": len(lines), "error": err.strip().splitlines()[-1:] if proc.returncode else [],
             "export_bytes": sum(f.stat().st_size for f in out_dir.glob("*.json")) if out_dir.is_dir() else 0,
-            "verdicts": verdicts}
-
-
-def timed(model: Path, heads: list[int], out_dir: Path, site: Path | None, d: int, scheduler: str | None = None) -> dict[str, Any]:
-    """:func:`run` with the CPU seconds and peak RSS of the process and its children (``RUSAGE_CHILDREN`` deltas)."""
-    import resource
-
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    rec = run(model, heads, out_dir, site, d, scheduler)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    rec["cpu_s"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    rec["peak_mb"] = after.ru_maxrss / 1024  # the largest child so far (kB on Linux)
-    return rec
+            "cpu_s": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024, "verdicts": verdicts}
 
 
 def side_by_side(ds: list[int], d_head: int, rev: str | None, baseline_max_d: int, tmp: Path) -> dict[str, Any]:
@@ -100,14 +95,17 @@ def side_by_side(ds: list[int], d_head: int, rev: str | None, baseline_max_d: in
         row: dict[str, Any] = {"d": d, "d_head": d_head}
         sides = [("current", None)] + ([("baseline", site)] if site is not None and d <= baseline_max_d else [])
         for side, where in sides:
-            rec = timed(model, [0], tmp / f"out-{side}-{d}", where, d)
+            rec = run(model, [0], tmp / f"{side}-{d}" / "out", where, d)
             row[side] = rec
             print(json.dumps({"progress": f"d = {d} {side}", "cpu_s": rec["cpu_s"], "rc": rec["rc"]}), file=sys.stderr, flush=True)
         if "baseline" in row:
             b, c = row["baseline"], row["current"]
             row["ratio_cpu"] = c["cpu_s"] / b["cpu_s"] if b["cpu_s"] else None
-            row["verdicts_identical"] = b["verdicts"] == {k.replace(str(tmp / f"out-current-{d}"), str(tmp / f"out-baseline-{d}")): v
-                                                          for k, v in c["verdicts"].items()} if b["rc"] == 0 else None
+            if b["rc"] == 0:
+                row["verdict_differences"] = {k: [b["verdicts"].get(k), c["verdicts"].get(k)]
+                                              for k in sorted(set(b["verdicts"]) | set(c["verdicts"]))
+                                              if b["verdicts"].get(k) != c["verdicts"].get(k)}
+                row["verdicts_identical"] = not row["verdict_differences"]
         for side, _ in sides:
             row[side].pop("verdicts")
         rows.append(row)
@@ -122,13 +120,13 @@ def layer(d: int, d_head: int, scheduler: str | None, tmp: Path) -> dict[str, An
     model = checkpoint(tmp / f"layer{d}", d, d_head)
     heads = list(range(d // d_head))
     if scheduler != "local":
-        rec = timed(model, heads, tmp / "layer-out", None, d, scheduler)
+        rec = run(model, heads, tmp / "layer" / "out", None, d, scheduler)
     else:
         from dask.distributed import LocalCluster
 
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
             before = _descendant_cpu()
-            rec = timed(model, heads, tmp / "layer-out", None, d, cluster.scheduler_address)
+            rec = run(model, heads, tmp / "layer" / "out", None, d, cluster.scheduler_address)
             rec["workers"] = len(cluster.workers)
             rec["worker_cpu_s"] = _descendant_cpu() - before  # the live workers (the command itself is in cpu_s)
             rec["total_cpu_s"] = rec["cpu_s"] + rec["worker_cpu_s"]

@@ -164,7 +164,7 @@ def _is_diagonal(raw: object) -> bool:
     return isinstance(raw, Diagonal) or is_diagonal_form(raw)
 
 
-#: largest |entry| of a factor: a product of two factors (k terms) then stays within LIMITS['magnitude']
+#: largest absolute value of an entry of a factor: a product of two factors (k terms) then stays within LIMITS["magnitude"]
 FACTOR_MAGNITUDE = 1e70
 
 
