@@ -237,8 +237,8 @@ def _pick(ckpt: Checkpoint, layer: int, head: int | None) -> list[CheckpointHead
         raise bad(f"--layer: must be in 0..{ckpt.n_layers - 1}, got {layer}")
     if head is not None and not 0 <= head < ckpt.n_heads:
         raise bad(f"--head: must be in 0..{ckpt.n_heads - 1}, got {head}")
-    hs = [h for h in extract_heads(ckpt) if h.layer == layer]
-    return hs if head is None else [hs[head]]
+    # only the heads asked for are sliced (every head of every layer would be 4 n_layers n_heads copies)
+    return [head_at(ckpt, layer, h) for h in (range(ckpt.n_heads) if head is None else (head,))]
 
 
 def gaussian_params(ckpt: Checkpoint, layer: int, head: int) -> GaussianHeadParams:
