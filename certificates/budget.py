@@ -212,11 +212,11 @@ def _inner_rows(value: Any) -> tuple[int, int] | None:
 
 
 def _structured(data: Any) -> Cost | None:
-    r"""The cost of a certificate whose matrices are all factored (``{"factors": [L, R]}``, :math:`d	imes k`
+    r"""The cost of a certificate whose matrices are all factored (``{"factors": [L, R]}``, :math:`d\times k`
     factors) or diagonal (``{"diagonal": [...]}``), None when any is dense. Its checker multiplies factors by
-    vectors and forms :math:`k	imes k` Gram matrices (:math:`dk^2` products of :math:`b`-bit integers) and
-    decides :math:`k	imes k` conditions of :math:`3b`-bit entries, or reads a diagonal entry by entry: no
-    :math:`d	imes d` exact matrix is formed (:mod:`flowcert.certificates.lowrank`, :mod:`.diagonal`)."""
+    vectors and forms :math:`k\times k` Gram matrices (:math:`dk^2` products of :math:`b`-bit integers) and
+    decides :math:`k\times k` conditions of :math:`3b`-bit entries, or reads a diagonal entry by entry: no
+    :math:`d\times d` exact matrix is formed (:mod:`flowcert.certificates.lowrank`, :mod:`.diagonal`)."""
     if not isinstance(data, dict):
         return None
     values = list(data.values())

@@ -64,7 +64,7 @@ def dyadic(P: np.ndarray, bits: int = 30) -> Any:
 
 
 def lyapunov_candidates(J: np.ndarray) -> Iterator[tuple[np.ndarray, str]]:
-    """Lyapunov matrices for a (numerically) Hurwitz ``J``, lazily: the equation, then the SDP.
+    r"""Lyapunov matrices for a (numerically) Hurwitz ``J``, lazily: the equation, then the SDP.
 
     The equation :math:`J^\top P+PJ=-I` (SciPy, Bartels–Stewart) suffices whenever its solution
     survives the re-check; the LMI (more robust near the margin) is solved only if it does not.

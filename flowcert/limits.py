@@ -57,7 +57,7 @@ COMMAND_MAX_D: dict[str, int] = {
 
 #: Stages whose size limit does not apply to *structured* parameters (B, V factored, A and Sigma0 diagonal:
 #: a pretrained head's export): their exact work is on the factors and diagonals, O(d k), and the float work
-#: O(d^2 k); the command's cost model (:func:`verify_cost`) bounds them instead.
+#: O(d^2 k); the command's cost model (:func:`structured_verify_cost`) bounds them instead.
 STRUCTURED_STAGES = frozenset({"gaussian:prop-2.1", "gaussian:lemma-2.3", "gaussian:prop-2.4", "gaussian:table-1"})
 
 

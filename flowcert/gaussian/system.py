@@ -179,7 +179,7 @@ class GaussianSystem(SystemBase):
 
     @staticmethod
     def weight_slices(params: Mapping[str, Any], head: Any) -> list[tuple[str, Any, Any]]:
-        """The factors of the export's ``B`` and ``V``: :math:`K^\top`, :math:`Q` and :math:`W_O`, :math:`W_V`,
+        r"""The factors of the export's ``B`` and ``V``: :math:`K^\top`, :math:`Q` and :math:`W_O`, :math:`W_V`,
         exact slices of the weights (:func:`flowcert.pretrained.heads.gaussian_params`)."""
         def factor(key: str, i: int) -> Any:
             m = params.get(key)
