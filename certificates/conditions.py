@@ -34,7 +34,7 @@ import numpy as np
 
 from . import core
 from .diagonal import Diagonal, diagonal_form
-from .lowrank import LowRank, is_factored
+from .lowrank import LowRank, integer_matrix, is_factored
 
 __all__ = ["lemma23_certificate", "factored_norm_bound", "thm48_trace_certificate", "lemma44_design_certificate"]
 
@@ -75,15 +75,6 @@ def _float_vector(M: np.ndarray, top: bool) -> list[str]:
     return [str(int(x)) for x in np.round(u * 2**30)]
 
 
-def _integer_matrix(F: np.ndarray) -> tuple[Any, int]:
-    r"""``(Z, e)`` with :math:`Z=2^eF` an exact ``fmpz_mat`` (F float64, so every entry is dyadic)."""
-    import flint
-
-    ratios = [float(x).as_integer_ratio() for x in np.asarray(F, dtype=np.float64).ravel()]
-    e = max(den.bit_length() - 1 for _, den in ratios)
-    return flint.fmpz_mat(F.shape[0], F.shape[1], [num << (e - (den.bit_length() - 1)) for num, den in ratios]), e
-
-
 def _rows(M: Any) -> list[list[Any]]:
     """The rows of an ``fmpq_mat`` as lists of ``fmpq`` (what :func:`~.rounding.is_pd_rounded` reads)."""
     return [[M[i, j] for j in range(M.ncols())] for i in range(M.nrows())]
@@ -110,8 +101,8 @@ def factored_norm_bound(N: LowRank, u: Any) -> bool:
     if u < 0:
         return False
     for left, right in ((N.L, N.R), (N.R.T, N.L.T)):
-        Zl, el = _integer_matrix(left)
-        Zr, er = _integer_matrix(right)
+        Zl, el = integer_matrix(left)
+        Zr, er = integer_matrix(right)
         G, H = Zl.transpose() * Zl, Zr * Zr.transpose()  # 2^(2 el) L^T L, 2^(2 er) R R^T
         Gq = flint.fmpq_mat(G)
         if not (is_pd_rounded(_rows(Gq)) or (Gq.nrows() <= EXACT_GRAM_MAX and core.is_pd(Gq))):
@@ -131,8 +122,8 @@ def _factored_rayleigh(N: LowRank, v: list[str]) -> Any:
     den = (x.transpose() * x)[0, 0]
     if den == 0 or len(v) != N.shape[1]:
         raise ValueError("zero Rayleigh vector, or of the wrong length")
-    Zl, el = _integer_matrix(N.L)
-    Zr, er = _integer_matrix(N.R)
+    Zl, el = integer_matrix(N.L)
+    Zr, er = integer_matrix(N.R)
     y = Zl * (Zr * x)  # 2^(el + er) L R x
     return _q(str(N.scale_squared)) * flint.fmpq((y.transpose() * y)[0, 0], den * flint.fmpz(2) ** (2 * (el + er)))
 

@@ -111,13 +111,19 @@ class Diagonal:
         w = [_entry(x) for x in v]
         return len(w) == self.n and any(w) and all(a * x == 0 for a, x in zip(self.entries, w))
 
+    def quadratic(self, v: list[Any]) -> flint.fmpq | None:
+        """:math:`v^\\top Dv` exactly (None for a zero or ill-sized v)."""
+        w = [_entry(x) for x in v]
+        if len(w) != self.n or not any(w):
+            return None
+        return sum((a * x * x for a, x in zip(self.entries, w)), flint.fmpq(0))
+
     def rayleigh(self, y: list[Any]) -> flint.fmpq:
         """:math:`y^\\top Dy/y^\\top y` exactly (ValueError for a zero or ill-sized y)."""
-        w = [_entry(x) for x in y]
-        den = sum((x * x for x in w), flint.fmpq(0))
-        if len(w) != self.n or den == 0:
+        q = self.quadratic(y)
+        if q is None:
             raise ValueError("zero Rayleigh vector, or of the wrong length")
-        return sum((a * x * x for a, x in zip(self.entries, w)), flint.fmpq(0)) / den
+        return q / sum((x * x for x in map(_entry, y)), flint.fmpq(0))
 
     def same(self, other: Any) -> bool:
         return isinstance(other, Diagonal) and other.entries == self.entries
@@ -125,13 +131,7 @@ class Diagonal:
 
 def quadratic_form(M: Any, v: list[Any]) -> Any:
     r""":math:`v^\top Dv` of a diagonal form ``M`` (None when v is zero or ill-sized); None for any other M."""
-    if not is_diagonal_form(M):
-        return None
-    D = Diagonal.from_json(M)
-    w = [_entry(x) for x in v]
-    if len(w) != D.n or not any(w):
-        return None
-    return sum((a * x * x for a, x in zip(D.entries, w)), flint.fmpq(0))
+    return Diagonal.from_json(M).quadratic(v) if is_diagonal_form(M) else None
 
 
 def diagonal_form(M: Any) -> Diagonal | None:

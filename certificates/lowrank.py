@@ -52,7 +52,7 @@ from .records import JSONObject
 
 __all__ = ["hexvec", "asymmetry_claim", "minors_claim", "asymmetry_certificate", "minor_certificate", "find_asymmetric_entry", "find_minors",
            "exact_gram", "full_column_rank", "symmetric_part_inertia", "LowRank", "is_factored",
-           "find_low_rank_asymmetry", "low_rank_asymmetry_certificate", "low_rank_asymmetry_claim"]
+           "find_low_rank_asymmetry", "low_rank_asymmetry_certificate", "dyadic_integers", "integer_matrix"]
 
 
 def hexvec(v: np.ndarray) -> list[str]:
@@ -148,11 +148,25 @@ def _check_minors(data: dict[str, Any]) -> bool:
     return True
 
 
-def exact_gram(F: np.ndarray) -> list[list[int]]:
-    r""":math:`2^{2e}F^\top F` exactly, as Python integers (:math:`2^eF` is an integer matrix)."""
+def dyadic_integers(F: np.ndarray) -> tuple[list[int], int]:
+    r"""``(ints, e)``: the entries of :math:`2^eF` as Python integers, row-major, with the least such :math:`e`
+    (every float64 is a dyadic rational)."""
     ratios = [float(x).as_integer_ratio() for x in np.asarray(F, dtype=np.float64).ravel()]
     e = max(den.bit_length() - 1 for _, den in ratios)
-    ints = [num << (e - (den.bit_length() - 1)) for num, den in ratios]
+    return [num << (e - (den.bit_length() - 1)) for num, den in ratios], e
+
+
+def integer_matrix(F: np.ndarray) -> tuple[Any, int]:
+    r"""``(Z, e)`` with :math:`Z=2^eF` an exact ``flint.fmpz_mat`` (:func:`dyadic_integers`)."""
+    import flint
+
+    ints, e = dyadic_integers(F)
+    return flint.fmpz_mat(F.shape[0], F.shape[1], ints), e
+
+
+def exact_gram(F: np.ndarray) -> list[list[int]]:
+    r""":math:`2^{2e}F^\top F` exactly, as Python integers (:math:`2^eF` is an integer matrix)."""
+    ints, _ = dyadic_integers(F)
     n, m = F.shape
     try:
         import flint
@@ -235,11 +249,9 @@ def _factor(raw: Any, which: str) -> np.ndarray:
     from .forms import float_rows
 
     F = float_rows(raw) if isinstance(raw, list) else None  # Python floats only: one numpy call
-    if F is not None:
-        pass
-    elif isinstance(raw, np.ndarray):
+    if F is None and isinstance(raw, np.ndarray):
         F = np.asarray(raw, dtype=np.float64)
-    else:
+    elif F is None:
         if not (isinstance(raw, list) and raw and all(isinstance(r, list) and r for r in raw)):
             raise ValueError(f"factor {which} must be a non-empty matrix (a list of rows)")
         if any(isinstance(x, bool) or not isinstance(x, (int, float)) for r in raw for x in r):
@@ -316,11 +328,12 @@ class LowRank:
         return LowRank(self.R.T.copy(), self.L.T.copy(), self.scale_squared)
 
     def negated(self) -> "LowRank":
-        """:math:`-N` (the sign goes into L, exactly; made once per matrix)."""
+        """:math:`-N` (the sign goes into L, exactly; made once per matrix, and its negation is this one)."""
         cached = self.__dict__.get("_negated")
         if cached is None:
             cached = LowRank(-self.L, self.R, self.scale_squared)
             object.__setattr__(self, "_negated", cached)
+            object.__setattr__(cached, "_negated", self)
         return cached
 
     def same(self, other: Any) -> bool:
@@ -346,39 +359,25 @@ class LowRank:
 
 def find_low_rank_asymmetry(N: LowRank) -> tuple[int, int] | None:
     """Indices of the float-largest :math:`|N_{ij}-N_{ji}|` of a square factored matrix (None when 0):
-    a candidate only, proved by :func:`low_rank_asymmetry_certificate`."""
+    a candidate only, proved by :func:`low_rank_asymmetry_certificate`. Searched once per matrix; :math:`-N`
+    (:meth:`LowRank.negated`) has the same pair and shares the search."""
     if N.shape[0] != N.shape[1]:
         return None
-    import hashlib
-
-    if "_pair" in N.__dict__:
-        return N.__dict__["_pair"]
-    L = np.ascontiguousarray(N.L + 0.0)
-    signed = min(L.tobytes(), (-L + 0.0).tobytes())  # N and -N (the sign goes into L) have the same pair
-    key = hashlib.sha256(repr((N.L.shape, N.R.shape)).encode() + signed + np.ascontiguousarray(N.R).tobytes()).digest()
-    if key not in _PAIRS:
-        if len(_PAIRS) >= 8:
-            _PAIRS.clear()
-        _PAIRS[key] = find_asymmetric_entry(N.L @ N.R)
-    object.__setattr__(N, "_pair", _PAIRS[key])
-    return _PAIRS[key]
-
-
-#: pairs found, by the content of the factors (a candidate only: its certificate proves it exactly)
-_PAIRS: dict[bytes, Any] = {}
-
-
-def low_rank_asymmetry_claim(data: JSONObject, what: str) -> str:
-    """The claim of a ``low_rank_asymmetry`` certificate of the matrix called ``what``."""
-    i, j = int(data["i"]), int(data["j"])
-    return f"{what} is not symmetric: entry ({i},{j}) differs from ({j},{i})"
+    if "_pair" not in N.__dict__:
+        pair = find_asymmetric_entry(N.L @ N.R)
+        for M in (N, N.__dict__.get("_negated")):
+            if M is not None:
+                object.__setattr__(M, "_pair", pair)
+    return N.__dict__["_pair"]
 
 
 def low_rank_asymmetry_certificate(N: LowRank, ij: tuple[int, int], what: str) -> core.Certificate:
     r"""Certificate that :math:`N_{ij}\ne N_{ji}` for the factored :math:`N=\sqrt q LR` (its data: N's
     factored form and the pair; only the two dot products are computed, :math:`O(k)` exact terms)."""
+    from .claims import claim
+
     data = {"N": N.to_json(), "i": int(ij[0]), "j": int(ij[1])}
-    return core.Certificate("low_rank_asymmetry", low_rank_asymmetry_claim(data, what), data, "exact-rational")
+    return core.Certificate("low_rank_asymmetry", claim("low_rank_asymmetry", data, {"N": what}) or "", data, "exact-rational")
 
 
 def _check_low_rank_asymmetry(data: dict[str, Any]) -> bool:

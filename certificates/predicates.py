@@ -39,7 +39,7 @@ import re
 from typing import Any, Callable
 
 from . import core, forms
-from .diagonal import Diagonal, diagonal_form, is_diagonal_form
+from .diagonal import Diagonal, diagonal_form, is_diagonal_form, quadratic_form
 from .lowrank import LowRank, is_factored
 from .records import Checker, JSONObject
 
@@ -84,19 +84,14 @@ def _numeric(data: dict[str, Any]) -> bool:
     """Every argument (every field but ``predicate`` and ``value``) holds numbers only (a factored matrix:
     its two factors, and its scale is a rational by its form)."""
     def numbers(v: Any) -> bool:
-        if is_diagonal_form(v):
-            try:
-                Diagonal.from_json(v)
-            except ValueError:
-                return False
-            return True
-        if is_factored(v):
-            try:
-                LowRank.from_json(v)
-            except ValueError:
-                return False
-            return True
-        return _numbers(v)
+        form = Diagonal if is_diagonal_form(v) else LowRank if is_factored(v) else None
+        if form is None:
+            return _numbers(v)
+        try:
+            form.from_json(v)
+        except ValueError:
+            return False
+        return True
 
     return all(numbers(v) for k, v in data.items() if k not in ("predicate", "value"))
 
@@ -250,8 +245,6 @@ def predicate_certificate(predicate: str, value: bool, subject: dict[str, str] |
 
 def _quad(M: Any, v: list[str]) -> Any:
     if is_diagonal_form(M):
-        from .diagonal import quadratic_form
-
         return quadratic_form(M, v)
     Q = core.qmat(M)
     x = core.qmat([[s] for s in v])

@@ -239,9 +239,7 @@ def evaluate(expr: str, resolve: Callable[[str], Any]) -> Any:
 
 def matches(value: Any, field: Any) -> bool:
     """Whether a certificate's data field equals a subject's value exactly."""
-    if isinstance(value, LowRank):  # the same factors and scale: nothing is multiplied out
-        return value.same(exact_value(field))
-    if isinstance(value, Diagonal):  # a diagonal is compared with a diagonal form only
+    if isinstance(value, (LowRank, Diagonal)):  # compared in its own form: nothing is multiplied out
         return value.same(exact_value(field))
     if isinstance(value, (flint.fmpq_mat, flint.fmpq)):
         try:
