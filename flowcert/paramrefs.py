@@ -11,6 +11,15 @@ if TYPE_CHECKING:
     from .records import Document
 
 
+def referenced_file(name: str, origin: str | None) -> str | None:
+    """Where a parameter reference's FILE is: as named, else beside ``origin`` (the referring file); None when
+    neither is a file."""
+    import os
+
+    candidates = [name] + ([os.path.join(os.path.dirname(origin), name)] if origin and not os.path.isabs(name) else [])
+    return next((c for c in candidates if os.path.isfile(c)), None)
+
+
 def dereferenced(doc: Document, prefix: str, origin: str | None, out: DocumentCheck) -> Document:
     """``doc`` with a parameter reference ``{"$ref": FILE, "sha256": HEX}`` replaced by the parameters as
     understood (the system's validation of FILE, as ``verify`` writes them); ``doc`` itself without one.
@@ -19,8 +28,6 @@ def dereferenced(doc: Document, prefix: str, origin: str | None, out: DocumentCh
     provenance must be the document's, else the reference is refused (``out.refused``); a file that
     cannot be read is ``out.unread`` and the document keeps its reference (its certificates then name
     inputs it does not carry: unchecked)."""
-    import os
-
     from .documents import params_reference, plain, understood_params
     from .errors import ParamError
     from .files import load_file_sha256
@@ -32,8 +39,7 @@ def dereferenced(doc: Document, prefix: str, origin: str | None, out: DocumentCh
         return doc
     name, sha = ref
     where = f"{prefix}.params"
-    candidates = [name] + ([os.path.join(os.path.dirname(origin), name)] if origin and not os.path.isabs(name) else [])
-    found = next((c for c in candidates if os.path.isfile(c)), None)
+    found = referenced_file(name, origin)
     if found is None:
         out.unread.append(f"{where}: {name!r} not found")
         return doc

@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from .certificates.budget import estimate
 from .limits import LIMITS
+from .errors import InputError
 from .schema import ParamError
 
 __all__ = ["check_recheck_budget"]
@@ -44,19 +45,17 @@ def check_recheck_budget(files: list[tuple[str, list[tuple[int | None, Any]]]],
 def _structured_params(candidates: list[Any], origin: str) -> dict[str, Any]:
     """The factored and diagonal matrices among a document's parameters (a referenced parameter file read for
     them), by key: a certificate whose subject names one is priced on its form, not as a d x d matrix."""
-    import json
-    import os
-
     from .documents import params_reference
+    from .files import load_file
+    from .paramrefs import referenced_file
 
     for params in candidates:
         ref = params_reference(params)
-        if ref is not None:
-            path = ref[0] if os.path.isabs(ref[0]) or os.path.isfile(ref[0]) else os.path.join(os.path.dirname(origin), ref[0])
+        if ref is not None:  # read as recheck reads it (the shared reader and its limits), for pricing only
+            path = referenced_file(ref[0], origin)
             try:
-                with open(path, "rb") as f:
-                    params = json.loads(f.read())
-            except (OSError, ValueError):
+                params = load_file(path) if path is not None else None
+            except InputError:
                 params = None
         if isinstance(params, dict):
             return {k: v for k, v in params.items() if isinstance(v, dict) and ("factors" in v or "diagonal" in v)}

@@ -271,8 +271,10 @@ def check_not_indefinite(array: np.ndarray, key: str, rtol: float = INDEFINITE_R
         )
 
 
-def check_magnitude(array: object, key: str, file: str | None = None) -> None:
-    """Reject entries larger than ``flowcert.limits.LIMITS['magnitude']`` in absolute value.
+def check_magnitude(array: object, key: str, file: str | None = None, *, limit: float | None = None,
+                    source: str = "flowcert.limits.LIMITS['magnitude']") -> None:
+    """Reject entries larger than ``flowcert.limits.LIMITS['magnitude']`` (or ``limit``, named by ``source``)
+    in absolute value.
 
     Products of two such entries (scores, Gram matrices, squared norms) then stay finite in
     float64, so no later intermediate overflows to ``inf``/``NaN``. Arrays only (symbolic,
@@ -282,13 +284,12 @@ def check_magnitude(array: object, key: str, file: str | None = None) -> None:
         return
     from .limits import LIMITS
 
-    limit = float(LIMITS["magnitude"])
+    limit = float(LIMITS["magnitude"]) if limit is None else limit
     big = np.abs(array.astype(float, copy=False)) > limit
     if big.any():
         index = tuple(int(i) for i in np.argwhere(big)[0])
         raise ParamError(key, f"entry {index_text(index)} = {float(array[index]):.3g} is larger than {limit:g} in "
-                              "absolute value (flowcert.limits.LIMITS['magnitude']); rescale the parameters",
-                         file=file)
+                              f"absolute value ({source}); rescale the parameters", file=file)
 
 
 def as_positive_float(raw: object, key: str) -> float:

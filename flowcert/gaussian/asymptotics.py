@@ -440,7 +440,6 @@ class EtaAnalysis:
 
     def __init__(self, p: GaussianParams) -> None:
         self.eta = None if "V" in p.factored or "B" in p.factored else scalar_eta(p.V)  # floats of a product: no evidence
-        self.factored_V = "V" in p.factored
         self.k: int | None = None
         self.count_cert: core.Certificate | None = None
         self.limit: riccati.Thm41Limit | None = None

@@ -94,8 +94,8 @@ def prop_2_1(p: GaussianParams, simulate: bool, seed: int = 0) -> TheoremResult:
 
 def _continuity(p: GaussianParams) -> core.HypothesisResult:
     if not p.time_varying:
-        echo = p.to_json()  # a factored or diagonal matrix is carried in its form (the subject), never as a rounded product
-        data = {k: echo[k] for k in ("A", "B", "V", "b")}
+        # a factored or diagonal matrix is carried in its form (the subject), never as a rounded product
+        data = {k: p.matrix_json(k) for k in ("A", "B", "V")} | {"b": np.asarray(p.b, float).tolist()}
         return CONTINUOUS.result("holds", predicate_certificate("numeric", True, CONTINUOUS.proofs[0].subject, **data),
                                  None, "constant parameters")
     from ..certificates.continuity import certify_continuous
@@ -297,9 +297,7 @@ def _lemma23_hypothesis(p: GaussianParams) -> core.HypothesisResult:
     """:math:`8\\|B\\|_2\\lambda_{\\max}(\\Sigma_0)<1`, from exact eigenvalue bounds (``lemma23_condition``:
     upper bounds prove it, Rayleigh quotients refute it). Lemma 2.3 and Prop. 2.4 ask the same question
     of the same data: the verdict is built once per run (:func:`_lemma23_verdict`)."""
-    if "B" in p.factored:
-        return _lemma23_factored(p.factored["B"], p.exact("Sigma0"))
-    return _lemma23_verdict(p.B, p.exact("Sigma0"), p.time_varying)
+    return _lemma23_verdict(p.exact("B"), p.exact("Sigma0"), p.time_varying)
 
 
 def _lambda_max(Sigma0: np.ndarray | Diagonal) -> float:
@@ -315,38 +313,32 @@ def _lambda_max_bound(Sigma0: np.ndarray | Diagonal) -> Fraction | None:
     return upper_eigenvalue_bound(Sigma0)
 
 
-def _lemma23_factored(N: LowRank, Sigma0: np.ndarray | Diagonal) -> core.HypothesisResult:
-    r"""Lemma 2.3's condition for a factored :math:`B=\sqrt q\,LR`: :math:`\|B\|^2\le u` proved on the
-    :math:`k\times k` Gram matrices (:func:`~flowcert.certificates.conditions.factored_norm_bound`), refuted by
-    an exact Rayleigh quotient :math:`q\|LRx\|^2/\|x\|^2`."""
-    value = 8 * N.norm2_float() * _lambda_max(Sigma0)
-    if value > 1 + 1e-6:
-        return _lemma23_refuted(N, Sigma0, value)
-    u = Fraction(N.norm2_float() ** 2 * (1 + 2.0**-20) + 2.0**-1000)
-    w = _lambda_max_bound(Sigma0)
-    if w is not None and w >= 0 and 64 * u * w * w < 1:
-        out = LEMMA23.result("holds", lemma23_certificate(N, Sigma0, u, w), 1 - value,
-                             r"exact bounds on the factors' Gram matrices $\lVert B\rVert^2\le u$, "
-                             r"$\lambda_{\max}\le w$, $64uw^2<1$", _lemma23_value(value))
-        if out.status == "holds":
-            return out
-    return core.HypothesisResult(LEMMA23.name, "unknown", 1 - value, "eigenvalues", None, _lemma23_value(value))
+def _norm_squared_bound(B: Any) -> Fraction | None:
+    r"""A candidate :math:`u\ge\|B\|_2^2`: proved exactly for dense B (:func:`upper_eigenvalue_bound` of
+    :math:`B^\top B`); for a factored :math:`B=\sqrt q\,LR` the float norm, inflated, which its certificate
+    proves on the :math:`k\times k` Gram matrices (:func:`~flowcert.certificates.conditions.factored_norm_bound`)."""
+    if isinstance(B, LowRank):
+        return Fraction(B.norm2_float() ** 2 * (1 + 2.0**-20) + 2.0**-1000)
+    return upper_eigenvalue_bound(gram(B))
 
 
 @core.memoised
 def _lemma23_verdict(B: Any, Sigma0: np.ndarray | Diagonal, time_varying: bool) -> core.HypothesisResult:
     name = LEMMA23.name
-    value = 8 * float(np.linalg.norm(B, 2)) * _lambda_max(Sigma0) if not time_varying else None
+    norm = (B.norm2_float() if isinstance(B, LowRank) else float(np.linalg.norm(B, 2))) if not time_varying else None
+    value = 8 * norm * _lambda_max(Sigma0) if norm is not None else None
     if value is not None and value > 1 + 1e-6:
         # exact bounds u >= ||B||^2, w >= lambda_max give 64 u w^2 >= value^2 > 1: they could never prove 'holds'
         return _lemma23_refuted(B, Sigma0, value)
-    u = upper_eigenvalue_bound(gram(B)) if not time_varying else None
+    u = _norm_squared_bound(B) if not time_varying else None
     w = _lambda_max_bound(Sigma0)
     if u is None or w is None:
         return core.HypothesisResult(name, "unknown", None, "exact eigenvalue bounds", None, "constant B needed")
     if 64 * u * w * w < 1 and w >= 0:
+        where = " on the factors' Gram matrices" if isinstance(B, LowRank) else ""
         return LEMMA23.result("holds", lemma23_certificate(B, Sigma0, u, w), 1 - value,
-                              r"exact bounds $\lVert B\rVert^2\le u$, $\lambda_{\max}\le w$, $64uw^2<1$", _lemma23_value(value))
+                              rf"exact bounds{where} $\lVert B\rVert^2\le u$, $\lambda_{{\max}}\le w$, $64uw^2<1$",
+                              _lemma23_value(value))
     if value > 1 + 1e-9:
         return _lemma23_refuted(B, Sigma0, value)
     return core.HypothesisResult(name, "unknown", 1 - value, "eigenvalues", None, _lemma23_value(value))

@@ -56,9 +56,6 @@ import sympy as sp
 from ..arrays import as_matrix, as_vector
 from ..expressions import compile_matrix, echo_value
 from ..files import load_file
-if TYPE_CHECKING:
-    from ..certificates.diagonal import Diagonal
-    from ..certificates.lowrank import LowRank
 from ..schema import (
     PROVENANCE_KEY,
     Field,
@@ -70,12 +67,17 @@ from ..schema import (
     show_value,
     as_choice,
     as_positive_float,
+    check_magnitude,
     check_keys,
     check_not_indefinite,
     check_symmetric,
     nested_shape,
     validate,
 )
+
+if TYPE_CHECKING:
+    from ..certificates.diagonal import Diagonal
+    from ..certificates.lowrank import LowRank
 
 
 def _gaussian_dims(raw: Mapping[str, object]) -> dict[str, int]:
@@ -104,8 +106,9 @@ def _inner(raw: object) -> int:
         return raw.inner
     fs = raw.get("factors") if is_factored(raw) else None  # type: ignore[union-attr]
     first = fs[0] if isinstance(fs, (list, tuple)) and fs else None
-    row = first[0] if isinstance(first, (list, tuple)) and first else None
-    return len(row) if isinstance(row, (list, tuple)) else int(getattr(first, "shape", (0, 0))[1]) if hasattr(first, "shape") else 0
+    if isinstance(first, np.ndarray):
+        return int(first.shape[1]) if first.ndim == 2 else 0
+    return len(first[0]) if isinstance(first, (list, tuple)) and first and isinstance(first[0], (list, tuple)) else 0
 
 
 def _check_images(raw: Mapping[str, object], d: int) -> None:
@@ -141,12 +144,8 @@ def _square_or_factored(raw: object, key: str, dims: Mapping[str, int]) -> objec
         if N.shape != (dims["d"], dims["d"]):
             raise ParamError(key, f"factors give a {N.shape[0]} x {N.shape[1]} matrix, expected {dims['d']} x {dims['d']}")
         for which, F in (("L", N.L), ("R", N.R)):
-            big = np.abs(F) > FACTOR_MAGNITUDE
-            if big.any():
-                i, j = (int(x) for x in np.argwhere(big)[0])
-                raise ParamError(key, f"factor {which} entry [{i}, {j}] = {F[i, j]:.3g} is larger than {FACTOR_MAGNITUDE:g} in "
-                                      "absolute value (the product's entries must stay within flowcert.limits.LIMITS"
-                                      "['magnitude']); rescale the parameters")
+            check_magnitude(F, key, limit=FACTOR_MAGNITUDE,
+                            source=f"factor {which}: the product's entries must stay within flowcert.limits.LIMITS['magnitude']")
         return N
     return as_matrix(raw, key, (dims["d"], dims["d"]), allow_expr=True)
 
@@ -171,7 +170,6 @@ FACTOR_MAGNITUDE = 1e70
 def _diagonal(raw: object, key: str, dims: Mapping[str, int]) -> object:
     """``{"diagonal": [a_1, ..., a_d]}``: the exact diag(a) (a :class:`~flowcert.certificates.diagonal.Diagonal`)."""
     from ..certificates.diagonal import Diagonal
-    from ..schema import check_magnitude
 
     try:
         D = Diagonal.from_json(raw)
@@ -358,20 +356,22 @@ class GaussianParams:
         ``str(expr)``; ``parse_gaussian(p.to_json())`` rebuilds ``p`` (a time-varying
         parameter whose entries are all plain numbers comes back constant).
         """
-        def matrix(key: str) -> object:
-            N = self.factored.get(key) or self.diagonal.get(key)
-            return N.to_json() if N is not None else echo_value(getattr(self, key), False)
-
         return {
-            "A": matrix("A"),
-            "B": matrix("B"),
-            "V": matrix("V"),
+            "A": self.matrix_json("A"),
+            "B": self.matrix_json("B"),
+            "V": self.matrix_json("V"),
             "b": echo_value(self.b, True),
             "mu0": echo_value(self.mu0, True),
-            "Sigma0": matrix("Sigma0"),
+            "Sigma0": self.matrix_json("Sigma0"),
             "t_end": self.t_end,
             "activation": self.activation,
         }
+
+    def matrix_json(self, key: str) -> object:
+        """The matrix parameter ``key`` as :meth:`to_json` echoes it: in the form it was given (factored,
+        diagonal) or as nested lists (expressions in t as their text)."""
+        N = self.factored.get(key) or self.diagonal.get(key)
+        return N.to_json() if N is not None else echo_value(getattr(self, key), False)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, GaussianParams):

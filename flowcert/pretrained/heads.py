@@ -349,12 +349,11 @@ def write_params(raw: Mapping[str, object], path: str | Path,
 
     p = Path(path)
     if p.suffix == ".npz":
+        from ..certificates.diagonal import Diagonal, is_diagonal_form
         from ..certificates.lowrank import LowRank, is_factored
 
         # .npz holds flat arrays: a factored matrix goes in as its float64 product (a dense matrix, verified as
         # given), as every export did before factored matrices; the .json keeps the factors themselves
-        from ..certificates.diagonal import Diagonal, is_diagonal_form
-
         raw = {k: LowRank.from_json(_listed(v)).floats() if is_factored(v) else
                np.diag(Diagonal.from_json(v).floats()) if is_diagonal_form(v) else v for k, v in raw.items()}
         if any(not isinstance(v, (np.ndarray, list, float, int, bool, str)) or isinstance(v, list) and v
