@@ -319,3 +319,18 @@ def test_the_recheck_budget_prices_a_factored_certificate_by_its_form() -> None:
     dense = {**data, "B": N.floats().tolist(), "Sigma0": np.eye(d).tolist()}
     low, full = estimate(json.loads(json.dumps(data))), estimate(dense)
     assert low.rows == k and full.rows == d and 50 * low.seconds < full.seconds
+
+
+def test_definiteness_of_a_symmetric_factored_matrix_by_rank() -> None:
+    """N = L L^T: with k < d it is singular, so N > 0 fails (the rank of the factors); with k = d and L invertible
+    it is positive definite, so the factors (no asymmetric pair, full rank) must not refute it."""
+    from flowcert.gaussian.factored import definite_of
+
+    d = 4
+    L_full = np.array([[2.0, 0, 0, 0], [1, 1, 0, 0], [0, 1, 3, 0], [1, 0, 0, 1]])  # lower triangular, det = 6
+    for L, want in ((L_full[:, :2].copy(), "fails"), (L_full, "unknown")):
+        p = parse_gaussian(_raw(d, {"factors": [L.tolist(), L.T.tolist()]}, np.eye(d).tolist()))
+        got = definite_of(p, "B", 1)
+        assert got.status == want, (L.shape, got.status, got.detail)
+        if want == "fails":
+            assert "rank <= 2 < d = 4" in got.detail
